@@ -1,0 +1,13 @@
+# boost_discover_tests(target [LABELS l...]): after each build, list the binary's test cases and
+# register one ctest test per case, so ctest counts cases rather than binaries.
+set(_BTD_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/BoostTestDiscoverScript.cmake")
+function(boost_discover_tests target)
+  cmake_parse_arguments(B "" "" "LABELS" ${ARGN})
+  set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_boost_tests.cmake")
+  string(REPLACE ";" "," labels "${B_LABELS}")
+  add_custom_command(TARGET ${target} POST_BUILD
+    COMMAND "${CMAKE_COMMAND}" -DEXE=$<TARGET_FILE:${target}> -DOUT=${out} -DPREFIX=${target}
+            "-DLABELS=${labels}" -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR} -P "${_BTD_SCRIPT}"
+    VERBATIM)
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${out}")
+endfunction()

@@ -1,0 +1,75 @@
+// The kernel interface every backend implements (kernels/cpu today, kernels/cuda beside it).
+// Activations are float32; weights keep their checkpoint dtype and are widened inside kernels.
+//
+// Batch invariance (architecture.md): a row's result never depends on which other rows share
+// the call, how many there are, or how threads split the work. Every kernel that reduces
+// (matmul, norms, attention) fixes its reduction order per output element.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/core/dtype.hpp"
+
+namespace troupe::kernels {
+
+// A linear layer's weight as stored in the checkpoint: [rows = out_features, cols = in_features],
+// row-major, contiguous. Memory-mapped from the checkpoint; never copied by default.
+struct weight_ref {
+  const void* data = nullptr;
+  dtype type = dtype::f32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  size_t bytes() const noexcept { return static_cast<size_t>(rows * cols) * dtype_size(type); }
+};
+
+// y = x · wᵀ
+//   x: [n, w.cols] float32 row-major
+//   y: [n, w.rows] float32 row-major
+// Weight dtypes: f32, f16, bf16. Each y[i][j] is a dot product whose summation order depends only
+// on w.cols and the instruction set chosen at start-up (not on n, i, or the thread count).
+void matmul(const float* x, int64_t n, const weight_ref& w, float* y);
+
+// The portable scalar version with the same contract; the tests' reference for matmul().
+void matmul_reference(const float* x, int64_t n, const weight_ref& w, float* y);
+
+// Name of the instruction set matmul() dispatches to on this machine ("avx512", "avx2", ...).
+const char* matmul_isa() noexcept;
+
+// out[i] = x[i] / sqrt(mean(x²) + eps) * weight[i]   for each of n rows of length dim.
+// x and out may alias.
+void rmsnorm(const float* x, const float* weight, int64_t n, int64_t dim, float eps, float* out);
+
+// Rotary embedding, "rotate half" layout, in place on x: [n_tokens, n_heads, head_dim];
+// token t is at position positions[t]. inv_freq: [head_dim / 2].
+void rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const int32_t* positions,
+          const float* inv_freq);
+
+// out[i] = silu(gate[i]) * up[i] for i < count. out may alias gate.
+void silu_mul(const float* gate, const float* up, int64_t count, float* out);
+
+// One layer of the paged KV cache: K and V each [num_blocks, block_size, n_kv_heads, head_dim],
+// float32. Token p of a sequence lives in block block_table[p / block_size], slot p % block_size.
+struct paged_kv_layer {
+  float* k = nullptr;
+  float* v = nullptr;
+  int32_t block_size = 16;
+  int32_t n_kv_heads = 0;
+  int32_t head_dim = 0;
+};
+
+// Stores k, v: [n, n_kv_heads, head_dim] for positions start_pos .. start_pos + n - 1.
+void kv_write(const paged_kv_layer& kv, const int32_t* block_table, int32_t start_pos, int64_t n,
+              const float* k, const float* v);
+
+// Causal attention of one sequence's chunk through its block table.
+//   q:   [n_q, n_heads, head_dim]; query t sits at position start_pos + t and sees keys 0..start_pos+t
+//   out: [n_q, n_heads, head_dim]
+// Query head h reads kv head h / (n_heads / n_kv_heads). Each (query, head) is computed alone in
+// key order, so chunking a prompt differently gives bit-identical outputs.
+void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start_pos,
+                     const paged_kv_layer& kv, const int32_t* block_table, float scale, float* out);
+
+// Widen n rows of a [vocab, dim] table to float32: out[r] = table[ids[r]].
+void embedding(const weight_ref& table, const int32_t* ids, int64_t n, float* out);
+
+}  // namespace troupe::kernels

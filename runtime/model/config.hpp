@@ -1,0 +1,57 @@
+// The model shape as config.json states it (Qwen3ForCausalLM / Qwen3MoeForCausalLM) and the
+// default sampling of generation_config.json. Nothing about the shape is hard-coded elsewhere.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace troupe {
+
+enum class architecture { qwen3, qwen3_moe };
+
+struct model_config {
+  architecture arch = architecture::qwen3;
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;      // dense MLP width (also MoE layers listed in mlp_only_layers)
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;               // from config; need not equal hidden / heads
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 1e6;
+  int64_t max_position_embeddings = 0;
+  bool tie_word_embeddings = false;
+  std::vector<int32_t> eos_token_ids;  // from config.json eos_token_id (int or list)
+  int32_t bos_token_id = -1;
+  std::string torch_dtype;            // informative ("bfloat16")
+  // MoE (arch == qwen3_moe)
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = false;
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;
+
+  // True when layer `layer` uses experts (transformers' Qwen3MoeDecoderLayer rule).
+  bool layer_is_moe(int64_t layer) const;
+};
+
+// Defaults a request falls back to when it does not set them (generation_config.json).
+struct generation_defaults {
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  int32_t top_k = 0;           // 0 = off
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  bool do_sample = false;      // false -> greedy unless a request asks otherwise
+  std::vector<int32_t> eos_token_ids;
+};
+
+// Parse and validate; throws troupe::error(invalid_checkpoint / unsupported) naming the file,
+// the field and what was expected.
+model_config parse_model_config(const std::string& json_text, const std::string& path);
+generation_defaults parse_generation_config(const std::string& json_text, const std::string& path);
+
+}  // namespace troupe

@@ -1,0 +1,51 @@
+// Turns one row of logits into a token id: greedy, or seeded sampling with temperature, top-k,
+// top-p, min-p and repetition / presence / frequency penalties (the vLLM semantics).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "runtime/model/config.hpp"
+
+namespace troupe {
+
+struct sampling_params {
+  float temperature = 1.0f;         // 0 = greedy
+  float top_p = 1.0f;               // (0, 1]
+  int32_t top_k = 0;                // 0 or -1 = off
+  float min_p = 0.0f;               // [0, 1]
+  float repetition_penalty = 1.0f;  // > 0; 1 = off (applies to prompt and output tokens)
+  float presence_penalty = 0.0f;    // [-2, 2] (output tokens)
+  float frequency_penalty = 0.0f;   // [-2, 2] (output tokens)
+  uint64_t seed = 0;
+  bool has_seed = false;            // without a seed, a random one is drawn per request
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+};
+
+// A request's sampling params completed from the checkpoint's generation defaults.
+sampling_params defaults_from(const generation_defaults& g);
+
+// Throws troupe::error(invalid_argument) naming the field when a value is out of range.
+void validate(const sampling_params& p);
+
+// Per-sequence sampler: owns the RNG so that the same seed and inputs give the same tokens,
+// whatever else runs in the batch.
+class sampler {
+ public:
+  explicit sampler(const sampling_params& params);
+  // logits: [vocab] (modified in place by penalties/temperature). prompt and output are the
+  // sequence's token ids so far (for penalties).
+  int32_t sample(std::span<float> logits, std::span<const int32_t> prompt,
+                 std::span<const int32_t> output);
+  const sampling_params& params() const noexcept { return params_; }
+
+ private:
+  sampling_params params_;
+  std::mt19937_64 rng_;
+  std::vector<std::pair<float, int32_t>> scratch_;
+};
+
+}  // namespace troupe
