@@ -1,0 +1,38 @@
+// The one interface everything drives (architecture.md): a batched, paged forward step.
+// Each sequence brings its tokens for this step (a prompt chunk or one decode token), the
+// position of the first, and its block table; the step writes their K/V into the pool and
+// returns the logits rows the caller asked for. Outputs of one sequence never depend on the
+// rest of the batch, nor on how its prompt was chunked (bit-identical).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace troupe {
+
+enum class logits_mode : uint8_t {
+  none,  // mid-prompt chunk: only K/V are needed
+  last,  // the row of the last token (end of prompt, or decode)
+  all,   // every token of the chunk (troupe logits, scoring)
+};
+
+struct step_sequence {
+  int64_t seq_id = 0;                    // the caller's id, echoed in the result
+  std::span<const int32_t> tokens;       // >= 1 token
+  int32_t start_pos = 0;                 // position of tokens[0]; K/V of 0..start_pos-1 are cached
+  std::span<const int32_t> block_table;  // covers positions [0, start_pos + tokens.size())
+  logits_mode logits = logits_mode::last;
+};
+
+struct step_result {
+  int64_t vocab_size = 0;
+  std::vector<float> logits;          // rows of vocab_size floats, sequences in batch order
+  std::vector<int64_t> first_row;     // per sequence: index of its first row in `logits`
+  std::vector<int64_t> num_rows;      // per sequence: 0, 1 or tokens.size()
+  std::span<const float> row(size_t seq, int64_t r = 0) const {
+    return {logits.data() + (first_row[seq] + r) * vocab_size, static_cast<size_t>(vocab_size)};
+  }
+};
+
+}  // namespace troupe
