@@ -9,5 +9,10 @@ function(boost_discover_tests target)
     COMMAND "${CMAKE_COMMAND}" -DEXE=$<TARGET_FILE:${target}> -DOUT=${out} -DPREFIX=${target}
             "-DLABELS=${labels}" -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR} -P "${_BTD_SCRIPT}"
     VERBATIM)
+  # Until the binary is built, a placeholder test fails and says so, rather than ctest
+  # silently running fewer tests (or failing to read a missing include file).
+  if(NOT EXISTS "${out}")
+    file(WRITE "${out}" "add_test([=[${target}:NOT_BUILT]=] \"${CMAKE_COMMAND}\" -E false)\n")
+  endif()
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${out}")
 endfunction()

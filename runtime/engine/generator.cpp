@@ -1,0 +1,97 @@
+#include "runtime/engine/generator.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "runtime/core/error.hpp"
+
+namespace troupe {
+
+namespace {
+constexpr int32_t kBlockSize = 16;
+
+// A private pool just large enough for one sequence, with the identity block table.
+struct single_sequence_pool {
+  single_sequence_pool(const model_config& cfg, int64_t max_len)
+      : kv(cfg, static_cast<int32_t>(std::max<int64_t>(1, (max_len + kBlockSize - 1) / kBlockSize)), kBlockSize),
+        table(kv.num_blocks()) {
+    std::iota(table.begin(), table.end(), 0);
+  }
+  kv_cache kv;
+  std::vector<int32_t> table;
+};
+
+void check_prompt(const std::vector<int32_t>& prompt, const model_config& cfg, int64_t extra) {
+  if (prompt.empty()) throw_error(errc::invalid_input, "the prompt has no tokens");
+  const int64_t len = static_cast<int64_t>(prompt.size()) + extra;
+  if (cfg.max_position_embeddings > 0 && len > cfg.max_position_embeddings)
+    throw_error(errc::out_of_range, "prompt (" + std::to_string(prompt.size()) + " tokens) plus max_tokens (" +
+                                        std::to_string(extra) + ") exceeds the model's context of " +
+                                        std::to_string(cfg.max_position_embeddings) + " tokens");
+}
+}  // namespace
+
+generate_output generator::generate(const std::vector<int32_t>& prompt, const generate_options& opts,
+                                    const std::function<void(int32_t)>& on_token) {
+  if (opts.max_tokens <= 0)
+    throw_error(errc::invalid_argument, "max_tokens must be positive (got " + std::to_string(opts.max_tokens) + ")");
+  if (opts.prefill_chunk < 0) throw_error(errc::invalid_argument, "prefill_chunk must be >= 0");
+  validate(opts.sampling);
+  check_prompt(prompt, ckpt_.config, opts.max_tokens);
+
+  single_sequence_pool pool(ckpt_.config, static_cast<int64_t>(prompt.size()) + opts.max_tokens);
+  model_runner runner(ckpt_, pool.kv);
+  sampler smp(opts.sampling);
+  step_result res;
+  generate_output out;
+
+  const int64_t p = static_cast<int64_t>(prompt.size());
+  const int64_t chunk = opts.prefill_chunk > 0 ? opts.prefill_chunk : p;
+  for (int64_t start = 0; start < p; start += chunk) {
+    const int64_t n = std::min(chunk, p - start);
+    step_sequence sq{0, std::span<const int32_t>(prompt.data() + start, n), static_cast<int32_t>(start), pool.table,
+                     start + n == p ? logits_mode::last : logits_mode::none};
+    runner.step(std::span<const step_sequence>(&sq, 1), res);
+  }
+
+  std::vector<float> row;
+  for (int32_t i = 0; i < opts.max_tokens; ++i) {
+    auto r = res.row(0);
+    row.assign(r.begin(), r.end());
+    const int32_t id = smp.sample(row, prompt, out.ids);
+    out.ids.push_back(id);
+    if (on_token) on_token(id);
+    const auto& stops = opts.sampling.stop_token_ids;
+    if (!opts.sampling.ignore_eos && std::find(stops.begin(), stops.end(), id) != stops.end()) {
+      out.finish_reason = "stop";
+      return out;
+    }
+    if (i + 1 == opts.max_tokens) break;
+    step_sequence sq{0, std::span<const int32_t>(&out.ids.back(), 1), static_cast<int32_t>(p + i), pool.table,
+                     logits_mode::last};
+    runner.step(std::span<const step_sequence>(&sq, 1), res);
+  }
+  out.finish_reason = "length";
+  return out;
+}
+
+std::vector<float> generator::prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk) {
+  check_prompt(prompt, ckpt_.config, 0);
+  single_sequence_pool pool(ckpt_.config, static_cast<int64_t>(prompt.size()));
+  model_runner runner(ckpt_, pool.kv);
+  step_result res;
+  std::vector<float> all;
+  const int64_t p = static_cast<int64_t>(prompt.size());
+  const int64_t chunk = prefill_chunk > 0 ? prefill_chunk : p;
+  all.reserve(static_cast<size_t>(p * ckpt_.config.vocab_size));
+  for (int64_t start = 0; start < p; start += chunk) {
+    const int64_t n = std::min(chunk, p - start);
+    step_sequence sq{0, std::span<const int32_t>(prompt.data() + start, n), static_cast<int32_t>(start), pool.table,
+                     logits_mode::all};
+    runner.step(std::span<const step_sequence>(&sq, 1), res);
+    all.insert(all.end(), res.logits.begin(), res.logits.end());
+  }
+  return all;
+}
+
+}  // namespace troupe

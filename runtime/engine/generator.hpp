@@ -1,0 +1,41 @@
+// Single-request generation on the model runner: prefill (optionally in chunks), then decode
+// with sampling until max_tokens or a stop id. What `troupe generate` and `troupe logits` run,
+// and the reference a server's output must equal for the same request.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/engine/model_runner.hpp"
+#include "runtime/sampling/sampler.hpp"
+
+namespace troupe {
+
+struct generate_options {
+  int32_t max_tokens = 16;
+  sampling_params sampling;
+  int32_t prefill_chunk = 0;  // tokens per prefill step; 0 = the whole prompt in one step
+};
+
+struct generate_output {
+  std::vector<int32_t> ids;
+  std::string finish_reason;  // "stop" (a stop id was sampled) or "length"
+};
+
+class generator {
+ public:
+  explicit generator(const checkpoint& ckpt) : ckpt_(ckpt) {}
+
+  // on_token (optional) sees every new id as it is sampled.
+  generate_output generate(const std::vector<int32_t>& prompt, const generate_options& opts,
+                           const std::function<void(int32_t)>& on_token = {});
+
+  // Logits of every prompt position, row-major [prompt.size(), vocab].
+  std::vector<float> prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk = 0);
+
+ private:
+  const checkpoint& ckpt_;
+};
+
+}  // namespace troupe

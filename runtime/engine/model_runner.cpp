@@ -1,0 +1,223 @@
+// The Qwen3 forward step. Every operation is per token (norms, RoPE, matmul rows, expert
+// choice) or per sequence (attention through its block table), which is what makes a
+// sequence's logits independent of its batch and of how its prompt was chunked.
+#include "runtime/engine/model_runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "runtime/core/error.hpp"
+
+namespace troupe {
+
+namespace {
+template <class T>
+void ensure(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+}  // namespace
+
+model_runner::model_runner(const checkpoint& ckpt, kv_cache& kv)
+    : ckpt_(ckpt), cfg_(ckpt.config), kv_(kv) {
+  if (kv.num_layers() != cfg_.num_hidden_layers || kv.layer(0).n_kv_heads != cfg_.num_key_value_heads ||
+      kv.layer(0).head_dim != cfg_.head_dim)
+    throw_error(errc::invalid_argument, "model_runner: KV pool shape does not match the model config");
+  const int64_t half = cfg_.head_dim / 2;
+  inv_freq_.resize(half);
+  for (int64_t i = 0; i < half; ++i)  // computed in double as transformers' float64 reference does
+    inv_freq_[i] = static_cast<float>(std::pow(cfg_.rope_theta, -2.0 * i / cfg_.head_dim));
+}
+
+void model_runner::validate(std::span<const step_sequence> batch) const {
+  const int64_t bs = kv_.block_size();
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const auto& sq = batch[s];
+    const std::string who = "step: sequence " + std::to_string(sq.seq_id);
+    if (sq.tokens.empty()) throw_error(errc::invalid_input, who + " has no tokens");
+    if (sq.start_pos < 0) throw_error(errc::invalid_input, who + " has a negative start position");
+    const int64_t end = sq.start_pos + static_cast<int64_t>(sq.tokens.size());
+    if (cfg_.max_position_embeddings > 0 && end > cfg_.max_position_embeddings)
+      throw_error(errc::out_of_range, who + " reaches position " + std::to_string(end) +
+                                          "; the model supports " + std::to_string(cfg_.max_position_embeddings));
+    for (int32_t id : sq.tokens)
+      if (id < 0 || id >= cfg_.vocab_size)
+        throw_error(errc::out_of_range, who + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                            std::to_string(cfg_.vocab_size) + ")");
+    const int64_t need = (end + bs - 1) / bs;
+    if (static_cast<int64_t>(sq.block_table.size()) < need)
+      throw_error(errc::invalid_input, who + ": block table has " + std::to_string(sq.block_table.size()) +
+                                           " blocks; positions up to " + std::to_string(end) + " need " +
+                                           std::to_string(need));
+    for (int64_t b = 0; b < need; ++b)
+      if (sq.block_table[b] < 0 || sq.block_table[b] >= kv_.num_blocks())
+        throw_error(errc::out_of_range, who + ": block id " + std::to_string(sq.block_table[b]) +
+                                            " is outside the KV pool of " + std::to_string(kv_.num_blocks()) + " blocks");
+  }
+}
+
+void model_runner::step(std::span<const step_sequence> batch, step_result& out) {
+  validate(batch);
+  const auto& w = ckpt_.weights;
+  const int64_t hidden = cfg_.hidden_size;
+
+  n_ = 0;
+  for (const auto& sq : batch) n_ += static_cast<int64_t>(sq.tokens.size());
+  ensure(ids_, n_);
+  ensure(positions_, n_);
+  int64_t row = 0;
+  for (const auto& sq : batch)
+    for (size_t t = 0; t < sq.tokens.size(); ++t, ++row) {
+      ids_[row] = sq.tokens[t];
+      positions_[row] = sq.start_pos + static_cast<int32_t>(t);
+    }
+
+  ensure(x_, n_ * hidden);
+  ensure(h_, n_ * hidden);
+  kernels::embedding(w.embed_tokens, ids_.data(), n_, x_.data());
+
+  for (int64_t l = 0; l < cfg_.num_hidden_layers; ++l) {
+    const auto& lw = w.layers[l];
+    kernels::rmsnorm(x_.data(), lw.input_layernorm.data(), n_, hidden, static_cast<float>(cfg_.rms_norm_eps), h_.data());
+    attention_block(l, batch);
+    kernels::rmsnorm(x_.data(), lw.post_attention_layernorm.data(), n_, hidden,
+                     static_cast<float>(cfg_.rms_norm_eps), h_.data());
+    if (cfg_.layer_is_moe(l))
+      moe_mlp(lw);
+    else
+      dense_mlp(lw);
+  }
+
+  // Logits only for the rows asked for: mid-prompt chunks skip the vocabulary projection.
+  out.vocab_size = cfg_.vocab_size;
+  out.first_row.assign(batch.size(), 0);
+  out.num_rows.assign(batch.size(), 0);
+  std::vector<int64_t> rows;
+  row = 0;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const int64_t n = static_cast<int64_t>(batch[s].tokens.size());
+    out.first_row[s] = static_cast<int64_t>(rows.size());
+    if (batch[s].logits == logits_mode::last) {
+      rows.push_back(row + n - 1);
+    } else if (batch[s].logits == logits_mode::all) {
+      for (int64_t t = 0; t < n; ++t) rows.push_back(row + t);
+    }
+    out.num_rows[s] = static_cast<int64_t>(rows.size()) - out.first_row[s];
+    row += n;
+  }
+  const int64_t n_out = static_cast<int64_t>(rows.size());
+  out.logits.resize(static_cast<size_t>(n_out * cfg_.vocab_size));
+  if (n_out == 0) return;
+  ensure(final_, n_out * hidden);
+  for (int64_t r = 0; r < n_out; ++r)
+    std::copy_n(x_.data() + rows[r] * hidden, hidden, final_.data() + r * hidden);
+  kernels::rmsnorm(final_.data(), w.norm.data(), n_out, hidden, static_cast<float>(cfg_.rms_norm_eps), final_.data());
+  kernels::matmul(final_.data(), n_out, w.lm_head, out.logits.data());
+}
+
+void model_runner::attention_block(int64_t l, std::span<const step_sequence> batch) {
+  const auto& lw = ckpt_.weights.layers[l];
+  const int64_t hq = cfg_.num_attention_heads, hk = cfg_.num_key_value_heads, d = cfg_.head_dim;
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  ensure(q_, n_ * hq * d);
+  ensure(k_, n_ * hk * d);
+  ensure(v_, n_ * hk * d);
+  ensure(attn_, n_ * hq * d);
+  ensure(tmp_, n_ * cfg_.hidden_size);
+  kernels::matmul(h_.data(), n_, lw.q_proj, q_.data());
+  kernels::matmul(h_.data(), n_, lw.k_proj, k_.data());
+  kernels::matmul(h_.data(), n_, lw.v_proj, v_.data());
+  // Qwen3: per-head RMSNorm of q and k over head_dim, before RoPE.
+  kernels::rmsnorm(q_.data(), lw.q_norm.data(), n_ * hq, d, eps, q_.data());
+  kernels::rmsnorm(k_.data(), lw.k_norm.data(), n_ * hk, d, eps, k_.data());
+  kernels::rope(q_.data(), n_, hq, d, positions_.data(), inv_freq_.data());
+  kernels::rope(k_.data(), n_, hk, d, positions_.data(), inv_freq_.data());
+
+  const auto& kv = kv_.layer(l);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  int64_t row = 0;
+  for (const auto& sq : batch) {
+    const int64_t n = static_cast<int64_t>(sq.tokens.size());
+    kernels::kv_write(kv, sq.block_table.data(), sq.start_pos, n, k_.data() + row * hk * d, v_.data() + row * hk * d);
+    kernels::paged_attention(q_.data() + row * hq * d, n, hq, sq.start_pos, kv, sq.block_table.data(), scale,
+                             attn_.data() + row * hq * d);
+    row += n;
+  }
+  kernels::matmul(attn_.data(), n_, lw.o_proj, tmp_.data());
+  const int64_t total = n_ * cfg_.hidden_size;
+  for (int64_t i = 0; i < total; ++i) x_[i] += tmp_[i];
+}
+
+void model_runner::dense_mlp(const layer_weights& lw) {
+  const int64_t inter = lw.gate_proj.rows;
+  ensure(gate_, n_ * inter);
+  ensure(up_, n_ * inter);
+  kernels::matmul(h_.data(), n_, lw.gate_proj, gate_.data());
+  kernels::matmul(h_.data(), n_, lw.up_proj, up_.data());
+  kernels::silu_mul(gate_.data(), up_.data(), n_ * inter, gate_.data());
+  kernels::matmul(gate_.data(), n_, lw.down_proj, tmp_.data());
+  const int64_t total = n_ * cfg_.hidden_size;
+  for (int64_t i = 0; i < total; ++i) x_[i] += tmp_[i];
+}
+
+void model_runner::moe_mlp(const layer_weights& lw) {
+  const int64_t hidden = cfg_.hidden_size, n_exp = cfg_.num_experts, top_k = cfg_.num_experts_per_tok;
+  ensure(router_, n_ * n_exp);
+  kernels::matmul(h_.data(), n_, lw.router, router_.data());
+
+  // Per token: softmax over all experts, top-k (ties -> lower expert id), optional renormalise.
+  std::vector<int32_t> chosen(n_ * top_k);
+  std::vector<float> weight(n_ * top_k);
+  std::vector<int32_t> order(n_exp);
+  for (int64_t t = 0; t < n_; ++t) {
+    float* p = router_.data() + t * n_exp;
+    float mx = *std::max_element(p, p + n_exp);
+    float sum = 0.0f;
+    for (int64_t e = 0; e < n_exp; ++e) sum += (p[e] = std::exp(p[e] - mx));
+    for (int64_t e = 0; e < n_exp; ++e) p[e] /= sum;
+    for (int64_t e = 0; e < n_exp; ++e) order[e] = static_cast<int32_t>(e);
+    std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
+                      [p](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    float picked = 0.0f;
+    for (int64_t r = 0; r < top_k; ++r) picked += p[order[r]];
+    for (int64_t r = 0; r < top_k; ++r) {
+      chosen[t * top_k + r] = order[r];
+      weight[t * top_k + r] = cfg_.norm_topk_prob ? p[order[r]] / picked : p[order[r]];
+    }
+  }
+
+  // Each expert runs on the rows routed to it; outputs land in a per-(token, rank) slot so the
+  // weighted sum below is in rank order whatever the batch.
+  ensure(moe_out_, n_ * top_k * hidden);
+  std::vector<int64_t> slots;
+  for (int64_t e = 0; e < n_exp; ++e) {
+    slots.clear();
+    for (int64_t i = 0; i < n_ * top_k; ++i)
+      if (chosen[i] == e) slots.push_back(i);
+    if (slots.empty()) continue;
+    const int64_t m = static_cast<int64_t>(slots.size());
+    const auto& ew = lw.experts[e];
+    const int64_t inter = ew.gate_proj.rows;
+    ensure(expert_in_, m * hidden);
+    ensure(expert_gate_, m * inter);
+    ensure(expert_up_, m * inter);
+    ensure(expert_out_, m * hidden);
+    for (int64_t i = 0; i < m; ++i)
+      std::copy_n(h_.data() + (slots[i] / top_k) * hidden, hidden, expert_in_.data() + i * hidden);
+    kernels::matmul(expert_in_.data(), m, ew.gate_proj, expert_gate_.data());
+    kernels::matmul(expert_in_.data(), m, ew.up_proj, expert_up_.data());
+    kernels::silu_mul(expert_gate_.data(), expert_up_.data(), m * inter, expert_gate_.data());
+    kernels::matmul(expert_gate_.data(), m, ew.down_proj, expert_out_.data());
+    for (int64_t i = 0; i < m; ++i)
+      std::copy_n(expert_out_.data() + i * hidden, hidden, moe_out_.data() + slots[i] * hidden);
+  }
+  for (int64_t t = 0; t < n_; ++t)
+    for (int64_t r = 0; r < top_k; ++r) {
+      const float wgt = weight[t * top_k + r];
+      const float* src = moe_out_.data() + (t * top_k + r) * hidden;
+      float* dst = x_.data() + t * hidden;
+      for (int64_t i = 0; i < hidden; ++i) dst[i] += wgt * src[i];
+    }
+}
+
+}  // namespace troupe

@@ -1,0 +1,44 @@
+// Runs the Qwen3 / Qwen3-MoE forward pass (as transformers defines it) on a batch of sequences
+// through the paged KV pool: the step every higher layer (generate, scheduler, executors) drives.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "runtime/engine/step.hpp"
+#include "runtime/kv/kv_cache.hpp"
+#include "runtime/model/checkpoint.hpp"
+
+namespace troupe {
+
+class model_runner {
+ public:
+  // Both must outlive the runner. The KV pool's shape must match the checkpoint's config.
+  model_runner(const checkpoint& ckpt, kv_cache& kv);
+
+  // Runs one step. Throws troupe::error(invalid_input / out_of_range) for a malformed batch
+  // (empty tokens, ids outside the vocab, a block table too short or naming a block outside
+  // the pool, positions beyond max_position_embeddings) before touching any KV.
+  void step(std::span<const step_sequence> batch, step_result& out);
+
+  const model_config& config() const noexcept { return cfg_; }
+
+ private:
+  void validate(std::span<const step_sequence> batch) const;
+  void attention_block(int64_t layer, std::span<const step_sequence> batch);
+  void dense_mlp(const layer_weights& lw);
+  void moe_mlp(const layer_weights& lw);
+
+  const checkpoint& ckpt_;
+  const model_config& cfg_;
+  kv_cache& kv_;
+  std::vector<float> inv_freq_;
+  // Scratch, sized to the largest batch seen; rows = tokens in the step.
+  int64_t n_ = 0;
+  std::vector<int32_t> ids_, positions_;
+  std::vector<float> x_, h_, q_, k_, v_, attn_, tmp_, gate_, up_;
+  std::vector<float> router_, moe_out_, expert_in_, expert_gate_, expert_up_, expert_out_;
+  std::vector<float> final_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,175 @@
+// The forward step against the float64 golden references (tests/data/README.md): every stored
+// logits row within 1e-4 relative, greedy continuations identical, decode through the KV cache
+// equal to the reference's full recomputation; plus batch and chunking invariance, bit for bit.
+#define BOOST_TEST_MODULE troupe_engine
+#include <boost/test/unit_test.hpp>
+#include <boost/test/data/test_case.hpp>
+
+#include <cstring>
+#include <memory>
+#include <numeric>
+
+#include "runtime/core/error.hpp"
+#include "runtime/engine/generator.hpp"
+#include "runtime/engine/model_runner.hpp"
+#include "tests/runtime/engine/golden.hpp"
+
+using namespace troupe;
+using namespace troupe::testing;
+
+namespace {
+
+// Documented in tests/data/README.md: ~40x the float32 noise, below every typical mistake.
+constexpr double kTolerance = 1e-4;
+
+const char* kSets[] = {"tiny-dense", "tiny-untied-sharded", "tiny-moe", "e2e-full-vocab"};
+
+std::shared_ptr<checkpoint> load(const std::string& name) {
+  static std::map<std::string, std::shared_ptr<checkpoint>> cache;
+  auto& c = cache[name];
+  if (!c) c = load_checkpoint(golden_dir(name));
+  return c;
+}
+
+std::vector<int32_t> identity_table(int32_t n, int32_t offset = 0) {
+  std::vector<int32_t> t(n);
+  std::iota(t.begin(), t.end(), offset);
+  return t;
+}
+
+}  // namespace
+
+BOOST_DATA_TEST_CASE(prompt_logits_match_reference, boost::unit_test::data::make(kSets), set) {
+  auto ck = load(set);
+  generator gen(*ck);
+  const int64_t vocab = ck->config.vocab_size;
+  for (const auto& c : load_golden(set)) {
+    auto logits = gen.prompt_logits(c.prompt);
+    for (size_t r = 0; r < c.prompt_logits.index.size(); ++r) {
+      const int64_t pos = c.prompt_logits.index[r];
+      double err = row_error(logits.data() + pos * vocab, c.prompt_logits.data.data() + r * vocab, vocab);
+      BOOST_TEST(err <= kTolerance, set << " " << c.id << " position " << pos << ": relative error " << err);
+    }
+  }
+}
+
+BOOST_DATA_TEST_CASE(greedy_decode_matches_reference, boost::unit_test::data::make(kSets), set) {
+  auto ck = load(set);
+  const int64_t vocab = ck->config.vocab_size;
+  for (const auto& c : load_golden(set)) {
+    // Drive the runner directly so every decode step's logits can be compared.
+    const int64_t max_len = static_cast<int64_t>(c.prompt.size() + c.greedy.size());
+    kv_cache kv(ck->config, static_cast<int32_t>((max_len + 15) / 16));
+    model_runner runner(*ck, kv);
+    auto table = identity_table(kv.num_blocks());
+    step_result res;
+    step_sequence sq{0, c.prompt, 0, table, logits_mode::last};
+    runner.step(std::span<const step_sequence>(&sq, 1), res);
+    std::vector<int32_t> got;
+    for (size_t i = 0; i < c.greedy.size(); ++i) {
+      auto row = res.row(0);
+      auto it = std::find(c.decode_logits.index.begin(), c.decode_logits.index.end(), static_cast<int64_t>(i));
+      if (it != c.decode_logits.index.end()) {
+        const size_t r = static_cast<size_t>(it - c.decode_logits.index.begin());
+        double err = row_error(row.data(), c.decode_logits.data.data() + r * vocab, vocab);
+        BOOST_TEST(err <= kTolerance, set << " " << c.id << " decode step " << i << ": relative error " << err);
+      }
+      got.push_back(static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
+      if (i + 1 == c.greedy.size()) break;
+      step_sequence d{0, std::span<const int32_t>(&got.back(), 1), static_cast<int32_t>(c.prompt.size() + i), table,
+                      logits_mode::last};
+      runner.step(std::span<const step_sequence>(&d, 1), res);
+    }
+    BOOST_TEST(got == c.greedy, boost::test_tools::per_element());
+  }
+}
+
+BOOST_DATA_TEST_CASE(generator_greedy_equals_reference, boost::unit_test::data::make(kSets), set) {
+  auto ck = load(set);
+  generator gen(*ck);
+  for (const auto& c : load_golden(set)) {
+    generate_options o;
+    o.max_tokens = static_cast<int32_t>(c.greedy.size());
+    o.sampling.temperature = 0.0f;
+    o.prefill_chunk = 5;  // chunked prefill must not change the result
+    auto out = gen.generate(c.prompt, o);
+    BOOST_TEST(out.ids == c.greedy, boost::test_tools::per_element());
+    BOOST_TEST(out.finish_reason == "length");
+  }
+}
+
+// Batch invariance: every golden prompt in one batch, with blocks scattered through the pool,
+// gives logits bit-identical to the prompt alone.
+BOOST_DATA_TEST_CASE(batch_invariance_bitwise, boost::unit_test::data::make(kSets), set) {
+  auto ck = load(set);
+  auto cases = load_golden(set);
+  const int64_t vocab = ck->config.vocab_size;
+  int32_t blocks = 0;
+  for (const auto& c : cases) blocks += static_cast<int32_t>((c.prompt.size() + 1 + 15) / 16);
+  kv_cache kv(ck->config, blocks * 2);
+  model_runner runner(*ck, kv);
+
+  std::vector<std::vector<float>> alone;
+  for (const auto& c : cases) {
+    auto t = identity_table(static_cast<int32_t>((c.prompt.size() + 15) / 16));
+    step_sequence sq{0, c.prompt, 0, t, logits_mode::all};
+    step_result r;
+    runner.step(std::span<const step_sequence>(&sq, 1), r);
+    alone.push_back(r.logits);
+  }
+  // Interleaved, reversed block ids so the batch shares nothing with the solo layout.
+  std::vector<std::vector<int32_t>> tables(cases.size());
+  int32_t next = kv.num_blocks() - 1;
+  for (size_t i = 0; i < cases.size(); ++i)
+    for (size_t b = 0; b < (cases[i].prompt.size() + 15) / 16; ++b) tables[i].push_back(next--);
+  std::vector<step_sequence> batch;
+  for (size_t i = 0; i < cases.size(); ++i)
+    batch.push_back({static_cast<int64_t>(i), cases[i].prompt, 0, tables[i], logits_mode::all});
+  step_result r;
+  runner.step(batch, r);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    BOOST_REQUIRE_EQUAL(r.num_rows[i], static_cast<int64_t>(cases[i].prompt.size()));
+    BOOST_TEST(std::memcmp(r.row(i).data(), alone[i].data(), alone[i].size() * sizeof(float)) == 0,
+               set << " " << cases[i].id << ": batched logits differ from solo logits");
+  }
+  (void)vocab;
+}
+
+// Chunking invariance: the longest prompt prefilled in chunks of 1, 7 and 16 gives the same
+// bits at every position as one step.
+BOOST_DATA_TEST_CASE(chunking_invariance_bitwise, boost::unit_test::data::make(kSets), set) {
+  auto ck = load(set);
+  auto cases = load_golden(set);
+  const auto& prompt = cases.back().prompt;
+  generator gen(*ck);
+  auto whole = gen.prompt_logits(prompt);
+  for (int32_t chunk : {1, 7, 16}) {
+    auto chunked = gen.prompt_logits(prompt, chunk);
+    BOOST_REQUIRE_EQUAL(chunked.size(), whole.size());
+    BOOST_TEST(std::memcmp(chunked.data(), whole.data(), whole.size() * sizeof(float)) == 0,
+               set << ": chunk " << chunk << " changes the logits");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_batches_are_refused_before_any_work) {
+  auto ck = load("tiny-dense");
+  kv_cache kv(ck->config, 4);
+  model_runner runner(*ck, kv);
+  step_result r;
+  std::vector<int32_t> table{0, 1}, ok_tokens{1, 2, 3}, bad_id{1, 4096}, none;
+  auto expect = [&](step_sequence sq, errc code, const std::string& needle) {
+    try {
+      runner.step(std::span<const step_sequence>(&sq, 1), r);
+      BOOST_FAIL("expected an error containing '" << needle << "'");
+    } catch (const troupe::error& e) {
+      BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(code));
+      BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos, e.what());
+    }
+  };
+  expect({7, none, 0, table}, errc::invalid_input, "sequence 7 has no tokens");
+  expect({1, bad_id, 0, table}, errc::out_of_range, "token id 4096 is outside the vocabulary");
+  expect({1, ok_tokens, 30, table}, errc::invalid_input, "block table has 2 blocks");
+  std::vector<int32_t> bad_table{0, 9};
+  expect({1, ok_tokens, 14, bad_table}, errc::out_of_range, "block id 9 is outside the KV pool");
+  expect({1, ok_tokens, 40958, table}, errc::out_of_range, "reaches position 40961");
+}
