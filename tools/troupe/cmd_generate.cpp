@@ -1,0 +1,139 @@
+// `troupe generate` and `troupe logits`: one request through the engine, no server.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/error.hpp"
+#include "runtime/engine/generator.hpp"
+#include "tools/troupe/command.hpp"
+
+namespace {
+
+using namespace troupe;
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || v < 0 || v > INT32_MAX)
+      throw_error(errc::invalid_argument, "--ids: '" + item + "' is not a token id (expected e.g. --ids 1,2,3)");
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  if (ids.empty()) throw_error(errc::invalid_argument, "--ids: no token ids given");
+  return ids;
+}
+
+void check_vocab(const std::vector<int32_t>& ids, const model_config& cfg) {
+  for (int32_t id : ids)
+    if (id >= cfg.vocab_size)
+      throw_error(errc::out_of_range, "--ids: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                          std::to_string(cfg.vocab_size) + ")");
+}
+
+int run_generate(int argc, char** argv) {
+  CLI::App app{"Generate a completion for one prompt (no server)", "troupe generate"};
+  std::string model, ids_text;
+  int32_t max_tokens = 64, prefill_chunk = 0;
+  std::optional<float> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int32_t> top_k;
+  float presence = 0, frequency = 0;
+  std::optional<uint64_t> seed;
+  bool json = false, ignore_eos = false;
+  app.add_option("--model", model, "Hugging Face Qwen3 checkpoint directory")->required();
+  app.add_option("--ids", ids_text, "prompt as comma-separated token ids")->required();
+  app.add_option("--max-tokens", max_tokens, "tokens to generate");
+  app.add_option("--temperature", temperature, "0 = greedy (default from generation_config.json)");
+  app.add_option("--top-p", top_p);
+  app.add_option("--top-k", top_k);
+  app.add_option("--min-p", min_p);
+  app.add_option("--repetition-penalty", repetition_penalty);
+  app.add_option("--presence-penalty", presence);
+  app.add_option("--frequency-penalty", frequency);
+  app.add_option("--seed", seed, "sampling seed (same seed, same tokens)");
+  app.add_option("--prefill-chunk", prefill_chunk, "prefill the prompt in chunks of N tokens (0 = one step)");
+  app.add_flag("--ignore-eos", ignore_eos, "do not stop at the end-of-sequence ids");
+  app.add_flag("--json", json, "print {\"ids\": [...]} instead of the ids as text");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  auto ck = load_checkpoint(model);
+  auto prompt = parse_ids(ids_text);
+  check_vocab(prompt, ck->config);
+  generate_options o;
+  o.max_tokens = max_tokens;
+  o.prefill_chunk = prefill_chunk;
+  o.sampling = defaults_from(ck->generation);
+  if (temperature) o.sampling.temperature = *temperature;
+  if (top_p) o.sampling.top_p = *top_p;
+  if (top_k) o.sampling.top_k = *top_k;
+  if (min_p) o.sampling.min_p = *min_p;
+  if (repetition_penalty) o.sampling.repetition_penalty = *repetition_penalty;
+  o.sampling.presence_penalty = presence;
+  o.sampling.frequency_penalty = frequency;
+  if (seed) {
+    o.sampling.seed = *seed;
+    o.sampling.has_seed = true;
+  }
+  o.sampling.ignore_eos = ignore_eos;
+
+  generator gen(*ck);
+  auto out = gen.generate(prompt, o, [&](int32_t id) {
+    if (!json) {
+      std::printf("%d ", id);
+      std::fflush(stdout);
+    }
+  });
+  if (json) {
+    nlohmann::json j{{"ids", out.ids}, {"finish_reason", out.finish_reason}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("\n");
+  }
+  return 0;
+}
+
+int run_logits(int argc, char** argv) {
+  CLI::App app{"Write the float32 logits of every prompt position", "troupe logits"};
+  std::string model, ids_text, out_path;
+  int32_t prefill_chunk = 0;
+  app.add_option("--model", model, "Hugging Face Qwen3 checkpoint directory")->required();
+  app.add_option("--ids", ids_text, "prompt as comma-separated token ids")->required();
+  app.add_option("--out", out_path, "output file: little-endian float32 [n_ids, vocab_size]")->required();
+  app.add_option("--prefill-chunk", prefill_chunk, "prefill in chunks of N tokens (0 = one step)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  auto ck = load_checkpoint(model);
+  auto prompt = parse_ids(ids_text);
+  check_vocab(prompt, ck->config);
+  generator gen(*ck);
+  auto logits = gen.prompt_logits(prompt, prefill_chunk);
+  std::ofstream f(out_path, std::ios::binary);
+  if (!f) throw_error(errc::io_error, "cannot write " + out_path);
+  f.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * sizeof(float)));
+  if (!f) throw_error(errc::io_error, "short write to " + out_path);
+  return 0;
+}
+
+}  // namespace
+
+TROUPE_COMMAND("generate", "generate a completion for one prompt", run_generate);
+TROUPE_COMMAND("logits", "write the logits of every prompt position", run_logits);
