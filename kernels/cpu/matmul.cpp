@@ -1,49 +1,113 @@
-// PLACEHOLDER until the SIMD matmul lands: 16-lane dot products, parallel over output rows.
+// kernels::matmul: checks the call, picks the instruction set once at start-up (TROUPE_ISA may
+// force a lower one) and spreads units of weight rows over the OpenMP threads. A result never
+// depends on the split (matmul_backend.hpp), so units are handed out dynamically: a core slowed by
+// a neighbour simply takes fewer.
+#include <cstdlib>
 #include <cstring>
-#include <vector>
+#include <exception>
+#include <new>
+#include <string>
 
+#include "kernels/cpu/matmul_backend.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/core/error.hpp"
 
 namespace troupe::kernels {
+namespace {
 
-const char* matmul_isa() noexcept { return "generic"; }
+struct isa_choice {
+  const cpu::matmul_backend* backend = nullptr;
+  std::string error;  // set when TROUPE_ISA asks for something this CPU or build cannot do
+};
 
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-static void dot_rows(const float* x, int64_t n, const float* wrow, int64_t cols, int64_t ldy, float* y) {
-  for (int64_t i = 0; i < n; ++i) {
-    float acc[16] = {};
-    const float* xr = x + i * cols;
-    int64_t k = 0;
-    for (; k + 16 <= cols; k += 16)
-      for (int l = 0; l < 16; ++l) acc[l] += xr[k + l] * wrow[k + l];
-    for (int l = 0; k + l < cols; ++l) acc[l] += xr[k + l] * wrow[k + l];
-    for (int w = 8; w > 0; w /= 2)
-      for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
-    y[i * ldy] = acc[0];
+isa_choice choose_isa() {
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const char* env = std::getenv("TROUPE_ISA");
+  const std::string want = env ? env : "";
+  if (want.empty() || want == "auto")
+    return {avx512 ? &cpu::matmul_backend_avx512() : avx2 ? &cpu::matmul_backend_avx2() : &cpu::matmul_backend_generic(), {}};
+  if (want == "avx512" && avx512) return {&cpu::matmul_backend_avx512(), {}};
+  if (want == "avx2" && avx2) return {&cpu::matmul_backend_avx2(), {}};
+  if (want == "generic") return {&cpu::matmul_backend_generic(), {}};
+  if (want == "avx512" || want == "avx2")
+    return {nullptr, "TROUPE_ISA=" + want + " but this CPU lacks it (it has " +
+                         (avx512 ? "avx512" : avx2 ? "avx2" : "neither AVX2+FMA+F16C nor AVX-512") + ")"};
+  return {nullptr, "TROUPE_ISA=" + want + " is not one of auto, avx512, avx2, generic"};
+}
+
+const isa_choice& chosen_isa() {
+  static const isa_choice choice = choose_isa();
+  return choice;
+}
+
+// One 64-byte-aligned buffer per thread, grown on demand and kept for the next call.
+float* thread_scratch(size_t floats) {
+  struct buffer {
+    void* p = nullptr;
+    size_t bytes = 0;
+    ~buffer() { std::free(p); }
+  };
+  thread_local buffer b;
+  const size_t need = (floats * sizeof(float) + 63) / 64 * 64;
+  if (need > b.bytes) {
+    std::free(b.p);
+    b.p = std::aligned_alloc(64, need);
+    b.bytes = b.p ? need : 0;
+    if (!b.p) throw std::bad_alloc();
   }
+  return static_cast<float*>(b.p);
+}
+
+}  // namespace
+
+const char* matmul_isa() noexcept {
+  const auto& c = chosen_isa();
+  return c.backend ? c.backend->name : "invalid";
 }
 
 void matmul(const float* x, int64_t n, const weight_ref& w, float* y) {
   if (w.type != dtype::f32 && w.type != dtype::bf16 && w.type != dtype::f16)
-    throw_error(errc::unsupported, "matmul: unsupported weight dtype " + std::string(to_string(w.type)));
-#pragma omp parallel
+    throw_error(errc::unsupported, "matmul: weight dtype " + std::string(to_string(w.type)) +
+                                       " is not supported (expected F32, BF16 or F16)");
+  if (n < 0 || w.rows < 0 || w.cols < 0)
+    throw_error(errc::invalid_argument, "matmul: negative shape n=" + std::to_string(n) +
+                                            " rows=" + std::to_string(w.rows) + " cols=" + std::to_string(w.cols));
+  if (n == 0 || w.rows == 0) return;
+  if (!y || (w.cols > 0 && (!x || !w.data)))
+    throw_error(errc::invalid_argument, "matmul: null x, y or weight data for n=" + std::to_string(n) + " [" +
+                                            std::to_string(w.rows) + "x" + std::to_string(w.cols) + "]");
+  const auto& choice = chosen_isa();
+  if (!choice.backend) throw_error(errc::invalid_argument, "matmul: " + choice.error);
+  if (w.cols == 0) {  // an empty dot product is +0
+    std::memset(y, 0, static_cast<size_t>(n * w.rows) * sizeof(float));
+    return;
+  }
+  const cpu::matmul_backend& b = *choice.backend;
+  const int64_t unit = b.unit_rows(n, w);
+  const int64_t units = (w.rows + unit - 1) / unit;
+  const size_t scratch = b.scratch_floats(n, w);
+  // Threads cost a few microseconds to wake: not worth it below ~100k multiply-adds.
+  const bool parallel = units > 1 && n * w.rows * w.cols >= (int64_t{1} << 17);
+  std::exception_ptr failure;
+#pragma omp parallel if (parallel)
   {
-    std::vector<float> row(w.cols);
-#pragma omp for schedule(static)
-    for (int64_t j = 0; j < w.rows; ++j) {
-      const float* wr;
-      if (w.type == dtype::f32) {
-        wr = static_cast<const float*>(w.data) + j * w.cols;
-      } else {
-        auto* s = static_cast<const uint16_t*>(w.data) + j * w.cols;
-        for (int64_t k = 0; k < w.cols; ++k)
-          row[k] = w.type == dtype::bf16 ? bf16_to_f32(s[k]) : f16_to_f32(s[k]);
-        wr = row.data();
-      }
-      dot_rows(x, n, wr, w.cols, w.rows, y + j);
+    float* buf = nullptr;
+    try {
+      buf = scratch ? thread_scratch(scratch) : nullptr;
+    } catch (...) {
+#pragma omp critical(troupe_matmul_failure)
+      failure = std::current_exception();
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t u = 0; u < units; ++u) {
+      if (scratch && !buf) continue;
+      const int64_t j0 = u * unit, j1 = j0 + unit < w.rows ? j0 + unit : w.rows;
+      b.run(x, n, w, j0, j1, y, buf);
     }
   }
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace troupe::kernels

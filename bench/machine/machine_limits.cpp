@@ -1,0 +1,234 @@
+// Read-bandwidth and FMA-peak probes, one per instruction set, chosen at run time like the kernels.
+#include "bench/machine/machine_limits.hpp"
+
+#include <immintrin.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+namespace troupe::bench {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+bool has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+bool has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+bool has_avx512_bf16() { return has_avx512() && __builtin_cpu_supports("avx512bf16"); }
+
+// ---- read bandwidth: XOR every cache line into 8 accumulators so the loads cannot be dropped ----
+
+__attribute__((target("avx512f"))) uint64_t read_avx512(const char* p, size_t bytes) {
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  for (size_t i = 0; i + 512 <= bytes; i += 512) {
+    a0 = _mm512_xor_si512(a0, _mm512_load_si512(p + i));
+    a1 = _mm512_xor_si512(a1, _mm512_load_si512(p + i + 64));
+    a2 = _mm512_xor_si512(a2, _mm512_load_si512(p + i + 128));
+    a3 = _mm512_xor_si512(a3, _mm512_load_si512(p + i + 192));
+    a4 = _mm512_xor_si512(a4, _mm512_load_si512(p + i + 256));
+    a5 = _mm512_xor_si512(a5, _mm512_load_si512(p + i + 320));
+    a6 = _mm512_xor_si512(a6, _mm512_load_si512(p + i + 384));
+    a7 = _mm512_xor_si512(a7, _mm512_load_si512(p + i + 448));
+  }
+  __m512i s = _mm512_xor_si512(_mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3)),
+                               _mm512_xor_si512(_mm512_xor_si512(a4, a5), _mm512_xor_si512(a6, a7)));
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, s);
+  return lanes[0] ^ lanes[3] ^ lanes[7];
+}
+
+__attribute__((target("avx2"))) uint64_t read_avx2(const char* p, size_t bytes) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  for (size_t i = 0; i + 256 <= bytes; i += 256) {
+#define at(o) _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + (o)))
+    a0 = _mm256_xor_si256(a0, at(0));
+    a1 = _mm256_xor_si256(a1, at(32));
+    a2 = _mm256_xor_si256(a2, at(64));
+    a3 = _mm256_xor_si256(a3, at(96));
+    a4 = _mm256_xor_si256(a4, at(128));
+    a5 = _mm256_xor_si256(a5, at(160));
+    a6 = _mm256_xor_si256(a6, at(192));
+    a7 = _mm256_xor_si256(a7, at(224));
+#undef at
+  }
+  __m256i s = _mm256_xor_si256(_mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3)),
+                               _mm256_xor_si256(_mm256_xor_si256(a4, a5), _mm256_xor_si256(a6, a7)));
+  alignas(32) uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
+  return lanes[0] ^ lanes[3];
+}
+
+uint64_t read_generic(const char* p, size_t bytes) {
+  const auto* q = reinterpret_cast<const uint64_t*>(p);
+  uint64_t a[8] = {};
+  for (size_t i = 0; i + 8 <= bytes / 8; i += 8)
+    for (int l = 0; l < 8; ++l) a[l] ^= q[i + l];
+  return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
+}
+
+uint64_t read_best(const char* p, size_t bytes) {
+  if (has_avx512()) return read_avx512(p, bytes);
+  if (has_avx2()) return read_avx2(p, bytes);
+  return read_generic(p, bytes);
+}
+
+// ---- FMA peak: 16 independent chains per thread (enough to cover 4-cycle latency on 2 ports) ----
+
+constexpr int64_t fma_iters = 20'000'000;
+
+#define TROUPE_CHAINS(OP) OP(0) OP(1) OP(2) OP(3) OP(4) OP(5) OP(6) OP(7) OP(8) OP(9) OP(10) OP(11) OP(12) OP(13) OP(14) OP(15)
+
+__attribute__((target("avx512f"))) float fma_avx512(int64_t iters) {
+#define DECL(i) __m512 a##i = _mm512_set1_ps(0.001f * (i + 1));
+#define STEP(i) a##i = _mm512_fmadd_ps(a##i, b, c);
+#define SUM(i) s = _mm512_add_ps(s, a##i);
+  const __m512 b = _mm512_set1_ps(0.9999f), c = _mm512_set1_ps(1e-7f);
+  TROUPE_CHAINS(DECL)
+  for (int64_t it = 0; it < iters; ++it) {
+    TROUPE_CHAINS(STEP)
+  }
+  __m512 s = _mm512_setzero_ps();
+  TROUPE_CHAINS(SUM)
+  alignas(64) float l[16];
+  _mm512_store_ps(l, s);
+  return l[0] + l[15];
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
+__attribute__((target("avx512f,avx512bf16"))) float dpbf16_avx512(int64_t iters) {
+#define DECL(i) __m512 a##i = _mm512_set1_ps(0.001f * (i + 1));
+#define STEP(i) a##i = _mm512_dpbf16_ps(a##i, b, c);
+#define SUM(i) s = _mm512_add_ps(s, a##i);
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-4f), _mm512_set1_ps(1e-4f));
+  const __m512bh c = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-4f), _mm512_set1_ps(1e-4f));
+  TROUPE_CHAINS(DECL)
+  for (int64_t it = 0; it < iters; ++it) {
+    TROUPE_CHAINS(STEP)
+  }
+  __m512 s = _mm512_setzero_ps();
+  TROUPE_CHAINS(SUM)
+  alignas(64) float l[16];
+  _mm512_store_ps(l, s);
+  return l[0] + l[15];
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
+__attribute__((target("avx2,fma"))) float fma_avx2(int64_t iters) {
+#define DECL(i) __m256 a##i = _mm256_set1_ps(0.001f * (i + 1));
+#define STEP(i) a##i = _mm256_fmadd_ps(a##i, b, c);
+#define SUM(i) s = _mm256_add_ps(s, a##i);
+  const __m256 b = _mm256_set1_ps(0.9999f), c = _mm256_set1_ps(1e-7f);
+  TROUPE_CHAINS(DECL)
+  for (int64_t it = 0; it < iters; ++it) {
+    TROUPE_CHAINS(STEP)
+  }
+  __m256 s = _mm256_setzero_ps();
+  TROUPE_CHAINS(SUM)
+  alignas(32) float l[8];
+  _mm256_store_ps(l, s);
+  return l[0] + l[7];
+#undef DECL
+#undef STEP
+#undef SUM
+}
+
+// SSE without FMA (the x86-64-v2 baseline): a multiply and an add count as one FMA's 2 flops.
+float fma_generic(int64_t iters) {
+#define DECL(i) __m128 a##i = _mm_set1_ps(0.001f * (i + 1));
+#define STEP(i) a##i = _mm_add_ps(_mm_mul_ps(a##i, b), c);
+#define SUM(i) s = _mm_add_ps(s, a##i);
+  const __m128 b = _mm_set1_ps(0.9999f), c = _mm_set1_ps(1e-7f);
+  TROUPE_CHAINS(DECL)
+  for (int64_t it = 0; it < iters; ++it) {
+    TROUPE_CHAINS(STEP)
+  }
+  __m128 s = _mm_setzero_ps();
+  TROUPE_CHAINS(SUM)
+  return _mm_cvtss_f32(s);
+#undef DECL
+#undef STEP
+#undef SUM
+}
+#undef TROUPE_CHAINS
+
+struct aligned_free {
+  void operator()(char* p) const noexcept { std::free(p); }
+};
+
+}  // namespace
+
+const char* machine_isa() noexcept {
+  if (has_avx512()) return "avx512";
+  if (has_avx2()) return "avx2";
+  return "generic";
+}
+
+double measure_read_bandwidth_gbs(int threads) {
+  threads = std::max(threads, 1);
+  // 1 GiB, or 4x the last-level cache when that is larger: every pass comes from DRAM.
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  size_t bytes = std::max<size_t>(size_t{1} << 30, llc > 0 ? 4 * static_cast<size_t>(llc) : 0);
+  bytes = bytes / (size_t{4096} * threads) * (size_t{4096} * threads);
+  std::unique_ptr<char, aligned_free> buf(static_cast<char*>(std::aligned_alloc(4096, bytes)));
+  const size_t share = bytes / threads;
+  // Each thread first-touches its own share (pages land near the thread that reads them).
+#pragma omp parallel num_threads(threads)
+  std::memset(buf.get() + share * omp_get_thread_num(), omp_get_thread_num() + 1, share);
+
+  double best = 0;
+  volatile uint64_t sink = 0;
+  for (int pass = 0; pass < 6; ++pass) {
+    auto t0 = clock_type::now();
+    uint64_t acc = 0;
+#pragma omp parallel num_threads(threads) reduction(^ : acc)
+    acc ^= read_best(buf.get() + share * omp_get_thread_num(), share);
+    double s = seconds_since(t0);
+    sink = sink ^ acc;
+    best = std::max(best, static_cast<double>(bytes) / s / 1e9);
+  }
+  return best;
+}
+
+double measure_fma_gflops(int threads, bool bf16) {
+  threads = std::max(threads, 1);
+  if (bf16 && !has_avx512_bf16()) return 0;
+  // flops per instruction: lanes x 2 (multiply + add); vdpbf16ps does 2 products per fp32 lane.
+  double flops_per_op;
+  float (*body)(int64_t);
+  if (bf16) {
+    body = dpbf16_avx512, flops_per_op = 16 * 4;
+  } else if (has_avx512()) {
+    body = fma_avx512, flops_per_op = 16 * 2;
+  } else if (has_avx2()) {
+    body = fma_avx2, flops_per_op = 8 * 2;
+  } else {
+    body = fma_generic, flops_per_op = 4 * 2;
+  }
+  double best = 0;
+  volatile float sink = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    auto t0 = clock_type::now();
+    float acc = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : acc)
+    acc += body(fma_iters);
+    double s = seconds_since(t0);
+    sink = sink + acc;
+    best = std::max(best, threads * static_cast<double>(fma_iters) * 16 * flops_per_op / s / 1e9);
+  }
+  return best;
+}
+
+}  // namespace troupe::bench

@@ -1,0 +1,21 @@
+// What this machine can do at best: sustained read bandwidth from DRAM and peak vector FMA
+// throughput. Kernel benchmarks report their speed as a fraction of these, measured in the same run.
+#pragma once
+
+namespace troupe::bench {
+
+// Instruction set the measurements below use: "avx512", "avx2" or "generic" (the best the CPU has).
+const char* machine_isa() noexcept;
+
+// Sustained read bandwidth in GB/s (1e9 bytes/s) of `threads` threads each streaming its share of a
+// buffer several times larger than the last-level cache (vector loads, 8 accumulators); best of
+// several passes.
+double measure_read_bandwidth_gbs(int threads);
+
+// Peak GFLOP/s of `threads` threads each running independent register-only FMA chains:
+// fp32 FMA (vfmadd, 2 flops per lane) when bf16 is false; the AVX512_BF16 dot product
+// (vdpbf16ps, 2 products + 2 adds per fp32 lane) when bf16 is true. Returns 0 when the CPU lacks
+// the instruction (bf16 without AVX512_BF16).
+double measure_fma_gflops(int threads, bool bf16);
+
+}  // namespace troupe::bench

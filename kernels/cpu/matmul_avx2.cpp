@@ -1,0 +1,235 @@
+// AVX2+FMA+F16C matmul back-end: the 16 lanes of one dot product live in two ymm (lanes 0-7, 8-15),
+// so results match the AVX-512 and scalar back-ends bit for bit (matmul_backend.hpp).
+// Same two paths as AVX-512 with smaller tiles: 16 ymm registers instead of 32 zmm.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/matmul_backend.hpp"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,bmi,bmi2")
+
+namespace troupe::kernels::cpu {
+namespace {  // internal linkage: no AVX2 code can leak into other units through COMDAT folding
+
+struct v16 {
+  __m256 lo, hi;
+};
+
+struct src_f32 {
+  using elem = float;
+  static v16 load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+};
+struct src_bf16 {
+  using elem = uint16_t;
+  static __m256 widen(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+  static v16 load(const uint16_t* p) {
+    return {widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
+  }
+};
+struct src_f16 {
+  using elem = uint16_t;
+  static v16 load(const uint16_t* p) {
+    return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
+  }
+};
+
+// The last partial k block, zero-padded through a small copy (AVX2 has no 16-bit masked loads).
+template <class Src>
+v16 load_tail(const typename Src::elem* p, int64_t count) {
+  typename Src::elem buf[16] = {};
+  std::memcpy(buf, p, static_cast<size_t>(count) * sizeof(buf[0]));
+  return Src::load(buf);
+}
+
+// The fixed tree of matmul_backend.hpp for one accumulator.
+inline float reduce(const v16& a) {
+  const __m256 s8 = _mm256_add_ps(a.lo, a.hi);                                                // l + l+8
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));     // l + l+4
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));                                    // l + l+2
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, _MM_SHUFFLE(1, 1, 1, 1))));      // 0 + 1
+}
+
+inline void fma16(const v16& x, const v16& w, v16& acc) {
+  acc.lo = _mm256_fmadd_ps(x.lo, w.lo, acc.lo);
+  acc.hi = _mm256_fmadd_ps(x.hi, w.hi, acc.hi);
+}
+
+// R activation rows x C weight rows; WLoad(c, k) gives the 16 widened weights of row c at k.
+template <int R, int C, class WLoad, class WTail>
+inline void tile(const float* x, int64_t ldx, int64_t cols, WLoad wload, WTail wtail, float* out) {
+  v16 acc[R * C];
+#pragma GCC unroll 16
+  for (int i = 0; i < R * C; ++i) acc[i] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  const int64_t full = cols / 16 * 16;
+  for (int64_t k = 0; k < full; k += 16) {
+    v16 xv[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) xv[r] = src_f32::load(x + r * ldx + k);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const v16 wv = wload(c, k);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) fma16(xv[r], wv, acc[r * C + c]);
+    }
+  }
+  if (full < cols) {
+    v16 xv[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) xv[r] = load_tail<src_f32>(x + r * ldx + full, cols - full);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const v16 wv = wtail(c, full);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) fma16(xv[r], wv, acc[r * C + c]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < R * C; ++i) out[i] = reduce(acc[i]);
+}
+
+// ---- direct path (n <= 3): weights streamed from the checkpoint, widened in registers ----
+
+constexpr int direct_max_n = 3;
+
+template <int R, class Src>
+void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
+  constexpr int C = R == 1 ? 4 : R == 2 ? 3 : 2;  // 2*R*C accumulator registers of 16
+  const auto* wd = static_cast<const typename Src::elem*>(w.data);
+  const int64_t cols = w.cols, ldy = w.rows;
+  float out[R * C];
+  int64_t j = j0;
+  for (; j + C <= j1; j += C) {
+    const auto* wr = wd + j * cols;
+    tile<R, C>(
+        x, cols, cols, [&](int c, int64_t k) { return Src::load(wr + c * cols + k); },
+        [&](int c, int64_t k) { return load_tail<Src>(wr + c * cols + k, cols - k); }, out);
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) y[r * ldy + j + c] = out[r * C + c];
+  }
+  for (; j < j1; ++j) {
+    const auto* wr = wd + j * cols;
+    tile<R, 1>(
+        x, cols, cols, [&](int, int64_t k) { return Src::load(wr + k); },
+        [&](int, int64_t k) { return load_tail<Src>(wr + k, cols - k); }, out);
+    for (int r = 0; r < R; ++r) y[r * ldy + j] = out[r];
+  }
+}
+
+template <class Src>
+void run_direct(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
+  switch (n) {
+    case 1: return run_direct_rows<1, Src>(x, w, j0, j1, y);
+    case 2: return run_direct_rows<2, Src>(x, w, j0, j1, y);
+    default: return run_direct_rows<3, Src>(x, w, j0, j1, y);
+  }
+}
+
+// ---- packed path: a panel of weight rows widened once, reused by every activation row ----
+
+constexpr int pack_cols = 3;    // weight rows per register tile
+constexpr int pack_rows = 2;    // activation rows per tile: 12 accumulator ymm + 2 x + 1 w
+constexpr int panel_rows = 48;  // weight rows widened per unit
+
+int64_t padded_cols(int64_t cols) { return (cols + 15) / 16 * 16; }
+
+// For each 16-wide k block, the pack_cols rows' 16 fp32 side by side; missing rows are zeros.
+template <class Src>
+void pack_subpanel(const typename Src::elem* w, int64_t ldw, int64_t live_rows, int64_t cols, float* dst) {
+  const int64_t full = cols / 16 * 16;
+  for (int c = 0; c < pack_cols; ++c) {
+    float* d = dst + c * 16;
+    if (c >= live_rows) {
+      for (int64_t k = 0; k < padded_cols(cols); k += 16, d += pack_cols * 16) std::memset(d, 0, 16 * sizeof(float));
+      continue;
+    }
+    const auto* s = w + c * ldw;
+    int64_t k = 0;
+    for (; k < full; k += 16, d += pack_cols * 16) {
+      const v16 v = Src::load(s + k);
+      _mm256_store_ps(d, v.lo);
+      _mm256_store_ps(d + 8, v.hi);
+    }
+    if (full < cols) {
+      const v16 v = load_tail<Src>(s + k, cols - k);
+      _mm256_store_ps(d, v.lo);
+      _mm256_store_ps(d + 8, v.hi);
+    }
+  }
+}
+
+template <int R>
+void tile_packed(const float* x, int64_t cols, const float* wp, float* out) {
+  constexpr int C = pack_cols;
+  auto at = [&](int c, int64_t k) {
+    const float* p = wp + (k / 16 * C + c) * 16;
+    return v16{_mm256_load_ps(p), _mm256_load_ps(p + 8)};
+  };
+  tile<R, C>(x, cols, cols, at, at, out);  // the packed tail is already zero-padded
+}
+
+template <class Src>
+void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* panel) {
+  const auto* wd = static_cast<const typename Src::elem*>(w.data);
+  const int64_t cols = w.cols, ldy = w.rows, sub_floats = pack_cols * padded_cols(cols);
+  const int64_t block_n = std::max<int64_t>(pack_rows, (int64_t{1} << 18) / cols / pack_rows * pack_rows);
+  float out[pack_rows * pack_cols];
+  for (int64_t jc = j0; jc < j1; jc += panel_rows) {
+    const int64_t nc = std::min<int64_t>(panel_rows, j1 - jc);
+    const int64_t subs = (nc + pack_cols - 1) / pack_cols;
+    for (int64_t s = 0; s < subs; ++s)
+      pack_subpanel<Src>(wd + (jc + s * pack_cols) * cols, cols, nc - s * pack_cols, cols, panel + s * sub_floats);
+    for (int64_t ic = 0; ic < n; ic += block_n) {
+      const int64_t ie = std::min(n, ic + block_n);
+      for (int64_t s = 0; s < subs; ++s) {
+        const float* wp = panel + s * sub_floats;
+        const int64_t live = std::min<int64_t>(pack_cols, nc - s * pack_cols);
+        float* ys = y + jc + s * pack_cols;
+        for (int64_t i = ic; i < ie; i += pack_rows) {
+          const int64_t r = std::min<int64_t>(pack_rows, ie - i);
+          if (r == 2)
+            tile_packed<2>(x + i * cols, cols, wp, out);
+          else
+            tile_packed<1>(x + i * cols, cols, wp, out);
+          for (int64_t rr = 0; rr < r; ++rr)
+            for (int64_t c = 0; c < live; ++c) ys[(i + rr) * ldy + c] = out[rr * pack_cols + c];
+        }
+      }
+    }
+  }
+}
+
+int64_t unit_rows(int64_t n, const weight_ref&) { return n <= direct_max_n ? 64 : panel_rows; }
+
+size_t scratch_floats(int64_t n, const weight_ref& w) {
+  return n <= direct_max_n ? 0 : static_cast<size_t>(panel_rows * padded_cols(w.cols));
+}
+
+void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
+  const bool direct = n <= direct_max_n;
+  switch (w.type) {
+    case dtype::f32: return direct ? run_direct<src_f32>(x, n, w, j0, j1, y) : run_packed<src_f32>(x, n, w, j0, j1, y, scratch);
+    case dtype::bf16: return direct ? run_direct<src_bf16>(x, n, w, j0, j1, y) : run_packed<src_bf16>(x, n, w, j0, j1, y, scratch);
+    case dtype::f16: return direct ? run_direct<src_f16>(x, n, w, j0, j1, y) : run_packed<src_f16>(x, n, w, j0, j1, y, scratch);
+    default: return;
+  }
+}
+
+}  // namespace
+}  // namespace troupe::kernels::cpu
+
+#pragma GCC pop_options
+
+namespace troupe::kernels::cpu {
+
+// Built for the baseline ISA: matmul.cpp may call this on any CPU, then runs it only with AVX2.
+const matmul_backend& matmul_backend_avx2() {
+  static const matmul_backend b{"avx2", unit_rows, scratch_floats, run};
+  return b;
+}
+
+}  // namespace troupe::kernels::cpu

@@ -1,0 +1,34 @@
+// The per-instruction-set halves of kernels::matmul. matmul.cpp validates, picks a back-end once,
+// and hands each thread whole units of weight rows; a back-end computes y[:, j0:j1] for one unit.
+//
+// Every back-end computes y[i][j] the same way (the "16-lane dot product"):
+//   lane l (0..15) accumulates, in increasing k, acc[l] = fma(x[i][k], w[j][k], acc[l]) for every
+//   k = 16b + l < cols (acc starts at +0; the last partial block behaves as if zero-padded), then
+//   s[l] = acc[l] + acc[l+8] (l < 8); s[l] += s[l+4] (l < 4); s[l] += s[l+2] (l < 2); y = s[0] + s[1].
+// So a result depends only on x's row, w's row and cols: not on n, the tile it sat in, the unit
+// split or the thread count, and all back-ends agree bit for bit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernels.hpp"
+
+namespace troupe::kernels::cpu {
+
+struct matmul_backend {
+  const char* name;
+  // Rows of w per work unit for a call with n activation rows (threads take whole units).
+  int64_t (*unit_rows)(int64_t n, const weight_ref& w);
+  // Floats of 64-byte-aligned per-thread scratch run() needs (packed weight panel).
+  size_t (*scratch_floats)(int64_t n, const weight_ref& w);
+  // y[i][j] for i < n, j0 <= j < j1 (y has row stride w.rows); w.type is f32, bf16 or f16.
+  void (*run)(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y,
+              float* scratch);
+};
+
+const matmul_backend& matmul_backend_avx512();
+const matmul_backend& matmul_backend_avx2();
+const matmul_backend& matmul_backend_generic();
+
+}  // namespace troupe::kernels::cpu
