@@ -1,0 +1,184 @@
+// The client protocol as plain data (docs/protocol.md is its specification): the requests a
+// client sends, the events the server answers with, and every error code. Version 1.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace troupe::wire {
+
+// Every request carries `v`; the server answers any other value with unsupported_version.
+inline constexpr uint32_t protocol_version = 1;
+
+// Machine-readable error codes; the wire form is the snake_case name (to_string).
+enum class error_code : uint8_t {
+  malformed,            // not msgpack, not a map, trailing bytes, non-string keys, empty frame
+  frame_too_large,      // length prefix above max_frame_bytes; the connection is closed after it
+  unsupported_version,  // `v` is not protocol_version
+  unknown_type,         // `type` names no request kind
+  unknown_field,        // a field this request kind does not have (the message names it)
+  missing_field,        // a required field is absent
+  wrong_type,           // a field has the wrong msgpack type
+  invalid_value,        // well-typed but out of range (max_tokens 0, top_p 1.5, ...)
+  invalid_utf8,         // a string field is not valid UTF-8
+  duplicate_id,         // a generate reuses the id of a request still running on this connection
+  unknown_id,           // cancel names no running request of this connection
+  prompt_too_long,      // prompt tokens + 1 > max_model_len
+  too_many_requests,    // per-connection or server-wide queue limit reached
+  unsupported,          // valid but not served here (text prompt without a tokenizer, ...)
+  shutting_down,        // the server is draining and takes no new requests
+  internal,             // a server-side failure (an actor failed); not the client's fault
+};
+inline constexpr int num_error_codes = static_cast<int>(error_code::internal) + 1;
+
+std::string_view to_string(error_code code) noexcept;
+std::optional<error_code> parse_error_code(std::string_view name) noexcept;
+
+struct wire_error {
+  error_code code = error_code::internal;
+  std::string message;
+  std::string id;  // the request's id when it could be read, else empty
+};
+
+// ---- requests (client -> server) -------------------------------------------------------------
+
+struct chat_message {
+  std::string role;  // system | user | assistant | tool
+  std::string content;
+  std::string reasoning_content;  // optional; assistant turns only
+  friend bool operator==(const chat_message&, const chat_message&) = default;
+};
+
+enum class prompt_kind : uint8_t { text, ids, messages };
+
+// Sampling fields a request may set; absent ones come from the model's generation_config.json.
+struct sampling_fields {
+  std::optional<double> temperature, top_p, min_p, repetition_penalty, presence_penalty,
+      frequency_penalty;
+  std::optional<int32_t> top_k;
+  std::optional<uint64_t> seed;
+  friend bool operator==(const sampling_fields&, const sampling_fields&) = default;
+};
+
+struct generate_request {
+  std::string id;
+  prompt_kind kind = prompt_kind::text;
+  std::string prompt;                  // kind == text
+  std::vector<int32_t> prompt_ids;     // kind == ids
+  std::vector<chat_message> messages;  // kind == messages
+  std::optional<bool> enable_thinking; // messages only
+  sampling_fields sampling;
+  std::optional<int32_t> max_tokens;   // absent: the server's default_max_tokens
+  std::vector<std::string> stop;
+  std::vector<int32_t> stop_ids;
+  bool ignore_eos = false;
+  bool stream = true;
+  int32_t priority = 0;                // lower is served first (vLLM's convention)
+  std::string tenant;
+  std::optional<uint32_t> deadline_ms; // relative to the server receiving the request
+  friend bool operator==(const generate_request&, const generate_request&) = default;
+};
+
+struct cancel_request {
+  std::string id;  // the id of the generate to cancel
+  friend bool operator==(const cancel_request&, const cancel_request&) = default;
+};
+
+struct tokenize_request {
+  std::string id;
+  prompt_kind kind = prompt_kind::text;  // text or messages
+  std::string prompt;
+  std::vector<chat_message> messages;
+  std::optional<bool> enable_thinking;
+  friend bool operator==(const tokenize_request&, const tokenize_request&) = default;
+};
+
+struct health_request {
+  std::string id;
+  friend bool operator==(const health_request&, const health_request&) = default;
+};
+
+struct models_request {
+  std::string id;
+  friend bool operator==(const models_request&, const models_request&) = default;
+};
+
+using request =
+    std::variant<generate_request, cancel_request, tokenize_request, health_request, models_request>;
+
+// ---- events (server -> client) ---------------------------------------------------------------
+
+enum class finish_reason : uint8_t { stop, length, cancelled, deadline, error };
+std::string_view to_string(finish_reason r) noexcept;
+std::optional<finish_reason> parse_finish_reason(std::string_view name) noexcept;
+
+struct token_event {
+  std::string id;
+  std::string text;          // UTF-8 delta; may be empty while a character is incomplete
+  std::vector<int32_t> ids;  // the token ids this event reports (usually one)
+  friend bool operator==(const token_event&, const token_event&) = default;
+};
+
+struct usage_info {
+  int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  friend bool operator==(const usage_info&, const usage_info&) = default;
+};
+
+struct timing_info {
+  double queue_ms = 0;  // received -> first scheduled
+  double ttft_ms = 0;   // received -> first token sent
+  double total_ms = 0;  // received -> done
+  friend bool operator==(const timing_info&, const timing_info&) = default;
+};
+
+struct done_event {
+  std::string id;
+  finish_reason reason = finish_reason::stop;
+  usage_info usage;
+  timing_info timings;
+  bool has_output = false;   // stream == false: the whole text and ids ride on done
+  std::string text;
+  std::vector<int32_t> ids;
+  std::optional<wire_error> error;  // reason == error
+  friend bool operator==(const done_event& a, const done_event& b) {
+    auto same_err = a.error.has_value() == b.error.has_value() &&
+                    (!a.error || (a.error->code == b.error->code &&
+                                  a.error->message == b.error->message));
+    return a.id == b.id && a.reason == b.reason && a.usage == b.usage && a.timings == b.timings &&
+           a.has_output == b.has_output && a.text == b.text && a.ids == b.ids && same_err;
+  }
+};
+
+struct tokenize_event {
+  std::string id;
+  std::vector<int32_t> ids;
+};
+
+struct health_event {
+  std::string id;
+  std::string status;  // ok | draining
+  int64_t running = 0;
+  int64_t waiting = 0;
+};
+
+struct model_info {
+  std::string name;
+  int64_t max_model_len = 0;
+  int64_t vocab_size = 0;
+};
+
+struct models_event {
+  std::string id;
+  std::vector<model_info> models;
+};
+
+using event = std::variant<token_event, done_event, wire_error, tokenize_event, health_event,
+                           models_event>;
+
+}  // namespace troupe::wire

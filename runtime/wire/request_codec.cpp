@@ -1,0 +1,463 @@
+#include "runtime/wire/request_codec.hpp"
+
+#include <cmath>
+#include <limits>
+#include <span>
+
+#include "runtime/wire/msgpack_util.hpp"
+#include "runtime/wire/utf8.hpp"
+
+namespace troupe::wire {
+
+namespace {
+
+using detail::as_view;
+using detail::type_name;
+
+// Thrown inside this file only; decode_request turns it into a return value.
+struct failure {
+  error_code code;
+  std::string message;
+};
+
+[[noreturn]] void fail(error_code code, std::string message) { throw failure{code, std::move(message)}; }
+
+// One map's fields by name, each consumed at most once; reject() names any field left unread
+// that the request kind does not define.
+class field_map {
+ public:
+  field_map(const msgpack::object& map, std::string where) : where_(std::move(where)) {
+    for (uint32_t i = 0; i < map.via.map.size; ++i) {
+      const auto& kv = map.via.map.ptr[i];
+      if (kv.key.type != msgpack::type::STR)
+        fail(error_code::malformed, where_ + ": map keys must be strings; got a " +
+                                        std::string(type_name(kv.key)) + " key");
+      auto name = as_view(kv.key);
+      for (const auto& f : fields_)
+        if (f.first == name)
+          fail(error_code::malformed, where_ + ": field '" + std::string(name) + "' appears twice");
+      fields_.emplace_back(name, &kv.val);
+    }
+  }
+
+  const msgpack::object* find(std::string_view name) const {
+    for (const auto& f : fields_)
+      if (f.first == name) return f.second;
+    return nullptr;
+  }
+
+  // Every field must be one of `allowed`: the first that is not is named in the error.
+  void check_known(std::span<const std::string_view> allowed, std::string_view kind) const {
+    for (const auto& f : fields_) {
+      bool known = false;
+      for (auto a : allowed) known = known || a == f.first;
+      if (!known) {
+        if (!is_valid_utf8(f.first))
+          fail(error_code::invalid_utf8, where_ + ": a field name is not valid UTF-8");
+        fail(error_code::unknown_field, "unknown field '" + std::string(f.first) + "' in " +
+                                            std::string(kind) + " (" + where_ + ")");
+      }
+    }
+  }
+
+ private:
+  std::string where_;
+  std::vector<std::pair<std::string_view, const msgpack::object*>> fields_;
+};
+
+[[noreturn]] void wrong_type(std::string_view field, std::string_view expected,
+                             const msgpack::object& got) {
+  fail(error_code::wrong_type, "field '" + std::string(field) + "' must be " +
+                                   std::string(expected) + "; got " + std::string(type_name(got)));
+}
+
+std::string get_string(const msgpack::object& o, std::string_view field, size_t max_bytes) {
+  if (o.type != msgpack::type::STR) wrong_type(field, "a string", o);
+  auto s = as_view(o);
+  if (!is_valid_utf8(s))
+    fail(error_code::invalid_utf8, "field '" + std::string(field) + "' is not valid UTF-8 (byte " +
+                                       std::to_string(valid_utf8_prefix(s)) + ")");
+  if (s.size() > max_bytes)
+    fail(error_code::invalid_value, "field '" + std::string(field) + "' has " +
+                                        std::to_string(s.size()) + " bytes; at most " +
+                                        std::to_string(max_bytes) + " are allowed");
+  return std::string(s);
+}
+
+// Any msgpack integer in [lo, hi]; a float is a wrong type (no silent truncation).
+int64_t get_int(const msgpack::object& o, std::string_view field, int64_t lo, int64_t hi) {
+  int64_t v;
+  if (o.type == msgpack::type::POSITIVE_INTEGER) {
+    if (o.via.u64 > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      fail(error_code::invalid_value, "field '" + std::string(field) + "' = " +
+                                          std::to_string(o.via.u64) + " is out of range; expected " +
+                                          std::to_string(lo) + ".." + std::to_string(hi));
+    v = static_cast<int64_t>(o.via.u64);
+  } else if (o.type == msgpack::type::NEGATIVE_INTEGER) {
+    v = o.via.i64;
+  } else {
+    wrong_type(field, "an integer", o);
+  }
+  if (v < lo || v > hi)
+    fail(error_code::invalid_value, "field '" + std::string(field) + "' = " + std::to_string(v) +
+                                        " is out of range; expected " + std::to_string(lo) + ".." +
+                                        std::to_string(hi));
+  return v;
+}
+
+uint64_t get_u64(const msgpack::object& o, std::string_view field) {
+  if (o.type == msgpack::type::NEGATIVE_INTEGER)
+    fail(error_code::invalid_value, "field '" + std::string(field) + "' = " +
+                                        std::to_string(o.via.i64) + " must be >= 0");
+  if (o.type != msgpack::type::POSITIVE_INTEGER) wrong_type(field, "an integer", o);
+  return o.via.u64;
+}
+
+std::string fmt_double(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// A number (integer or float) in a range; `lo_open` excludes lo itself.
+double get_number(const msgpack::object& o, std::string_view field, double lo, bool lo_open,
+                  double hi) {
+  double v;
+  if (o.type == msgpack::type::FLOAT32 || o.type == msgpack::type::FLOAT64)
+    v = o.via.f64;
+  else if (o.type == msgpack::type::POSITIVE_INTEGER)
+    v = static_cast<double>(o.via.u64);
+  else if (o.type == msgpack::type::NEGATIVE_INTEGER)
+    v = static_cast<double>(o.via.i64);
+  else
+    wrong_type(field, "a number", o);
+  if (!std::isfinite(v) || (lo_open ? v <= lo : v < lo) || v > hi)
+    fail(error_code::invalid_value, "field '" + std::string(field) + "' = " + fmt_double(v) +
+                                        " is out of range; expected " + (lo_open ? "(" : "[") +
+                                        fmt_double(lo) + ", " + fmt_double(hi) + "]");
+  return v;
+}
+
+bool get_bool(const msgpack::object& o, std::string_view field) {
+  if (o.type != msgpack::type::BOOLEAN) wrong_type(field, "a bool", o);
+  return o.via.boolean;
+}
+
+const msgpack::object_array& get_array(const msgpack::object& o, std::string_view field,
+                                       size_t min_size, size_t max_size) {
+  if (o.type != msgpack::type::ARRAY) wrong_type(field, "an array", o);
+  if (o.via.array.size < min_size || o.via.array.size > max_size)
+    fail(error_code::invalid_value,
+         "field '" + std::string(field) + "' has " + std::to_string(o.via.array.size) +
+             " elements; expected " + std::to_string(min_size) + ".." + std::to_string(max_size));
+  return o.via.array;
+}
+
+std::vector<int32_t> get_ids(const msgpack::object& o, std::string_view field, size_t min_size,
+                             size_t max_size) {
+  const auto& a = get_array(o, field, min_size, max_size);
+  std::vector<int32_t> ids;
+  ids.reserve(a.size);
+  for (uint32_t i = 0; i < a.size; ++i) {
+    std::string name = std::string(field) + "[" + std::to_string(i) + "]";
+    ids.push_back(static_cast<int32_t>(get_int(a.ptr[i], name, 0, std::numeric_limits<int32_t>::max())));
+  }
+  return ids;
+}
+
+std::string get_id(const field_map& f, bool required, std::string_view kind) {
+  const auto* o = f.find("id");
+  if (!o) {
+    if (required) fail(error_code::missing_field, "a " + std::string(kind) + " request needs field 'id'");
+    return {};
+  }
+  auto id = get_string(*o, "id", max_id_bytes);
+  if (required && id.empty()) fail(error_code::invalid_value, "field 'id' must not be empty");
+  return id;
+}
+
+std::vector<chat_message> get_messages(const msgpack::object& o) {
+  const auto& a = get_array(o, "messages", 1, std::numeric_limits<uint32_t>::max());
+  std::vector<chat_message> out;
+  for (uint32_t i = 0; i < a.size; ++i) {
+    std::string where = "messages[" + std::to_string(i) + "]";
+    if (a.ptr[i].type != msgpack::type::MAP) wrong_type(where, "a map", a.ptr[i]);
+    field_map m(a.ptr[i], where);
+    static constexpr std::string_view allowed[] = {"role", "content", "reasoning_content"};
+    m.check_known(allowed, "a chat message");
+    chat_message msg;
+    const auto* role = m.find("role");
+    if (!role) fail(error_code::missing_field, where + " needs field 'role'");
+    msg.role = get_string(*role, where + ".role", 32);
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
+      fail(error_code::invalid_value, "field '" + where + ".role' = '" + msg.role +
+                                          "'; expected system, user, assistant or tool");
+    const auto* content = m.find("content");
+    if (!content) fail(error_code::missing_field, where + " needs field 'content'");
+    msg.content = get_string(*content, where + ".content", std::numeric_limits<uint32_t>::max());
+    if (const auto* r = m.find("reasoning_content"))
+      msg.reasoning_content = get_string(*r, where + ".reasoning_content",
+                                         std::numeric_limits<uint32_t>::max());
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+// The prompt of a generate or tokenize: exactly one of the allowed forms.
+template <class Req>
+void get_prompt(const field_map& f, Req& r, bool ids_allowed) {
+  const auto* text = f.find("prompt");
+  const auto* ids = ids_allowed ? f.find("prompt_ids") : nullptr;
+  const auto* msgs = f.find("messages");
+  int given = (text != nullptr) + (ids != nullptr) + (msgs != nullptr);
+  std::string forms = ids_allowed ? "'prompt', 'prompt_ids' or 'messages'" : "'prompt' or 'messages'";
+  if (given == 0) fail(error_code::missing_field, "the request needs one of " + forms);
+  if (given > 1) fail(error_code::invalid_value, "give only one of " + forms);
+  if (text) {
+    r.kind = prompt_kind::text;
+    r.prompt = get_string(*text, "prompt", std::numeric_limits<uint32_t>::max());
+    if (r.prompt.empty()) fail(error_code::invalid_value, "field 'prompt' must not be empty");
+  } else if (msgs) {
+    r.kind = prompt_kind::messages;
+    r.messages = get_messages(*msgs);
+  } else {
+    if constexpr (requires { r.prompt_ids; }) {
+      r.kind = prompt_kind::ids;
+      r.prompt_ids = get_ids(*ids, "prompt_ids", 1, std::numeric_limits<uint32_t>::max());
+    }
+  }
+  if (const auto* t = f.find("enable_thinking")) {
+    if (r.kind != prompt_kind::messages)
+      fail(error_code::invalid_value, "field 'enable_thinking' applies only to 'messages' prompts");
+    r.enable_thinking = get_bool(*t, "enable_thinking");
+  }
+}
+
+generate_request decode_generate(const field_map& f) {
+  static constexpr std::string_view allowed[] = {
+      "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "temperature",
+      "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
+      "seed", "max_tokens", "stop", "stop_ids", "ignore_eos", "stream", "priority", "tenant",
+      "deadline_ms"};
+  f.check_known(allowed, "a generate request");
+  generate_request r;
+  r.id = get_id(f, true, "generate");
+  get_prompt(f, r, true);
+  auto& s = r.sampling;
+  if (const auto* o = f.find("temperature")) s.temperature = get_number(*o, "temperature", 0, false, 100);
+  if (const auto* o = f.find("top_p")) s.top_p = get_number(*o, "top_p", 0, true, 1);
+  if (const auto* o = f.find("top_k"))
+    s.top_k = static_cast<int32_t>(get_int(*o, "top_k", -1, std::numeric_limits<int32_t>::max()));
+  if (const auto* o = f.find("min_p")) s.min_p = get_number(*o, "min_p", 0, false, 1);
+  if (const auto* o = f.find("repetition_penalty"))
+    s.repetition_penalty = get_number(*o, "repetition_penalty", 0, true, 100);
+  if (const auto* o = f.find("presence_penalty"))
+    s.presence_penalty = get_number(*o, "presence_penalty", -2, false, 2);
+  if (const auto* o = f.find("frequency_penalty"))
+    s.frequency_penalty = get_number(*o, "frequency_penalty", -2, false, 2);
+  if (const auto* o = f.find("seed")) s.seed = get_u64(*o, "seed");
+  if (const auto* o = f.find("max_tokens"))
+    r.max_tokens = static_cast<int32_t>(get_int(*o, "max_tokens", 1, std::numeric_limits<int32_t>::max()));
+  if (const auto* o = f.find("stop")) {
+    const auto& a = get_array(*o, "stop", 0, max_stop_strings);
+    for (uint32_t i = 0; i < a.size; ++i) {
+      auto name = "stop[" + std::to_string(i) + "]";
+      r.stop.push_back(get_string(a.ptr[i], name, max_stop_string_bytes));
+      if (r.stop.back().empty()) fail(error_code::invalid_value, "field '" + name + "' must not be empty");
+    }
+  }
+  if (const auto* o = f.find("stop_ids")) r.stop_ids = get_ids(*o, "stop_ids", 0, max_stop_ids);
+  if (const auto* o = f.find("ignore_eos")) r.ignore_eos = get_bool(*o, "ignore_eos");
+  if (const auto* o = f.find("stream")) r.stream = get_bool(*o, "stream");
+  if (const auto* o = f.find("priority"))
+    r.priority = static_cast<int32_t>(get_int(*o, "priority", std::numeric_limits<int32_t>::min(),
+                                              std::numeric_limits<int32_t>::max()));
+  if (const auto* o = f.find("tenant")) r.tenant = get_string(*o, "tenant", max_tenant_bytes);
+  if (const auto* o = f.find("deadline_ms"))
+    r.deadline_ms = static_cast<uint32_t>(get_int(*o, "deadline_ms", 1, std::numeric_limits<uint32_t>::max()));
+  return r;
+}
+
+request decode_body(const field_map& f, std::string_view type) {
+  if (type == "generate") return decode_generate(f);
+  if (type == "cancel") {
+    static constexpr std::string_view allowed[] = {"v", "type", "id"};
+    f.check_known(allowed, "a cancel request");
+    return cancel_request{get_id(f, true, "cancel")};
+  }
+  if (type == "tokenize") {
+    static constexpr std::string_view allowed[] = {"v", "type", "id", "prompt", "messages",
+                                                   "enable_thinking"};
+    f.check_known(allowed, "a tokenize request");
+    tokenize_request r;
+    r.id = get_id(f, false, "tokenize");
+    get_prompt(f, r, false);
+    return r;
+  }
+  if (type == "health" || type == "models") {
+    static constexpr std::string_view allowed[] = {"v", "type", "id"};
+    f.check_known(allowed, type == "health" ? "a health request" : "a models request");
+    auto id = get_id(f, false, type);
+    if (type == "health") return health_request{std::move(id)};
+    return models_request{std::move(id)};
+  }
+  fail(error_code::unknown_type, "unknown request type '" + std::string(type) +
+                                     "'; expected generate, cancel, tokenize, health or models");
+}
+
+}  // namespace
+
+decoded_request decode_request(std::string_view payload) {
+  decoded_request out;
+  std::string id;
+  try {
+    if (payload.empty()) fail(error_code::malformed, "empty frame: a request is a msgpack map");
+    msgpack::object_handle oh;
+    size_t off = 0;
+    try {
+      oh = msgpack::unpack(payload.data(), payload.size(), off, nullptr, nullptr,
+                           detail::limits_for(payload.size()));
+    } catch (const msgpack::insufficient_bytes&) {
+      fail(error_code::malformed, "frame holds a truncated msgpack object");
+    } catch (const std::exception& e) {
+      fail(error_code::malformed, std::string("frame is not valid msgpack (") + e.what() + ")");
+    }
+    if (off != payload.size())
+      fail(error_code::malformed, std::to_string(payload.size() - off) +
+                                      " trailing bytes after the msgpack object");
+    const auto& root = oh.get();
+    if (root.type != msgpack::type::MAP)
+      fail(error_code::malformed, "a request must be a msgpack map; got " +
+                                      std::string(type_name(root)));
+    field_map f(root, "request");
+    // Read the id first (best effort) so that every later error can name the request.
+    if (const auto* o = f.find("id"); o && o->type == msgpack::type::STR &&
+                                      o->via.str.size <= max_id_bytes && is_valid_utf8(as_view(*o)))
+      id = std::string(as_view(*o));
+    // The version before anything else: a newer client must hear "version", not "unknown field".
+    const auto* v = f.find("v");
+    if (!v)
+      fail(error_code::missing_field, "missing field 'v' (the protocol version; this server speaks " +
+                                          std::to_string(protocol_version) + ")");
+    if (v->type != msgpack::type::POSITIVE_INTEGER) wrong_type("v", "an integer", *v);
+    if (v->via.u64 != protocol_version)
+      fail(error_code::unsupported_version,
+           "protocol version " + std::to_string(v->via.u64) +
+               " is not supported; this server speaks version " + std::to_string(protocol_version));
+    const auto* type = f.find("type");
+    if (!type) fail(error_code::missing_field, "missing field 'type' (the request kind)");
+    auto type_s = get_string(*type, "type", 64);
+    out.req = decode_body(f, type_s);
+  } catch (const failure& e) {
+    out.req.reset();
+    out.error = wire_error{e.code, e.message, id};
+  }
+  return out;
+}
+
+// ---- encoding (clients) -----------------------------------------------------------------------
+
+namespace {
+
+void pack_messages(detail::packer& pk, const std::vector<chat_message>& msgs) {
+  pk.pack_array(static_cast<uint32_t>(msgs.size()));
+  for (const auto& m : msgs) {
+    bool r = !m.reasoning_content.empty();
+    pk.pack_map(r ? 3 : 2);
+    detail::pack_str(pk, "role");
+    detail::pack_str(pk, m.role);
+    detail::pack_str(pk, "content");
+    detail::pack_str(pk, m.content);
+    if (r) {
+      detail::pack_str(pk, "reasoning_content");
+      detail::pack_str(pk, m.reasoning_content);
+    }
+  }
+}
+
+// Packs key/value pairs into a map whose size is only known at the end.
+struct map_builder {
+  std::string body;
+  detail::string_sink sink{&body};
+  detail::packer pk{sink};
+  uint32_t n = 0;
+  detail::packer& key(std::string_view k) {
+    ++n;
+    detail::pack_str(pk, k);
+    return pk;
+  }
+  void f64(std::string_view k, double v) {
+    key(k);
+    detail::pack_f64(sink, v);
+  }
+  std::string finish() {
+    std::string out;
+    detail::string_sink s{&out};
+    detail::packer head(s);
+    head.pack_map(n);
+    out += body;
+    return out;
+  }
+};
+
+template <class Req>
+void put_prompt(map_builder& m, const Req& r) {
+  switch (r.kind) {
+    case prompt_kind::text: detail::pack_str(m.key("prompt"), r.prompt); break;
+    case prompt_kind::ids:
+      if constexpr (requires { r.prompt_ids; }) m.key("prompt_ids").pack(r.prompt_ids);
+      break;
+    case prompt_kind::messages: pack_messages(m.key("messages"), r.messages); break;
+  }
+  if (r.enable_thinking) m.key("enable_thinking").pack(*r.enable_thinking);
+}
+
+}  // namespace
+
+std::string encode_request(const request& req) {
+  map_builder m;
+  m.key("v").pack(protocol_version);
+  detail::pack_str(m.key("type"), request_type(req));
+  const auto& id = request_id(req);
+  if (!id.empty() || std::holds_alternative<generate_request>(req) ||
+      std::holds_alternative<cancel_request>(req))
+    detail::pack_str(m.key("id"), id);
+  if (const auto* g = std::get_if<generate_request>(&req)) {
+    put_prompt(m, *g);
+    const auto& s = g->sampling;
+    if (s.temperature) m.f64("temperature", *s.temperature);
+    if (s.top_p) m.f64("top_p", *s.top_p);
+    if (s.top_k) m.key("top_k").pack(*s.top_k);
+    if (s.min_p) m.f64("min_p", *s.min_p);
+    if (s.repetition_penalty) m.f64("repetition_penalty", *s.repetition_penalty);
+    if (s.presence_penalty) m.f64("presence_penalty", *s.presence_penalty);
+    if (s.frequency_penalty) m.f64("frequency_penalty", *s.frequency_penalty);
+    if (s.seed) m.key("seed").pack(*s.seed);
+    if (g->max_tokens) m.key("max_tokens").pack(*g->max_tokens);
+    if (!g->stop.empty()) {
+      auto& pk = m.key("stop");
+      pk.pack_array(static_cast<uint32_t>(g->stop.size()));
+      for (const auto& s2 : g->stop) detail::pack_str(pk, s2);
+    }
+    if (!g->stop_ids.empty()) m.key("stop_ids").pack(g->stop_ids);
+    if (g->ignore_eos) m.key("ignore_eos").pack(true);
+    if (!g->stream) m.key("stream").pack(false);
+    if (g->priority != 0) m.key("priority").pack(g->priority);
+    if (!g->tenant.empty()) detail::pack_str(m.key("tenant"), g->tenant);
+    if (g->deadline_ms) m.key("deadline_ms").pack(*g->deadline_ms);
+  } else if (const auto* t = std::get_if<tokenize_request>(&req)) {
+    put_prompt(m, *t);
+  }
+  return m.finish();
+}
+
+const std::string& request_id(const request& r) noexcept {
+  return std::visit([](const auto& x) -> const std::string& { return x.id; }, r);
+}
+
+std::string_view request_type(const request& r) noexcept {
+  static constexpr std::string_view names[] = {"generate", "cancel", "tokenize", "health", "models"};
+  return names[r.index()];
+}
+
+}  // namespace troupe::wire

@@ -1,0 +1,37 @@
+// Requests between msgpack bytes and protocol.hpp structs. Decoding is strict and total: every
+// payload yields either a request or a wire_error whose message names the offending field and
+// what was expected; it never throws and never trusts a length it has not checked.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "runtime/wire/protocol.hpp"
+
+namespace troupe::wire {
+
+struct decoded_request {
+  std::optional<request> req;  // set on success
+  wire_error error;            // set on failure (error.id holds the id when it was readable)
+  bool ok() const noexcept { return req.has_value(); }
+};
+
+// Limits a decoder applies beyond the frame size (documented in docs/protocol.md).
+inline constexpr size_t max_id_bytes = 128;
+inline constexpr size_t max_tenant_bytes = 128;
+inline constexpr size_t max_stop_strings = 16;
+inline constexpr size_t max_stop_string_bytes = 256;
+inline constexpr size_t max_stop_ids = 64;
+
+// `payload` is one frame's bytes (without the length prefix).
+decoded_request decode_request(std::string_view payload);
+
+// The client side: the payload for `r` (fields that hold their default are left out).
+std::string encode_request(const request& r);
+
+// The `id` field of any request ("" when it has none).
+const std::string& request_id(const request& r) noexcept;
+std::string_view request_type(const request& r) noexcept;
+
+}  // namespace troupe::wire

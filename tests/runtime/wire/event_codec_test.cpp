@@ -1,0 +1,109 @@
+// Event encoding: golden bytes for each event kind (the field order clients may rely on), and a
+// round trip through the client decoder.
+#include <boost/test/unit_test.hpp>
+
+#include "runtime/wire/event_codec.hpp"
+#include "runtime/wire/frame.hpp"
+#include "tests/runtime/wire/msgpack_builder.hpp"
+
+using namespace troupe::wire;
+using namespace std::string_literals;
+
+BOOST_AUTO_TEST_SUITE(event_codec)
+
+BOOST_AUTO_TEST_CASE(golden_token_event) {
+  std::string expected =
+      "\x85"
+      "\xa1v\x01"
+      "\xa5" "event\xa5token"
+      "\xa2id\xa2r1"
+      "\xa4text\xa2Hi"
+      "\xa3ids\x92\x01\xcd\x01\x00"s;  // [1, 256]
+  BOOST_TEST(test::hex(encode_event(token_event{"r1", "Hi", {1, 256}})) == test::hex(expected));
+}
+
+BOOST_AUTO_TEST_CASE(golden_done_event) {
+  done_event d;
+  d.id = "r1";
+  d.reason = finish_reason::length;
+  d.usage = {3, 0, 2};
+  d.timings = {1.5, 2.0, 4.0};
+  std::string expected =
+      "\x86"
+      "\xa1v\x01"
+      "\xa5" "event\xa4" "done"
+      "\xa2id\xa2r1"
+      "\xad" "finish_reason\xa6length"
+      "\xa5usage\x83"
+      "\xadprompt_tokens\x03"
+      "\xb4" "cached_prompt_tokens\x00"
+      "\xb1" "completion_tokens\x02"
+      "\xa7timings\x83"
+      "\xa8queue_ms\xcb\x3f\xf8\x00\x00\x00\x00\x00\x00"
+      "\xa7ttft_ms\xcb\x40\x00\x00\x00\x00\x00\x00\x00"
+      "\xa8total_ms\xcb\x40\x10\x00\x00\x00\x00\x00\x00"s;
+  BOOST_TEST(test::hex(encode_event(d)) == test::hex(std::string(expected.data(), expected.size())));
+}
+
+BOOST_AUTO_TEST_CASE(golden_error_event_without_id) {
+  std::string expected =
+      "\x85"
+      "\xa1v\x01"
+      "\xa5" "event\xa5" "error"
+      "\xa2id\xc0"  // nil: the request's id could not be read
+      "\xa4" "code\xa9malformed"
+      "\xa7message\xa3" "bad"s;
+  BOOST_TEST(test::hex(encode_event(wire_error{error_code::malformed, "bad", ""})) ==
+             test::hex(expected));
+}
+
+BOOST_AUTO_TEST_CASE(framed_event_has_its_length_prefix) {
+  std::string out = "prefix";
+  append_event_frame(out, token_event{"r1", "Hi", {1, 256}});
+  auto payload = encode_event(token_event{"r1", "Hi", {1, 256}});
+  std::string header;
+  append_frame_header(header, static_cast<uint32_t>(payload.size()));
+  BOOST_TEST(out == "prefix" + header + payload);
+}
+
+BOOST_AUTO_TEST_CASE(every_event_round_trips) {
+  done_event full;
+  full.id = "a";
+  full.reason = finish_reason::error;
+  full.usage = {10, 4, 0};
+  full.timings = {0.25, 0, 3.5};
+  full.has_output = true;
+  full.text = "partial \xe4\xbd\xa0";
+  full.ids = {5, 6};
+  full.error = wire_error{error_code::internal, "executor failed", "a"};
+  std::vector<event> events = {
+      token_event{"a", "", {}},
+      full,
+      wire_error{error_code::unknown_field, "unknown field 'x'", "b"},
+      tokenize_event{"t", {1, 2, 3}},
+      health_event{"h", "draining", 3, 7},
+      models_event{"m", {{"qwen3-tiny", 4096, 151936}}},
+  };
+  for (const auto& e : events) {
+    auto d = decode_event(encode_event(e));
+    BOOST_REQUIRE_MESSAGE(d.ok(), d.error);
+    BOOST_TEST(d.ev->index() == e.index());
+  }
+  auto d = decode_event(encode_event(full));
+  BOOST_TEST((std::get<done_event>(*d.ev) == full));
+  auto h = std::get<health_event>(*decode_event(encode_event(events[4])).ev);
+  BOOST_TEST(h.status == "draining");
+  BOOST_TEST(h.waiting == 7);
+  auto m = std::get<models_event>(*decode_event(encode_event(events[5])).ev);
+  BOOST_TEST(m.models.at(0).vocab_size == 151936);
+}
+
+BOOST_AUTO_TEST_CASE(client_decoder_rejects_garbage) {
+  BOOST_TEST(decode_event("\xc1").error.find("not valid msgpack") != std::string::npos);
+  BOOST_TEST(decode_event(test::pack(test::map{{"v", 1}, {"event", "boom"}})).error ==
+             "unknown event 'boom'");
+  BOOST_TEST(decode_event(test::pack(test::map{{"v", 1}, {"event", "token"}, {"id", "x"}})).error ==
+             "missing field 'text'");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,325 @@
+// Request decoding: golden bytes of the client encoder, a round trip of every request kind, and
+// one test per kind of bad input, each asserting the error code and what the message names.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "runtime/wire/request_codec.hpp"
+#include "tests/runtime/wire/msgpack_builder.hpp"
+
+using namespace troupe::wire;
+using test::array;
+using test::map;
+using test::raw;
+using test::value;
+
+namespace {
+
+decoded_request decode(const value& v) { return decode_request(test::pack(v)); }
+
+// A valid generate request with `extra` fields appended (or replacing none: duplicates are bad).
+map generate_with(map extra) {
+  map m{{"v", 1}, {"type", "generate"}, {"id", "r1"}, {"prompt_ids", array{1, 2, 3}}};
+  for (auto& e : extra) m.push_back(std::move(e));
+  return m;
+}
+
+void expect_error(const decoded_request& d, error_code code, const std::string& needle,
+                  const std::string& id = "") {
+  BOOST_REQUIRE_MESSAGE(!d.ok(), "expected error " << to_string(code) << ", decoding succeeded");
+  BOOST_TEST(to_string(d.error.code) == to_string(code));
+  BOOST_TEST_MESSAGE(d.error.message);
+  BOOST_TEST(d.error.message.find(needle) != std::string::npos,
+             "message '" << d.error.message << "' should contain '" << needle << "'");
+  BOOST_TEST(d.error.id == id);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(request_codec)
+
+BOOST_AUTO_TEST_CASE(golden_bytes_of_a_generate_request) {
+  generate_request g;
+  g.id = "a";
+  g.kind = prompt_kind::ids;
+  g.prompt_ids = {1, 2};
+  g.max_tokens = 4;
+  auto bytes = encode_request(g);
+  // fixmap(5) "v":1 "type":"generate" "id":"a" "prompt_ids":[1,2] "max_tokens":4
+  std::string expected =
+      "\x85"
+      "\xa1v\x01"
+      "\xa4type\xa8generate"
+      "\xa2id\xa1" "a"
+      "\xaaprompt_ids\x92\x01\x02"
+      "\xaamax_tokens\x04";
+  BOOST_TEST(test::hex(bytes) == test::hex(expected));
+}
+
+BOOST_AUTO_TEST_CASE(golden_bytes_of_cancel_and_health) {
+  BOOST_TEST(test::hex(encode_request(cancel_request{"x"})) ==
+             test::hex("\x83\xa1v\x01\xa4type\xa6" "cancel\xa2id\xa1x"));
+  BOOST_TEST(test::hex(encode_request(health_request{})) ==
+             test::hex("\x82\xa1v\x01\xa4type\xa6health"));
+}
+
+BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
+  generate_request g;
+  g.id = "req-7";
+  g.kind = prompt_kind::messages;
+  g.messages = {{"system", "Be brief.", ""}, {"user", "Hi \xe4\xbd\xa0", ""},
+                {"assistant", "Hello", "thought"}, {"user", "More", ""}};
+  g.enable_thinking = false;
+  g.sampling.temperature = 0.7;
+  g.sampling.top_p = 0.9;
+  g.sampling.top_k = 20;
+  g.sampling.min_p = 0.05;
+  g.sampling.repetition_penalty = 1.1;
+  g.sampling.presence_penalty = -0.5;
+  g.sampling.frequency_penalty = 1.5;
+  g.sampling.seed = 18446744073709551615ull;
+  g.max_tokens = 100;
+  g.stop = {"\n\n", "END"};
+  g.stop_ids = {151645, 7};
+  g.ignore_eos = true;
+  g.stream = false;
+  g.priority = -3;
+  g.tenant = "team-a";
+  g.deadline_ms = 2500;
+  auto d = decode_request(encode_request(g));
+  BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
+  BOOST_TEST((std::get<generate_request>(*d.req) == g));
+}
+
+BOOST_AUTO_TEST_CASE(text_prompt_defaults) {
+  auto d = decode(map{{"v", 1}, {"type", "generate"}, {"id", "q"}, {"prompt", "Hello"}});
+  BOOST_REQUIRE(d.ok());
+  const auto& g = std::get<generate_request>(*d.req);
+  BOOST_TEST((g.kind == prompt_kind::text));
+  BOOST_TEST(g.prompt == "Hello");
+  BOOST_TEST(g.stream);
+  BOOST_TEST(!g.max_tokens.has_value());
+  BOOST_TEST(!g.sampling.temperature.has_value());
+  BOOST_TEST(g.priority == 0);
+}
+
+BOOST_AUTO_TEST_CASE(other_kinds_round_trip) {
+  tokenize_request t;
+  t.id = "t1";
+  t.kind = prompt_kind::messages;
+  t.messages = {{"user", "hi", ""}};
+  t.enable_thinking = true;
+  for (const request& r : std::vector<request>{cancel_request{"r9"}, t, health_request{"h"},
+                                               models_request{}, models_request{"m"}}) {
+    auto d = decode_request(encode_request(r));
+    BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
+    BOOST_TEST(d.req->index() == r.index());
+    BOOST_TEST(request_id(*d.req) == request_id(r));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(integers_are_accepted_where_numbers_are_expected) {
+  auto d = decode(generate_with({{"temperature", 0}, {"top_p", 1}}));
+  BOOST_REQUIRE(d.ok());
+  BOOST_TEST(*std::get<generate_request>(*d.req).sampling.temperature == 0.0);
+}
+
+// ---- bad input: one test each ---------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(empty_frame) { expect_error(decode_request(""), error_code::malformed, "empty frame"); }
+
+BOOST_AUTO_TEST_CASE(not_msgpack) {
+  expect_error(decode_request("\xc1"), error_code::malformed, "not valid msgpack");
+}
+
+BOOST_AUTO_TEST_CASE(truncated_msgpack) {
+  auto bytes = test::pack(generate_with({}));
+  expect_error(decode_request(bytes.substr(0, bytes.size() - 2)), error_code::malformed, "truncated");
+}
+
+BOOST_AUTO_TEST_CASE(trailing_bytes) {
+  expect_error(decode_request(test::pack(generate_with({})) + "\x01"), error_code::malformed,
+               "1 trailing bytes");
+}
+
+BOOST_AUTO_TEST_CASE(not_a_map) {
+  expect_error(decode(array{1, 2}), error_code::malformed, "must be a msgpack map; got array");
+}
+
+BOOST_AUTO_TEST_CASE(non_string_key) {
+  expect_error(decode(map{{"v", 1}, {7, "x"}}), error_code::malformed, "keys must be strings");
+}
+
+BOOST_AUTO_TEST_CASE(duplicate_key) {
+  expect_error(decode(generate_with({{"id", "r2"}})), error_code::malformed,
+               "field 'id' appears twice");
+}
+
+BOOST_AUTO_TEST_CASE(container_bomb_is_refused_without_allocating) {
+  // An array header declaring 2^32-1 elements in a 6-byte frame.
+  expect_error(decode_request(std::string("\xdd\xff\xff\xff\xff\x00", 6)), error_code::malformed,
+               "not valid msgpack");
+  // Deep nesting.
+  expect_error(decode_request(std::string(64, '\x91') + "\x01"), error_code::malformed,
+               "not valid msgpack");
+}
+
+BOOST_AUTO_TEST_CASE(missing_version) {
+  expect_error(decode(map{{"type", "health"}}), error_code::missing_field, "missing field 'v'");
+}
+
+BOOST_AUTO_TEST_CASE(version_of_wrong_type) {
+  expect_error(decode(map{{"v", "1"}, {"type", "health"}}), error_code::wrong_type,
+               "field 'v' must be an integer; got string");
+}
+
+BOOST_AUTO_TEST_CASE(newer_version_hears_about_the_version_first) {
+  // A v2 client with a field v1 does not know: the answer is about the version.
+  expect_error(decode(map{{"v", 2}, {"type", "generate"}, {"id", "n"}, {"future", true}}),
+               error_code::unsupported_version,
+               "protocol version 2 is not supported; this server speaks version 1", "n");
+}
+
+BOOST_AUTO_TEST_CASE(missing_type) {
+  expect_error(decode(map{{"v", 1}, {"id", "z"}}), error_code::missing_field, "'type'", "z");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_request_kind) {
+  expect_error(decode(map{{"v", 1}, {"type", "generat"}, {"id", "z"}}), error_code::unknown_type,
+               "unknown request type 'generat'", "z");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_field_is_named) {
+  expect_error(decode(generate_with({{"temprature", 0.5}})), error_code::unknown_field,
+               "unknown field 'temprature' in a generate request", "r1");
+  expect_error(decode(map{{"v", 1}, {"type", "cancel"}, {"id", "c"}, {"reason", "x"}}),
+               error_code::unknown_field, "unknown field 'reason' in a cancel request", "c");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_field_inside_a_message_is_named) {
+  auto m = map{{"v", 1}, {"type", "generate"}, {"id", "r1"},
+               {"messages", array{map{{"role", "user"}, {"content", "hi"}, {"name", "bob"}}}}};
+  expect_error(decode(m), error_code::unknown_field, "unknown field 'name' in a chat message (messages[0])",
+               "r1");
+}
+
+BOOST_AUTO_TEST_CASE(wrong_types_are_named) {
+  expect_error(decode(generate_with({{"max_tokens", "10"}})), error_code::wrong_type,
+               "field 'max_tokens' must be an integer; got string", "r1");
+  expect_error(decode(generate_with({{"max_tokens", 10.0}})), error_code::wrong_type,
+               "field 'max_tokens' must be an integer; got float", "r1");
+  expect_error(decode(generate_with({{"temperature", "hot"}})), error_code::wrong_type,
+               "field 'temperature' must be a number; got string", "r1");
+  expect_error(decode(generate_with({{"stream", 1}})), error_code::wrong_type,
+               "field 'stream' must be a bool; got integer", "r1");
+  expect_error(decode(generate_with({{"stop", "END"}})), error_code::wrong_type,
+               "field 'stop' must be an array; got string", "r1");
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"}, {"prompt_ids", array{1, 2.5}}}),
+               error_code::wrong_type, "field 'prompt_ids[1]' must be an integer; got float", "r1");
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", 5}, {"prompt", "x"}}),
+               error_code::wrong_type, "field 'id' must be a string; got integer");
+}
+
+BOOST_AUTO_TEST_CASE(missing_required_fields) {
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"prompt", "x"}}), error_code::missing_field,
+               "needs field 'id'");
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"}}), error_code::missing_field,
+               "needs one of 'prompt', 'prompt_ids' or 'messages'", "r1");
+  expect_error(decode(map{{"v", 1}, {"type", "cancel"}}), error_code::missing_field, "needs field 'id'");
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"}, {"messages", array{map{{"role", "user"}}}}}),
+               error_code::missing_field, "messages[0] needs field 'content'", "r1");
+}
+
+BOOST_AUTO_TEST_CASE(two_prompts) {
+  expect_error(decode(generate_with({{"prompt", "x"}})), error_code::invalid_value,
+               "give only one of", "r1");
+}
+
+BOOST_AUTO_TEST_CASE(max_tokens_zero_or_negative) {
+  expect_error(decode(generate_with({{"max_tokens", 0}})), error_code::invalid_value,
+               "field 'max_tokens' = 0 is out of range; expected 1..", "r1");
+  expect_error(decode(generate_with({{"max_tokens", -5}})), error_code::invalid_value,
+               "field 'max_tokens' = -5 is out of range", "r1");
+}
+
+BOOST_AUTO_TEST_CASE(sampling_values_out_of_range) {
+  struct c { const char* field; value v; const char* needle; };
+  std::vector<c> cases = {
+      {"temperature", -0.1, "field 'temperature' = -0.1 is out of range; expected [0, 100]"},
+      {"temperature", std::numeric_limits<double>::quiet_NaN(), "field 'temperature' = nan"},
+      {"top_p", 0, "field 'top_p' = 0 is out of range; expected (0, 1]"},
+      {"top_p", 1.5, "field 'top_p' = 1.5"},
+      {"top_k", -2, "field 'top_k' = -2 is out of range"},
+      {"min_p", 2, "field 'min_p' = 2"},
+      {"repetition_penalty", 0, "field 'repetition_penalty' = 0"},
+      {"presence_penalty", 2.5, "field 'presence_penalty' = 2.5"},
+      {"frequency_penalty", -3, "field 'frequency_penalty' = -3"},
+      {"seed", -1, "field 'seed' = -1 must be >= 0"},
+      {"deadline_ms", 0, "field 'deadline_ms' = 0"},
+  };
+  for (const auto& k : cases) {
+    BOOST_TEST_CONTEXT(k.field) {
+      expect_error(decode(generate_with({{k.field, k.v}})), error_code::invalid_value, k.needle, "r1");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(negative_prompt_id) {
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"}, {"prompt_ids", array{3, -1}}}),
+               error_code::invalid_value, "field 'prompt_ids[1]' = -1 is out of range", "r1");
+}
+
+BOOST_AUTO_TEST_CASE(empty_prompts) {
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"}, {"prompt", ""}}),
+               error_code::invalid_value, "'prompt' must not be empty", "r1");
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"}, {"prompt_ids", array{}}}),
+               error_code::invalid_value, "'prompt_ids' has 0 elements", "r1");
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"}, {"messages", array{}}}),
+               error_code::invalid_value, "'messages' has 0 elements", "r1");
+}
+
+BOOST_AUTO_TEST_CASE(invalid_utf8_is_named) {
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"}, {"prompt", "ok \xff"}}),
+               error_code::invalid_utf8, "field 'prompt' is not valid UTF-8 (byte 3)", "r1");
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"},
+                          {"messages", array{map{{"role", "user"}, {"content", "\xed\xa0\x80"}}}}}),
+               error_code::invalid_utf8, "field 'messages[0].content' is not valid UTF-8", "r1");
+  expect_error(decode(generate_with({{"stop", array{"\xc0\xaf"}}})), error_code::invalid_utf8,
+               "field 'stop[0]'", "r1");
+  // An invalid id cannot be echoed back, so the error carries none.
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "\xff"}, {"prompt", "x"}}),
+               error_code::invalid_utf8, "field 'id'");
+}
+
+BOOST_AUTO_TEST_CASE(bad_chat_role) {
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"},
+                          {"messages", array{map{{"role", "robot"}, {"content", "x"}}}}}),
+               error_code::invalid_value, "'messages[0].role' = 'robot'", "r1");
+}
+
+BOOST_AUTO_TEST_CASE(enable_thinking_without_messages) {
+  expect_error(decode(generate_with({{"enable_thinking", true}})), error_code::invalid_value,
+               "'enable_thinking' applies only to 'messages'", "r1");
+}
+
+BOOST_AUTO_TEST_CASE(limits_on_ids_stop_and_tenant) {
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", std::string(129, 'a')}, {"prompt", "x"}}),
+               error_code::invalid_value, "field 'id' has 129 bytes; at most 128");
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", ""}, {"prompt", "x"}}),
+               error_code::invalid_value, "field 'id' must not be empty");
+  array many(17, value("s"));
+  expect_error(decode(generate_with({{"stop", many}})), error_code::invalid_value,
+               "field 'stop' has 17 elements; expected 0..16", "r1");
+  expect_error(decode(generate_with({{"stop", array{""}}})), error_code::invalid_value,
+               "'stop[0]' must not be empty", "r1");
+  expect_error(decode(generate_with({{"tenant", std::string(200, 't')}})), error_code::invalid_value,
+               "field 'tenant' has 200 bytes", "r1");
+}
+
+BOOST_AUTO_TEST_CASE(tokenize_has_no_prompt_ids) {
+  expect_error(decode(map{{"v", 1}, {"type", "tokenize"}, {"prompt_ids", array{1}}}),
+               error_code::unknown_field, "unknown field 'prompt_ids' in a tokenize request");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
