@@ -12,7 +12,7 @@
 namespace troupe {
 
 struct sampling_params {
-  float temperature = 1.0f;         // 0 = greedy
+  float temperature = 1.0f;         // 0 = greedy (so is anything below 1e-5, as in vLLM)
   float top_p = 1.0f;               // (0, 1]
   int32_t top_k = 0;                // 0 or -1 = off
   float min_p = 0.0f;               // [0, 1]
@@ -32,18 +32,25 @@ sampling_params defaults_from(const generation_defaults& g);
 void validate(const sampling_params& p);
 
 // Per-sequence sampler: owns the RNG so that the same seed and inputs give the same tokens,
-// whatever else runs in the batch.
+// whatever else runs in the batch. Every sample() call takes exactly one draw from the RNG, so a
+// replay with the same seed stays in step whatever the logits were. Vocab-sized scratch is per
+// thread, not per sampler (one sampler per sequence must stay small).
 class sampler {
  public:
+  // Validates params (see validate()).
   explicit sampler(const sampling_params& params);
   // logits: [vocab] (modified in place by penalties/temperature). prompt and output are the
-  // sequence's token ids so far (for penalties).
+  // sequence's token ids so far (for penalties). Throws troupe::error: invalid_input for a NaN
+  // or +inf logit or an all -inf row, out_of_range for a penalised id outside the row.
   int32_t sample(std::span<float> logits, std::span<const int32_t> prompt,
                  std::span<const int32_t> output);
   const sampling_params& params() const noexcept { return params_; }
+  // The seed in use: params.seed, or the one drawn from std::random_device (log it to replay).
+  uint64_t seed() const noexcept { return seed_; }
 
  private:
   sampling_params params_;
+  uint64_t seed_ = 0;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> scratch_;
 };

@@ -1,0 +1,71 @@
+// sampling_params from generation_config.json, and the range check every request goes through
+// before a sampler is built (so the sampler never sees a value it cannot honour).
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "runtime/core/error.hpp"
+#include "runtime/sampling/sampler.hpp"
+
+namespace troupe {
+
+sampling_params defaults_from(const generation_defaults& g) {
+  sampling_params p;
+  // NOTE: do_sample = false (transformers' default) means greedy; the other knobs are still
+  // copied, as vLLM copies them regardless of do_sample, so a request that only raises the
+  // temperature gets the checkpoint's top_p / top_k / min_p. repetition_penalty applies to greedy
+  // decoding too (it reshapes the logits before the argmax).
+  p.temperature = g.do_sample ? g.temperature : 0.0f;
+  p.top_p = g.top_p;
+  p.top_k = g.top_k;
+  p.min_p = g.min_p;
+  p.repetition_penalty = g.repetition_penalty;
+  p.stop_token_ids = g.eos_token_ids;
+  return p;
+}
+
+namespace {
+
+std::string show(float v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+  return buf;
+}
+
+[[noreturn]] void reject(const char* field, const std::string& value, const char* allowed) {
+  throw_error(errc::invalid_argument,
+              std::string("sampling parameter ") + field + " = " + value + " is out of range: " +
+                  allowed);
+}
+
+}  // namespace
+
+void validate(const sampling_params& p) {
+  // Written as "!(in range)" so that NaN, which fails every comparison, is rejected too.
+  if (!(p.temperature >= 0.0f && std::isfinite(p.temperature)))
+    reject("temperature", show(p.temperature), "expected a finite value >= 0 (0 = greedy)");
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f))
+    reject("top_p", show(p.top_p), "expected a value in (0, 1] (1 = off)");
+  if (!(p.top_k >= -1))
+    reject("top_k", std::to_string(p.top_k), "expected -1, 0 (both off) or a positive count");
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f))
+    reject("min_p", show(p.min_p), "expected a value in [0, 1] (0 = off)");
+  if (!(p.repetition_penalty > 0.0f && std::isfinite(p.repetition_penalty)))
+    reject("repetition_penalty", show(p.repetition_penalty),
+           "expected a finite value > 0 (1 = off)");
+  if (!(p.presence_penalty >= -2.0f && p.presence_penalty <= 2.0f))
+    reject("presence_penalty", show(p.presence_penalty), "expected a value in [-2, 2] (0 = off)");
+  if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f))
+    reject("frequency_penalty", show(p.frequency_penalty), "expected a value in [-2, 2] (0 = off)");
+  for (size_t i = 0; i < p.stop_token_ids.size(); ++i) {
+    if (p.stop_token_ids[i] < 0)
+      throw_error(errc::invalid_argument, "sampling parameter stop_token_ids[" +
+                                              std::to_string(i) + "] = " +
+                                              std::to_string(p.stop_token_ids[i]) +
+                                              " is out of range: expected a token id >= 0");
+  }
+}
+
+}  // namespace troupe
