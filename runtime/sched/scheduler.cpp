@@ -1,0 +1,296 @@
+#include "runtime/sched/scheduler.hpp"
+
+#include <algorithm>
+
+#include "runtime/core/error.hpp"
+
+namespace troupe::sched {
+
+std::string_view to_string(finish_reason r) noexcept {
+  switch (r) {
+    case finish_reason::stop: return "stop";
+    case finish_reason::length: return "length";
+    case finish_reason::cancelled: return "cancelled";
+    case finish_reason::deadline: return "deadline";
+    case finish_reason::error: return "error";
+  }
+  return "?";
+}
+
+scheduler::scheduler(const sched_config& cfg, int32_t num_blocks, int32_t block_size,
+                     std::unique_ptr<policy> pol)
+    : cfg_(cfg), alloc_(num_blocks, block_size), policy_(pol ? std::move(pol) : std::make_unique<fcfs_policy>()) {
+  auto bad = [](const std::string& m) { throw_error(errc::invalid_argument, m); };
+  if (cfg.max_num_seqs < 1) bad("max_num_seqs must be >= 1; got " + std::to_string(cfg.max_num_seqs));
+  if (cfg.max_num_batched_tokens < 1)
+    bad("max_num_batched_tokens must be >= 1; got " + std::to_string(cfg.max_num_batched_tokens));
+  if (cfg.max_model_len < 2) bad("max_model_len must be >= 2; got " + std::to_string(cfg.max_model_len));
+  if (cfg.long_prefill_token_threshold < 0)
+    bad("long_prefill_token_threshold must be >= 0; got " + std::to_string(cfg.long_prefill_token_threshold));
+  if (cfg.max_waiting < 1) bad("max_waiting must be >= 1; got " + std::to_string(cfg.max_waiting));
+  int64_t pool_tokens = int64_t{num_blocks} * block_size;
+  if (pool_tokens < cfg.max_model_len)
+    bad("the KV pool holds " + std::to_string(pool_tokens) + " tokens (" + std::to_string(num_blocks) +
+        " blocks of " + std::to_string(block_size) + "), less than one max_model_len sequence (" +
+        std::to_string(cfg.max_model_len) + "): lower max_model_len or raise the KV-cache budget");
+  if (!cfg.enable_chunked_prefill && cfg.max_num_batched_tokens < cfg.max_model_len)
+    bad("without chunked prefill, max_num_batched_tokens (" + std::to_string(cfg.max_num_batched_tokens) +
+        ") must be >= max_model_len (" + std::to_string(cfg.max_model_len) + ") or long prompts never run");
+}
+
+seq_view scheduler::view(const sequence& s) const {
+  return {s.spec.seq_id, s.arrival, s.spec.priority, s.spec.tenant, s.num_prompt,
+          static_cast<int32_t>(s.tokens.size()) - s.num_prompt};
+}
+
+bool scheduler::before(int64_t a, int64_t b) const {
+  return policy_->before(view(seqs_.at(a)), view(seqs_.at(b)));
+}
+
+void scheduler::insert_sorted(std::vector<int64_t>& q, int64_t id) {
+  // After every element that is not served after `id`: equal keys keep arrival order.
+  auto it = std::upper_bound(q.begin(), q.end(), id, [&](int64_t x, int64_t y) { return before(x, y); });
+  q.insert(it, id);
+}
+
+admission scheduler::add(request_spec spec) {
+  if (seqs_.count(spec.seq_id))
+    return {admit_status::invalid, "sequence id " + std::to_string(spec.seq_id) + " is already queued"};
+  if (spec.prompt.empty()) return {admit_status::invalid, "the prompt has no tokens"};
+  if (spec.max_tokens < 1)
+    return {admit_status::invalid, "max_tokens must be >= 1; got " + std::to_string(spec.max_tokens)};
+  const auto n = static_cast<int64_t>(spec.prompt.size());
+  if (n + 1 > cfg_.max_model_len)
+    return {admit_status::prompt_too_long,
+            "prompt has " + std::to_string(n) + " tokens; max_model_len is " + std::to_string(cfg_.max_model_len) +
+                " (the prompt and at least one generated token must fit)"};
+  if (static_cast<int32_t>(waiting_.size()) >= cfg_.max_waiting)
+    return {admit_status::queue_full,
+            "the server already has " + std::to_string(waiting_.size()) + " requests waiting (max_waiting); retry later"};
+  sequence s;
+  s.num_prompt = static_cast<int32_t>(n);
+  s.max_total = static_cast<int32_t>(std::min<int64_t>(n + spec.max_tokens, cfg_.max_model_len));
+  s.tokens = spec.prompt;
+  s.arrival = next_arrival_++;
+  s.spec = std::move(spec);
+  int64_t id = s.spec.seq_id;
+  seqs_.emplace(id, std::move(s));
+  insert_sorted(waiting_, id);
+  return {};
+}
+
+int32_t scheduler::chunk_limit(const sequence& s, int32_t budget) const {
+  int32_t n = static_cast<int32_t>(s.tokens.size()) - s.num_computed;
+  // Only a prefill can be chunked; a decode is one token.
+  if (n > 1 && cfg_.long_prefill_token_threshold > 0) n = std::min(n, cfg_.long_prefill_token_threshold);
+  return std::min(n, budget);
+}
+
+void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan) {
+  scheduled_seq e;
+  e.seq_id = s.spec.seq_id;
+  e.start_pos = s.num_computed;
+  e.num_tokens = n;
+  e.sample = s.num_computed + n == static_cast<int32_t>(s.tokens.size());
+  e.first_scheduled = !s.ever_scheduled;
+  s.ever_scheduled = true;
+  plan.seqs.push_back(e);
+  plan.tokens.insert(plan.tokens.end(), s.tokens.begin() + s.num_computed, s.tokens.begin() + s.num_computed + n);
+  auto table = alloc_.block_table(e.seq_id);
+  // Only the blocks this step touches or reads: positions [0, start + n).
+  auto used = static_cast<size_t>(alloc_.blocks_for_tokens(s.num_computed + n));
+  TROUPE_ASSERT(used <= table.size());
+  plan.blocks.insert(plan.blocks.end(), table.begin(), table.begin() + static_cast<ptrdiff_t>(used));
+  plan.num_batched_tokens += n;
+  plan.num_sampled += e.sample;
+}
+
+void scheduler::preempt(int64_t id, step_plan& plan) {
+  auto& s = seqs_.at(id);
+  alloc_.free(id);
+  s.num_computed = 0;  // recomputation: prompt + output are prefilled again
+  s.running = false;
+  running_.erase(std::find(running_.begin(), running_.end(), id));
+  insert_sorted(waiting_, id);
+  plan.preempted.push_back(id);
+  ++num_preemptions_;
+}
+
+step_plan scheduler::schedule() {
+  step_plan plan;
+  int32_t budget = cfg_.max_num_batched_tokens;
+  // A static batch is closed once any member has produced a token.
+  bool batch_decoding = false;
+  for (int64_t id : running_) {
+    const auto& s = seqs_.at(id);
+    batch_decoding = batch_decoding || static_cast<int32_t>(s.tokens.size()) > s.num_prompt;
+  }
+
+  // 1. Decodes first: one token each, so a long prompt never delays them. When blocks run out,
+  //    preempt from the far end of the policy order (never a sequence already planned: the loop
+  //    walks from the front and takes victims from the back).
+  std::vector<int64_t> order = running_;
+  for (int64_t id : order) {
+    if (budget == 0) break;
+    auto it = seqs_.find(id);
+    if (it == seqs_.end() || !it->second.running) continue;  // preempted earlier in this loop
+    auto& s = it->second;
+    if (static_cast<int32_t>(s.tokens.size()) - s.num_computed != 1) continue;  // prefilling
+    bool self_preempted = false;
+    while (!alloc_.can_allocate(id, s.num_computed + 1)) {
+      int64_t victim = running_.back();
+      preempt(victim, plan);
+      if (victim == id) {
+        self_preempted = true;
+        break;
+      }
+    }
+    if (self_preempted) continue;
+    bool ok = alloc_.allocate(id, s.num_computed + 1);
+    TROUPE_ASSERT(ok);
+    add_to_plan(s, 1, plan);
+    budget -= 1;
+  }
+
+  // 2. Running sequences in the middle of their prompt: the next chunk, shrunk to the budget and
+  //    to the free blocks (no preemption for a prefill: it would evict decodes planned above).
+  for (int64_t id : running_) {
+    if (budget == 0) break;
+    auto& s = seqs_.at(id);
+    if (static_cast<int32_t>(s.tokens.size()) - s.num_computed <= 1) continue;
+    int32_t n = chunk_limit(s, budget);
+    auto cap = static_cast<int64_t>(alloc_.block_table(id).size() + alloc_.num_free_blocks()) * alloc_.block_size();
+    n = static_cast<int32_t>(std::min<int64_t>(n, cap - s.num_computed));
+    if (n <= 0) continue;
+    bool ok = alloc_.allocate(id, s.num_computed + n);
+    TROUPE_ASSERT(ok);
+    add_to_plan(s, n, plan);
+    budget -= n;
+  }
+
+  // 3. Admit waiting sequences in policy order: not after a preemption (the pool is short), not
+  //    into a static batch that has started decoding, and each needs blocks for its first chunk.
+  bool may_admit = plan.preempted.empty() && !(cfg_.static_batching && batch_decoding);
+  while (may_admit && budget > 0 && !waiting_.empty() &&
+         static_cast<int32_t>(running_.size()) < cfg_.max_num_seqs) {
+    int64_t id = waiting_.front();
+    auto& s = seqs_.at(id);
+    int32_t want = static_cast<int32_t>(s.tokens.size()) - s.num_computed;
+    if (!cfg_.enable_chunked_prefill && want > budget) break;
+    int32_t n = chunk_limit(s, budget);
+    if (!alloc_.allocate(id, s.num_computed + n)) break;
+    waiting_.erase(waiting_.begin());
+    s.running = true;
+    insert_sorted(running_, id);
+    add_to_plan(s, n, plan);
+    budget -= n;
+  }
+
+  // Spans last: the buffers no longer grow.
+  size_t tok = 0, blk = 0;
+  plan.batch.reserve(plan.seqs.size());
+  for (const auto& e : plan.seqs) {
+    auto used = static_cast<size_t>(alloc_.blocks_for_tokens(e.start_pos + e.num_tokens));
+    step_sequence sq;
+    sq.seq_id = e.seq_id;
+    sq.tokens = std::span<const int32_t>(plan.tokens.data() + tok, static_cast<size_t>(e.num_tokens));
+    sq.start_pos = e.start_pos;
+    sq.block_table = std::span<const int32_t>(plan.blocks.data() + blk, used);
+    sq.logits = e.sample ? logits_mode::last : logits_mode::none;
+    plan.batch.push_back(sq);
+    tok += static_cast<size_t>(e.num_tokens);
+    blk += used;
+  }
+  return plan;
+}
+
+std::vector<seq_event> scheduler::update(const step_plan& plan, std::span<const int32_t> sampled) {
+  TROUPE_ASSERT(sampled.size() == static_cast<size_t>(plan.num_sampled));
+  std::vector<seq_event> events;
+  size_t k = 0;
+  for (const auto& e : plan.seqs) {
+    std::optional<int32_t> token;
+    if (e.sample) token = sampled[k++];
+    auto it = seqs_.find(e.seq_id);
+    if (it == seqs_.end()) continue;  // finished while the step ran
+    auto& s = it->second;
+    // A sequence preempted after this plan was made would have num_computed reset; plans are
+    // applied before the next schedule(), so this cannot happen.
+    TROUPE_ASSERT(s.running && s.num_computed == e.start_pos);
+    s.num_computed += e.num_tokens;
+    seq_event ev{e.seq_id, token, std::nullopt};
+    if (token) {
+      s.tokens.push_back(*token);
+      const auto& stops = s.spec.stop_ids;
+      if (std::find(stops.begin(), stops.end(), *token) != stops.end())
+        ev.finished = finish_reason::stop;
+      else if (static_cast<int32_t>(s.tokens.size()) >= s.max_total)
+        ev.finished = finish_reason::length;
+    }
+    if (ev.finished) remove(e.seq_id);
+    events.push_back(ev);
+  }
+  return events;
+}
+
+void scheduler::remove(int64_t id) {
+  auto& s = seqs_.at(id);
+  auto& q = s.running ? running_ : waiting_;
+  q.erase(std::find(q.begin(), q.end(), id));
+  alloc_.free(id);
+  seqs_.erase(id);
+}
+
+bool scheduler::finish(int64_t seq_id, finish_reason) {
+  if (!seqs_.count(seq_id)) return false;
+  remove(seq_id);
+  return true;
+}
+
+std::vector<int64_t> scheduler::expire(clock::time_point now) {
+  std::vector<int64_t> gone;
+  for (const auto& [id, s] : seqs_)
+    if (s.spec.deadline && *s.spec.deadline <= now) gone.push_back(id);
+  std::sort(gone.begin(), gone.end());
+  for (int64_t id : gone) remove(id);
+  return gone;
+}
+
+sched_stats scheduler::stats() const {
+  return {static_cast<int32_t>(running_.size()), static_cast<int32_t>(waiting_.size()), alloc_.num_free_blocks(),
+          alloc_.num_total_blocks(), num_preemptions_};
+}
+
+std::vector<int64_t> scheduler::running_ids() const { return running_; }
+std::vector<int64_t> scheduler::waiting_ids() const { return waiting_; }
+
+std::span<const int32_t> scheduler::tokens(int64_t seq_id) const { return seqs_.at(seq_id).tokens; }
+
+int32_t scheduler::num_output_tokens(int64_t seq_id) const {
+  const auto& s = seqs_.at(seq_id);
+  return static_cast<int32_t>(s.tokens.size()) - s.num_prompt;
+}
+
+int32_t scheduler::num_computed_tokens(int64_t seq_id) const { return seqs_.at(seq_id).num_computed; }
+
+void scheduler::check_invariants() const {
+  alloc_.check_invariants();
+  TROUPE_ASSERT(running_.size() + waiting_.size() == seqs_.size());
+  TROUPE_ASSERT(static_cast<int32_t>(running_.size()) <= cfg_.max_num_seqs);
+  for (int64_t id : running_) {
+    const auto& s = seqs_.at(id);
+    TROUPE_ASSERT(s.running);
+    TROUPE_ASSERT(s.num_computed <= static_cast<int32_t>(s.tokens.size()));
+    TROUPE_ASSERT(alloc_.block_table(id).size() >= static_cast<size_t>(alloc_.blocks_for_tokens(s.num_computed)));
+  }
+  for (int64_t id : waiting_) {
+    const auto& s = seqs_.at(id);
+    TROUPE_ASSERT(!s.running && s.num_computed == 0 && !alloc_.has(id));
+  }
+  for (size_t i = 1; i < running_.size(); ++i) TROUPE_ASSERT(!before(running_[i], running_[i - 1]));
+  for (size_t i = 1; i < waiting_.size(); ++i) TROUPE_ASSERT(!before(waiting_[i], waiting_[i - 1]));
+  TROUPE_ASSERT(alloc_.num_sequences() <= running_.size());
+  if (seqs_.empty()) TROUPE_ASSERT(alloc_.num_free_blocks() == alloc_.num_total_blocks());
+}
+
+}  // namespace troupe::sched

@@ -1,0 +1,167 @@
+// The continuous-batching scheduler as plain data in, data out (vLLM v1's shape): schedule()
+// plans one step within the token budget and sequence limit, update() consumes the sampled ids.
+// It owns the waiting and running queues and the block allocator. Invariants after every call:
+// every running sequence holds blocks for all its computed tokens, no waiting sequence holds any,
+// and with nothing queued the pool is full again.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/engine/step.hpp"
+#include "runtime/kv/block_allocator.hpp"
+#include "runtime/sched/policy.hpp"
+
+namespace troupe::sched {
+
+using clock = std::chrono::steady_clock;
+
+struct sched_config {
+  int32_t max_num_seqs = 64;              // sequences in one step (running set)
+  int32_t max_num_batched_tokens = 2048;  // tokens in one step (decodes + prefill chunks)
+  int32_t max_model_len = 4096;           // prompt + output tokens of one sequence
+  bool enable_chunked_prefill = true;     // off: a prompt must fit the budget in one step
+  int32_t long_prefill_token_threshold = 0;  // > 0: at most this many prompt tokens per sequence per step
+  int32_t max_waiting = 4096;             // admission refuses more (too_many_requests)
+  // Static batching (baseline for benchmarks): requests join a batch only until its first token
+  // is sampled; then nothing joins until every member has finished.
+  bool static_batching = false;
+};
+
+enum class finish_reason : uint8_t { stop, length, cancelled, deadline, error };
+
+struct request_spec {
+  int64_t seq_id = 0;
+  std::vector<int32_t> prompt;
+  int32_t max_tokens = 16;
+  std::vector<int32_t> stop_ids;  // finish with `stop` when sampled (EOS ids merged in by the caller)
+  int32_t priority = 0;
+  std::string tenant;
+  std::optional<clock::time_point> deadline;
+};
+
+enum class admit_status : uint8_t { ok, prompt_too_long, queue_full, invalid };
+struct admission {
+  admit_status status = admit_status::ok;
+  std::string message;  // says what to change ("prompt has 5000 tokens; max_model_len is 4096 ...")
+};
+
+struct scheduled_seq {
+  int64_t seq_id = 0;
+  int32_t start_pos = 0;     // first position computed in this step
+  int32_t num_tokens = 0;    // decode: 1; prefill: the chunk
+  bool sample = false;       // the chunk ends at the last known token: a new token follows
+  bool first_scheduled = false;  // first time this sequence runs (ends its queue time)
+};
+
+// One step's work. `batch` spans point into the plan's own buffers, so the plan is move-only and
+// stays valid while the scheduler goes on (a cancel during the step cannot pull memory away).
+struct step_plan {
+  std::vector<scheduled_seq> seqs;
+  std::vector<step_sequence> batch;  // same order as seqs
+  std::vector<int32_t> tokens;       // every chunk back to back
+  std::vector<int32_t> blocks;       // every block table back to back
+  std::vector<int64_t> preempted;    // sequences preempted while planning this step
+  int32_t num_batched_tokens = 0;
+  int32_t num_sampled = 0;           // seqs with sample == true
+
+  step_plan() = default;
+  step_plan(step_plan&&) = default;
+  step_plan& operator=(step_plan&&) = default;
+  step_plan(const step_plan&) = delete;
+  step_plan& operator=(const step_plan&) = delete;
+  bool empty() const noexcept { return seqs.empty(); }
+};
+
+// What update() reports per sequence of the step (plan order, sequences still alive only).
+struct seq_event {
+  int64_t seq_id = 0;
+  std::optional<int32_t> token;          // the new token, when the step sampled one
+  std::optional<finish_reason> finished; // set when the sequence left (blocks already freed)
+};
+
+struct sched_stats {
+  int32_t num_running = 0;
+  int32_t num_waiting = 0;
+  int32_t num_free_blocks = 0;
+  int32_t num_total_blocks = 0;
+  int64_t num_preemptions = 0;  // since start
+};
+
+class scheduler {
+ public:
+  // Throws troupe::error(invalid_argument) when a budget is not positive or the pool cannot hold
+  // one max_model_len sequence (it would then preempt itself forever).
+  scheduler(const sched_config& cfg, int32_t num_blocks, int32_t block_size,
+            std::unique_ptr<policy> pol = nullptr);
+
+  // Queues a request (it joins the running batch at a later schedule()). Refuses, without
+  // queueing, a prompt that leaves no room for one token under max_model_len.
+  admission add(request_spec spec);
+  // Plans the next step; may preempt running sequences (blocks freed, re-queued for
+  // recomputation). An empty plan means there is nothing to run.
+  step_plan schedule();
+  // `sampled` holds one id per plan entry with sample == true, in plan order. Sequences that left
+  // since the plan (cancelled mid-step) are skipped.
+  std::vector<seq_event> update(const step_plan& plan, std::span<const int32_t> sampled);
+  // Ends a sequence now (cancel, deadline, a stop string the detokenizer found, an error) and
+  // frees its blocks. False when it is not queued (already finished).
+  bool finish(int64_t seq_id, finish_reason why);
+  // Ends every sequence whose deadline is <= now (reason deadline); returns their ids.
+  std::vector<int64_t> expire(clock::time_point now);
+
+  bool has(int64_t seq_id) const { return seqs_.count(seq_id) != 0; }
+  bool idle() const noexcept { return seqs_.empty(); }
+  sched_stats stats() const;
+  const sched_config& config() const noexcept { return cfg_; }
+  const block_allocator& allocator() const noexcept { return alloc_; }
+  std::vector<int64_t> running_ids() const;
+  std::vector<int64_t> waiting_ids() const;
+  // The tokens (prompt + output) and output count of a queued sequence.
+  std::span<const int32_t> tokens(int64_t seq_id) const;
+  int32_t num_output_tokens(int64_t seq_id) const;
+  int32_t num_computed_tokens(int64_t seq_id) const;
+
+  // TROUPE_ASSERTs the invariants in the header comment (O(pool + queues)).
+  void check_invariants() const;
+
+ private:
+  struct sequence {
+    request_spec spec;
+    std::vector<int32_t> tokens;  // prompt + output
+    int32_t num_prompt = 0;
+    int32_t max_total = 0;        // min(prompt + max_tokens, max_model_len)
+    int32_t num_computed = 0;     // tokens whose K/V are in the pool
+    int64_t arrival = 0;
+    bool ever_scheduled = false;
+    bool running = false;
+  };
+
+  seq_view view(const sequence& s) const;
+  bool before(int64_t a, int64_t b) const;
+  void insert_sorted(std::vector<int64_t>& q, int64_t id);
+  void preempt(int64_t id, step_plan& plan);
+  void add_to_plan(sequence& s, int32_t n, step_plan& plan);
+  void remove(int64_t id);
+  int32_t chunk_limit(const sequence& s, int32_t budget) const;
+
+  sched_config cfg_;
+  block_allocator alloc_;
+  std::unique_ptr<policy> policy_;
+  std::unordered_map<int64_t, sequence> seqs_;
+  std::vector<int64_t> waiting_;  // policy order
+  std::vector<int64_t> running_;  // policy order; preemption takes from the back
+  int64_t next_arrival_ = 0;
+  int64_t num_preemptions_ = 0;
+};
+
+std::string_view to_string(finish_reason r) noexcept;
+
+}  // namespace troupe::sched
