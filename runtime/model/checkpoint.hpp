@@ -37,6 +37,13 @@ struct model_weights {
   std::vector<float> norm;           // [hidden]
   std::vector<layer_weights> layers;
   size_t bytes = 0;                  // bytes of all tensors used (weights read per token ~ this)
+  // What `bytes` counts: every tensor the forward pass reads, at its stored size (norms at their
+  // widened float32 size), lm_head once (= embed_tokens when tied), all experts of MoE layers;
+  // the embedding table of an untied model is left out (a token reads one row of it).
+  // active_bytes is the same for one token of a MoE model: router + num_experts_per_tok experts
+  // per MoE layer instead of all of them (= bytes for a dense model).
+  size_t active_bytes = 0;
+  int64_t num_parameters = 0;        // elements of every tensor loaded (embed + lm_head once if tied)
 };
 
 struct checkpoint {
@@ -45,12 +52,27 @@ struct checkpoint {
   generation_defaults generation;
   model_weights weights;
   std::vector<mapped_file> files;  // keeps the weights' memory alive
+  // Tensors whose offset in the file is not a multiple of their element size are copied here
+  // (never the case for files written by the reference safetensors library or by Troupe).
+  std::vector<std::vector<uint64_t>> aligned_copies;
 };
 
 // Loads DIR/config.json, DIR/generation_config.json (optional), and DIR/model.safetensors or the
 // shards listed in DIR/model.safetensors.index.json. Every tensor the architecture needs must be
 // present with the shape the config implies; unexpected tensors are an error too.
 // Throws troupe::error naming the file, the tensor and what was expected.
+// Error codes: invalid_checkpoint (missing/unexpected tensor, wrong shape, corrupt or truncated
+// file, missing config.json or shard), unsupported (architecture, config value, dtype), io_error.
+// Maps the files without reading them: only headers and norm weights are touched.
 std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir);
+
+// A stable name for the exact model a checkpoint holds, for keys shared between processes
+// (prefix-cache entries in Redis): "<model_type>-v<vocab>-h<hidden>-l<layers>-a<heads>x<kv>x<head_dim>
+// -i<inter>[-e<experts>x<top_k>x<moe_inter>]-<dtype>-<hash>", hash = 16 hex digits of FNV-1a 64
+// (version "troupe-fingerprint-v1") over the config values that change the computation and,
+// per tensor, its name, dtype, shape and sampled bytes (docs/checkpoints.md). No ':' or spaces.
+// Fixed algorithm, no per-process seed: every replica computes the same string. Reads a few
+// bytes of every tensor (a few hundred pages for a 0.6B model).
+std::string model_fingerprint(const checkpoint& ckpt);
 
 }  // namespace troupe

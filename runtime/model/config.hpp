@@ -51,7 +51,20 @@ struct generation_defaults {
 
 // Parse and validate; throws troupe::error(invalid_checkpoint / unsupported) naming the file,
 // the field and what was expected.
+// Fields follow transformers' Qwen3Config / Qwen3MoeConfig, including their defaults for absent
+// optional fields (e.g. a dense config without head_dim gets 128, a MoE one hidden / heads).
 model_config parse_model_config(const std::string& json_text, const std::string& path);
 generation_defaults parse_generation_config(const std::string& json_text, const std::string& path);
+
+// "Qwen3ForCausalLM" / "Qwen3MoeForCausalLM" and "qwen3" / "qwen3_moe".
+const char* architecture_name(architecture arch) noexcept;
+const char* model_type_name(architecture arch) noexcept;
+
+// config.json / generation_config.json text as transformers writes them (sorted keys, 2-space
+// indent); parse_model_config(to_config_json(c)) == c for every field model_config holds.
+std::string to_config_json(const model_config& config);
+// pad_token_id < 0 is left out.
+std::string to_generation_config_json(const generation_defaults& gen, int32_t bos_token_id,
+                                      int32_t pad_token_id);
 
 }  // namespace troupe

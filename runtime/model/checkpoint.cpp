@@ -1,0 +1,267 @@
+// load_checkpoint: config -> expected tensor list -> safetensors headers (single file or shards)
+// -> checks (presence, dtype, exact shape, nothing unexpected) -> weight_refs into the mappings.
+// Weight pages are never touched here, so loading costs the headers and the norms only.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/error.hpp"
+#include "runtime/model/checkpoint.hpp"
+#include "runtime/model/safetensors.hpp"
+#include "runtime/model/tensor_layout.hpp"
+
+namespace troupe {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr const char* single_name = "model.safetensors";
+constexpr const char* index_name = "model.safetensors.index.json";
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw_error(errc::io_error, "cannot read " + p.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) throw_error(errc::io_error, "cannot read " + p.string());
+  return s.str();
+}
+
+bool path_exists(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(p, ec);
+}
+
+// The shape an error message explains, in config.json's words.
+const char* shape_meaning(tensor_kind k) {
+  switch (k) {
+    case tensor_kind::embed_tokens: case tensor_kind::lm_head: return "[vocab_size, hidden_size]";
+    case tensor_kind::final_norm: case tensor_kind::input_layernorm:
+    case tensor_kind::post_attention_layernorm: return "[hidden_size]";
+    case tensor_kind::q_norm: case tensor_kind::k_norm: return "[head_dim]";
+    case tensor_kind::q_proj: return "[num_attention_heads * head_dim, hidden_size]";
+    case tensor_kind::k_proj: case tensor_kind::v_proj:
+      return "[num_key_value_heads * head_dim, hidden_size]";
+    case tensor_kind::o_proj: return "[hidden_size, num_attention_heads * head_dim]";
+    case tensor_kind::gate_proj: case tensor_kind::up_proj: return "[intermediate_size, hidden_size]";
+    case tensor_kind::down_proj: return "[hidden_size, intermediate_size]";
+    case tensor_kind::router: return "[num_experts, hidden_size]";
+    case tensor_kind::expert_gate_proj: case tensor_kind::expert_up_proj:
+      return "[moe_intermediate_size, hidden_size]";
+    case tensor_kind::expert_down_proj: return "[hidden_size, moe_intermediate_size]";
+  }
+  return "";
+}
+
+std::string expectation(const expected_tensor& t) {
+  return "expected F32, F16 or BF16 with shape " + shape_string(t.shape) + " = " +
+         shape_meaning(t.kind) + " from config.json";
+}
+
+bool ignorable(std::string_view name, const model_config& c) {
+  // Rotary inverse frequencies are recomputed from rope_theta; old exports saved them.
+  constexpr std::string_view inv_freq = ".rotary_emb.inv_freq";
+  if (name.size() >= inv_freq.size() && name.substr(name.size() - inv_freq.size()) == inv_freq)
+    return true;
+  // A tied checkpoint may still carry the copy (Qwen3-0.6B does); transformers uses embed_tokens.
+  return c.tie_word_embeddings && name == "lm_head.weight";
+}
+
+// Where each tensor lives: one file, or the shards model.safetensors.index.json names.
+struct weight_files {
+  std::vector<safetensors_file> files;
+  std::unordered_map<std::string, size_t> placement;  // sharded only: tensor -> files[i]
+  std::string index_path;                             // empty when single-file
+
+  const tensor_info* locate(const expected_tensor& t, std::string& file_path) const {
+    if (index_path.empty()) {
+      file_path = files[0].path();
+      const tensor_info* info = files[0].find(t.name);
+      if (!info)
+        throw_error(errc::invalid_checkpoint,
+                    file_path + ": missing tensor '" + t.name + "'; " + expectation(t));
+      return info;
+    }
+    auto it = placement.find(t.name);
+    if (it == placement.end())
+      throw_error(errc::invalid_checkpoint, index_path + ": missing tensor '" + t.name +
+                                                "' (not in weight_map); " + expectation(t));
+    const safetensors_file& f = files[it->second];
+    file_path = f.path();
+    const tensor_info* info = f.find(t.name);
+    if (!info)
+      throw_error(errc::invalid_checkpoint,
+                  file_path + ": missing tensor '" + t.name + "', which " + index_name +
+                      " places in this file; " + expectation(t));
+    return info;
+  }
+};
+
+weight_files open_weights(const fs::path& root) {
+  weight_files w;
+  const fs::path single = root / single_name;
+  const fs::path index = root / index_name;
+  if (path_exists(single)) {
+    w.files.emplace_back(single.string());
+    return w;
+  }
+  if (!path_exists(index)) {
+    std::string why = root.string() + ": no " + single_name + " and no " + index_name +
+                      "; expected the weights in safetensors format";
+    if (path_exists(root / "pytorch_model.bin") || path_exists(root / "pytorch_model.bin.index.json"))
+      why += " (pytorch_model.bin checkpoints are not supported: convert them to safetensors)";
+    throw_error(errc::invalid_checkpoint, why);
+  }
+  w.index_path = index.string();
+  json j;
+  try {
+    j = json::parse(read_text(index));
+  } catch (const json::parse_error& e) {
+    throw_error(errc::invalid_checkpoint, w.index_path + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+    throw_error(errc::invalid_checkpoint,
+                w.index_path + ": field 'weight_map' is missing; expected an object {tensor: file}");
+  std::unordered_map<std::string, size_t> file_ids;
+  std::vector<std::string> names;
+  for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
+    if (!it.value().is_string())
+      throw_error(errc::invalid_checkpoint, w.index_path + ": weight_map entry for tensor '" +
+                                                it.key() + "' is not a file name");
+    const std::string file = it.value().get<std::string>();
+    if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..")
+      throw_error(errc::invalid_checkpoint,
+                  w.index_path + ": weight_map places tensor '" + it.key() + "' in '" + file +
+                      "'; expected a file name in " + root.string());
+    auto [pos, added] = file_ids.emplace(file, names.size());
+    if (added) {
+      if (!path_exists(root / file))
+        throw_error(errc::invalid_checkpoint,
+                    w.index_path + ": shard file '" + file + "' (holding tensor '" + it.key() +
+                        "') does not exist; expected " + (root / file).string());
+      names.push_back(file);
+    }
+    w.placement.emplace(it.key(), pos->second);
+  }
+  if (names.empty())
+    throw_error(errc::invalid_checkpoint, w.index_path + ": weight_map is empty; expected the model's tensors");
+  w.files.reserve(names.size());
+  for (const auto& n : names) w.files.emplace_back((root / n).string());
+  return w;
+}
+
+std::vector<float> widen(const tensor_info& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  const uint8_t* p = t.data;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (t.type == dtype::f32) {
+      std::memcpy(&out[i], p + 4 * i, 4);
+    } else {
+      uint16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      out[i] = t.type == dtype::bf16 ? bf16_to_f32(v) : f16_to_f32(v);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir) {
+  auto ck = std::make_unique<checkpoint>();
+  ck->dir = dir;
+  const fs::path root(dir);
+  std::error_code ec;
+  if (!fs::is_directory(root, ec))
+    throw_error(errc::invalid_checkpoint,
+                dir + ": not a directory; expected a Hugging Face checkpoint directory");
+  const fs::path config_path = root / "config.json";
+  if (!path_exists(config_path))
+    throw_error(errc::invalid_checkpoint, config_path.string() +
+                                              ": not found; expected the config.json of a "
+                                              "Qwen3ForCausalLM or Qwen3MoeForCausalLM model");
+  ck->config = parse_model_config(read_text(config_path), config_path.string());
+  const model_config& c = ck->config;
+  const fs::path gen_path = root / "generation_config.json";
+  if (path_exists(gen_path)) ck->generation = parse_generation_config(read_text(gen_path), gen_path.string());
+  if (ck->generation.eos_token_ids.empty()) ck->generation.eos_token_ids = c.eos_token_ids;
+
+  weight_files wf = open_weights(root);
+  const std::vector<expected_tensor> expected = expected_tensors(c);
+  model_weights& w = ck->weights;
+  shape_weights(w, c);
+
+  std::vector<size_t> expert_bytes(static_cast<size_t>(c.num_hidden_layers), 0);
+  std::string file_path;
+  for (const auto& t : expected) {
+    const tensor_info* info = wf.locate(t, file_path);
+    if (info->type != dtype::f32 && info->type != dtype::f16 && info->type != dtype::bf16)
+      throw_error(errc::unsupported, file_path + ": tensor '" + t.name + "' has dtype " +
+                                         std::string(to_string(info->type)) + "; " + expectation(t));
+    if (info->shape != t.shape)
+      throw_error(errc::invalid_checkpoint, file_path + ": tensor '" + t.name + "' has shape " +
+                                                shape_string(info->shape) + "; " + expectation(t));
+    w.num_parameters += info->numel();
+    if (t.is_norm()) {
+      *norm_slot(w, t) = widen(*info);
+      w.bytes += info->numel() * sizeof(float);
+      w.active_bytes += info->numel() * sizeof(float);
+      continue;
+    }
+    const void* data = info->data;
+    if (reinterpret_cast<uintptr_t>(data) % dtype_size(info->type) != 0) {
+      // Misaligned element access is undefined behaviour in scalar kernels: copy this one.
+      auto& copy = ck->aligned_copies.emplace_back((info->bytes() + 7) / 8);
+      std::memcpy(copy.data(), data, info->bytes());
+      data = copy.data();
+    }
+    *weight_slot(w, t) = kernels::weight_ref{data, info->type, t.shape[0], t.shape[1]};
+    const size_t nb = info->bytes();
+    if (t.kind == tensor_kind::embed_tokens) {
+      if (c.tie_word_embeddings) w.bytes += nb, w.active_bytes += nb;  // doubles as lm_head
+    } else if (t.expert >= 0) {
+      w.bytes += nb;
+      expert_bytes[static_cast<size_t>(t.layer)] += nb;
+    } else {
+      w.bytes += nb;
+      w.active_bytes += nb;
+    }
+  }
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    if (c.layer_is_moe(l))
+      w.active_bytes += expert_bytes[static_cast<size_t>(l)] /
+                        static_cast<size_t>(c.num_experts) * static_cast<size_t>(c.num_experts_per_tok);
+  if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
+
+  // Anything else in the files would be silently ignored weights: a wrong config or export.
+  std::unordered_set<std::string_view> wanted;
+  for (const auto& t : expected) wanted.insert(t.name);
+  auto unexpected = [&](const std::string& where, const std::string& name) {
+    throw_error(errc::invalid_checkpoint,
+                where + ": unexpected tensor '" + name + "'; expected only the tensors of a " +
+                    architecture_name(c.arch) + " with config.json's shape (" +
+                    std::to_string(c.num_hidden_layers) + " layers" +
+                    (c.tie_word_embeddings ? ", tied embeddings" : ", untied lm_head") +
+                    (c.arch == architecture::qwen3_moe
+                         ? ", " + std::to_string(c.num_experts) + " experts"
+                         : std::string()) +
+                    ")");
+  };
+  for (const auto& [name, file] : wf.placement)
+    if (!wanted.count(name) && !ignorable(name, c)) unexpected(wf.index_path, name);
+  for (const auto& f : wf.files)
+    for (const auto& t : f.tensors())
+      if (!wanted.count(t.name) && !ignorable(t.name, c)) unexpected(f.path(), t.name);
+
+  for (auto& f : wf.files) ck->files.push_back(std::move(f).release_mapping());
+  return ck;
+}
+
+}  // namespace troupe

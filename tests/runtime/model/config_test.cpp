@@ -1,0 +1,262 @@
+// config.json / generation_config.json: the golden configs, transformers' defaults and rules, and
+// one rejection per unsupported or malformed value (error code, file and field named).
+#define BOOST_TEST_MODULE model
+#include <boost/test/unit_test.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/model/config.hpp"
+#include "tests/runtime/model/test_util.hpp"
+
+using namespace troupe;
+using troupe::test::expect_error;
+using json = nlohmann::json;
+
+namespace {
+
+json golden_config(const std::string& set) {
+  return json::parse(test::read_file(test::golden(set) + "/config.json"));
+}
+
+model_config parse(const json& j) { return parse_model_config(j.dump(), "/m/config.json"); }
+
+// Parsing `j` must fail with `code`, naming config.json, the field and `detail`.
+void expect_config_error(const json& j, errc code, const std::string& field, const std::string& detail) {
+  expect_error([&] { parse(j); }, code, {"/m/config.json", field, detail});
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(config)
+
+BOOST_AUTO_TEST_CASE(golden_dense) {
+  model_config c = parse(golden_config("tiny-dense"));
+  BOOST_TEST((c.arch == architecture::qwen3));
+  BOOST_TEST(c.vocab_size == 4096);
+  BOOST_TEST(c.hidden_size == 64);
+  BOOST_TEST(c.intermediate_size == 160);
+  BOOST_TEST(c.num_hidden_layers == 2);
+  BOOST_TEST(c.num_attention_heads == 4);
+  BOOST_TEST(c.num_key_value_heads == 2);
+  BOOST_TEST(c.head_dim == 32);  // != hidden / heads = 16
+  BOOST_TEST(c.rms_norm_eps == 1e-6);
+  BOOST_TEST(c.rope_theta == 1e6);
+  BOOST_TEST(c.max_position_embeddings == 40960);
+  BOOST_TEST(c.tie_word_embeddings);
+  BOOST_TEST(c.bos_token_id == 4094);
+  BOOST_TEST(c.eos_token_ids == std::vector<int32_t>{4095});
+  BOOST_TEST(c.torch_dtype == "bfloat16");
+  BOOST_TEST(!c.layer_is_moe(0));
+  BOOST_TEST(!c.layer_is_moe(1));
+}
+
+BOOST_AUTO_TEST_CASE(golden_moe) {
+  model_config c = parse(golden_config("tiny-moe"));
+  BOOST_TEST((c.arch == architecture::qwen3_moe));
+  BOOST_TEST(c.num_experts == 8);
+  BOOST_TEST(c.num_experts_per_tok == 2);
+  BOOST_TEST(c.moe_intermediate_size == 48);
+  BOOST_TEST(c.norm_topk_prob);
+  BOOST_TEST(c.decoder_sparse_step == 1);
+  BOOST_TEST(c.mlp_only_layers.empty());
+  BOOST_TEST(!c.tie_word_embeddings);
+  BOOST_TEST(c.layer_is_moe(0));
+  BOOST_TEST(c.layer_is_moe(1));
+}
+
+BOOST_AUTO_TEST_CASE(golden_full_vocab_and_sharded) {
+  model_config e = parse(golden_config("e2e-full-vocab"));
+  BOOST_TEST(e.vocab_size == 151936);
+  BOOST_TEST(e.hidden_size == 32);
+  BOOST_TEST(e.head_dim == 16);
+  BOOST_TEST(e.eos_token_ids == std::vector<int32_t>{151645});
+  model_config s = parse(golden_config("tiny-untied-sharded"));
+  BOOST_TEST(s.num_hidden_layers == 3);
+  BOOST_TEST(!s.tie_word_embeddings);
+  BOOST_TEST(s.torch_dtype == "float32");
+}
+
+// transformers: sparse iff not in mlp_only_layers, num_experts > 0 and (layer+1) % step == 0.
+BOOST_AUTO_TEST_CASE(moe_layer_rule) {
+  json j = golden_config("tiny-moe");
+  j["num_hidden_layers"] = 6;
+  j["decoder_sparse_step"] = 2;
+  j["mlp_only_layers"] = {3};
+  model_config c = parse(j);
+  std::vector<bool> moe;
+  for (int l = 0; l < 6; ++l) moe.push_back(c.layer_is_moe(l));
+  BOOST_TEST(moe == (std::vector<bool>{false, true, false, false, false, true}));
+  j["num_experts"] = 0;
+  c = parse(j);
+  for (int l = 0; l < 6; ++l) BOOST_TEST(!c.layer_is_moe(l));
+}
+
+BOOST_AUTO_TEST_CASE(eos_int_or_list) {
+  json j = golden_config("tiny-dense");
+  j["eos_token_id"] = {4095, 4094};
+  BOOST_TEST(parse(j).eos_token_ids == (std::vector<int32_t>{4095, 4094}));
+  j["eos_token_id"] = nullptr;
+  BOOST_TEST(parse(j).eos_token_ids.empty());
+  j["eos_token_id"] = "x";
+  expect_config_error(j, errc::invalid_checkpoint, "eos_token_id", "token id");
+  j["eos_token_id"] = 4096;  // = vocab_size
+  expect_config_error(j, errc::invalid_checkpoint, "eos_token_id", "below vocab_size = 4096");
+}
+
+// transformers' defaults: Qwen3Config.head_dim = 128; Qwen3MoeConfig has none -> hidden / heads.
+BOOST_AUTO_TEST_CASE(defaults_like_transformers) {
+  json j = golden_config("tiny-dense");
+  j.erase("head_dim");
+  j.erase("num_key_value_heads");
+  j.erase("rms_norm_eps");
+  j.erase("rope_theta");
+  j.erase("tie_word_embeddings");
+  j.erase("max_position_embeddings");
+  model_config c = parse(j);
+  BOOST_TEST(c.head_dim == 128);
+  BOOST_TEST(c.num_key_value_heads == 4);
+  BOOST_TEST(c.rms_norm_eps == 1e-6);
+  BOOST_TEST(c.rope_theta == 10000.0);
+  BOOST_TEST(!c.tie_word_embeddings);
+  BOOST_TEST(c.max_position_embeddings == 32768);
+  json m = golden_config("tiny-moe");
+  m.erase("head_dim");
+  m.erase("decoder_sparse_step");
+  m.erase("mlp_only_layers");
+  m.erase("norm_topk_prob");
+  c = parse(m);
+  BOOST_TEST(c.head_dim == 16);
+  BOOST_TEST(c.decoder_sparse_step == 1);
+  BOOST_TEST(!c.norm_topk_prob);
+  // Without architectures, model_type decides (AutoModelForCausalLM does the same).
+  m.erase("architectures");
+  BOOST_TEST((parse(m).arch == architecture::qwen3_moe));
+}
+
+BOOST_AUTO_TEST_CASE(rope_parameters_of_transformers_5) {
+  json j = golden_config("tiny-dense");
+  j.erase("rope_theta");
+  j.erase("rope_scaling");
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 5e5}};
+  BOOST_TEST(parse(j).rope_theta == 5e5);
+  j["rope_parameters"]["rope_type"] = "yarn";
+  expect_config_error(j, errc::unsupported, "rope_parameters", "\"yarn\"");
+}
+
+BOOST_AUTO_TEST_CASE(unsupported_values) {
+  const json base = golden_config("tiny-dense");
+  json j = base;
+  j["architectures"] = {"LlamaForCausalLM"};
+  expect_config_error(j, errc::unsupported, "architectures", "Qwen3ForCausalLM");
+  j = base;
+  j["model_type"] = "qwen2";
+  expect_config_error(j, errc::unsupported, "model_type", "\"qwen3\"");
+  j = base;
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  expect_config_error(j, errc::unsupported, "rope_scaling", "\"yarn\"");
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  expect_config_error(j, errc::unsupported, "rope_scaling", "\"linear\"");
+  j = base;
+  j["use_sliding_window"] = true;
+  expect_config_error(j, errc::unsupported, "use_sliding_window", "expected false");
+  j = base;
+  j["layer_types"] = {"full_attention", "sliding_attention"};
+  expect_config_error(j, errc::unsupported, "layer_types", "full_attention");
+  j = base;
+  j["attention_bias"] = true;
+  expect_config_error(j, errc::unsupported, "attention_bias", "expected false");
+  j = base;
+  j["hidden_act"] = "gelu";
+  expect_config_error(j, errc::unsupported, "hidden_act", "\"silu\"");
+  j = base;
+  j["head_dim"] = 33;
+  expect_config_error(j, errc::unsupported, "head_dim", "even");
+  j = base;
+  j["quantization_config"] = {{"quant_method", "fp8"}};
+  expect_config_error(j, errc::unsupported, "quantization_config", "fp8");
+}
+
+BOOST_AUTO_TEST_CASE(malformed_values) {
+  const json base = golden_config("tiny-dense");
+  json j = base;
+  j["hidden_size"] = 0;
+  expect_config_error(j, errc::invalid_checkpoint, "hidden_size", "positive integer");
+  j["hidden_size"] = -64;
+  expect_config_error(j, errc::invalid_checkpoint, "hidden_size", "positive integer");
+  j["hidden_size"] = "64";
+  expect_config_error(j, errc::invalid_checkpoint, "hidden_size", "positive integer");
+  j["hidden_size"] = 64.5;
+  expect_config_error(j, errc::invalid_checkpoint, "hidden_size", "positive integer");
+  j = base;
+  j.erase("vocab_size");
+  expect_config_error(j, errc::invalid_checkpoint, "vocab_size", "is missing");
+  j = base;
+  j["num_key_value_heads"] = 3;
+  expect_config_error(j, errc::invalid_checkpoint, "num_key_value_heads", "divisor of num_attention_heads = 4");
+  j = base;
+  j["rms_norm_eps"] = 0;
+  expect_config_error(j, errc::invalid_checkpoint, "rms_norm_eps", "positive");
+  j = base;
+  j["tie_word_embeddings"] = "yes";
+  expect_config_error(j, errc::invalid_checkpoint, "tie_word_embeddings", "true or false");
+  json m = golden_config("tiny-moe");
+  m["num_experts_per_tok"] = 9;
+  expect_config_error(m, errc::invalid_checkpoint, "num_experts_per_tok", "at most num_experts = 8");
+  m = golden_config("tiny-moe");
+  m["mlp_only_layers"] = {2};
+  expect_config_error(m, errc::invalid_checkpoint, "mlp_only_layers", "[0, 2)");
+  m = golden_config("tiny-moe");
+  m["decoder_sparse_step"] = 0;
+  expect_config_error(m, errc::invalid_checkpoint, "decoder_sparse_step", "positive integer");
+  m = golden_config("tiny-moe");
+  m.erase("moe_intermediate_size");
+  expect_config_error(m, errc::invalid_checkpoint, "moe_intermediate_size", "is missing");
+  expect_error([] { parse_model_config("{\"vocab_size\": 4", "/m/config.json"); },
+               errc::invalid_checkpoint, {"/m/config.json", "not valid JSON"});
+  expect_error([] { parse_model_config("[1, 2]", "/m/config.json"); }, errc::invalid_checkpoint,
+               {"/m/config.json", "JSON object"});
+}
+
+BOOST_AUTO_TEST_CASE(writer_round_trip) {
+  for (const char* set : {"tiny-dense", "tiny-moe", "tiny-untied-sharded", "e2e-full-vocab"}) {
+    model_config a = parse(golden_config(set));
+    model_config b = parse_model_config(to_config_json(a), "/m/config.json");
+    BOOST_TEST_CONTEXT(set) {
+      BOOST_TEST(to_config_json(b) == to_config_json(a));
+      BOOST_TEST((b.arch == a.arch));
+      BOOST_TEST(b.head_dim == a.head_dim);
+      BOOST_TEST(b.eos_token_ids == a.eos_token_ids);
+      BOOST_TEST(b.num_experts == a.num_experts);
+      BOOST_TEST(b.tie_word_embeddings == a.tie_word_embeddings);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(generation_config) {
+  generation_defaults g = parse_generation_config(
+      test::read_file(test::golden("tiny-dense") + "/generation_config.json"), "/m/generation_config.json");
+  BOOST_TEST(g.do_sample);
+  BOOST_TEST(g.temperature == 0.6f);
+  BOOST_TEST(g.top_p == 0.95f);
+  BOOST_TEST(g.top_k == 20);
+  BOOST_TEST(g.min_p == 0.0f);
+  BOOST_TEST(g.repetition_penalty == 1.0f);
+  BOOST_TEST(g.eos_token_ids == (std::vector<int32_t>{4095, 4094}));
+  generation_defaults d = parse_generation_config("{}", "/m/generation_config.json");
+  BOOST_TEST(!d.do_sample);
+  BOOST_TEST(d.temperature == 1.0f);
+  BOOST_TEST(d.top_k == 0);
+  expect_error([] { parse_generation_config("{\"top_p\": 1.5}", "/m/generation_config.json"); },
+               errc::invalid_checkpoint, {"/m/generation_config.json", "top_p", "(0, 1]"});
+  expect_error([] { parse_generation_config("{\"top_k\": -1}", "/m/generation_config.json"); },
+               errc::invalid_checkpoint, {"/m/generation_config.json", "top_k"});
+  // The writer's text parses back to the same defaults.
+  generation_defaults r = parse_generation_config(to_generation_config_json(g, 4094, 4094), "g");
+  BOOST_TEST(r.temperature == g.temperature);
+  BOOST_TEST(r.top_p == g.top_p);
+  BOOST_TEST(r.top_k == g.top_k);
+  BOOST_TEST(r.eos_token_ids == g.eos_token_ids);
+  BOOST_TEST(to_generation_config_json(g, 4094, 4094).find("0.6,") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
