@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/vec_math.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/core/error.hpp"
 
@@ -25,10 +26,6 @@ TROUPE_CLONES float dot_lanes(const float* a, const float* b, int64_t n) {
   for (int w = kLanes / 2; w > 0; w /= 2)
     for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
   return acc[0];
-}
-
-TROUPE_CLONES void axpy(float a, const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
 TROUPE_CLONES void widen_row(const void* src, dtype t, int64_t n, float* out) {
@@ -85,7 +82,7 @@ void rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const i
 TROUPE_CLONES void silu_mul(const float* gate, const float* up, int64_t count, float* out) {
   for (int64_t i = 0; i < count; ++i) {
     float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+    out[i] = g / (1.0f + cpu::exp_approx(-g)) * up[i];
   }
 }
 
@@ -110,42 +107,100 @@ void kv_write(const paged_kv_layer& kv, const int32_t* block_table, int32_t star
   }
 }
 
+namespace {
+
+inline const float* kv_row(const float* base, const paged_kv_layer& kv, const int32_t* table, int64_t pos,
+                           int64_t row, int64_t offset) {
+  const int64_t slot = static_cast<int64_t>(table[pos / kv.block_size]) * kv.block_size + pos % kv.block_size;
+  return base + slot * row + offset;
+}
+
+// One query head over keys 0..n_keys-1. Scores come four keys at a time (independent
+// accumulators keep the FMA pipes busy) but each score is the same lane-wise dot product as
+// dot_lanes, so results do not depend on how keys are grouped.
+TROUPE_CLONES void attend_one(const float* qv, int64_t n_keys, const paged_kv_layer& kv, const int32_t* table,
+                              int64_t g, float scale, float* scores, float* o) {
+  const int64_t d = kv.head_dim, row = static_cast<int64_t>(kv.n_kv_heads) * d;
+  auto reduce = [](float* acc) {
+    for (int w = kLanes / 2; w > 0; w /= 2)
+      for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
+    return acc[0];
+  };
+  int64_t j = 0;
+  for (; j + 4 <= n_keys; j += 4) {
+    const float* k0 = kv_row(kv.k, kv, table, j, row, g * d);
+    const float* k1 = kv_row(kv.k, kv, table, j + 1, row, g * d);
+    const float* k2 = kv_row(kv.k, kv, table, j + 2, row, g * d);
+    const float* k3 = kv_row(kv.k, kv, table, j + 3, row, g * d);
+    float a0[kLanes] = {}, a1[kLanes] = {}, a2[kLanes] = {}, a3[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= d; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        a0[l] += qv[i + l] * k0[i + l];
+        a1[l] += qv[i + l] * k1[i + l];
+        a2[l] += qv[i + l] * k2[i + l];
+        a3[l] += qv[i + l] * k3[i + l];
+      }
+    for (int l = 0; i + l < d; ++l) {
+      a0[l] += qv[i + l] * k0[i + l];
+      a1[l] += qv[i + l] * k1[i + l];
+      a2[l] += qv[i + l] * k2[i + l];
+      a3[l] += qv[i + l] * k3[i + l];
+    }
+    scores[j] = reduce(a0) * scale;
+    scores[j + 1] = reduce(a1) * scale;
+    scores[j + 2] = reduce(a2) * scale;
+    scores[j + 3] = reduce(a3) * scale;
+  }
+  for (; j < n_keys; ++j) {
+    const float* k0 = kv_row(kv.k, kv, table, j, row, g * d);
+    float a0[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= d; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) a0[l] += qv[i + l] * k0[i + l];
+    for (int l = 0; i + l < d; ++l) a0[l] += qv[i + l] * k0[i + l];
+    scores[j] = reduce(a0) * scale;
+  }
+  float mx = -INFINITY;
+  for (int64_t t = 0; t < n_keys; ++t) mx = scores[t] > mx ? scores[t] : mx;
+  float lanes[kLanes] = {};
+  int64_t t = 0;
+  for (; t + kLanes <= n_keys; t += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      scores[t + l] = cpu::exp_approx(scores[t + l] - mx);
+      lanes[l] += scores[t + l];
+    }
+  for (int l = 0; t + l < n_keys; ++l) {
+    scores[t + l] = cpu::exp_approx(scores[t + l] - mx);
+    lanes[l] += scores[t + l];
+  }
+  const float inv = 1.0f / reduce(lanes);
+  for (int64_t i = 0; i < d; ++i) o[i] = 0.0f;
+  for (int64_t k = 0; k < n_keys; ++k) {
+    const float p = scores[k] * inv;
+    const float* vr = kv_row(kv.v, kv, table, k, row, g * d);
+    for (int64_t i = 0; i < d; ++i) o[i] += p * vr[i];
+  }
+}
+
+}  // namespace
+
 void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start_pos,
                      const paged_kv_layer& kv, const int32_t* block_table, float scale, float* out) {
   const int64_t d = kv.head_dim;
-  const int64_t row = static_cast<int64_t>(kv.n_kv_heads) * d;
   const int64_t group = n_heads / kv.n_kv_heads;
   const int64_t total = n_q * n_heads;
-#pragma omp parallel
+#pragma omp parallel if (total > 1)
   {
     std::vector<float> scores;
+    // Later queries see more keys: hand out the longest jobs first.
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t job = 0; job < total; ++job) {
-      const int64_t t = job / n_heads, h = job % n_heads, g = h / group;
+    for (int64_t job = total - 1; job >= 0; --job) {
+      const int64_t t = job / n_heads, h = job % n_heads;
       const int64_t n_keys = start_pos + t + 1;
-      const float* qv = q + (t * n_heads + h) * d;
       scores.resize(n_keys);
-      float mx = -INFINITY;
-      for (int64_t j = 0; j < n_keys; ++j) {
-        int64_t slot = static_cast<int64_t>(block_table[j / kv.block_size]) * kv.block_size +
-                       j % kv.block_size;
-        float s = dot_lanes(qv, kv.k + slot * row + g * d, d) * scale;
-        scores[j] = s;
-        mx = s > mx ? s : mx;
-      }
-      float sum = 0.0f;
-      for (int64_t j = 0; j < n_keys; ++j) {
-        scores[j] = std::exp(scores[j] - mx);
-        sum += scores[j];
-      }
-      float* o = out + (t * n_heads + h) * d;
-      std::memset(o, 0, d * sizeof(float));
-      const float inv = 1.0f / sum;
-      for (int64_t j = 0; j < n_keys; ++j) {
-        int64_t slot = static_cast<int64_t>(block_table[j / kv.block_size]) * kv.block_size +
-                       j % kv.block_size;
-        axpy(scores[j] * inv, kv.v + slot * row + g * d, o, d);
-      }
+      attend_one(q + (t * n_heads + h) * d, n_keys, kv, block_table, h / group, scale, scores.data(),
+                 out + (t * n_heads + h) * d);
     }
   }
 }

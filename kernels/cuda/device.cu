@@ -16,7 +16,7 @@ std::string describe_device(int i) {
   cudaDeviceProp p{};
   cudaError_t e = cudaGetDeviceProperties(&p, i);
   if (e != cudaSuccess) return cudaGetErrorString(e);
-  char buf[256];
+  char buf[640];
   std::snprintf(buf, sizeof buf, "%s (sm_%d%d, %.0f GiB)", p.name, p.major, p.minor,
                 static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
   return buf;
