@@ -10,6 +10,7 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/engine/generator.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
 #include "tools/troupe/command.hpp"
 
 namespace {
@@ -45,7 +46,7 @@ void check_vocab(const std::vector<int32_t>& ids, const model_config& cfg) {
 
 int run_generate(int argc, char** argv) {
   CLI::App app{"Generate a completion for one prompt (no server)", "troupe generate"};
-  std::string model, ids_text;
+  std::string model, ids_text, prompt_text;
   int32_t max_tokens = 64, prefill_chunk = 0;
   std::optional<float> temperature, top_p, min_p, repetition_penalty;
   std::optional<int32_t> top_k;
@@ -53,7 +54,8 @@ int run_generate(int argc, char** argv) {
   std::optional<uint64_t> seed;
   bool json = false, ignore_eos = false;
   app.add_option("--model", model, "Hugging Face Qwen3 checkpoint directory")->required();
-  app.add_option("--ids", ids_text, "prompt as comma-separated token ids")->required();
+  auto* prompt_opt = app.add_option("--prompt", prompt_text, "prompt text (needs the model's tokenizer.json)");
+  app.add_option("--ids", ids_text, "prompt as comma-separated token ids")->excludes(prompt_opt);
   app.add_option("--max-tokens", max_tokens, "tokens to generate");
   app.add_option("--temperature", temperature, "0 = greedy (default from generation_config.json)");
   app.add_option("--top-p", top_p);
@@ -72,8 +74,17 @@ int run_generate(int argc, char** argv) {
     return app.exit(e);
   }
 
+  if (prompt_text.empty() && ids_text.empty())
+    throw_error(errc::invalid_argument, "give the prompt as --prompt TEXT or --ids 1,2,3");
   auto ck = load_checkpoint(model);
-  auto prompt = parse_ids(ids_text);
+  std::unique_ptr<tokenizer> tok;
+  std::vector<int32_t> prompt;
+  if (!prompt_text.empty()) {
+    tok = std::make_unique<tokenizer>(model);
+    prompt = tok->encode(prompt_text);
+  } else {
+    prompt = parse_ids(ids_text);
+  }
   check_vocab(prompt, ck->config);
   generate_options o;
   o.max_tokens = max_tokens;
@@ -93,14 +104,23 @@ int run_generate(int argc, char** argv) {
   o.sampling.ignore_eos = ignore_eos;
 
   generator gen(*ck);
+  std::optional<stream_decoder> text;
+  if (tok) text.emplace(*tok, /*skip_special_tokens=*/true);
+  std::string full_text;
   auto out = gen.generate(prompt, o, [&](int32_t id) {
-    if (!json) {
+    if (text) {
+      std::string delta = text->push(id);
+      full_text += delta;
+      if (!json) std::fputs(delta.c_str(), stdout);
+    } else if (!json) {
       std::printf("%d ", id);
-      std::fflush(stdout);
     }
+    std::fflush(stdout);
   });
+  if (text) full_text += text->finish();
   if (json) {
     nlohmann::json j{{"ids", out.ids}, {"finish_reason", out.finish_reason}};
+    if (text) j["text"] = full_text;
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("\n");

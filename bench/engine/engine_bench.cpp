@@ -1,0 +1,124 @@
+// troupe-bench-engine: the core engine's speed against this machine's own limits, in one run.
+// Measures read bandwidth and FMA peak first, then load time, 512-token prefill, and decode at
+// batch 1, 8 and 32 on a checkpoint (the Qwen3-0.6B-shaped one from bench/engine/run.sh).
+#include <CLI/CLI.hpp>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "bench/machine/machine_limits.hpp"
+#include "kernels/kernels.hpp"
+#include "runtime/engine/model_runner.hpp"
+
+using namespace troupe;
+using clk = std::chrono::steady_clock;
+
+static double seconds_since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
+
+static double peak_rss_mb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;
+}
+
+// Decodes `steps` tokens for `batch` sequences that each already hold `context` tokens.
+static double decode_tokens_per_s(const checkpoint& ck, int batch, int context, int steps) {
+  const int bs = 16;
+  const int per_seq = (context + steps + bs - 1) / bs;
+  kv_cache kv(ck.config, per_seq * batch, bs);
+  model_runner runner(ck, kv);
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(ck.config.vocab_size - 1));
+  std::vector<std::vector<int32_t>> tables(batch), prompts(batch);
+  for (int s = 0; s < batch; ++s) {
+    tables[s].resize(per_seq);
+    std::iota(tables[s].begin(), tables[s].end(), s * per_seq);
+    prompts[s].resize(context);
+    for (auto& t : prompts[s]) t = tok(rng);
+  }
+  step_result res;
+  std::vector<step_sequence> b(batch);
+  for (int s = 0; s < batch; ++s) b[s] = {s, prompts[s], 0, tables[s], logits_mode::last};
+  runner.step(b, res);  // prefill all contexts
+  std::vector<int32_t> next(batch);
+  auto t0 = clk::now();
+  for (int i = 0; i < steps; ++i) {
+    for (int s = 0; s < batch; ++s) {
+      auto row = res.row(s);
+      next[s] = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+      b[s] = {s, std::span<const int32_t>(&next[s], 1), context + i, tables[s], logits_mode::last};
+    }
+    runner.step(b, res);
+  }
+  return batch * steps / seconds_since(t0);
+}
+
+int main(int argc, char** argv) {
+  const auto process_start = clk::now();
+  CLI::App app{"Troupe engine benchmark"};
+  std::string model;
+  int threads = 0, prefill_len = 512, decode_steps = 32, reps = 3;
+  app.add_option("--model", model, "checkpoint directory (e.g. made by troupe make-checkpoint --preset qwen3-0.6b)")->required();
+  app.add_option("--threads", threads, "threads used for the machine limits (default: all cores)");
+  app.add_option("--prefill-len", prefill_len);
+  app.add_option("--decode-steps", decode_steps);
+  app.add_option("--reps", reps, "repetitions; the best is reported");
+  CLI11_PARSE(app, argc, argv);
+
+  auto ck = load_checkpoint(model);
+  const double load_s = seconds_since(process_start);
+  if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
+
+  const double bw = bench::measure_read_bandwidth_gbs(threads);
+  const double fma = bench::measure_fma_gflops(threads, false);
+  const double weight_gb = static_cast<double>(ck->weights.bytes) / 1e9;
+  std::printf("machine: %d threads, read bandwidth %.1f GB/s, FP32 FMA peak %.0f GFLOP/s, matmul ISA %s\n", threads, bw,
+              fma, kernels::matmul_isa());
+  std::printf("model: %s, %lld layers, hidden %lld, weights read per token %.3f GB\n", model.c_str(),
+              static_cast<long long>(ck->config.num_hidden_layers), static_cast<long long>(ck->config.hidden_size),
+              weight_gb);
+  std::printf("load: %.3f s from process start to ready\n", load_s);
+
+  // Prefill: one step over a prompt of prefill_len random ids.
+  {
+    const int bs = 16, blocks = (prefill_len + bs - 1) / bs;
+    kv_cache kv(ck->config, blocks, bs);
+    model_runner runner(*ck, kv);
+    std::vector<int32_t> table(blocks), prompt(prefill_len);
+    std::iota(table.begin(), table.end(), 0);
+    std::mt19937 rng(7);
+    for (auto& t : prompt) t = static_cast<int32_t>(rng() % ck->config.vocab_size);
+    double best = 1e30;
+    step_result res;
+    for (int r = 0; r < reps; ++r) {
+      step_sequence sq{0, prompt, 0, table, logits_mode::last};
+      auto t0 = clk::now();
+      runner.step(std::span<const step_sequence>(&sq, 1), res);
+      best = std::min(best, seconds_since(t0));
+    }
+    const double flops = 2.0 * weight_gb * 1e9 / 2.0 * prefill_len;  // bf16: 2 bytes per weight
+    std::printf("prefill %d tokens: %.1f tokens/s (%.3f s; ~%.0f GFLOP/s in linear layers, %.0f%% of FMA peak)\n",
+                prefill_len, prefill_len / best, best, flops / best / 1e9, 100.0 * flops / best / 1e9 / fma);
+  }
+
+  const double ceiling = bw / weight_gb;
+  double b1 = 0;
+  for (int batch : {1, 8, 32}) {
+    double best = 0;
+    for (int r = 0; r < reps; ++r) best = std::max(best, decode_tokens_per_s(*ck, batch, 64, decode_steps));
+    if (batch == 1) {
+      b1 = best;
+      std::printf("decode batch 1: %.1f tokens/s = %.0f%% of the bandwidth ceiling (%.1f tokens/s)\n", best,
+                  100.0 * best / ceiling, ceiling);
+    } else {
+      std::printf("decode batch %d: %.1f tokens/s = %.1fx batch 1\n", batch, best, best / b1);
+    }
+  }
+  std::printf("peak RSS: %.0f MB (weights mapped %.0f MB)\n", peak_rss_mb(), weight_gb * 1e3);
+  return 0;
+}

@@ -1,0 +1,100 @@
+// The `troupe` binary as a user runs it: generate and logits against the golden references,
+// and bad input ending in one clear message and a non-zero exit (never a crash).
+#define BOOST_TEST_MODULE troupe_cli
+#include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/runtime/engine/golden.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct run_result {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+run_result run(const std::string& args) {
+  std::string cmd = std::string(TROUPE_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  BOOST_REQUIRE(p);
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+std::string join(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(generate_json_gives_the_reference_greedy_ids) {
+  for (std::string set : {"tiny-dense", "tiny-moe"}) {
+    for (const auto& c : troupe::testing::load_golden(set)) {
+      auto r = run("generate --model " + troupe::testing::golden_dir(set) + " --ids " + join(c.prompt) +
+                   " --max-tokens 16 --temperature 0 --ignore-eos --json");
+      BOOST_TEST_REQUIRE(r.exit_code == 0, r.output);
+      auto j = nlohmann::json::parse(r.output);
+      BOOST_TEST(j.at("ids").get<std::vector<int32_t>>() == c.greedy, boost::test_tools::per_element());
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(logits_writes_every_prompt_row) {
+  const std::string set = "tiny-untied-sharded";
+  const auto cases = troupe::testing::load_golden(set);
+  const auto& c = cases[1];
+  const fs::path out = fs::temp_directory_path() / ("troupe_logits_" + std::to_string(getpid()) + ".f32");
+  auto r = run("logits --model " + troupe::testing::golden_dir(set) + " --ids " + join(c.prompt) + " --out " +
+               out.string());
+  BOOST_TEST_REQUIRE(r.exit_code == 0, r.output);
+  auto got = troupe::testing::read_f32(out.string());
+  fs::remove(out);
+  const int64_t vocab = 4096;
+  BOOST_REQUIRE_EQUAL(got.size(), c.prompt.size() * vocab);
+  for (size_t row = 0; row < c.prompt_logits.index.size(); ++row) {
+    const int64_t pos = c.prompt_logits.index[row];
+    BOOST_TEST(troupe::testing::row_error(got.data() + pos * vocab, c.prompt_logits.data.data() + row * vocab, vocab) <=
+               1e-4);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_is_one_clear_error) {
+  const std::string dense = troupe::testing::golden_dir("tiny-dense");
+  struct bad {
+    std::string args, needle;
+  } cases[] = {
+      {"generate --model /nonexistent/model --ids 1,2", "/nonexistent/model"},
+      {"generate --model " + dense + " --ids 1,x,3", "--ids: 'x' is not a token id"},
+      {"generate --model " + dense + " --ids 1,5000", "token id 5000 is outside the vocabulary [0, 4096)"},
+      {"generate --model " + dense + " --ids 1 --max-tokens 0", "max_tokens must be positive"},
+      {"generate --model " + dense + " --ids 1 --temperature -1", "temperature"},
+      {"generate --model " + dense + " --ids 1 --top-p 1.5", "top_p"},
+      {"generate --model " + dense, "give the prompt as --prompt TEXT or --ids"},
+      {"generate --model " + dense + " --prompt hello", "tokenizer.json"},
+      {"logits --model " + dense + " --ids 1,2 --out /nonexistent/dir/x.f32", "cannot write /nonexistent/dir/x.f32"},
+      {"no-such-command", "unknown command 'no-such-command'"},
+  };
+  for (const auto& b : cases) {
+    auto r = run(b.args);
+    BOOST_TEST(r.exit_code != 0, b.args);
+    BOOST_TEST(r.exit_code < 128, b.args << ": killed by a signal");
+    BOOST_TEST(r.output.find(b.needle) != std::string::npos, b.args << " -> " << r.output);
+  }
+}
