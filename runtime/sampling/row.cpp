@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/core/error.hpp"
+#include "runtime/sampling/fast_exp.hpp"
 
 namespace troupe::sampling_detail {
 
@@ -48,6 +49,29 @@ constexpr int64_t kBlock = 1024;
 }
 
 }  // namespace
+
+void exp_row_baseline(const float* in, float max, float* out, int64_t n) {
+  fast_exp_shifted(in, max, out, n);
+}
+
+// The widest whole-row pass, so the one given an AVX2 build. "avx2" only, not "fma": with FMA
+// GCC would contract the polynomial and the weights would differ from the baseline's.
+__attribute__((target("avx2"))) void exp_row_avx2(const float* in, float max, float* out,
+                                                   int64_t n) {
+  fast_exp_shifted(in, max, out, n);
+}
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+void exp_row(const float* in, float max, float* out, int64_t n) {
+  if (cpu_has_avx2())
+    exp_row_avx2(in, max, out, n);
+  else
+    exp_row_baseline(in, max, out, n);
+}
 
 float checked_max(std::span<const float> logits) {
   TROUPE_ASSERT(!logits.empty());

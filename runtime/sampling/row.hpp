@@ -10,6 +10,14 @@
 
 namespace troupe::sampling_detail {
 
+// out[i] = exp(in[i] - max) (fast_exp_nonpositive) over a row, in its AVX2 build when the CPU
+// has AVX2 (checked once), else the SSE baseline. Both give bit-identical results (no FMA), so a
+// seed replays to the same tokens on any x86-64 machine. The two builds are exposed for tests.
+void exp_row(const float* in, float max, float* out, int64_t n);
+void exp_row_baseline(const float* in, float max, float* out, int64_t n);
+void exp_row_avx2(const float* in, float max, float* out, int64_t n);  // only if AVX2 exists
+bool cpu_has_avx2();
+
 // Largest logit; throws troupe::error(invalid_input) naming the first NaN or +inf entry, or when
 // every entry is -inf (nothing can be sampled).
 float checked_max(std::span<const float> logits);

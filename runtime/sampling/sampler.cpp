@@ -7,7 +7,6 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/sampling/candidates.hpp"
-#include "runtime/sampling/fast_exp.hpp"
 #include "runtime/sampling/penalties.hpp"
 #include "runtime/sampling/row.hpp"
 
@@ -18,14 +17,6 @@ namespace {
 // vLLM's _SAMPLING_EPS: dividing by a smaller temperature overflows real logits, and the result
 // is the argmax anyway.
 constexpr float kGreedyBelow = 1e-5f;
-
-// The widest whole-row pass, so the one given an AVX2 clone (picked at load time by ifunc).
-// "avx2" alone, without FMA: the clone computes bit-identical weights to the SSE baseline, so a
-// seed replays to the same tokens on any x86-64 machine.
-__attribute__((target_clones("avx2", "default"))) void exp_row(const float* in, float shift,
-                                                                 float* out, int64_t n) {
-  sampling_detail::fast_exp_shifted(in, shift, out, n);
-}
 
 // Up to this top_k the candidate path (select k, then work on k tokens) is cheaper; above it the
 // selection's nth_element prunes cost more than the dense path's fixed whole-row passes (at
