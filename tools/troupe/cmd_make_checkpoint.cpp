@@ -20,7 +20,7 @@ int make_checkpoint(int argc, char** argv) {
                "troupe make-checkpoint"};
   std::string out, preset, dtype_name = "bf16", tokenizer;
   uint64_t seed = 0;
-  bool force = false, verify = true;
+  bool force = false, no_verify = false;
   app.add_option("--out", out, "Checkpoint directory to create")->required();
   app.add_option("--preset", preset, "Model shape")
       ->required()
@@ -31,7 +31,7 @@ int make_checkpoint(int argc, char** argv) {
   app.add_option("--tokenizer", tokenizer,
                  "Directory with tokenizer.json to copy (default: the Qwen3 tokenizer shipped with Troupe)");
   app.add_flag("--force", force, "Replace an existing checkpoint directory");
-  app.add_flag("!--no-verify", verify, "Skip loading the result back");
+  app.add_flag("--no-verify", no_verify, "Skip loading the result back");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -55,7 +55,7 @@ int make_checkpoint(int argc, char** argv) {
               static_cast<double>(summary.num_parameters) / 1e6,
               static_cast<double>(summary.weight_bytes) / 1e9, dtype_name.c_str(),
               static_cast<unsigned long long>(seed), write_s);
-  if (verify) {
+  if (!no_verify) {
     auto t1 = clock::now();
     auto ck = troupe::load_checkpoint(out);
     double load_ms = std::chrono::duration<double, std::milli>(clock::now() - t1).count();
