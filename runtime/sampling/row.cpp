@@ -90,8 +90,17 @@ float checked_max(std::span<const float> logits) {
 }
 
 int32_t argmax(std::span<const float> logits, float max) {
-  for (size_t i = 0; i < logits.size(); ++i)
-    if (logits[i] == max) return static_cast<int32_t>(i);
+  const float* lg = logits.data();
+  const int64_t n = static_cast<int64_t>(logits.size());
+  constexpr int64_t kScan = 64;  // a vectorised "any" per block, then the first hit in it
+  for (int64_t lo = 0; lo < n; lo += kScan) {
+    const int64_t hi = std::min(n, lo + kScan);
+    int any = 0;
+    for (int64_t i = lo; i < hi; ++i) any |= lg[i] == max;
+    if (!any) continue;
+    for (int64_t i = lo; i < hi; ++i)
+      if (lg[i] == max) return static_cast<int32_t>(i);
+  }
   TROUPE_ASSERT(false && "argmax: the maximum is not in the row");
   return -1;
 }

@@ -1,5 +1,8 @@
 // sampler::sample: the vLLM pipeline (penalties, greedy or temperature, top-k, top-p, min-p,
 // draw) over one row, choosing the top-k path (few candidates) or the dense path (whole row).
+// NOTE: min-p after top-k / top-p is vLLM v0's order (v1 applies min-p first, which changes
+// the total top-p measures against). Both keep rank-order prefixes, so here the kept set is the
+// shorter of the top-k/top-p prefix and the min-p prefix.
 #include "runtime/sampling/sampler.hpp"
 
 #include <cmath>
@@ -68,8 +71,12 @@ int32_t sampler::sample(std::span<float> logits, std::span<const int32_t> prompt
   weights.resize(static_cast<size_t>(vocab));
   exp_row(logits.data(), max, weights.data(), vocab);
   cutoff cut;
-  if (top_k > 0 || params_.top_p < 1.0f)
-    cut = dense_cutoff(logits, weights, max, top_k, params_.top_p, scratch_);
+  if (top_k > 0 || params_.top_p < 1.0f) {
+    // Per thread, not scratch_: a cut bucket can hold most of the vocab, and that memory should
+    // not stay attached to every sequence's sampler.
+    thread_local std::vector<candidate> bucket_tokens;
+    cut = dense_cutoff(logits, weights, max, top_k, params_.top_p, bucket_tokens);
+  }
   return draw_dense(logits, weights, max, cut, min_p_log, u);
 }
 
