@@ -17,10 +17,11 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// top-p histogram: buckets of 1/128 nat below the maximum, 32 nats in all; everything further
-// down shares the last bucket. Its tokens hold at most vocab * e^-32 of the top token's mass
-// (3e-9 of it at vocab 151936), so the last bucket is never the one top-p cuts inside for any
-// top_p below 1 that a float can hold.
+// dense_cutoff's histogram: buckets of 1/128 nat below the maximum, 32 nats in all; everything
+// further down shares the last bucket. Its tokens hold at most vocab * e^-32 of the top token's
+// mass (3e-9 of it at vocab 151936), so top-p never cuts inside it for any top_p below 1 that a
+// float can hold. A large top-k can (it counts tokens, not mass): then the bucket is gathered
+// whole and only its needed best are selected with nth_element, never sorted.
 constexpr int kBuckets = 4096;
 constexpr float kBucketsPerNat = 128.0f;
 // Four interleaved histograms: consecutive tokens in one bucket (the common case: the long tail)
