@@ -149,6 +149,30 @@ BOOST_AUTO_TEST_CASE(moe_tiny_round_trip_in_every_dtype) {
       BOOST_TEST((ck->weights.layers[1].experts[7].down_proj.type == type));
       BOOST_TEST((ck->weights.lm_head.type == type));
       BOOST_TEST(ck->weights.lm_head.data != ck->weights.embed_tokens.data);
+      if (type == dtype::f32) {
+        // Exactly the documented function, with no rounding to hide a different evaluation
+        // (an FMA in a vectorised clone would change the norms' 1 + 0.1 z).
+        int mismatches = 0;
+        auto check_norm = [&](const std::string& name, const std::vector<float>& norm) {
+          const uint64_t nk = random_tensor_key(0, name);
+          for (size_t i = 0; i < norm.size(); ++i) mismatches += norm[i] != 1.0f + 0.1f * random_normal(nk, i);
+        };
+        for (int l = 0; l < 2; ++l) {  // 448 norm values: an FMA would round ~3% of them differently
+          const auto& lw = ck->weights.layers[static_cast<size_t>(l)];
+          const std::string p = "model.layers." + std::to_string(l) + ".";
+          check_norm(p + "input_layernorm.weight", lw.input_layernorm);
+          check_norm(p + "post_attention_layernorm.weight", lw.post_attention_layernorm);
+          check_norm(p + "self_attn.q_norm.weight", lw.q_norm);
+          check_norm(p + "self_attn.k_norm.weight", lw.k_norm);
+        }
+        check_norm("model.norm.weight", ck->weights.norm);
+        BOOST_TEST(mismatches == 0);
+        const auto& up = ck->weights.layers[0].experts[3].up_proj;
+        const uint64_t uk = random_tensor_key(0, "model.layers.0.mlp.experts.3.up_proj.weight");
+        for (int64_t i = 0; i < 48 * 64; ++i)
+          mismatches += element(up, i) != 0.02f * random_normal(uk, static_cast<uint64_t>(i));
+        BOOST_TEST(mismatches == 0);
+      }
       auto [mean, sd] = moments(ck->weights.layers[0].experts[3].up_proj, 48 * 64);
       BOOST_TEST(std::fabs(sd - 0.02) < 0.002);
       BOOST_TEST(std::fabs(mean) < 0.002);
