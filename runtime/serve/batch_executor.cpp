@@ -1,0 +1,42 @@
+#include "runtime/serve/batch_executor.hpp"
+
+#include <chrono>
+
+#include "runtime/core/error.hpp"
+
+namespace troupe::serve {
+
+batch_executor::batch_executor(std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks, int32_t block_size)
+    : ckpt_(std::move(ckpt)), kv_(ckpt_->config, num_blocks, block_size), runner_(*ckpt_, kv_) {}
+
+step_outcome batch_executor::run(step_job& job) {
+  step_outcome out;
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    runner_.step(job.plan.batch, result_);
+  } catch (const std::exception& e) {
+    out.step_error = e.what();
+    return out;
+  }
+  TROUPE_ASSERT(job.samplers.size() == static_cast<size_t>(job.plan.num_sampled));
+  out.sampled.reserve(job.samplers.size());
+  size_t k = 0;
+  for (size_t i = 0; i < job.plan.seqs.size(); ++i) {
+    if (!job.plan.seqs[i].sample) continue;
+    auto& s = *job.samplers[k++];
+    auto row = result_.row(i);
+    try {
+      // The row lives in result_ and is rebuilt next step: sampling may modify it in place.
+      int32_t id = s.smp.sample(std::span<float>(const_cast<float*>(row.data()), row.size()), s.prompt, s.output);
+      s.output.push_back(id);
+      out.sampled.push_back(id);
+    } catch (const std::exception& e) {
+      out.sampled.push_back(-1);
+      out.seq_errors.emplace_back(job.plan.seqs[i].seq_id, e.what());
+    }
+  }
+  out.engine_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace troupe::serve

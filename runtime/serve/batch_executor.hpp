@@ -1,0 +1,53 @@
+// Runs one planned step on the engine and samples the rows that end a prompt or decode: the work
+// of a shard executor, as a plain object (the actor only moves messages). Owns the KV pool and
+// the model runner; the per-sequence samplers travel with the job.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/engine/model_runner.hpp"
+#include "runtime/kv/kv_cache.hpp"
+#include "runtime/sampling/sampler.hpp"
+#include "runtime/sched/scheduler.hpp"
+
+namespace troupe::serve {
+
+// A sequence's sampling state. Created by the scheduler side, then touched only by the executor
+// (one step in flight at a time), so it needs no lock: output grows by the tokens it samples.
+struct seq_sampling {
+  explicit seq_sampling(const sampling_params& p, std::vector<int32_t> prompt_ids)
+      : smp(p), prompt(std::move(prompt_ids)) {}
+  sampler smp;
+  std::vector<int32_t> prompt;
+  std::vector<int32_t> output;
+};
+
+struct step_job {
+  sched::step_plan plan;
+  std::vector<std::shared_ptr<seq_sampling>> samplers;  // one per plan entry with sample == true
+};
+
+struct step_outcome {
+  std::vector<int32_t> sampled;  // one per sampled entry; -1 where that sequence failed
+  std::vector<std::pair<int64_t, std::string>> seq_errors;  // (seq_id, why) for the -1 entries
+  std::string step_error;        // non-empty: the whole step failed (nothing sampled)
+  double engine_seconds = 0;
+};
+
+class batch_executor {
+ public:
+  batch_executor(std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks, int32_t block_size);
+  step_outcome run(step_job& job);
+  const kv_cache& kv() const noexcept { return kv_; }
+
+ private:
+  std::shared_ptr<const checkpoint> ckpt_;
+  kv_cache kv_;
+  model_runner runner_;
+  step_result result_;
+};
+
+}  // namespace troupe::serve

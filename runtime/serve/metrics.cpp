@@ -1,0 +1,181 @@
+#include "runtime/serve/metrics.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace troupe::serve {
+
+namespace {
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string label_value(const std::string& s) {  // escape \ " and newline
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+void head(std::string& out, const char* name, const char* type, const char* help) {
+  out += "# HELP troupe:";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE troupe:";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+void sample(std::string& out, const std::string& name, const std::string& labels, const std::string& value) {
+  out += "troupe:" + name + "{" + labels + "} " + value + "\n";
+}
+
+// vLLM's buckets (vllm/v1/metrics/loggers.py), so dashboards carry over.
+const std::vector<double> ttft_buckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+                                          1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+const std::vector<double> itl_buckets = {0.01, 0.025, 0.05, 0.075, 0.1,  0.15, 0.2,  0.3,  0.4, 0.5,
+                                         0.75, 1.0,   2.5,  5.0,   7.5,  10.0, 20.0, 40.0, 80.0};
+const std::vector<double> latency_buckets = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,    10.0,   15.0, 20.0,
+                                             30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+
+}  // namespace
+
+histogram::histogram(std::vector<double> upper_bounds)
+    : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void histogram::observe(double v) {
+  auto i = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
+  ++counts_[i];  // i == bounds_.size(): only the +Inf bucket
+  ++count_;
+  sum_ += v;
+}
+
+void histogram::render(std::string& out, const std::string& name, const std::string& labels) const {
+  uint64_t cum = 0;
+  std::string sep = labels.empty() ? "" : ",";
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cum += counts_[i];
+    sample(out, name + "_bucket", labels + sep + "le=\"" + num(bounds_[i]) + "\"", std::to_string(cum));
+  }
+  sample(out, name + "_bucket", labels + sep + "le=\"+Inf\"", std::to_string(count_));
+  sample(out, name + "_sum", labels, num(sum_));
+  sample(out, name + "_count", labels, std::to_string(count_));
+}
+
+metrics::metrics(std::string model_name)
+    : labels_("model_name=\"" + label_value(model_name) + "\""),
+      ttft_(ttft_buckets),
+      itl_(itl_buckets),
+      e2e_(latency_buckets),
+      queue_(latency_buckets) {}
+
+void metrics::set_queue_sizes(int64_t running, int64_t waiting) {
+  std::lock_guard lock(mu_);
+  running_ = running;
+  waiting_ = waiting;
+}
+void metrics::set_kv_cache_usage(double f) {
+  std::lock_guard lock(mu_);
+  kv_usage_ = f;
+}
+void metrics::add_preemptions(int64_t n) {
+  std::lock_guard lock(mu_);
+  preemptions_ += n;
+}
+void metrics::add_prompt_tokens(int64_t n) {
+  std::lock_guard lock(mu_);
+  prompt_tokens_ += n;
+}
+void metrics::add_generation_tokens(int64_t n) {
+  std::lock_guard lock(mu_);
+  generation_tokens_ += n;
+}
+void metrics::add_finished(finished_reason_label why) {
+  std::lock_guard lock(mu_);
+  ++finished_[static_cast<size_t>(why)];
+}
+void metrics::observe_ttft(double s) {
+  std::lock_guard lock(mu_);
+  ttft_.observe(s);
+}
+void metrics::observe_inter_token(double s) {
+  std::lock_guard lock(mu_);
+  itl_.observe(s);
+}
+void metrics::observe_e2e(double s) {
+  std::lock_guard lock(mu_);
+  e2e_.observe(s);
+}
+void metrics::observe_queue(double s) {
+  std::lock_guard lock(mu_);
+  queue_.observe(s);
+}
+void metrics::add_step(double engine_seconds, double loop_seconds, int64_t tokens) {
+  std::lock_guard lock(mu_);
+  ++steps_;
+  step_tokens_ += tokens;
+  engine_seconds_ += engine_seconds;
+  loop_seconds_ += loop_seconds;
+}
+int64_t metrics::running() const {
+  std::lock_guard lock(mu_);
+  return running_;
+}
+int64_t metrics::waiting() const {
+  std::lock_guard lock(mu_);
+  return waiting_;
+}
+
+std::string metrics::render() const {
+  std::lock_guard lock(mu_);
+  std::string o;
+  head(o, "num_requests_running", "gauge", "Number of requests in the running batch.");
+  sample(o, "num_requests_running", labels_, std::to_string(running_));
+  head(o, "num_requests_waiting", "gauge", "Number of requests waiting to be scheduled.");
+  sample(o, "num_requests_waiting", labels_, std::to_string(waiting_));
+  head(o, "kv_cache_usage_perc", "gauge", "KV-cache usage: 1 means 100 percent of the blocks are in use.");
+  sample(o, "kv_cache_usage_perc", labels_, num(kv_usage_));
+  head(o, "num_preemptions_total", "counter", "Cumulative number of preemptions.");
+  sample(o, "num_preemptions_total", labels_, std::to_string(preemptions_));
+  head(o, "prompt_tokens_total", "counter", "Number of prefill tokens processed.");
+  sample(o, "prompt_tokens_total", labels_, std::to_string(prompt_tokens_));
+  head(o, "generation_tokens_total", "counter", "Number of generation tokens processed.");
+  sample(o, "generation_tokens_total", labels_, std::to_string(generation_tokens_));
+  head(o, "request_success_total", "counter", "Count of finished requests by finish reason.");
+  static const char* reasons[] = {"stop", "length", "abort", "error"};
+  for (size_t i = 0; i < finished_.size(); ++i)
+    sample(o, "request_success_total", labels_ + ",finished_reason=\"" + reasons[i] + "\"",
+           std::to_string(finished_[i]));
+  head(o, "time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.");
+  ttft_.render(o, "time_to_first_token_seconds", labels_);
+  head(o, "inter_token_latency_seconds", "histogram", "Histogram of inter-token latency in seconds.");
+  itl_.render(o, "inter_token_latency_seconds", labels_);
+  head(o, "e2e_request_latency_seconds", "histogram", "Histogram of end to end request latency in seconds.");
+  e2e_.render(o, "e2e_request_latency_seconds", labels_);
+  head(o, "request_queue_time_seconds", "histogram", "Histogram of time spent waiting in the queue in seconds.");
+  queue_.render(o, "request_queue_time_seconds", labels_);
+  head(o, "engine_steps_total", "counter", "Forward steps run (troupe-specific).");
+  sample(o, "engine_steps_total", labels_, std::to_string(steps_));
+  head(o, "engine_step_tokens_total", "counter", "Tokens computed in forward steps (troupe-specific).");
+  sample(o, "engine_step_tokens_total", labels_, std::to_string(step_tokens_));
+  head(o, "engine_step_seconds_total", "counter", "Time inside the forward step and sampling (troupe-specific).");
+  sample(o, "engine_step_seconds_total", labels_, num(engine_seconds_));
+  head(o, "scheduler_loop_seconds_total", "counter",
+       "Wall time from planning a step to its results applied: engine time plus runtime overhead (troupe-specific).");
+  sample(o, "scheduler_loop_seconds_total", labels_, num(loop_seconds_));
+  return o;
+}
+
+}  // namespace troupe::serve

@@ -1,0 +1,63 @@
+// The server's Prometheus metrics (text format 0.0.4) under vLLM's names with a `troupe:` prefix.
+// Thread-safe: the scheduler and gateway record, the metrics endpoint renders.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace troupe::serve {
+
+class histogram {
+ public:
+  explicit histogram(std::vector<double> upper_bounds);
+  void observe(double v);
+  // Prometheus lines for `name` with `labels` ("model_name=\"x\"").
+  void render(std::string& out, const std::string& name, const std::string& labels) const;
+  uint64_t count() const noexcept { return count_; }
+  double sum() const noexcept { return sum_; }
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bucket, not cumulative
+  uint64_t count_ = 0;
+  double sum_ = 0;
+};
+
+enum class finished_reason_label : uint8_t { stop, length, abort, error };
+
+class metrics {
+ public:
+  explicit metrics(std::string model_name);
+
+  void set_queue_sizes(int64_t running, int64_t waiting);
+  void set_kv_cache_usage(double fraction);
+  void add_preemptions(int64_t n);
+  void add_prompt_tokens(int64_t n);
+  void add_generation_tokens(int64_t n);
+  void add_finished(finished_reason_label why);
+  void observe_ttft(double seconds);
+  void observe_inter_token(double seconds);
+  void observe_e2e(double seconds);
+  void observe_queue(double seconds);
+  void add_step(double engine_seconds, double loop_seconds, int64_t batched_tokens);
+
+  std::string render() const;
+  int64_t running() const;
+  int64_t waiting() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::string labels_;
+  int64_t running_ = 0, waiting_ = 0;
+  double kv_usage_ = 0;
+  int64_t preemptions_ = 0, prompt_tokens_ = 0, generation_tokens_ = 0;
+  std::array<int64_t, 4> finished_{};
+  int64_t steps_ = 0, step_tokens_ = 0;
+  double engine_seconds_ = 0, loop_seconds_ = 0;
+  histogram ttft_, itl_, e2e_, queue_;
+};
+
+}  // namespace troupe::serve

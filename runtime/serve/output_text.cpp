@@ -1,0 +1,51 @@
+#include "runtime/serve/output_text.hpp"
+
+#include <algorithm>
+
+namespace troupe::serve {
+
+output_text::output_text(const tokenizer* tok, std::vector<std::string> stop_strings)
+    : stop_(std::move(stop_strings)) {
+  // vLLM's default: special tokens (<|im_end|>, <|endoftext|>) are not part of the text.
+  if (tok) dec_.emplace(*tok, /*skip_special_tokens=*/true);
+}
+
+output_text::delta output_text::push(int32_t id) {
+  delta d;
+  if (stopped_ || !dec_) return d;
+  dec_->push(id, held_);
+  if (stop_.empty()) {
+    d.text.swap(held_);
+    return d;
+  }
+  // The earliest match of any stop string ends the text.
+  size_t first = std::string::npos;
+  for (const auto& s : stop_) first = std::min(first, held_.find(s));
+  if (first != std::string::npos) {
+    d.text = held_.substr(0, first);
+    d.stopped = stopped_ = true;
+    held_.clear();
+    return d;
+  }
+  // Hold back the longest tail that is still the start of some stop string.
+  size_t hold = 0;
+  for (const auto& s : stop_)
+    for (size_t k = std::min(s.size() - 1, held_.size()); k > hold; --k)
+      if (held_.compare(held_.size() - k, k, s, 0, k) == 0) {
+        hold = k;
+        break;
+      }
+  d.text = held_.substr(0, held_.size() - hold);
+  held_.erase(0, held_.size() - hold);
+  return d;
+}
+
+std::string output_text::finish() {
+  if (stopped_ || !dec_) return {};
+  std::string out;
+  out.swap(held_);
+  out += dec_->finish();
+  return out;
+}
+
+}  // namespace troupe::serve

@@ -1,0 +1,113 @@
+#include "runtime/serve/request_builder.hpp"
+
+#include <algorithm>
+
+#include "runtime/core/error.hpp"
+
+namespace troupe::serve {
+
+namespace {
+wire::wire_error err(wire::error_code c, std::string m) { return {c, std::move(m), {}}; }
+}  // namespace
+
+tokenize_result prompt_ids(wire::prompt_kind kind, const std::string& text,
+                           const std::vector<wire::chat_message>& messages, std::optional<bool> enable_thinking,
+                           const model_facts& m) {
+  tokenize_result out;
+  if (!m.tok) {
+    out.error = err(wire::error_code::unsupported,
+                    "model '" + m.name + "' is served without a tokenizer: send 'prompt_ids'");
+    return out;
+  }
+  std::string rendered;
+  const std::string* src = &text;
+  if (kind == wire::prompt_kind::messages) {
+    if (!m.chat) {
+      out.error = err(wire::error_code::unsupported,
+                      "model '" + m.name + "' has no chat template: send 'prompt' or 'prompt_ids'");
+      return out;
+    }
+    try {
+      rendered = m.chat(messages, enable_thinking.value_or(true));
+    } catch (const std::exception& e) {
+      out.error = err(wire::error_code::invalid_value, std::string("messages: ") + e.what());
+      return out;
+    }
+    src = &rendered;
+  }
+  try {
+    m.tok->encode(*src, out.ids);
+  } catch (const std::exception& e) {
+    out.error = err(wire::error_code::invalid_value, std::string("prompt: ") + e.what());
+    return out;
+  }
+  if (out.ids.empty()) out.error = err(wire::error_code::invalid_value, "the prompt encodes to no tokens");
+  return out;
+}
+
+build_result build_generate(const wire::generate_request& r, const model_facts& m) {
+  build_result res;
+  built_request b;
+  if (r.kind == wire::prompt_kind::ids) {
+    for (size_t i = 0; i < r.prompt_ids.size(); ++i)
+      if (r.prompt_ids[i] >= m.vocab_size) {
+        res.error = err(wire::error_code::invalid_value,
+                        "field 'prompt_ids[" + std::to_string(i) + "]' = " + std::to_string(r.prompt_ids[i]) +
+                            " is outside the vocabulary (size " + std::to_string(m.vocab_size) + ")");
+        return res;
+      }
+    b.prompt = r.prompt_ids;
+  } else {
+    auto t = prompt_ids(r.kind, r.prompt, r.messages, r.enable_thinking, m);
+    if (t.error) {
+      res.error = *t.error;
+      return res;
+    }
+    b.prompt = std::move(t.ids);
+  }
+  const auto n = static_cast<int64_t>(b.prompt.size());
+  if (n + 1 > m.max_model_len) {
+    res.error = err(wire::error_code::prompt_too_long,
+                    "prompt has " + std::to_string(n) + " tokens; max_model_len is " +
+                        std::to_string(m.max_model_len) + " (the prompt and at least one generated token must fit)");
+    return res;
+  }
+  for (size_t i = 0; i < r.stop_ids.size(); ++i)
+    if (r.stop_ids[i] >= m.vocab_size) {
+      res.error = err(wire::error_code::invalid_value,
+                      "field 'stop_ids[" + std::to_string(i) + "]' = " + std::to_string(r.stop_ids[i]) +
+                          " is outside the vocabulary (size " + std::to_string(m.vocab_size) + ")");
+      return res;
+    }
+
+  // Exactly what `troupe generate` builds, so both give the same tokens for the same request.
+  b.sampling = defaults_from(m.generation);
+  const auto& s = r.sampling;
+  if (s.temperature) b.sampling.temperature = static_cast<float>(*s.temperature);
+  if (s.top_p) b.sampling.top_p = static_cast<float>(*s.top_p);
+  if (s.top_k) b.sampling.top_k = *s.top_k;
+  if (s.min_p) b.sampling.min_p = static_cast<float>(*s.min_p);
+  if (s.repetition_penalty) b.sampling.repetition_penalty = static_cast<float>(*s.repetition_penalty);
+  if (s.presence_penalty) b.sampling.presence_penalty = static_cast<float>(*s.presence_penalty);
+  if (s.frequency_penalty) b.sampling.frequency_penalty = static_cast<float>(*s.frequency_penalty);
+  if (s.seed) {
+    b.sampling.seed = *s.seed;
+    b.sampling.has_seed = true;
+  }
+  b.sampling.ignore_eos = r.ignore_eos;
+  try {
+    validate(b.sampling);
+  } catch (const std::exception& e) {
+    res.error = err(wire::error_code::invalid_value, e.what());
+    return res;
+  }
+  if (!r.ignore_eos) b.stop_ids = b.sampling.stop_token_ids;
+  for (int32_t id : r.stop_ids)
+    if (std::find(b.stop_ids.begin(), b.stop_ids.end(), id) == b.stop_ids.end()) b.stop_ids.push_back(id);
+  b.max_tokens = r.max_tokens.value_or(m.default_max_tokens);
+  b.stop = r.stop;
+  res.req = std::move(b);
+  return res;
+}
+
+}  // namespace troupe::serve

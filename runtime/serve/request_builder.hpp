@@ -1,0 +1,56 @@
+// Turns a decoded wire request into what the scheduler and the sampler need: prompt ids (from
+// text, chat messages or ids), sampling params completed from the model's defaults, the stop ids
+// (EOS unless ignore_eos, plus the request's), and max_tokens. Refusals are wire errors.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/model/config.hpp"
+#include "runtime/sampling/sampler.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
+#include "runtime/wire/protocol.hpp"
+
+namespace troupe::serve {
+
+using chat_renderer =
+    std::function<std::string(const std::vector<wire::chat_message>&, bool enable_thinking)>;
+
+struct model_facts {
+  std::string name;
+  int64_t vocab_size = 0;
+  int32_t max_model_len = 0;
+  int32_t default_max_tokens = 256;
+  generation_defaults generation;
+  const tokenizer* tok = nullptr;  // null: only prompt_ids are served
+  chat_renderer chat;              // empty: no chat template available
+};
+
+struct built_request {
+  std::vector<int32_t> prompt;
+  sampling_params sampling;
+  int32_t max_tokens = 0;
+  std::vector<int32_t> stop_ids;
+  std::vector<std::string> stop;
+};
+
+struct build_result {
+  std::optional<built_request> req;
+  wire::wire_error error;
+};
+
+build_result build_generate(const wire::generate_request& r, const model_facts& m);
+
+struct tokenize_result {
+  std::vector<int32_t> ids;
+  std::optional<wire::wire_error> error;
+};
+
+// The prompt ids of a text or chat prompt (generate and tokenize share it).
+tokenize_result prompt_ids(wire::prompt_kind kind, const std::string& text,
+                           const std::vector<wire::chat_message>& messages,
+                           std::optional<bool> enable_thinking, const model_facts& m);
+
+}  // namespace troupe::serve

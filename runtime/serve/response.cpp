@@ -1,0 +1,62 @@
+#include "runtime/serve/response.hpp"
+
+#include "runtime/wire/event_codec.hpp"
+
+namespace troupe::serve {
+
+response::response(std::string client_id, bool stream, const tokenizer* tok, std::vector<std::string> stop,
+                   int64_t prompt_tokens, clock::time_point received)
+    : id_(std::move(client_id)),
+      stream_(stream),
+      text_(tok, std::move(stop)),
+      prompt_tokens_(prompt_tokens),
+      received_(received) {}
+
+double response::ms_since_received(clock::time_point t) const {
+  return std::chrono::duration<double, std::milli>(t - received_).count();
+}
+
+void response::set_queue_time(clock::time_point first_scheduled) {
+  if (!first_scheduled_) first_scheduled_ = first_scheduled;
+}
+
+bool response::add_token(int32_t id, clock::time_point now, std::string& out) {
+  if (done_) return false;
+  if (!first_token_) first_token_ = now;
+  ids_.push_back(id);
+  auto d = text_.push(id);
+  if (stream_) {
+    wire::append_event_frame(out, wire::token_event{id_, d.text, {id}});
+  } else {
+    all_text_ += d.text;
+  }
+  if (d.stopped) finish(wire::finish_reason::stop, std::nullopt, now, out);
+  return d.stopped;
+}
+
+void response::finish(wire::finish_reason why, std::optional<wire::wire_error> err, clock::time_point now,
+                      std::string& out) {
+  if (done_) return;
+  done_ = true;
+  auto rest = text_.finish();
+  if (stream_ && !rest.empty()) wire::append_event_frame(out, wire::token_event{id_, rest, {}});
+  wire::done_event d;
+  d.id = id_;
+  d.reason = why;
+  d.usage = {prompt_tokens_, 0, completion_tokens()};
+  d.timings.queue_ms = first_scheduled_ ? ms_since_received(*first_scheduled_) : ms_since_received(now);
+  d.timings.ttft_ms = first_token_ ? ms_since_received(*first_token_) : 0.0;
+  d.timings.total_ms = ms_since_received(now);
+  if (!stream_) {
+    d.has_output = true;
+    d.text = all_text_ + rest;
+    d.ids = ids_;
+  }
+  if (err) {
+    d.error = std::move(err);
+    d.error->id = id_;
+  }
+  wire::append_event_frame(out, d);
+}
+
+}  // namespace troupe::serve

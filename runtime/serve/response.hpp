@@ -1,0 +1,49 @@
+// One generate request's replies as framed wire bytes: `token` events while it streams (or the
+// whole output on `done` when it does not), then exactly one `done` with usage and timings.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/serve/output_text.hpp"
+#include "runtime/wire/protocol.hpp"
+
+namespace troupe::serve {
+
+using clock = std::chrono::steady_clock;
+
+class response {
+ public:
+  response(std::string client_id, bool stream, const tokenizer* tok, std::vector<std::string> stop,
+           int64_t prompt_tokens, clock::time_point received);
+
+  // Appends what token `id` adds. Returns true when a stop string ended the request: the done
+  // event (reason stop) is appended too and later tokens are ignored.
+  bool add_token(int32_t id, clock::time_point now, std::string& out);
+  // Appends the final events (held-back text, then done). No-op when already done.
+  void finish(wire::finish_reason why, std::optional<wire::wire_error> err, clock::time_point now,
+              std::string& out);
+  void set_queue_time(clock::time_point first_scheduled);
+
+  bool done() const noexcept { return done_; }
+  int64_t completion_tokens() const noexcept { return static_cast<int64_t>(ids_.size()); }
+  const std::string& client_id() const noexcept { return id_; }
+
+ private:
+  double ms_since_received(clock::time_point t) const;
+
+  std::string id_;
+  bool stream_;
+  output_text text_;
+  int64_t prompt_tokens_;
+  clock::time_point received_;
+  std::optional<clock::time_point> first_token_, first_scheduled_;
+  std::vector<int32_t> ids_;
+  std::string all_text_;  // when not streaming
+  bool done_ = false;
+};
+
+}  // namespace troupe::serve

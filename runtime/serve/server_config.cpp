@@ -1,0 +1,152 @@
+#include "runtime/serve/server_config.hpp"
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <toml++/toml.h>
+#include <variant>
+
+#include "runtime/core/error.hpp"
+
+namespace troupe::serve {
+
+namespace {
+
+using int32_field = int32_t server_config::*;
+using int64_field = int64_t server_config::*;
+using bool_field = bool server_config::*;
+using string_field = std::string server_config::*;
+
+struct knob {
+  std::string_view section, key;
+  std::variant<int32_field, int64_field, bool_field, string_field> field;
+  int64_t lo = 0, hi = 0;  // integers only
+};
+
+constexpr int64_t i32max = std::numeric_limits<int32_t>::max();
+constexpr int64_t i64max = std::numeric_limits<int64_t>::max();
+
+const std::vector<knob>& knobs() {
+  static const std::vector<knob> k = {
+      {"server", "host", &server_config::host},
+      {"server", "port", &server_config::port, 0, 65535},
+      {"server", "metrics_port", &server_config::metrics_port, -1, 65535},
+      {"server", "max_frame_bytes", &server_config::max_frame_bytes, 64, int64_t{1} << 31},
+      {"server", "max_connections", &server_config::max_connections, 1, i32max},
+      {"server", "max_requests_per_connection", &server_config::max_requests_per_connection, 1, i32max},
+      {"server", "max_connection_buffer_bytes", &server_config::max_connection_buffer_bytes, 4096, i64max},
+      {"server", "shutdown_grace_ms", &server_config::shutdown_grace_ms, 0, i32max},
+      {"server", "tokenizer_workers", &server_config::tokenizer_workers, 1, 64},
+      {"server", "actor_threads", &server_config::actor_threads, 1, 256},
+      {"model", "served_model_name", &server_config::served_model_name},
+      {"model", "max_model_len", &server_config::max_model_len, 0, i32max},
+      {"model", "default_max_tokens", &server_config::default_max_tokens, 1, i32max},
+      {"scheduler", "max_num_seqs", &server_config::max_num_seqs, 1, i32max},
+      {"scheduler", "max_num_batched_tokens", &server_config::max_num_batched_tokens, 1, i32max},
+      {"scheduler", "long_prefill_token_threshold", &server_config::long_prefill_token_threshold, 0, i32max},
+      {"scheduler", "enable_chunked_prefill", &server_config::enable_chunked_prefill},
+      {"scheduler", "max_waiting", &server_config::max_waiting, 1, i32max},
+      {"scheduler", "policy", &server_config::policy},
+      {"scheduler", "static_batching", &server_config::static_batching},
+      {"kv_cache", "block_size", &server_config::block_size, 1, 1024},
+      {"kv_cache", "kv_cache_memory_bytes", &server_config::kv_cache_memory_bytes, 1, i64max},
+      {"kv_cache", "num_kv_blocks", &server_config::num_kv_blocks, 0, i32max},
+  };
+  return k;
+}
+
+[[noreturn]] void bad(const std::string& origin, const std::string& what) {
+  throw_error(errc::invalid_argument, origin + ": " + what);
+}
+
+const knob& find_knob(std::string_view section, std::string_view key, const std::string& origin) {
+  bool section_known = false;
+  for (const auto& k : knobs()) {
+    section_known = section_known || k.section == section;
+    if (k.section == section && k.key == key) return k;
+  }
+  if (!section_known)
+    bad(origin, "unknown section [" + std::string(section) + "]; expected server, model, scheduler or kv_cache");
+  bad(origin, "unknown key '" + std::string(key) + "' in [" + std::string(section) + "]");
+}
+
+void set(server_config& cfg, const knob& k, const toml::node& v, const std::string& origin) {
+  std::string name = std::string(k.section) + "." + std::string(k.key);
+  std::visit(
+      [&](auto field) {
+        using F = decltype(field);
+        if constexpr (std::is_same_v<F, bool_field>) {
+          if (!v.is_boolean()) bad(origin, name + " must be true or false");
+          cfg.*field = v.as_boolean()->get();
+        } else if constexpr (std::is_same_v<F, string_field>) {
+          if (!v.is_string()) bad(origin, name + " must be a string");
+          cfg.*field = v.as_string()->get();
+        } else {
+          if (!v.is_integer()) bad(origin, name + " must be an integer");
+          int64_t x = v.as_integer()->get();
+          if (x < k.lo || x > k.hi)
+            bad(origin, name + " = " + std::to_string(x) + " is out of range; expected " + std::to_string(k.lo) +
+                            ".." + std::to_string(k.hi));
+          cfg.*field = static_cast<std::remove_reference_t<decltype(cfg.*field)>>(x);
+        }
+      },
+      k.field);
+}
+
+toml::table parse(std::string_view text, const std::string& origin) {
+  try {
+    return toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream m;
+    m << "line " << e.source().begin.line << ": " << e.description();
+    bad(origin, m.str());
+  }
+}
+
+}  // namespace
+
+void apply_toml(server_config& cfg, std::string_view text, const std::string& origin) {
+  auto root = parse(text, origin);
+  for (const auto& [section, node] : root) {
+    if (!node.is_table()) bad(origin, "top-level key '" + std::string(section.str()) + "' must be a [section]");
+    for (const auto& [key, value] : *node.as_table())
+      set(cfg, find_knob(section.str(), key.str(), origin), value, origin);
+  }
+}
+
+void load_file(server_config& cfg, const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw_error(errc::io_error, "cannot read config file " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  apply_toml(cfg, ss.str(), path);
+}
+
+void apply_override(server_config& cfg, std::string_view a) {
+  std::string origin = "--set " + std::string(a);
+  auto eq = a.find('=');
+  auto dot = a.find('.');
+  if (eq == std::string_view::npos || dot == std::string_view::npos || dot > eq)
+    bad(origin, "expected section.key=value (e.g. scheduler.max_num_seqs=32)");
+  auto section = a.substr(0, dot);
+  auto key = a.substr(dot + 1, eq - dot - 1);
+  auto value = std::string(a.substr(eq + 1));
+  const auto& k = find_knob(section, key, origin);
+  // Strings may be given bare: --set server.host=0.0.0.0
+  if (std::holds_alternative<string_field>(k.field) && (value.empty() || value.front() != '"')) {
+    cfg.*std::get<string_field>(k.field) = value;
+    return;
+  }
+  auto doc = parse("x = " + value, origin);
+  set(cfg, k, *doc.get("x"), origin);
+}
+
+void validate(const server_config& c) {
+  auto bad2 = [](const std::string& m) { throw_error(errc::invalid_argument, "config: " + m); };
+  if (c.policy != "fcfs" && c.policy != "priority")
+    bad2("scheduler.policy = '" + c.policy + "'; expected fcfs or priority");
+  if (c.max_model_len != 0 && c.max_model_len < 2) bad2("model.max_model_len must be 0 (model default) or >= 2");
+  if (c.host.empty()) bad2("server.host must not be empty");
+}
+
+}  // namespace troupe::serve

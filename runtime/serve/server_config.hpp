@@ -1,0 +1,51 @@
+// Every knob of `troupe serve` with its default: what config/troupe.toml documents, what
+// --config FILE and --set section.key=value override. Parsing is strict: an unknown key or a
+// value of the wrong type or range is an error naming the file, the key and what was expected.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace troupe::serve {
+
+struct server_config {
+  // [server]
+  std::string host = "127.0.0.1";
+  int32_t port = 7711;             // 0 = any free port (printed in the banner)
+  int32_t metrics_port = 7712;     // 0 = any free port, -1 = no metrics endpoint
+  int64_t max_frame_bytes = 1 << 20;
+  int32_t max_connections = 256;
+  int32_t max_requests_per_connection = 256;
+  int64_t max_connection_buffer_bytes = 8 << 20;
+  int32_t shutdown_grace_ms = 10000;
+  int32_t tokenizer_workers = 2;
+  int32_t actor_threads = 2;
+  // [model]
+  std::string served_model_name;   // "" = the model directory's name
+  int32_t max_model_len = 0;       // 0 = the model's max_position_embeddings
+  int32_t default_max_tokens = 256;
+  // [scheduler]
+  int32_t max_num_seqs = 64;
+  int32_t max_num_batched_tokens = 512;
+  int32_t long_prefill_token_threshold = 0;
+  bool enable_chunked_prefill = true;
+  int32_t max_waiting = 1024;
+  std::string policy = "fcfs";
+  bool static_batching = false;
+  // [kv_cache]
+  int32_t block_size = 16;
+  int64_t kv_cache_memory_bytes = int64_t{1} << 30;
+  int32_t num_kv_blocks = 0;       // > 0 overrides the memory budget (tests, benchmarks)
+};
+
+// Overlays the TOML text on `cfg` (only the keys present change). `origin` names the file in errors.
+void apply_toml(server_config& cfg, std::string_view toml_text, const std::string& origin);
+void load_file(server_config& cfg, const std::string& path);
+// One "section.key=value" override (value in TOML syntax, strings may be bare).
+void apply_override(server_config& cfg, std::string_view assignment);
+// Checks ranges across keys; throws troupe::error(invalid_argument).
+void validate(const server_config& cfg);
+
+}  // namespace troupe::serve

@@ -1,0 +1,175 @@
+// The serving core without actors: the scheduler plans, the batch executor runs the engine and
+// samples, and every request must get exactly the tokens the single-request generator (what
+// `troupe generate` runs) gives it alone — greedy and seeded, with chunked prefill, with a pool
+// so small that sequences are preempted and recomputed, and with requests cancelled mid-way.
+#include <boost/test/unit_test.hpp>
+
+#include <map>
+#include <random>
+
+#include "runtime/engine/generator.hpp"
+#include "runtime/model/checkpoint.hpp"
+#include "runtime/serve/batch_executor.hpp"
+
+using namespace troupe;
+using namespace troupe::serve;
+
+namespace {
+
+std::shared_ptr<const checkpoint> tiny_dense() {
+  static std::shared_ptr<const checkpoint> ck = load_checkpoint(TROUPE_TEST_DATA_DIR "/golden/tiny-dense");
+  return ck;
+}
+
+struct test_request {
+  std::vector<int32_t> prompt;
+  sampling_params sampling;
+  int32_t max_tokens;
+};
+
+std::vector<test_request> make_requests(int n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<test_request> out;
+  for (int i = 0; i < n; ++i) {
+    test_request r;
+    int len = 1 + static_cast<int>(rng() % 40);
+    for (int k = 0; k < len; ++k) r.prompt.push_back(static_cast<int32_t>(rng() % 4000));
+    r.sampling = defaults_from(tiny_dense()->generation);
+    if (i % 2 == 0) {
+      r.sampling.temperature = 0;  // greedy
+    } else {
+      r.sampling.temperature = 0.9f;
+      r.sampling.seed = 1000 + static_cast<uint64_t>(i);
+      r.sampling.has_seed = true;
+    }
+    r.sampling.ignore_eos = true;  // full lengths: the comparison covers every step
+    r.max_tokens = 4 + static_cast<int32_t>(rng() % 12);
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<int32_t> reference(const test_request& r) {
+  generator g(*tiny_dense());
+  generate_options o;
+  o.max_tokens = r.max_tokens;
+  o.sampling = r.sampling;
+  return g.generate(r.prompt, o).ids;
+}
+
+struct run_result {
+  std::map<int64_t, std::vector<int32_t>> out;
+  int64_t preemptions = 0;
+  int steps = 0;
+};
+
+run_result serve_all(const std::vector<test_request>& reqs, sched::sched_config cfg, int32_t num_blocks,
+                     const std::map<int64_t, int>& cancel_at_step = {}) {
+  sched::scheduler s(cfg, num_blocks, 16);
+  batch_executor ex(tiny_dense(), num_blocks, 16);
+  std::map<int64_t, std::shared_ptr<seq_sampling>> samplers;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    sched::request_spec spec;
+    spec.seq_id = static_cast<int64_t>(i);
+    spec.prompt = reqs[i].prompt;
+    spec.max_tokens = reqs[i].max_tokens;
+    BOOST_REQUIRE(s.add(spec).status == sched::admit_status::ok);
+    samplers[spec.seq_id] = std::make_shared<seq_sampling>(reqs[i].sampling, reqs[i].prompt);
+  }
+  run_result res;
+  while (!s.idle()) {
+    BOOST_REQUIRE(res.steps < 2000);
+    for (const auto& [id, step] : cancel_at_step)
+      if (step == res.steps) s.finish(id, sched::finish_reason::cancelled);
+    step_job job;
+    job.plan = s.schedule();
+    s.check_invariants();
+    if (job.plan.empty()) continue;  // everything left was cancelled
+    for (const auto& e : job.plan.seqs)
+      if (e.sample) job.samplers.push_back(samplers.at(e.seq_id));
+    auto outcome = ex.run(job);
+    BOOST_REQUIRE_MESSAGE(outcome.step_error.empty(), outcome.step_error);
+    BOOST_REQUIRE(outcome.seq_errors.empty());
+    for (const auto& ev : s.update(job.plan, outcome.sampled))
+      if (ev.token) res.out[ev.seq_id].push_back(*ev.token);
+    s.check_invariants();
+    ++res.steps;
+  }
+  BOOST_TEST(s.allocator().num_free_blocks() == num_blocks);
+  res.preemptions = s.stats().num_preemptions;
+  return res;
+}
+
+void expect_reference_outputs(const std::vector<test_request>& reqs, const run_result& r) {
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    BOOST_TEST_CONTEXT("request " << i << (i % 2 ? " (seeded)" : " (greedy)")) {
+      auto it = r.out.find(static_cast<int64_t>(i));
+      BOOST_REQUIRE(it != r.out.end());
+      BOOST_TEST(it->second == reference(reqs[i]), boost::test_tools::per_element());
+    }
+  }
+}
+
+sched::sched_config cfg(int32_t seqs, int32_t tokens, int32_t max_len) {
+  sched::sched_config c;
+  c.max_num_seqs = seqs;
+  c.max_num_batched_tokens = tokens;
+  c.max_model_len = max_len;
+  return c;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(batch_executor_suite)
+
+BOOST_AUTO_TEST_CASE(batched_requests_match_each_request_alone) {
+  auto reqs = make_requests(12, 1);
+  auto r = serve_all(reqs, cfg(16, 256, 128), 64);
+  BOOST_TEST(r.preemptions == 0);
+  expect_reference_outputs(reqs, r);
+}
+
+BOOST_AUTO_TEST_CASE(chunked_prefill_matches) {
+  auto reqs = make_requests(6, 2);
+  auto r = serve_all(reqs, cfg(8, 8, 128), 64);  // prompts up to 40 tokens in chunks of <= 8
+  expect_reference_outputs(reqs, r);
+}
+
+BOOST_AUTO_TEST_CASE(preemption_by_recomputation_matches) {
+  auto reqs = make_requests(10, 3);
+  auto r = serve_all(reqs, cfg(10, 64, 64), 4);  // 4 blocks of 16: one max_model_len sequence
+  BOOST_TEST_MESSAGE("preemptions: " << r.preemptions << " in " << r.steps << " steps");
+  BOOST_TEST(r.preemptions > 0);
+  expect_reference_outputs(reqs, r);
+}
+
+BOOST_AUTO_TEST_CASE(cancelled_requests_free_their_blocks_and_others_are_unaffected) {
+  auto reqs = make_requests(8, 4);
+  auto r = serve_all(reqs, cfg(8, 64, 128), 32, {{1, 2}, {4, 3}, {6, 0}});
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (i == 1 || i == 4 || i == 6) continue;
+    BOOST_TEST_CONTEXT("request " << i) {
+      BOOST_TEST(r.out[static_cast<int64_t>(i)] == reference(reqs[i]), boost::test_tools::per_element());
+    }
+  }
+  BOOST_TEST(r.out.count(6) == 0u);  // cancelled before it ever ran
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_batch_is_a_step_error_not_a_crash) {
+  batch_executor ex(tiny_dense(), 4, 16);
+  sched::scheduler s(cfg(4, 64, 64), 4, 16);
+  sched::request_spec spec;
+  spec.seq_id = 1;
+  spec.prompt = {5000};  // outside the vocabulary: the engine refuses the batch
+  spec.max_tokens = 2;
+  BOOST_REQUIRE(s.add(spec).status == sched::admit_status::ok);
+  step_job job;
+  job.plan = s.schedule();
+  sampling_params p;
+  job.samplers.push_back(std::make_shared<seq_sampling>(p, spec.prompt));
+  auto out = ex.run(job);
+  BOOST_TEST(!out.step_error.empty());
+  BOOST_TEST_MESSAGE(out.step_error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

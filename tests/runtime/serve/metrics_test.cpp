@@ -1,0 +1,55 @@
+// Metrics: the exact Prometheus text of a few series (names, labels, cumulative buckets).
+#include <boost/test/unit_test.hpp>
+
+#include "runtime/serve/metrics.hpp"
+
+using namespace troupe::serve;
+
+BOOST_AUTO_TEST_SUITE(metrics_suite)
+
+BOOST_AUTO_TEST_CASE(histogram_buckets_are_cumulative) {
+  histogram h({0.1, 1.0});
+  h.observe(0.05);
+  h.observe(0.1);  // le is inclusive
+  h.observe(0.5);
+  h.observe(7);
+  std::string out;
+  h.render(out, "x_seconds", "m=\"a\"");
+  BOOST_TEST(out ==
+             "troupe:x_seconds_bucket{m=\"a\",le=\"0.10000000000000001\"} 2\n"
+             "troupe:x_seconds_bucket{m=\"a\",le=\"1\"} 3\n"
+             "troupe:x_seconds_bucket{m=\"a\",le=\"+Inf\"} 4\n"
+             "troupe:x_seconds_sum{m=\"a\"} 7.6500000000000004\n"
+             "troupe:x_seconds_count{m=\"a\"} 4\n");
+}
+
+BOOST_AUTO_TEST_CASE(vllm_names_with_the_troupe_prefix) {
+  metrics m("tiny \"dense\"");
+  m.set_queue_sizes(3, 5);
+  m.set_kv_cache_usage(0.25);
+  m.add_preemptions(2);
+  m.add_prompt_tokens(100);
+  m.add_generation_tokens(7);
+  m.add_finished(finished_reason_label::length);
+  m.observe_ttft(0.02);
+  auto t = m.render();
+  auto has = [&](const std::string& line) {
+    BOOST_TEST(t.find(line + "\n") != std::string::npos, "missing: " << line);
+  };
+  has("# TYPE troupe:num_requests_running gauge");
+  has("troupe:num_requests_running{model_name=\"tiny \\\"dense\\\"\"} 3");
+  has("troupe:num_requests_waiting{model_name=\"tiny \\\"dense\\\"\"} 5");
+  has("troupe:kv_cache_usage_perc{model_name=\"tiny \\\"dense\\\"\"} 0.25");
+  has("# TYPE troupe:num_preemptions_total counter");
+  has("troupe:num_preemptions_total{model_name=\"tiny \\\"dense\\\"\"} 2");
+  has("troupe:prompt_tokens_total{model_name=\"tiny \\\"dense\\\"\"} 100");
+  has("troupe:generation_tokens_total{model_name=\"tiny \\\"dense\\\"\"} 7");
+  has("troupe:request_success_total{model_name=\"tiny \\\"dense\\\"\",finished_reason=\"length\"} 1");
+  has("# TYPE troupe:time_to_first_token_seconds histogram");
+  has("troupe:time_to_first_token_seconds_count{model_name=\"tiny \\\"dense\\\"\"} 1");
+  has("# TYPE troupe:inter_token_latency_seconds histogram");
+  has("# TYPE troupe:e2e_request_latency_seconds histogram");
+  has("# TYPE troupe:request_queue_time_seconds histogram");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,91 @@
+// Streamed output text with the real Qwen3 tokenizer: deltas are whole UTF-8 characters, their
+// concatenation is the decoded text, and stop strings cut it exactly before the first match even
+// when the match spans several tokens.
+#include <boost/test/unit_test.hpp>
+
+#include "runtime/serve/output_text.hpp"
+#include "runtime/wire/utf8.hpp"
+
+using namespace troupe;
+using troupe::serve::output_text;
+
+namespace {
+const tokenizer& qwen3() {
+  static tokenizer t(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
+  return t;
+}
+
+struct streamed {
+  std::string text;
+  bool stopped = false;
+  size_t tokens_used = 0;
+};
+
+streamed stream(const std::string& text, std::vector<std::string> stop) {
+  output_text o(&qwen3(), std::move(stop));
+  streamed s;
+  for (int32_t id : qwen3().encode(text)) {
+    ++s.tokens_used;
+    auto d = o.push(id);
+    BOOST_TEST(wire::is_valid_utf8(d.text));
+    s.text += d.text;
+    if (d.stopped) {
+      s.stopped = true;
+      return s;
+    }
+  }
+  s.text += o.finish();
+  return s;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(output_text_suite)
+
+BOOST_AUTO_TEST_CASE(without_stop_strings_the_text_is_the_decoding) {
+  for (std::string t : {"Hello world!", "你好，世界 🌍 ok", "a\n\n  b\tc", "emoji 👩‍👩‍👧 family"}) {
+    auto s = stream(t, {});
+    BOOST_TEST(s.text == t);
+    BOOST_TEST(!s.stopped);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(stop_strings_cut_before_the_first_match) {
+  struct c {
+    std::string text;
+    std::vector<std::string> stop;
+  };
+  for (const auto& k : std::vector<c>{
+           {"Hello world. END of it", {"END"}},
+           {"one two three four", {"three", "two"}},   // earliest match wins
+           {"abcdefghij", {"def"}},                    // inside a token or across tokens
+           {"你好世界再见", {"世界"}},                 // multi-byte
+           {"no match here", {"zzz"}},
+           {"line one\n\nline two", {"\n\n"}},
+       }) {
+    BOOST_TEST_CONTEXT(k.text) {
+      auto s = stream(k.text, k.stop);
+      size_t first = std::string::npos;
+      for (const auto& st : k.stop) first = std::min(first, k.text.find(st));
+      BOOST_TEST(s.text == k.text.substr(0, first));
+      BOOST_TEST(s.stopped == (first != std::string::npos));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(text_that_may_start_a_stop_string_is_held_back_then_released) {
+  output_text o(&qwen3(), {"Hello world"});
+  auto ids = qwen3().encode("Hello there");
+  std::string got;
+  auto first = o.push(ids[0]);  // "Hello" could start "Hello world": held back
+  BOOST_TEST(first.text == "");
+  for (size_t i = 1; i < ids.size(); ++i) got += o.push(ids[i]).text;
+  BOOST_TEST(got == "Hello there");
+}
+
+BOOST_AUTO_TEST_CASE(no_tokenizer_means_empty_text) {
+  output_text o(nullptr, {"x"});
+  BOOST_TEST(o.push(5).text == "");
+  BOOST_TEST(o.finish() == "");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,111 @@
+// Request building: defaults from generation_config.json exactly as `troupe generate` takes them,
+// EOS and request stop ids, and the refusals (vocabulary, prompt length, no tokenizer).
+#include <boost/test/unit_test.hpp>
+
+#include "runtime/serve/request_builder.hpp"
+
+using namespace troupe;
+using namespace troupe::serve;
+
+namespace {
+model_facts tiny() {
+  model_facts m;
+  m.name = "tiny";
+  m.vocab_size = 4096;
+  m.max_model_len = 16;
+  m.default_max_tokens = 5;
+  m.generation.do_sample = true;
+  m.generation.temperature = 0.6f;
+  m.generation.top_k = 20;
+  m.generation.top_p = 0.95f;
+  m.generation.eos_token_ids = {4095, 4094};
+  return m;
+}
+wire::generate_request ids(std::vector<int32_t> p) {
+  wire::generate_request r;
+  r.id = "r";
+  r.kind = wire::prompt_kind::ids;
+  r.prompt_ids = std::move(p);
+  return r;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(request_builder_suite)
+
+BOOST_AUTO_TEST_CASE(defaults_come_from_the_model) {
+  auto b = build_generate(ids({1, 2, 3}), tiny());
+  BOOST_REQUIRE(b.req);
+  BOOST_TEST(b.req->prompt == (std::vector<int32_t>{1, 2, 3}), boost::test_tools::per_element());
+  BOOST_TEST(b.req->sampling.temperature == 0.6f);
+  BOOST_TEST(b.req->sampling.top_k == 20);
+  BOOST_TEST(b.req->sampling.top_p == 0.95f);
+  BOOST_TEST(!b.req->sampling.has_seed);
+  BOOST_TEST(b.req->max_tokens == 5);
+  BOOST_TEST(b.req->stop_ids == (std::vector<int32_t>{4095, 4094}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(request_fields_override) {
+  auto r = ids({1});
+  r.sampling.temperature = 0.0;
+  r.sampling.seed = 42;
+  r.max_tokens = 9;
+  r.stop_ids = {7, 4095};
+  auto b = build_generate(r, tiny());
+  BOOST_REQUIRE(b.req);
+  BOOST_TEST(b.req->sampling.temperature == 0.0f);
+  BOOST_TEST(b.req->sampling.has_seed);
+  BOOST_TEST(b.req->sampling.seed == 42u);
+  BOOST_TEST(b.req->max_tokens == 9);
+  BOOST_TEST(b.req->stop_ids == (std::vector<int32_t>{4095, 4094, 7}), boost::test_tools::per_element());
+  r.ignore_eos = true;
+  b = build_generate(r, tiny());
+  BOOST_TEST(b.req->stop_ids == (std::vector<int32_t>{7, 4095}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(refusals) {
+  auto b = build_generate(ids({1, 4096}), tiny());
+  BOOST_TEST(to_string(b.error.code) == "invalid_value");
+  BOOST_TEST(b.error.message == "field 'prompt_ids[1]' = 4096 is outside the vocabulary (size 4096)");
+  b = build_generate(ids(std::vector<int32_t>(16, 1)), tiny());
+  BOOST_TEST(to_string(b.error.code) == "prompt_too_long");
+  BOOST_TEST(b.error.message == "prompt has 16 tokens; max_model_len is 16 (the prompt and at least one generated token must fit)");
+  BOOST_TEST(build_generate(ids(std::vector<int32_t>(15, 1)), tiny()).req.has_value());
+  auto r = ids({1});
+  r.stop_ids = {5000};
+  BOOST_TEST(build_generate(r, tiny()).error.message == "field 'stop_ids[0]' = 5000 is outside the vocabulary (size 4096)");
+  wire::generate_request t;
+  t.kind = wire::prompt_kind::text;
+  t.prompt = "hi";
+  b = build_generate(t, tiny());
+  BOOST_TEST(to_string(b.error.code) == "unsupported");
+  BOOST_TEST(b.error.message == "model 'tiny' is served without a tokenizer: send 'prompt_ids'");
+}
+
+BOOST_AUTO_TEST_CASE(text_prompts_with_a_tokenizer) {
+  tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
+  auto m = tiny();
+  m.vocab_size = 151936;
+  m.max_model_len = 100;
+  m.tok = &tok;
+  wire::generate_request t;
+  t.kind = wire::prompt_kind::text;
+  t.prompt = "Hello world";
+  auto b = build_generate(t, m);
+  BOOST_REQUIRE(b.req);
+  BOOST_TEST(b.req->prompt == tok.encode("Hello world"), boost::test_tools::per_element());
+  t.kind = wire::prompt_kind::messages;
+  t.messages = {{"user", "hi", ""}};
+  b = build_generate(t, m);
+  BOOST_TEST(to_string(b.error.code) == "unsupported");  // no chat renderer given
+  m.chat = [](const std::vector<wire::chat_message>& msgs, bool thinking) {
+    return "<|im_start|>user\n" + msgs[0].content + "<|im_end|>\n<|im_start|>assistant\n" +
+           (thinking ? "" : "<think>\n\n</think>\n\n");
+  };
+  t.enable_thinking = false;
+  b = build_generate(t, m);
+  BOOST_REQUIRE(b.req);
+  BOOST_TEST(b.req->prompt == tok.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

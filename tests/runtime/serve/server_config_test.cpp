@@ -1,0 +1,93 @@
+// Server config: defaults, TOML overlay, --set overrides, and an error naming the key for each
+// kind of bad input. Also checks that config/troupe.toml (the documented file) parses and
+// states the built-in defaults.
+#include <boost/test/unit_test.hpp>
+
+#include "runtime/core/error.hpp"
+#include "runtime/serve/server_config.hpp"
+
+using namespace troupe::serve;
+
+namespace {
+void expect_error(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+    BOOST_FAIL("expected an error containing '" << needle << "'");
+  } catch (const troupe::error& e) {
+    BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos,
+               "'" << e.what() << "' should contain '" << needle << "'");
+  }
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(server_config_suite)
+
+BOOST_AUTO_TEST_CASE(toml_overlays_only_the_keys_present) {
+  server_config c;
+  apply_toml(c, "[scheduler]\nmax_num_seqs = 8\npolicy = \"priority\"\n[kv_cache]\nnum_kv_blocks = 40\n", "t.toml");
+  BOOST_TEST(c.max_num_seqs == 8);
+  BOOST_TEST(c.policy == "priority");
+  BOOST_TEST(c.num_kv_blocks == 40);
+  BOOST_TEST(c.max_num_batched_tokens == server_config{}.max_num_batched_tokens);
+  validate(c);
+}
+
+BOOST_AUTO_TEST_CASE(set_overrides) {
+  server_config c;
+  apply_override(c, "server.port=9000");
+  apply_override(c, "server.host=0.0.0.0");
+  apply_override(c, "scheduler.static_batching=true");
+  apply_override(c, "kv_cache.kv_cache_memory_bytes=123456789");
+  BOOST_TEST(c.port == 9000);
+  BOOST_TEST(c.host == "0.0.0.0");
+  BOOST_TEST(c.static_batching);
+  BOOST_TEST(c.kv_cache_memory_bytes == 123456789);
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_names_the_key) {
+  server_config c;
+  expect_error([&] { apply_toml(c, "[scheduler]\nmax_num_seq = 8\n", "t.toml"); },
+               "t.toml: unknown key 'max_num_seq' in [scheduler]");
+  expect_error([&] { apply_toml(c, "[sched]\nx = 1\n", "t.toml"); }, "unknown section [sched]");
+  expect_error([&] { apply_toml(c, "[server]\nport = \"80\"\n", "t.toml"); }, "server.port must be an integer");
+  expect_error([&] { apply_toml(c, "[server]\nport = 70000\n", "t.toml"); },
+               "server.port = 70000 is out of range; expected 0..65535");
+  expect_error([&] { apply_toml(c, "[server\n", "t.toml"); }, "t.toml: line 1");
+  expect_error([&] { apply_override(c, "max_num_seqs=3"); }, "expected section.key=value");
+  expect_error([&] { apply_override(c, "scheduler.max_num_seqs=0"); }, "scheduler.max_num_seqs = 0 is out of range");
+  expect_error([&] { apply_override(c, "scheduler.enable_chunked_prefill=1"); }, "must be true or false");
+  expect_error([&] { apply_override(c, "scheduler.enable_chunked_prefill=yes"); }, "could not determine value type");
+  expect_error([&] { load_file(c, "/nonexistent/troupe.toml"); }, "cannot read config file /nonexistent/troupe.toml");
+  c.policy = "lottery";
+  expect_error([&] { validate(c); }, "scheduler.policy = 'lottery'");
+}
+
+BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
+  server_config from_file;
+  load_file(from_file, TROUPE_SOURCE_DIR "/config/troupe.toml");
+  server_config d;
+  BOOST_TEST(from_file.host == d.host);
+  BOOST_TEST(from_file.port == d.port);
+  BOOST_TEST(from_file.metrics_port == d.metrics_port);
+  BOOST_TEST(from_file.max_frame_bytes == d.max_frame_bytes);
+  BOOST_TEST(from_file.max_connections == d.max_connections);
+  BOOST_TEST(from_file.max_requests_per_connection == d.max_requests_per_connection);
+  BOOST_TEST(from_file.max_connection_buffer_bytes == d.max_connection_buffer_bytes);
+  BOOST_TEST(from_file.shutdown_grace_ms == d.shutdown_grace_ms);
+  BOOST_TEST(from_file.tokenizer_workers == d.tokenizer_workers);
+  BOOST_TEST(from_file.actor_threads == d.actor_threads);
+  BOOST_TEST(from_file.max_model_len == d.max_model_len);
+  BOOST_TEST(from_file.default_max_tokens == d.default_max_tokens);
+  BOOST_TEST(from_file.max_num_seqs == d.max_num_seqs);
+  BOOST_TEST(from_file.max_num_batched_tokens == d.max_num_batched_tokens);
+  BOOST_TEST(from_file.long_prefill_token_threshold == d.long_prefill_token_threshold);
+  BOOST_TEST(from_file.enable_chunked_prefill == d.enable_chunked_prefill);
+  BOOST_TEST(from_file.max_waiting == d.max_waiting);
+  BOOST_TEST(from_file.policy == d.policy);
+  BOOST_TEST(from_file.static_batching == d.static_batching);
+  BOOST_TEST(from_file.block_size == d.block_size);
+  BOOST_TEST(from_file.kv_cache_memory_bytes == d.kv_cache_memory_bytes);
+  BOOST_TEST(from_file.num_kv_blocks == d.num_kv_blocks);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
