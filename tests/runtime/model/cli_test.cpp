@@ -1,0 +1,86 @@
+// The troupe binary end to end: make-checkpoint writes a loadable model and refuses what it must;
+// a bad checkpoint makes `troupe generate` exit non-zero with one message naming file and tensor.
+#define BOOST_TEST_MODULE model_cli
+#include <boost/test/unit_test.hpp>
+
+#include <array>
+#include <cstdio>
+#include <sys/wait.h>
+
+#include "tests/runtime/model/test_util.hpp"
+
+namespace fs = std::filesystem;
+using troupe::test::temp_dir;
+
+namespace {
+
+struct result {
+  int rc = -1;
+  std::string output;  // stdout and stderr
+};
+
+result troupe_cli(const std::string& args) {
+  std::string cmd = std::string(TROUPE_BIN) + " " + args + " 2>&1";
+  result r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  BOOST_REQUIRE(p);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  int status = ::pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  BOOST_TEST_MESSAGE("$ troupe " << args << "\n" << r.output << "(exit " << r.rc << ")");
+  return r;
+}
+
+bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(make_checkpoint_writes_a_loadable_model) {
+  temp_dir dir;
+  const std::string out = dir.str("tiny");
+  result r = troupe_cli("make-checkpoint --out " + out + " --preset tiny --seed 5");
+  BOOST_TEST(r.rc == 0);
+  BOOST_TEST(contains(r.output, "loaded back"));
+  BOOST_TEST(contains(r.output, "qwen3-v151936-h64-l2-a4x2x32-i160-bf16-"));
+  BOOST_TEST(fs::exists(fs::path(out) / "tokenizer.json"));
+  // Not over an existing checkpoint without --force; with it, yes.
+  r = troupe_cli("make-checkpoint --out " + out + " --preset tiny");
+  BOOST_TEST(r.rc == 1);
+  BOOST_TEST(contains(r.output, "exists and is not empty"));
+  r = troupe_cli("make-checkpoint --out " + out + " --preset qwen3-moe-tiny --dtype f16 --force");
+  BOOST_TEST(r.rc == 0);
+  BOOST_TEST(contains(r.output, "qwen3_moe-v151936"));
+  BOOST_TEST(contains(r.output, "-f16-"));
+}
+
+BOOST_AUTO_TEST_CASE(make_checkpoint_rejects_bad_options) {
+  temp_dir dir;
+  result r = troupe_cli("make-checkpoint --out " + dir.str("x") + " --preset qwen3-72b");
+  BOOST_TEST(r.rc != 0);
+  BOOST_TEST(contains(r.output, "qwen3-72b"));
+  r = troupe_cli("make-checkpoint --out " + dir.str("x") + " --preset tiny --dtype f8");
+  BOOST_TEST(r.rc != 0);
+  r = troupe_cli("make-checkpoint --out " + dir.str("x") + " --preset tiny --tokenizer " + dir.str("none"));
+  BOOST_TEST(r.rc == 1);
+  BOOST_TEST(contains(r.output, "tokenizer.json"));
+  BOOST_TEST(!fs::exists(dir.path() / "x"));
+}
+
+BOOST_AUTO_TEST_CASE(bad_checkpoint_is_one_clear_error) {
+  temp_dir dir;
+  const std::string out = dir.str("m");
+  BOOST_REQUIRE(troupe_cli("make-checkpoint --out " + out + " --preset tiny --no-verify").rc == 0);
+  const fs::path file = fs::path(out) / "model.safetensors";
+  fs::resize_file(file, fs::file_size(file) / 2);
+  result r = troupe_cli("generate --model " + out + " --ids 1,2,3 --max-tokens 1");
+  BOOST_TEST(r.rc == 1);
+  BOOST_TEST(contains(r.output, file.string()));
+  BOOST_TEST(contains(r.output, "truncated"));
+  BOOST_TEST(contains(r.output, "tensor '"));
+  fs::remove(fs::path(out) / "config.json");
+  r = troupe_cli("generate --model " + out + " --ids 1 --max-tokens 1");
+  BOOST_TEST(r.rc == 1);
+  BOOST_TEST(contains(r.output, (fs::path(out) / "config.json").string()));
+}
