@@ -1,0 +1,255 @@
+// Byte-level BPE tables and merge loop (see bpe.hpp).
+#include "runtime/tokenizer/bpe.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <functional>
+
+#include "runtime/core/error.hpp"
+#include "runtime/tokenizer/hash.hpp"
+
+namespace troupe::tok {
+
+void bpe_model::reserve(size_t num_tokens, size_t num_merges) {
+  spans_.reserve(num_tokens);
+  blob_.reserve(num_tokens * 8);
+  size_t cap = std::bit_ceil(std::max<size_t>(16, num_tokens * 2));
+  if (cap > lookup_.size()) {
+    std::vector<lookup_slot> old = std::move(lookup_);
+    lookup_.assign(cap, lookup_slot{});
+    lookup_count_ = 0;
+    for (const lookup_slot& s : old)
+      if (s.id >= 0) insert_lookup(s.id, s.hash);
+  }
+  rehash_merges(std::bit_ceil(std::max<size_t>(16, num_merges * 4 / 3 + 1)));
+}
+
+uint64_t bpe_model::hash_token(std::string_view bytes) { return hash_bytes(bytes); }
+
+void bpe_model::rehash_merges(size_t capacity) {
+  if (capacity <= merge_slots_.size()) return;
+  std::vector<merge_slot> old = std::move(merge_slots_);
+  merge_slots_.assign(capacity, merge_slot{});
+  merge_shift_ = 64 - std::countr_zero(capacity);
+  size_t mask = capacity - 1;
+  for (const merge_slot& s : old) {
+    if (s.key == empty_key) continue;
+    size_t i = slot_of(s.key);
+    while (merge_slots_[i].key != empty_key) i = (i + 1) & mask;
+    merge_slots_[i] = s;
+  }
+}
+
+void bpe_model::grow_lookup() {
+  std::vector<lookup_slot> old = std::move(lookup_);
+  lookup_.assign(std::max<size_t>(16, old.size() * 2), lookup_slot{});
+  lookup_count_ = 0;
+  for (const lookup_slot& s : old)
+    if (s.id >= 0) insert_lookup(s.id, s.hash);
+}
+
+bool bpe_model::insert_lookup(int32_t id, uint64_t hash) {
+  if ((lookup_count_ + 1) * 2 > lookup_.size()) grow_lookup();
+  std::string_view bytes = token_bytes(id);
+  size_t mask = lookup_.size() - 1;
+  size_t i = static_cast<size_t>(hash) & mask;
+  for (; lookup_[i].id >= 0; i = (i + 1) & mask) {
+    if (lookup_[i].hash == hash && token_bytes(lookup_[i].id) == bytes) return false;
+  }
+  lookup_[i] = lookup_slot{hash, id};
+  ++lookup_count_;
+  return true;
+}
+
+std::optional<int32_t> bpe_model::find_token(std::string_view bytes, uint64_t hash) const {
+  if (lookup_.empty()) return std::nullopt;
+  size_t mask = lookup_.size() - 1;
+  for (size_t i = static_cast<size_t>(hash) & mask;; i = (i + 1) & mask) {
+    const lookup_slot& s = lookup_[i];
+    if (s.id < 0) return std::nullopt;
+    if (s.hash == hash && token_bytes(s.id) == bytes) return s.id;
+  }
+}
+
+void bpe_model::find_tokens(const std::string_view* keys, const uint64_t* hashes, size_t n,
+                            int32_t* ids) const {
+  const size_t mask = lookup_.size() - 1;
+  for (size_t k = 0; k < n; ++k) __builtin_prefetch(&lookup_[static_cast<size_t>(hashes[k]) & mask]);
+  for (size_t k = 0; k < n; ++k) {  // candidates by hash alone
+    ids[k] = -1;
+    for (size_t i = static_cast<size_t>(hashes[k]) & mask; lookup_[i].id >= 0; i = (i + 1) & mask) {
+      if (lookup_[i].hash == hashes[k]) {
+        ids[k] = lookup_[i].id;
+        __builtin_prefetch(&spans_[static_cast<size_t>(ids[k])]);
+        break;
+      }
+    }
+  }
+  for (size_t k = 0; k < n; ++k)
+    if (ids[k] >= 0) __builtin_prefetch(blob_.data() + spans_[static_cast<size_t>(ids[k])].off);
+  for (size_t k = 0; k < n; ++k) {  // verify the bytes; a 64-bit hash collision takes the slow path
+    if (ids[k] >= 0 && token_bytes(ids[k]) != keys[k]) {
+      auto id = find_token(keys[k], hashes[k]);
+      ids[k] = id ? *id : -1;
+    }
+  }
+}
+
+void bpe_model::add_token(int32_t id, std::string_view bytes, bool byte_level, uint64_t hash) {
+  if (id < 0) throw_error(errc::invalid_checkpoint, "negative token id " + std::to_string(id));
+  size_t uid = static_cast<size_t>(id);
+  if (uid >= spans_.size()) spans_.resize(uid + 1);
+  if (spans_[uid].len != absent)
+    throw_error(errc::invalid_checkpoint, "token id " + std::to_string(id) + " appears twice in the vocabulary");
+  if (blob_.size() + bytes.size() >= absent)
+    throw_error(errc::invalid_checkpoint, "vocabulary larger than 4 GiB");
+  spans_[uid] = span{static_cast<uint32_t>(blob_.size()), static_cast<uint32_t>(bytes.size())};
+  blob_.append(bytes);
+  ++num_tokens_;
+  if (byte_level && !insert_lookup(id, hash))
+    throw_error(errc::invalid_checkpoint,
+                "two vocabulary entries decode to the same bytes (the second has id " + std::to_string(id) + ")");
+}
+
+void bpe_model::add_merge(std::string_view left, std::string_view right, const std::string& where) {
+  auto l = token_id(left);
+  auto r = token_id(right);
+  std::string joined;
+  joined.reserve(left.size() + right.size());
+  joined.append(left).append(right);
+  auto m = token_id(joined);
+  if (!l || !r || !m)
+    throw_error(errc::invalid_checkpoint, where + ": merge " + std::to_string(num_merges_) +
+                                              " joins a part or makes a token that is not in the vocabulary");
+  add_merge_ids(*l, *r, *m);
+}
+
+void bpe_model::add_merge_ids(int32_t left, int32_t right, int32_t merged) {
+  // Load factor up to 3/4: Qwen3's merges fill 58% of 2^18 slots (4 MiB, friendlier to caches).
+  if ((num_merges_ + 1) * 4 > merge_slots_.size() * 3) rehash_merges(std::max<size_t>(16, merge_slots_.size() * 2));
+  uint64_t key = pair_key(left, right);
+  size_t mask = merge_slots_.size() - 1;
+  size_t i = slot_of(key);
+  while (merge_slots_[i].key != empty_key) {
+    if (merge_slots_[i].key == key) {  // HF keeps the first (lowest) rank of a repeated pair
+      ++num_merges_;
+      return;
+    }
+    i = (i + 1) & mask;
+  }
+  merge_slots_[i] = merge_slot{key, merge{static_cast<uint32_t>(num_merges_), merged}};
+  ++num_merges_;
+}
+
+void bpe_model::finish(const std::string& where) {
+  for (int b = 0; b < 256; ++b) {
+    char c = static_cast<char>(b);
+    auto id = token_id(std::string_view(&c, 1));
+    if (!id)
+      throw_error(errc::unsupported, where + ": no vocabulary token for byte " + std::to_string(b) +
+                                         " (byte-level BPE needs all 256)");
+    byte_ids_[b] = *id;
+  }
+  if (merge_slots_.empty()) rehash_merges(16);
+}
+
+void bpe_model::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+  if (word.size() == 1) {
+    out.push_back(byte_ids_[static_cast<uint8_t>(word[0])]);
+    return;
+  }
+  if (ignore_merges_) {
+    if (auto id = token_id(word)) {
+      out.push_back(*id);
+      return;
+    }
+  }
+  if (word.size() <= small_word_bytes) {
+    encode_word_small(word, out);
+  } else {
+    encode_word_heap(word, out);
+  }
+}
+
+void bpe_model::encode_word_small(std::string_view word, std::vector<int32_t>& out) const {
+  TROUPE_ASSERT(!word.empty() && word.size() <= small_word_bytes);
+  int32_t ids[small_word_bytes];
+  merge pairs[small_word_bytes];
+  size_t m = word.size();
+  for (size_t k = 0; k < m; ++k) ids[k] = byte_ids_[static_cast<uint8_t>(word[k])];
+  for (size_t k = 0; k + 1 < m; ++k) pairs[k] = find_merge(ids[k], ids[k + 1]);
+  while (m > 1) {
+    size_t best = 0;
+    uint32_t best_rank = pairs[0].rank;
+    for (size_t k = 1; k + 1 < m; ++k) {
+      if (pairs[k].rank < best_rank) {
+        best_rank = pairs[k].rank;
+        best = k;
+      }
+    }
+    if (best_rank == no_rank) break;
+    ids[best] = pairs[best].id;
+    std::copy(ids + best + 2, ids + m, ids + best + 1);
+    std::copy(pairs + best + 1, pairs + m - 1, pairs + best);
+    --m;
+    if (best > 0) pairs[best - 1] = find_merge(ids[best - 1], ids[best]);
+    if (best + 1 < m) pairs[best] = find_merge(ids[best], ids[best + 1]);
+  }
+  out.insert(out.end(), ids, ids + m);
+}
+
+void bpe_model::encode_word_heap(std::string_view word, std::vector<int32_t>& out) const {
+  // Symbols stay at their first byte's index: a merge keeps the left one and unlinks the right,
+  // so a queued (rank, pos) entry is still current exactly when the pair at pos has that rank
+  // (ranks are unique per pair and ids only ever grow into longer tokens).
+  const size_t n = word.size();
+  std::vector<int32_t> ids(n);
+  std::vector<uint32_t> next(n), prev(n);
+  std::vector<uint64_t> heap;
+  heap.reserve(n);
+  for (size_t k = 0; k < n; ++k) {
+    ids[k] = byte_ids_[static_cast<uint8_t>(word[k])];
+    next[k] = static_cast<uint32_t>(k + 1);
+    prev[k] = static_cast<uint32_t>(k - 1);  // wraps for k = 0: never read
+  }
+  auto push = [&](size_t pos, uint32_t rank) { heap.push_back((uint64_t{rank} << 32) | pos); };
+  for (size_t k = 0; k + 1 < n; ++k) {
+    merge mg = find_merge(ids[k], ids[k + 1]);
+    if (mg.rank != no_rank) push(k, mg.rank);
+  }
+  std::make_heap(heap.begin(), heap.end(), std::greater<>{});
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+    uint64_t top = heap.back();
+    heap.pop_back();
+    size_t pos = static_cast<uint32_t>(top);
+    uint32_t rank = static_cast<uint32_t>(top >> 32);
+    if (ids[pos] < 0) continue;  // absorbed by its left neighbour
+    size_t q = next[pos];
+    if (q >= n) continue;
+    merge mg = find_merge(ids[pos], ids[q]);
+    if (mg.rank != rank) continue;  // stale: the pair at pos has changed
+    ids[pos] = mg.id;
+    ids[q] = -1;
+    next[pos] = next[q];
+    if (next[q] < n) prev[next[q]] = static_cast<uint32_t>(pos);
+    if (pos > 0) {
+      size_t pp = prev[pos];
+      merge left = find_merge(ids[pp], ids[pos]);
+      if (left.rank != no_rank) {
+        push(pp, left.rank);
+        std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+      }
+    }
+    if (next[pos] < n) {
+      merge right = find_merge(ids[pos], ids[next[pos]]);
+      if (right.rank != no_rank) {
+        push(pos, right.rank);
+        std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+      }
+    }
+  }
+  for (size_t k = 0; k < n; k = next[k]) out.push_back(ids[k]);
+}
+
+}  // namespace troupe::tok

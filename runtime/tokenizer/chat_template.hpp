@@ -1,0 +1,59 @@
+// The model's chat template, run by Troupe's Jinja-subset engine (runtime/tokenizer/jinja/).
+//
+// Decision: interpret the template text from the model directory instead of hand-writing
+// Qwen3's rendering. The text is the contract transformers renders; running it keeps Troupe
+// right for fine-tunes and later Qwen releases that edit the template (Qwen3-2507 dropped
+// thinking, Qwen3-Coder changed tool calls) without a code change, where a hand-written
+// renderer would silently keep the old format. Anything outside the subset fails when the
+// template is loaded, naming the line, never by rendering something different.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace troupe {
+
+namespace jinja {
+struct stmt;
+}
+
+struct chat_request {
+  // Message objects ({"role", "content", "reasoning_content"?, "tool_calls"?, ...}). Ordered
+  // JSON keeps the key order tojson prints, as Python dicts do.
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  nlohmann::ordered_json tools;  // null: no tools (the template sees None)
+  bool add_generation_prompt = false;
+  // Further template variables, e.g. {"enable_thinking": false}.
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+};
+
+class chat_template {
+ public:
+  // Reads chat_template.jinja if present, else "chat_template" of tokenizer_config.json (the
+  // "default" entry when it is a list), plus the special tokens (eos_token, ...) transformers
+  // passes to the template. Throws troupe::error: io_error, invalid_checkpoint, or unsupported
+  // for a template outside the Jinja subset.
+  static chat_template from_directory(const std::string& model_dir);
+
+  // `special_tokens`: variables such as {"eos_token": "<|im_end|>"}.
+  explicit chat_template(std::string source,
+                         nlohmann::ordered_json special_tokens = nlohmann::ordered_json::object());
+
+  // Throws troupe::error(invalid_input) when the conversation is malformed for the template
+  // (a missing field it reads, raise_exception(), ...), with the template line.
+  std::string render(const chat_request& request) const;
+  std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                     bool add_generation_prompt,
+                     const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
+
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+  nlohmann::ordered_json special_tokens_;
+  std::shared_ptr<const std::vector<std::unique_ptr<jinja::stmt>>> program_;
+};
+
+}  // namespace troupe
