@@ -3,10 +3,13 @@
 // A later issue loads policies as dlopen plugins through a C ABI with this same shape.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace troupe::sched {
 
@@ -18,6 +21,12 @@ struct seq_view {
   std::string_view tenant;
   int32_t num_prompt_tokens = 0;
   int32_t num_output_tokens = 0;
+  // For stateful policies (plugins, runtime/plugin_host): times are steady_clock nanoseconds.
+  int64_t arrival_ns = 0;            // when add() queued it (kept across preemption)
+  int64_t deadline_ns = 0;           // 0: none
+  int32_t max_output_tokens = 0;     // the most it may generate (max_tokens, capped by max_model_len)
+  int32_t num_cached_tokens = 0;     // prompt prefix already in the KV cache (0 until a prefix cache)
+  int32_t num_computed_tokens = 0;   // tokens whose K/V are in the pool (0 while waiting)
 };
 
 class policy {
@@ -27,6 +36,20 @@ class policy {
   // True when `a` is served before `b`: a strict weak order. The waiting queue is admitted in
   // this order and preemption takes running sequences from its far end.
   virtual bool before(const seq_view& a, const seq_view& b) const noexcept = 0;
+
+  // Stateful policies (plugins loaded by runtime/plugin_host) follow each sequence through these
+  // notices and make the two decisions below themselves; the defaults keep the comparator
+  // behaviour, so a comparator-only policy overrides none of them.
+  virtual void on_waiting(const seq_view&) {}   // queued: arrived, preempted, or replayed by set_policy
+  virtual void on_running(const seq_view&) {}   // admitted
+  virtual void on_update(const seq_view&) {}    // computed or generated tokens in a step
+  virtual void on_finished(int64_t /*seq_id*/) {}  // left the scheduler, from either queue
+  // Appends to `out` up to `max` ids of `waiting` (queue order), in the order to admit them this
+  // step; admission stops at the first that does not fit. Default: the queue order.
+  virtual void admit_order(std::span<const int64_t> waiting, size_t max, std::vector<int64_t>& out);
+  // The sequence to preempt first among `candidates` (running and not yet planned this step, in
+  // queue order; never empty). Default: the last, the far end of the policy order.
+  virtual int64_t preempt_victim(std::span<const int64_t> candidates) { return candidates.back(); }
 };
 
 // First come, first served (vLLM's default): arrival order only.

@@ -39,8 +39,19 @@ scheduler::scheduler(const sched_config& cfg, int32_t num_blocks, int32_t block_
 }
 
 seq_view scheduler::view(const sequence& s) const {
-  return {s.spec.seq_id, s.arrival, s.spec.priority, s.spec.tenant, s.num_prompt,
-          static_cast<int32_t>(s.tokens.size()) - s.num_prompt};
+  seq_view v;
+  v.seq_id = s.spec.seq_id;
+  v.arrival = s.arrival;
+  v.priority = s.spec.priority;
+  v.tenant = s.spec.tenant;
+  v.num_prompt_tokens = s.num_prompt;
+  v.num_output_tokens = static_cast<int32_t>(s.tokens.size()) - s.num_prompt;
+  v.arrival_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(s.arrival_time.time_since_epoch()).count();
+  if (s.spec.deadline)
+    v.deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(s.spec.deadline->time_since_epoch()).count();
+  v.max_output_tokens = s.max_total - s.num_prompt;
+  v.num_computed_tokens = s.num_computed;
+  return v;
 }
 
 bool scheduler::before(int64_t a, int64_t b) const {
@@ -72,10 +83,12 @@ admission scheduler::add(request_spec spec) {
   s.max_total = static_cast<int32_t>(std::min<int64_t>(n + spec.max_tokens, cfg_.max_model_len));
   s.tokens = spec.prompt;
   s.arrival = next_arrival_++;
+  s.arrival_time = clock::now();
   s.spec = std::move(spec);
   int64_t id = s.spec.seq_id;
-  seqs_.emplace(id, std::move(s));
+  const auto& queued = seqs_.emplace(id, std::move(s)).first->second;
   insert_sorted(waiting_, id);
+  policy_->on_waiting(view(queued));
   return {};
 }
 
@@ -112,6 +125,7 @@ void scheduler::preempt(int64_t id, step_plan& plan) {
   s.running = false;
   running_.erase(std::find(running_.begin(), running_.end(), id));
   insert_sorted(waiting_, id);
+  policy_->on_waiting(view(s));
   plan.preempted.push_back(id);
   ++num_preemptions_;
 }
@@ -138,7 +152,7 @@ step_plan scheduler::schedule() {
     if (static_cast<int32_t>(s.tokens.size()) - s.num_computed != 1) continue;  // prefilling
     bool self_preempted = false;
     while (!alloc_.can_allocate(id, s.num_computed + 1)) {
-      int64_t victim = running_.back();
+      int64_t victim = pick_victim(plan);
       preempt(victim, plan);
       if (victim == id) {
         self_preempted = true;
@@ -170,20 +184,29 @@ step_plan scheduler::schedule() {
 
   // 3. Admit waiting sequences in policy order: not after a preemption (the pool is short), not
   //    into a static batch that has started decoding, and each needs blocks for its first chunk.
+  //    The policy gives the order once per step, for as many sequences as there are free slots.
   bool may_admit = plan.preempted.empty() && !(cfg_.static_batching && batch_decoding);
-  while (may_admit && budget > 0 && !waiting_.empty() &&
-         static_cast<int32_t>(running_.size()) < cfg_.max_num_seqs) {
-    int64_t id = waiting_.front();
-    auto& s = seqs_.at(id);
-    int32_t want = static_cast<int32_t>(s.tokens.size()) - s.num_computed;
-    if (!cfg_.enable_chunked_prefill && want > budget) break;
-    int32_t n = chunk_limit(s, budget);
-    if (!alloc_.allocate(id, s.num_computed + n)) break;
-    waiting_.erase(waiting_.begin());
-    s.running = true;
-    insert_sorted(running_, id);
-    add_to_plan(s, n, plan);
-    budget -= n;
+  if (may_admit && budget > 0 && !waiting_.empty() && static_cast<int32_t>(running_.size()) < cfg_.max_num_seqs) {
+    size_t room = std::min(static_cast<size_t>(cfg_.max_num_seqs) - running_.size(), waiting_.size());
+    std::vector<int64_t> order;
+    policy_->admit_order(waiting_, room, order);
+    TROUPE_ASSERT(order.size() <= room);
+    for (int64_t id : order) {
+      if (budget == 0) break;
+      auto pos = std::find(waiting_.begin(), waiting_.end(), id);
+      TROUPE_ASSERT(pos != waiting_.end());  // a policy answers with waiting ids only
+      auto& s = seqs_.at(id);
+      int32_t want = static_cast<int32_t>(s.tokens.size()) - s.num_computed;
+      if (!cfg_.enable_chunked_prefill && want > budget) break;
+      int32_t n = chunk_limit(s, budget);
+      if (!alloc_.allocate(id, s.num_computed + n)) break;
+      waiting_.erase(pos);
+      s.running = true;
+      insert_sorted(running_, id);
+      add_to_plan(s, n, plan);
+      policy_->on_running(view(s));
+      budget -= n;
+    }
   }
 
   // Spans last: the buffers no longer grow.
@@ -227,7 +250,10 @@ std::vector<seq_event> scheduler::update(const step_plan& plan, std::span<const 
       else if (static_cast<int32_t>(s.tokens.size()) >= s.max_total)
         ev.finished = finish_reason::length;
     }
-    if (ev.finished) remove(e.seq_id);
+    if (ev.finished)
+      remove(e.seq_id);
+    else
+      policy_->on_update(view(s));
     events.push_back(ev);
   }
   return events;
@@ -239,6 +265,42 @@ void scheduler::remove(int64_t id) {
   q.erase(std::find(q.begin(), q.end(), id));
   alloc_.free(id);
   seqs_.erase(id);
+  policy_->on_finished(id);
+}
+
+int64_t scheduler::pick_victim(const step_plan& plan) {
+  // Running sequences not planned yet in this step: a planned one's blocks are in the plan.
+  std::vector<int64_t> candidates;
+  candidates.reserve(running_.size());
+  for (int64_t id : running_)
+    if (std::none_of(plan.seqs.begin(), plan.seqs.end(), [&](const scheduled_seq& e) { return e.seq_id == id; }))
+      candidates.push_back(id);
+  TROUPE_ASSERT(!candidates.empty());
+  int64_t victim = policy_->preempt_victim(candidates);
+  TROUPE_ASSERT(std::find(candidates.begin(), candidates.end(), victim) != candidates.end());
+  return victim;
+}
+
+void scheduler::set_policy(std::unique_ptr<policy> pol) {
+  TROUPE_ASSERT(pol != nullptr);
+  policy_ = std::move(pol);
+  auto order = [&](int64_t a, int64_t b) {
+    if (before(a, b)) return true;
+    if (before(b, a)) return false;
+    return seqs_.at(a).arrival < seqs_.at(b).arrival;
+  };
+  std::sort(waiting_.begin(), waiting_.end(), order);
+  std::sort(running_.begin(), running_.end(), order);
+  std::vector<const sequence*> all;
+  all.reserve(seqs_.size());
+  for (const auto& [id, s] : seqs_) all.push_back(&s);
+  std::sort(all.begin(), all.end(), [](const sequence* a, const sequence* b) { return a->arrival < b->arrival; });
+  for (const sequence* s : all) {
+    seq_view v = view(*s);
+    v.num_computed_tokens = 0;  // as it was when it queued
+    policy_->on_waiting(v);
+    if (s->running) policy_->on_running(view(*s));
+  }
 }
 
 bool scheduler::finish(int64_t seq_id, finish_reason) {

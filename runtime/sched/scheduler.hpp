@@ -117,6 +117,12 @@ class scheduler {
   // Ends every sequence whose deadline is <= now (reason deadline); returns their ids.
   std::vector<int64_t> expire(clock::time_point now);
 
+  // Replaces the policy between steps without touching any sequence: both queues are re-sorted
+  // by the new policy (ties keep arrival order) and it is told every queued sequence, in arrival
+  // order (on_waiting, then on_running for the running ones). The old policy is destroyed.
+  void set_policy(std::unique_ptr<policy> pol);
+  const policy& current_policy() const noexcept { return *policy_; }
+
   bool has(int64_t seq_id) const { return seqs_.count(seq_id) != 0; }
   bool idle() const noexcept { return seqs_.empty(); }
   sched_stats stats() const;
@@ -140,6 +146,7 @@ class scheduler {
     int32_t max_total = 0;        // min(prompt + max_tokens, max_model_len)
     int32_t num_computed = 0;     // tokens whose K/V are in the pool
     int64_t arrival = 0;
+    clock::time_point arrival_time;
     bool ever_scheduled = false;
     bool running = false;
   };
@@ -148,6 +155,7 @@ class scheduler {
   bool before(int64_t a, int64_t b) const;
   void insert_sorted(std::vector<int64_t>& q, int64_t id);
   void preempt(int64_t id, step_plan& plan);
+  int64_t pick_victim(const step_plan& plan);
   void add_to_plan(sequence& s, int32_t n, step_plan& plan);
   void remove(int64_t id);
   int32_t chunk_limit(const sequence& s, int32_t budget) const;
