@@ -309,6 +309,13 @@ bool scheduler::finish(int64_t seq_id, finish_reason) {
   return true;
 }
 
+std::vector<int64_t> scheduler::requeue_running() {
+  std::vector<int64_t> ids = running_;
+  step_plan unused;
+  while (!running_.empty()) preempt(running_.back(), unused);
+  return ids;
+}
+
 std::vector<int64_t> scheduler::expire(clock::time_point now) {
   std::vector<int64_t> gone;
   for (const auto& [id, s] : seqs_)

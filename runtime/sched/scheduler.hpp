@@ -114,6 +114,9 @@ class scheduler {
   // Ends a sequence now (cancel, deadline, a stop string the detokenizer found, an error) and
   // frees its blocks. False when it is not queued (already finished).
   bool finish(int64_t seq_id, finish_reason why);
+  // Preempts every running sequence (blocks freed, re-queued for recomputation): what happens
+  // when the executor holding their KV fails. Returns their ids, front of the order first.
+  std::vector<int64_t> requeue_running();
   // Ends every sequence whose deadline is <= now (reason deadline); returns their ids.
   std::vector<int64_t> expire(clock::time_point now);
 

@@ -9,6 +9,21 @@ namespace troupe::serve {
 batch_executor::batch_executor(std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks, int32_t block_size)
     : ckpt_(std::move(ckpt)), kv_(ckpt_->config, num_blocks, block_size), runner_(*ckpt_, kv_) {}
 
+std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::span<const int32_t> known_output,
+                                               int64_t vocab_size) {
+  auto p = old.smp.params();
+  p.seed = old.smp.seed();  // the seed drawn at random, if the request gave none
+  p.has_seed = true;
+  auto fresh = std::make_shared<seq_sampling>(p, old.prompt);
+  std::vector<float> dummy(static_cast<size_t>(vocab_size), 0.0f);
+  for (int32_t id : known_output) {
+    std::fill(dummy.begin(), dummy.end(), 0.0f);
+    fresh->smp.sample(dummy, fresh->prompt, fresh->output);  // one draw, result ignored
+    fresh->output.push_back(id);
+  }
+  return fresh;
+}
+
 step_outcome batch_executor::run(step_job& job) {
   step_outcome out;
   auto t0 = std::chrono::steady_clock::now();

@@ -283,6 +283,20 @@ BOOST_AUTO_TEST_CASE(cancel_a_waiting_request) {
   expect_steps(t.run(), {"1:2+1*", "1:3+1*"});
 }
 
+BOOST_AUTO_TEST_CASE(requeue_running_recomputes_everything_after_an_executor_failure) {
+  sim t(cfg(4, 16), 16, 4);
+  t.add(req(1, 3, 4));
+  t.add(req(2, 2, 4));
+  BOOST_TEST(t.step() == "1:0+3* 2:0+2*");
+  BOOST_TEST(t.step() == "1:3+1* 2:2+1*");
+  BOOST_TEST(t.s.requeue_running() == (std::vector<int64_t>{1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(t.s.allocator().num_free_blocks() == 16);
+  t.s.check_invariants();
+  expect_steps(t.run(), {"1:0+5* 2:0+4*", "1:5+1* 2:4+1*"});
+  BOOST_TEST(t.out[1] == alone(req(1, 3, 4)), boost::test_tools::per_element());
+  BOOST_TEST(t.out[2] == alone(req(2, 2, 4)), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(deadlines_expire_running_and_waiting_sequences) {
   sim t(cfg(1, 16), 16, 4);
   auto t0 = clock::now();
