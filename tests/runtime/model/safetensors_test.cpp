@@ -161,7 +161,10 @@ BOOST_AUTO_TEST_CASE(corrupt_headers) {
   std::string huge_len = test::raw_safetensors("{}", data);
   huge_len[7] = '\x10';
   expect_corrupt(huge_len, {"header length"});
-  // Not JSON, not an object, wrong entry shapes.
+  // Not JSON, not an object, wrong entry shapes. Unknown fields of an entry are ignored.
+  test::write_file(p, test::raw_safetensors(
+                          R"({"w":{"x":{"y":[1,{"z":null}]},"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", data));
+  BOOST_TEST(safetensors_file(p.string()).find("w")->numel() == 4);
   expect_corrupt(test::raw_safetensors(R"({"w":{"dtype":"F32",)", data), {"not valid JSON"});
   expect_corrupt(test::raw_safetensors(R"([1,2,3])", data), {"not a JSON object"});
   expect_corrupt(test::raw_safetensors(R"({"w":{"dtype":"F32","shape":[4]}})", data),
@@ -181,7 +184,28 @@ BOOST_AUTO_TEST_CASE(corrupt_headers) {
       {"'a'", "'b'", "overlap"});
   expect_corrupt(test::raw_safetensors(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,4],"data_offsets":[0,16]}})", data),
                  {"tensor 'w'", "too large"});
-  expect_corrupt(test::raw_safetensors(R"({"__metadata__":{"a":1}})", data), {"__metadata__"});
+  expect_corrupt(test::raw_safetensors(R"({"__metadata__":{"a":1}})", data), {"__metadata__", "'a'"});
+  expect_corrupt(test::raw_safetensors(R"({"__metadata__":["a"]})", data), {"__metadata__"});
+  // Entries of the wrong kind, at every level.
+  expect_corrupt(test::raw_safetensors(R"({"w":5})", data), {"tensor 'w'", "not an object"});
+  expect_corrupt(test::raw_safetensors(R"({"w":[1]})", data), {"tensor 'w'", "not an object"});
+  expect_corrupt(test::raw_safetensors(R"({"w":{"dtype":5,"shape":[4],"data_offsets":[0,16]}})", data),
+                 {"tensor 'w'", "dtype that is not a string"});
+  expect_corrupt(test::raw_safetensors(R"({"w":{"dtype":"F32","shape":[[4]],"data_offsets":[0,16]}})", data),
+                 {"tensor 'w'", "non-negative"});
+  expect_corrupt(test::raw_safetensors(R"({"w":{"dtype":"F32","shape":{"a":4},"data_offsets":[0,16]}})", data),
+                 {"tensor 'w'", "non-negative"});
+  expect_corrupt(test::raw_safetensors(R"({"w":{"dtype":"F32","shape":[4.0],"data_offsets":[0,16]}})", data),
+                 {"tensor 'w'", "non-negative"});
+  expect_corrupt(test::raw_safetensors(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16,32]}})", data),
+                 {"tensor 'w'", "data_offsets"});
+  expect_corrupt(test::raw_safetensors(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":"0-16"}})", data),
+                 {"tensor 'w'", "data_offsets"});
+  expect_corrupt(test::raw_safetensors(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                       R"("w":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", data),
+                 {"tensor 'w'", "appears twice"});
+  expect_corrupt(test::raw_safetensors(R"({} {})", data), {"not valid JSON"});
+  expect_corrupt(test::raw_safetensors(R"("w")", data), {"not a JSON object"});
 }
 
 BOOST_AUTO_TEST_CASE(unknown_and_unsupported_dtypes) {
