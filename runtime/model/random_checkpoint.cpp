@@ -80,7 +80,7 @@ void fill_random(uint8_t* out, uint64_t byte_offset, uint64_t count, dtype type,
   const uint64_t first = byte_offset / es;
   const int64_t n = static_cast<int64_t>(count / es);
   constexpr int64_t block = 1 << 16;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic)  // other processes may hold a core
   for (int64_t b = 0; b < n; b += block) {
     fill_block(out + static_cast<uint64_t>(b) * es, first + static_cast<uint64_t>(b),
                std::min(block, n - b), type, key, offset, scale);
