@@ -1,5 +1,6 @@
 #include "runtime/kv/block_allocator.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "runtime/core/error.hpp"
@@ -46,6 +47,32 @@ bool block_allocator::allocate(int64_t seq, int64_t num_tokens) {
     ref_counts_[b] = 1;
     table.push_back(b);
   }
+  return true;
+}
+
+bool block_allocator::allocate_with_prefix(int64_t seq, std::span<const block_id> cached, int64_t num_tokens) {
+  if (tables_.count(seq))
+    throw_error(errc::invalid_argument, "block_allocator::allocate_with_prefix: sequence " + std::to_string(seq) +
+                                            " already has blocks");
+  const int32_t want = std::max(blocks_for_tokens(num_tokens), static_cast<int32_t>(cached.size()));
+  int32_t idle = 0;  // cached blocks on the free list: taking them shrinks it
+  for (block_id b : cached) {
+    TROUPE_ASSERT(b >= 0 && static_cast<size_t>(b) < ref_counts_.size());
+    idle += ref_counts_[b] == 0;
+  }
+  if (want - static_cast<int32_t>(cached.size()) > num_free_blocks() - idle) return false;
+  auto& table = tables_[seq];
+  for (block_id b : cached) {
+    if (ref_counts_[b]++ == 0) {
+      // Recently freed blocks sit at the back: search from there.
+      auto it = std::find(free_.rbegin(), free_.rend(), b);
+      TROUPE_ASSERT(it != free_.rend());
+      free_.erase(std::next(it).base());
+    }
+    table.push_back(b);
+  }
+  bool ok = allocate(seq, num_tokens);
+  TROUPE_ASSERT(ok);
   return true;
 }
 

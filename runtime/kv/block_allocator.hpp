@@ -34,6 +34,10 @@ class block_allocator {
   bool allocate(int64_t seq, int64_t num_tokens);
   // Room for one more token after `num_tokens` (a decode step).
   bool append_slot(int64_t seq, int64_t num_tokens) { return allocate(seq, num_tokens + 1); }
+  // Prefix caching: creates `seq`'s table from `cached` (blocks holding a reusable prefix; each
+  // is shared when in use, else taken off the free list), then grows it to cover `num_tokens`
+  // from the front of the free list. Returns false and changes nothing when too few are free.
+  bool allocate_with_prefix(int64_t seq, std::span<const block_id> cached, int64_t num_tokens);
   // Gives `child` the first num_tokens / block_size (full) blocks of `parent`, shared: their
   // counts go up and neither sequence may write them again (prefix sharing).
   void fork(int64_t parent, int64_t child, int64_t num_tokens);

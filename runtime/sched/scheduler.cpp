@@ -36,6 +36,11 @@ scheduler::scheduler(const sched_config& cfg, int32_t num_blocks, int32_t block_
   if (!cfg.enable_chunked_prefill && cfg.max_num_batched_tokens < cfg.max_model_len)
     bad("without chunked prefill, max_num_batched_tokens (" + std::to_string(cfg.max_num_batched_tokens) +
         ") must be >= max_model_len (" + std::to_string(cfg.max_model_len) + ") or long prompts never run");
+  if (cfg.enable_prefix_caching) {
+    prefix::cache_identity id = cfg.prefix_identity;
+    id.block_size = block_size;
+    prefix_ = std::make_unique<prefix::prefix_cache>(id, num_blocks, prefix::prefix_options{cfg.prefix_remote});
+  }
 }
 
 seq_view scheduler::view(const sequence& s) const {
@@ -87,6 +92,7 @@ admission scheduler::add(request_spec spec) {
   s.spec = std::move(spec);
   int64_t id = s.spec.seq_id;
   const auto& queued = seqs_.emplace(id, std::move(s)).first->second;
+  if (prefix_) prefix_->add(id, queued.tokens);
   insert_sorted(waiting_, id);
   policy_->on_waiting(view(queued));
   return {};
@@ -106,6 +112,7 @@ void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan) {
   e.num_tokens = n;
   e.sample = s.num_computed + n == static_cast<int32_t>(s.tokens.size());
   e.first_scheduled = !s.ever_scheduled;
+  if (prefix_ && e.first_scheduled) e.num_cached_tokens = prefix_->num_cached_tokens(e.seq_id);
   s.ever_scheduled = true;
   plan.seqs.push_back(e);
   plan.tokens.insert(plan.tokens.end(), s.tokens.begin() + s.num_computed, s.tokens.begin() + s.num_computed + n);
@@ -114,6 +121,7 @@ void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan) {
   auto used = static_cast<size_t>(alloc_.blocks_for_tokens(s.num_computed + n));
   TROUPE_ASSERT(used <= table.size());
   plan.blocks.insert(plan.blocks.end(), table.begin(), table.begin() + static_cast<ptrdiff_t>(used));
+  if (prefix_) prefix_->plan(e.seq_id, s.tokens, table, e.start_pos, n, plan.kv_loads, plan.kv_saves);
   plan.num_batched_tokens += n;
   plan.num_sampled += e.sample;
 }
@@ -121,6 +129,7 @@ void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan) {
 void scheduler::preempt(int64_t id, step_plan& plan) {
   auto& s = seqs_.at(id);
   alloc_.free(id);
+  if (prefix_) prefix_->preempted(id);
   s.num_computed = 0;  // recomputation: prompt + output are prefilled again
   s.running = false;
   running_.erase(std::find(running_.begin(), running_.end(), id));
@@ -160,7 +169,7 @@ step_plan scheduler::schedule() {
       }
     }
     if (self_preempted) continue;
-    bool ok = alloc_.allocate(id, s.num_computed + 1);
+    bool ok = grow(id, s.num_computed + 1);
     TROUPE_ASSERT(ok);
     add_to_plan(s, 1, plan);
     budget -= 1;
@@ -176,7 +185,7 @@ step_plan scheduler::schedule() {
     auto cap = static_cast<int64_t>(alloc_.block_table(id).size() + alloc_.num_free_blocks()) * alloc_.block_size();
     n = static_cast<int32_t>(std::min<int64_t>(n, cap - s.num_computed));
     if (n <= 0) continue;
-    bool ok = alloc_.allocate(id, s.num_computed + n);
+    bool ok = grow(id, s.num_computed + n);
     TROUPE_ASSERT(ok);
     add_to_plan(s, n, plan);
     budget -= n;
@@ -185,21 +194,37 @@ step_plan scheduler::schedule() {
   // 3. Admit waiting sequences in policy order: not after a preemption (the pool is short), not
   //    into a static batch that has started decoding, and each needs blocks for its first chunk.
   //    The policy gives the order once per step, for as many sequences as there are free slots.
+  //    With prefix caching a sequence starts after its cached prefix; one still waiting for its
+  //    shared-store look-up is not offered (the look-up answers within its budget).
   bool may_admit = plan.preempted.empty() && !(cfg_.static_batching && batch_decoding);
-  if (may_admit && budget > 0 && !waiting_.empty() && static_cast<int32_t>(running_.size()) < cfg_.max_num_seqs) {
-    size_t room = std::min(static_cast<size_t>(cfg_.max_num_seqs) - running_.size(), waiting_.size());
+  std::vector<int64_t> eligible;
+  if (prefix_ && may_admit)
+    for (int64_t id : waiting_)
+      if (!prefix_->waiting_remote(id)) eligible.push_back(id);
+  std::span<const int64_t> offered = prefix_ ? std::span<const int64_t>(eligible) : std::span<const int64_t>(waiting_);
+  if (may_admit && budget > 0 && !offered.empty() && static_cast<int32_t>(running_.size()) < cfg_.max_num_seqs) {
+    size_t room = std::min(static_cast<size_t>(cfg_.max_num_seqs) - running_.size(), offered.size());
     std::vector<int64_t> order;
-    policy_->admit_order(waiting_, room, order);
+    policy_->admit_order(offered, room, order);
     TROUPE_ASSERT(order.size() <= room);
     for (int64_t id : order) {
       if (budget == 0) break;
       auto pos = std::find(waiting_.begin(), waiting_.end(), id);
       TROUPE_ASSERT(pos != waiting_.end());  // a policy answers with waiting ids only
       auto& s = seqs_.at(id);
+      prefix::prefix_cache::hit hit;
+      if (prefix_) hit = prefix_->match(id, s.tokens);
+      s.num_computed = hit.num_tokens(alloc_.block_size());
       int32_t want = static_cast<int32_t>(s.tokens.size()) - s.num_computed;
-      if (!cfg_.enable_chunked_prefill && want > budget) break;
       int32_t n = chunk_limit(s, budget);
-      if (!alloc_.allocate(id, s.num_computed + n)) break;
+      bool ok = (cfg_.enable_chunked_prefill || want <= budget) &&
+                (prefix_ ? alloc_.allocate_with_prefix(id, hit.local, s.num_computed + n)
+                         : alloc_.allocate(id, s.num_computed + n));
+      if (!ok) {
+        s.num_computed = 0;  // a waiting sequence holds nothing
+        break;
+      }
+      if (prefix_) prefix_->admitted(id, hit, alloc_.block_table(id), s.num_prompt);
       waiting_.erase(pos);
       s.running = true;
       insert_sorted(running_, id);
@@ -241,6 +266,7 @@ std::vector<seq_event> scheduler::update(const step_plan& plan, std::span<const 
     // applied before the next schedule(), so this cannot happen.
     TROUPE_ASSERT(s.running && s.num_computed == e.start_pos);
     s.num_computed += e.num_tokens;
+    if (prefix_) prefix_->computed(e.seq_id, s.tokens, alloc_.block_table(e.seq_id), s.num_computed);
     seq_event ev{e.seq_id, token, std::nullopt};
     if (token) {
       s.tokens.push_back(*token);
@@ -264,8 +290,25 @@ void scheduler::remove(int64_t id) {
   auto& q = s.running ? running_ : waiting_;
   q.erase(std::find(q.begin(), q.end(), id));
   alloc_.free(id);
+  if (prefix_) prefix_->removed(id);
   seqs_.erase(id);
   policy_->on_finished(id);
+}
+
+bool scheduler::grow(int64_t id, int64_t num_tokens) {
+  const size_t before = alloc_.block_table(id).size();
+  if (!alloc_.allocate(id, num_tokens)) return false;
+  // Blocks off the free list get new content: the prefix index must forget what they held.
+  if (prefix_) prefix_->claimed(alloc_.block_table(id).subspan(before));
+  return true;
+}
+
+std::vector<prefix::remote_lookup> scheduler::take_remote_lookups() {
+  return prefix_ ? prefix_->take_remote_lookups() : std::vector<prefix::remote_lookup>{};
+}
+
+void scheduler::resolve_remote(int64_t seq_id, prefix::remote_blocks found) {
+  if (prefix_) prefix_->resolve_remote(seq_id, std::move(found));
 }
 
 int64_t scheduler::pick_victim(const step_plan& plan) {
@@ -360,6 +403,10 @@ void scheduler::check_invariants() const {
   for (size_t i = 1; i < waiting_.size(); ++i) TROUPE_ASSERT(!before(waiting_[i], waiting_[i - 1]));
   TROUPE_ASSERT(alloc_.num_sequences() <= running_.size());
   if (seqs_.empty()) TROUPE_ASSERT(alloc_.num_free_blocks() == alloc_.num_total_blocks());
+  if (prefix_) {
+    prefix_->check_invariants();
+    for (int64_t id : running_) TROUPE_ASSERT(!prefix_->waiting_remote(id));
+  }
 }
 
 }  // namespace troupe::sched

@@ -17,6 +17,7 @@
 
 #include "runtime/engine/step.hpp"
 #include "runtime/kv/block_allocator.hpp"
+#include "runtime/prefix/prefix_cache.hpp"
 #include "runtime/sched/policy.hpp"
 
 namespace troupe::sched {
@@ -33,6 +34,13 @@ struct sched_config {
   // Static batching (baseline for benchmarks): requests join a batch only until its first token
   // is sampled; then nothing joins until every member has finished.
   bool static_batching = false;
+  // Prefix caching (runtime/prefix): a sequence starts from the longest chain of cached full
+  // blocks. Off here so that plain scheduling tests see plain allocation; `troupe serve` turns it
+  // on. prefix_identity names what K/V depend on (its block_size is replaced by the pool's);
+  // prefix_remote: a shared store is configured (see take_remote_lookups).
+  bool enable_prefix_caching = false;
+  prefix::cache_identity prefix_identity;  // its model_fingerprint must be set when enabled
+  bool prefix_remote = false;
 };
 
 enum class finish_reason : uint8_t { stop, length, cancelled, deadline, error };
@@ -59,6 +67,7 @@ struct scheduled_seq {
   int32_t num_tokens = 0;    // decode: 1; prefill: the chunk
   bool sample = false;       // the chunk ends at the last known token: a new token follows
   bool first_scheduled = false;  // first time this sequence runs (ends its queue time)
+  int32_t num_cached_tokens = 0; // with first_scheduled: prompt tokens reused from the prefix cache
 };
 
 // One step's work. `batch` spans point into the plan's own buffers, so the plan is move-only and
@@ -71,6 +80,10 @@ struct step_plan {
   std::vector<int64_t> preempted;    // sequences preempted while planning this step
   int32_t num_batched_tokens = 0;
   int32_t num_sampled = 0;           // seqs with sample == true
+  // Prefix caching: K/V to load into fresh blocks before the forward pass, and blocks this step
+  // fills to copy out after it (for the shared store).
+  std::vector<prefix::kv_load> kv_loads;
+  std::vector<prefix::kv_save> kv_saves;
 
   step_plan() = default;
   step_plan(step_plan&&) = default;
@@ -141,6 +154,14 @@ class scheduler {
   // TROUPE_ASSERTs the invariants in the header comment (O(pool + queues)).
   void check_invariants() const;
 
+  // Prefix caching with a shared store (prefix_remote): sequences whose prompt extends past the
+  // local hit are not admitted until their look-up is resolved (by the prefix-cache actor, which
+  // answers within its budget, possibly with nothing). An unknown or finished id is ignored.
+  std::vector<prefix::remote_lookup> take_remote_lookups();
+  void resolve_remote(int64_t seq_id, prefix::remote_blocks found);
+  // nullptr when prefix caching is off.
+  const prefix::prefix_cache* prefix_cache() const noexcept { return prefix_.get(); }
+
  private:
   struct sequence {
     request_spec spec;
@@ -162,10 +183,12 @@ class scheduler {
   void add_to_plan(sequence& s, int32_t n, step_plan& plan);
   void remove(int64_t id);
   int32_t chunk_limit(const sequence& s, int32_t budget) const;
+  bool grow(int64_t id, int64_t num_tokens);
 
   sched_config cfg_;
   block_allocator alloc_;
   std::unique_ptr<policy> policy_;
+  std::unique_ptr<prefix::prefix_cache> prefix_;
   std::unordered_map<int64_t, sequence> seqs_;
   std::vector<int64_t> waiting_;  // policy order
   std::vector<int64_t> running_;  // policy order; preemption takes from the back

@@ -1,0 +1,389 @@
+// Prefix caching through the scheduler, on a simulated paged pool that records which token's K/V
+// each slot holds: every step checks that the context a sequence attends to is exactly its own
+// tokens (a wrongly shared, evicted-while-used or overwritten block fails at once), and outputs
+// come from that pool, so they equal a cache-off reference only if reuse was right.
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "runtime/sched/scheduler.hpp"
+#include "tests/runtime/prefix/print.hpp"
+
+using namespace troupe;
+using namespace troupe::sched;
+using ids = std::vector<block_id>;
+
+namespace {
+
+int32_t fake_model(std::span<const int32_t> context) {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t t : context) h = (h ^ static_cast<uint64_t>(t)) * 1099511628211ull;
+  return static_cast<int32_t>(h % 1000) + 1000;
+}
+
+// What a sequence must output, computed without any scheduler or cache.
+std::vector<int32_t> reference(std::vector<int32_t> tokens, int32_t max_tokens) {
+  std::vector<int32_t> out;
+  for (int32_t i = 0; i < max_tokens; ++i) {
+    out.push_back(fake_model(tokens));
+    tokens.push_back(out.back());
+  }
+  return out;
+}
+
+sched_config prefix_config(bool remote = false) {
+  sched_config c;
+  c.max_num_seqs = 8;
+  c.max_num_batched_tokens = 64;
+  c.max_model_len = 24;
+  c.enable_prefix_caching = true;
+  c.prefix_identity.model_fingerprint = "sim-model";
+  c.prefix_remote = remote;
+  return c;
+}
+
+std::vector<int32_t> tokens_from(int32_t first, int32_t n) {
+  std::vector<int32_t> t;
+  for (int32_t i = 0; i < n; ++i) t.push_back(first + i);
+  return t;
+}
+
+struct paged_sim {
+  scheduler s;
+  int32_t bs;
+  std::vector<int32_t> pool;  // the token whose K/V each slot holds (-1: never written)
+  std::map<int64_t, std::vector<int32_t>> prompts, out;
+  std::map<int64_t, int32_t> max_tokens, cached;
+  std::vector<prefix::kv_save> saves;
+  std::vector<prefix::kv_load> loads;
+
+  paged_sim(sched_config cfg, int32_t blocks, int32_t block_size)
+      : s(cfg, blocks, block_size), bs(block_size), pool(static_cast<size_t>(blocks * block_size), -1) {}
+
+  void add(int64_t id, std::vector<int32_t> prompt, int32_t n_out) {
+    request_spec r;
+    r.seq_id = id;
+    r.prompt = prompt;
+    r.max_tokens = n_out;
+    prompts[id] = prompt;
+    max_tokens[id] = n_out;
+    auto a = s.add(std::move(r));
+    BOOST_REQUIRE_MESSAGE(a.status == admit_status::ok, a.message);
+  }
+
+  int32_t& slot(std::span<const int32_t> table, int32_t pos) {
+    return pool[static_cast<size_t>(table[pos / bs] * bs + pos % bs)];
+  }
+
+  // One step; returns "id:start+n[*]" per planned sequence, like the scheduler tests.
+  std::string step() {
+    auto plan = s.schedule();
+    s.check_invariants();
+    for (const auto& l : plan.kv_loads) {
+      BOOST_REQUIRE(l.payload.bytes.size() == static_cast<size_t>(bs) * 4);
+      std::memcpy(&pool[static_cast<size_t>(l.block * bs)], l.payload.bytes.data(), l.payload.bytes.size());
+      loads.push_back(l);
+    }
+    std::ostringstream d;
+    std::vector<int32_t> sampled;
+    for (size_t i = 0; i < plan.seqs.size(); ++i) {
+      const auto& e = plan.seqs[i];
+      const auto& b = plan.batch[i];
+      d << e.seq_id << ":" << e.start_pos << "+" << e.num_tokens << (e.sample ? "*" : "") << " ";
+      if (e.first_scheduled) cached[e.seq_id] = e.num_cached_tokens;
+      auto known = s.tokens(e.seq_id);
+      for (int32_t p = 0; p < e.start_pos; ++p)
+        BOOST_REQUIRE_MESSAGE(slot(b.block_table, p) == known[static_cast<size_t>(p)],
+                              "seq " << e.seq_id << " position " << p << " holds " << slot(b.block_table, p)
+                                     << ", expected " << known[static_cast<size_t>(p)]);
+      for (int32_t t = 0; t < e.num_tokens; ++t) slot(b.block_table, e.start_pos + t) = b.tokens[static_cast<size_t>(t)];
+      if (e.sample) {
+        std::vector<int32_t> context;
+        for (int32_t p = 0; p < e.start_pos + e.num_tokens; ++p) context.push_back(slot(b.block_table, p));
+        sampled.push_back(fake_model(context));
+      }
+    }
+    for (const auto& sv : plan.kv_saves) {  // after the step: the block holds what its meta says
+      for (int32_t t = 0; t < bs; ++t)
+        BOOST_REQUIRE(pool[static_cast<size_t>(sv.block * bs + t)] == sv.meta.tokens[static_cast<size_t>(t)]);
+      saves.push_back(sv);
+    }
+    for (const auto& ev : s.update(plan, sampled))
+      if (ev.token) out[ev.seq_id].push_back(*ev.token);
+    s.check_invariants();
+    return d.str();
+  }
+
+  void run(int max_steps = 1000) {
+    for (int i = 0; i < max_steps && !s.idle(); ++i) step();
+    BOOST_REQUIRE(s.idle());
+  }
+
+  void check_outputs() {
+    for (const auto& [id, p] : prompts)
+      BOOST_TEST(out[id] == reference(p, max_tokens[id]), boost::test_tools::per_element());
+  }
+
+  ids table_of(int64_t id) const {
+    auto t = s.allocator().block_table(id);
+    return {t.begin(), t.end()};
+  }
+  const prefix::prefix_cache& pc() const { return *s.prefix_cache(); }
+};
+
+// The payload a shared store would return for a block: here, its token ids.
+prefix::stored_value token_payload(std::span<const int32_t> tokens) {
+  auto bytes = std::make_shared<std::string>(tokens.size() * 4, '\0');
+  std::memcpy(bytes->data(), tokens.data(), bytes->size());
+  return {bytes, *bytes};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(scheduler_prefix)
+
+BOOST_AUTO_TEST_CASE(a_repeated_prompt_reuses_its_full_blocks) {
+  paged_sim sim(prefix_config(), 16, 4);
+  auto p = tokens_from(100, 10);
+  sim.add(1, p, 3);
+  BOOST_TEST(sim.step() == "1:0+10* ");
+  BOOST_TEST(sim.table_of(1) == (ids{0, 1, 2}), boost::test_tools::per_element());
+  sim.run();
+  BOOST_TEST(sim.cached[1] == 0);
+  // Positions 0..11 were computed: three full blocks, now cached and free (LRU end of the list).
+  BOOST_TEST(sim.pc().index().num_cached_blocks() == 3);
+  BOOST_TEST(sim.s.allocator().num_free_blocks() == 16);
+
+  sim.add(2, p, 3);
+  // (10 - 1) / 4 = 2 blocks reusable: the last token is always computed.
+  BOOST_TEST(sim.step() == "2:8+2* ");
+  BOOST_TEST(sim.cached[2] == 8);
+  BOOST_TEST(sim.table_of(2) == (ids{0, 1, 3}), boost::test_tools::per_element());
+  sim.run();
+  sim.check_outputs();
+  auto st = sim.pc().stats();
+  BOOST_TEST(st.num_queries == 2);
+  BOOST_TEST(st.num_hits == 1);
+  BOOST_TEST(st.query_tokens == 20);
+  BOOST_TEST(st.hit_tokens == 8);
+  BOOST_TEST(st.remote_hit_tokens == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_prompt_of_whole_blocks_recomputes_its_last_block) {
+  paged_sim sim(prefix_config(), 16, 4);
+  auto p = tokens_from(100, 8);
+  sim.add(1, p, 1);
+  sim.run();
+  sim.add(2, p, 1);
+  BOOST_TEST(sim.step() == "2:4+4* ");
+  sim.check_outputs();
+}
+
+BOOST_AUTO_TEST_CASE(sharing_with_a_running_sequence_counts_references) {
+  paged_sim sim(prefix_config(), 16, 4);
+  auto p = tokens_from(100, 9);
+  sim.add(1, p, 10);
+  sim.step();  // 1 prefills, registers blocks 0 and 1
+  sim.add(2, p, 10);
+  BOOST_TEST(sim.step() == "1:9+1* 2:8+1* ");
+  BOOST_TEST(sim.s.allocator().ref_count(0) == 2);
+  BOOST_TEST(sim.s.allocator().ref_count(1) == 2);
+  BOOST_TEST(sim.table_of(2)[0] == 0);
+  BOOST_TEST(sim.table_of(2)[1] == 1);
+  sim.run();
+  sim.check_outputs();
+}
+
+BOOST_AUTO_TEST_CASE(the_least_recently_freed_cached_blocks_are_evicted_first) {
+  sched_config cfg = prefix_config();
+  cfg.max_model_len = 16;
+  paged_sim sim(cfg, 6, 4);
+  auto a = tokens_from(100, 9), b = tokens_from(200, 9), c = tokens_from(300, 13);
+  sim.add(1, a, 1);
+  sim.run();  // a's blocks 0, 1 cached; 2 (partial) uncached; free list 3 4 5 2 1 0
+  sim.add(2, b, 1);
+  sim.run();  // b takes 3 4 5; free list 2 1 0 5 4 3; b's cached blocks: 3, 4
+  BOOST_TEST(sim.s.allocator().free_list() == (ids{2, 1, 0, 5, 4, 3}), boost::test_tools::per_element());
+  BOOST_TEST(sim.pc().index().num_cached_blocks() == 4);
+  sim.add(3, c, 2);  // 4 fresh blocks: 2 1 0 5 -> evicts a's two blocks, keeps b's
+  BOOST_TEST(sim.step() == "3:0+13* ");
+  BOOST_TEST(sim.table_of(3) == (ids{2, 1, 0, 5}), boost::test_tools::per_element());
+  BOOST_TEST(sim.pc().stats().evicted_blocks == 2);
+  sim.run();
+  sim.add(4, b, 1);
+  BOOST_TEST(sim.step() == "4:8+1* ");  // b survived
+  sim.run();
+  sim.add(5, a, 1);
+  BOOST_TEST(sim.step() == "5:0+9* ");  // a did not
+  sim.run();
+  sim.check_outputs();
+}
+
+BOOST_AUTO_TEST_CASE(a_hit_on_a_free_block_makes_it_recently_used) {
+  sched_config cfg = prefix_config();
+  cfg.max_model_len = 16;
+  paged_sim sim(cfg, 6, 4);
+  auto a = tokens_from(100, 5), b = tokens_from(200, 5);
+  sim.add(1, a, 1);
+  sim.run();  // a: block 0 cached; free 2 3 4 5 1 0
+  sim.add(2, b, 1);
+  sim.run();  // b: blocks 2 3; free 4 5 1 0 3 2
+  sim.add(3, a, 2);  // reuses 0 (taken off the list) and takes 4
+  BOOST_TEST(sim.step() == "3:4+1* ");
+  BOOST_TEST(sim.table_of(3) == (ids{0, 4}), boost::test_tools::per_element());
+  sim.run();  // frees 4 then 0: free 5 1 3 2 4 0 -> a's block is now the most recent
+  BOOST_TEST(sim.s.allocator().free_list() == (ids{5, 1, 3, 2, 4, 0}), boost::test_tools::per_element());
+  sim.check_outputs();
+}
+
+BOOST_AUTO_TEST_CASE(a_preempted_sequence_finds_its_blocks_again) {
+  sched_config cfg = prefix_config();
+  cfg.max_model_len = 16;
+  paged_sim sim(cfg, 5, 4);  // 20 slots: two 5-token prompts growing to 16 cannot both fit
+  sim.add(1, tokens_from(100, 5), 11);
+  sim.add(2, tokens_from(200, 5), 11);
+  for (int i = 0; i < 100 && !sim.s.idle(); ++i) sim.step();
+  BOOST_TEST(sim.s.stats().num_preemptions > 0);
+  sim.check_outputs();
+  // The re-admission matched cached blocks of the preempted sequence's own prompt.
+  BOOST_TEST(sim.pc().stats().num_queries == 2);  // counted once per sequence
+}
+
+BOOST_AUTO_TEST_CASE(remote_lookups_hold_admission_until_resolved) {
+  paged_sim sim(prefix_config(true), 16, 4);
+  auto p = tokens_from(100, 10);
+  sim.add(1, p, 2);
+  sim.add(2, tokens_from(500, 3), 2);  // shorter than a block: nothing to look up, admitted at once
+  BOOST_TEST(sim.s.prefix_cache()->waiting_remote(1));
+  BOOST_TEST(!sim.s.prefix_cache()->waiting_remote(2));
+  BOOST_TEST(sim.step() == "2:0+3* ");
+  auto lookups = sim.s.take_remote_lookups();
+  BOOST_REQUIRE(lookups.size() == 1u);
+  BOOST_TEST(lookups[0].seq_id == 1);
+  BOOST_TEST(lookups[0].first_block == 0u);
+  BOOST_REQUIRE(lookups[0].blocks.size() == 2u);
+  const auto root = sim.pc().root();
+  BOOST_TEST(lookups[0].blocks[0].parent == root);
+  BOOST_TEST(lookups[0].blocks[0].hash == prefix::chain_hash(root, std::span(p).first(4)));
+  BOOST_TEST(lookups[0].blocks[1].parent == lookups[0].blocks[0].hash);
+  BOOST_TEST(lookups[0].blocks[1].tokens == std::vector<int32_t>(p.begin() + 4, p.begin() + 8),
+             boost::test_tools::per_element());
+  BOOST_TEST(sim.s.take_remote_lookups().empty());
+  BOOST_TEST(sim.step() == "2:3+1* ");  // 1 still waits
+  prefix::remote_blocks found;
+  found.first_block = 0;
+  found.payloads = {token_payload(std::span(p).first(4)), token_payload(std::span(p).subspan(4, 4))};
+  sim.s.resolve_remote(1, found);
+  BOOST_TEST(sim.step() == "1:8+2* ");
+  BOOST_REQUIRE(sim.loads.size() == 2u);
+  BOOST_TEST(sim.cached[1] == 8);
+  sim.run();
+  sim.check_outputs();
+  BOOST_TEST(sim.pc().stats().remote_hit_tokens == 8);
+  // Loaded blocks were registered after their step: a third request hits them locally, and
+  // finds nothing left to look up remotely.
+  sim.add(3, p, 1);
+  BOOST_TEST(!sim.s.prefix_cache()->waiting_remote(3));
+  BOOST_TEST(sim.step() == "3:8+2* ");
+  sim.run();
+  sim.s.resolve_remote(3, found);  // late or duplicate answers are ignored
+  sim.s.resolve_remote(99, found);
+}
+
+BOOST_AUTO_TEST_CASE(steps_list_the_blocks_they_fill_for_publishing) {
+  paged_sim sim(prefix_config(true), 16, 4);
+  auto p = tokens_from(100, 10);
+  sim.add(1, p, 4);
+  sim.s.resolve_remote(1, {});  // the store had nothing
+  BOOST_TEST(sim.s.take_remote_lookups().size() == 0u);  // resolved before it was taken: dropped
+  BOOST_TEST(sim.step() == "1:0+10* ");
+  BOOST_REQUIRE(sim.saves.size() == 2u);  // blocks 0 and 1 are full after the prefill
+  BOOST_TEST(sim.saves[0].block == 0);
+  BOOST_TEST(sim.saves[1].block == 1);
+  BOOST_TEST(sim.saves[1].meta.hash == prefix::chain_hash(sim.saves[0].meta.hash, std::span(p).subspan(4, 4)));
+  sim.run();  // decodes fill block 2 (positions 8..11) at position 11
+  BOOST_REQUIRE(sim.saves.size() == 3u);
+  BOOST_TEST(sim.saves[2].block == 2);
+  BOOST_TEST(sim.saves[2].meta.tokens[3] == sim.out[1][1]);  // a generated token is part of it
+  sim.check_outputs();
+}
+
+BOOST_AUTO_TEST_CASE(a_remote_answer_that_does_not_continue_the_local_chain_is_ignored) {
+  paged_sim sim(prefix_config(true), 16, 4);
+  auto p = tokens_from(100, 13);
+  sim.add(1, p, 1);
+  prefix::remote_blocks gap;
+  gap.first_block = 1;  // block 0 is neither local nor fetched: block 1 cannot be used
+  gap.payloads = {token_payload(std::span(p).subspan(4, 4))};
+  sim.s.resolve_remote(1, gap);
+  BOOST_TEST(sim.step() == "1:0+13* ");
+  BOOST_TEST(sim.loads.empty());
+  sim.check_outputs();
+}
+
+BOOST_AUTO_TEST_CASE(random_shared_prefix_workloads_match_the_reference) {
+  // Conversations that resend their history, over a small pool (eviction and preemption), with
+  // and without a simulated shared store that answers late, partially, or not at all.
+  for (bool remote : {false, true}) {
+    for (uint32_t seed = 1; seed <= 12; ++seed) {
+      std::mt19937 rng(seed);
+      sched_config cfg = prefix_config(remote);
+      cfg.max_model_len = 64;
+      cfg.max_num_batched_tokens = 1 + rng() % 40;
+      cfg.max_num_seqs = 1 + rng() % 6;
+      paged_sim sim(cfg, 20 + static_cast<int32_t>(rng() % 10), 4);
+      std::map<int64_t, std::vector<int32_t>> store;  // chain of a prompt -> "published" blocks
+      std::vector<std::vector<int32_t>> histories(3);
+      for (auto& h : histories) h = tokens_from(static_cast<int32_t>(rng() % 5) * 100, 6);  // shared system prompt
+      std::vector<std::pair<int64_t, int>> pending;  // (seq, steps left before its answer)
+      int64_t next = 1;
+      for (int round = 0; round < 40; ++round) {
+        if (rng() % 3 == 0) {
+          auto& h = histories[rng() % histories.size()];
+          std::vector<int32_t> turn = h;
+          for (int i = 0, n = 1 + static_cast<int>(rng() % 6); i < n; ++i) turn.push_back(static_cast<int32_t>(rng() % 50));
+          if (turn.size() > 50) turn.resize(6);
+          h = turn;
+          sim.add(next++, turn, 1 + static_cast<int32_t>(rng() % 5));
+        }
+        for (auto& q : sim.s.take_remote_lookups()) pending.push_back({q.seq_id, static_cast<int>(rng() % 3)});
+        for (auto it = pending.begin(); it != pending.end();) {
+          if (it->second-- > 0) {
+            ++it;
+            continue;
+          }
+          // Answer with the true tokens of a random-length leading part of what was asked
+          // (the store may hold fewer blocks), or with nothing.
+          prefix::remote_blocks found;
+          auto p = sim.prompts[it->first];
+          const size_t bs = 4;
+          size_t cap = (p.size() - 1) / bs;
+          found.first_block = cap == 0 ? 0 : rng() % (cap + 1);
+          size_t n = found.first_block < cap ? rng() % (cap - found.first_block + 1) : 0;
+          for (size_t b = found.first_block; b < found.first_block + n; ++b)
+            found.payloads.push_back(token_payload(std::span(p).subspan(b * bs, bs)));
+          sim.s.resolve_remote(it->first, std::move(found));
+          it = pending.erase(it);
+        }
+        sim.step();
+      }
+      for (int i = 0; i < 2000 && !sim.s.idle(); ++i) {
+        for (auto& q : sim.s.take_remote_lookups()) sim.s.resolve_remote(q.seq_id, {});
+        for (auto& q : pending) sim.s.resolve_remote(q.first, {});
+        pending.clear();
+        sim.step();
+      }
+      BOOST_REQUIRE(sim.s.idle());
+      sim.check_outputs();
+      BOOST_TEST(sim.s.allocator().num_free_blocks() == sim.s.allocator().num_total_blocks());
+      BOOST_TEST_MESSAGE("remote " << remote << " seed " << seed << ": hit tokens " << sim.pc().stats().hit_tokens
+                                   << " of " << sim.pc().stats().query_tokens << ", remote "
+                                   << sim.pc().stats().remote_hit_tokens);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
