@@ -154,21 +154,33 @@ void plugin_policy::watch_starvation(int64_t admitted_id) {
                std::to_string(opts_.starvation_limit) + "): the policy does not admit it");
 }
 
-void plugin_policy::admit_order(std::span<const int64_t> waiting, size_t max, std::vector<int64_t>& out) {
-  size_t want = std::min(max, waiting.size());
+void plugin_policy::admit_order(std::span<const int64_t> offered, size_t max, std::vector<int64_t>& out) {
+  size_t want = std::min(max, offered.size());
   if (healthy_ && want > 0) {
-    TROUPE_ASSERT(waiting_by_arrival_.size() == waiting.size());
-    buf_.assign(want, -1);
+    // The scheduler may offer a subset of the waiting requests (those still waiting for a
+    // shared prefix-cache look-up are held back). The plugin ranks everything it knows; asking
+    // for `held_back` more than needed leaves at least `want` offered ones after filtering.
+    size_t num_waiting = waiting_by_arrival_.size();
+    TROUPE_ASSERT(offered.size() <= num_waiting);
+    size_t held_back = num_waiting - offered.size();
+    size_t ask = std::min(want + held_back, num_waiting);
+    ++epoch_;
+    if (held_back > 0)
+      for (int64_t id : offered) {
+        auto it = recs_.find(id);
+        TROUPE_ASSERT(it != recs_.end() && it->second.waiting);
+        it->second.offered_epoch = epoch_;
+      }
+    buf_.assign(ask, -1);
     uint32_t n = 0;
     int64_t now = opts_.now_ns();
     if (call("rank_waiting",
-             [&] { return api_.rank_waiting(instance_, now, buf_.data(), static_cast<uint32_t>(want), &n); })) {
+             [&] { return api_.rank_waiting(instance_, now, buf_.data(), static_cast<uint32_t>(ask), &n); })) {
       std::string bad;
-      if (n != want) {
-        bad = "rank_waiting ranked " + std::to_string(n) + " requests; expected min(capacity " + std::to_string(max) +
-              ", waiting " + std::to_string(waiting.size()) + ") = " + std::to_string(want);
+      if (n != ask) {
+        bad = "rank_waiting ranked " + std::to_string(n) + " requests; expected min(capacity " + std::to_string(ask) +
+              ", waiting " + std::to_string(num_waiting) + ") = " + std::to_string(ask);
       } else {
-        ++epoch_;
         for (int64_t id : buf_) {
           auto it = recs_.find(id);
           if (it == recs_.end()) {
@@ -185,13 +197,20 @@ void plugin_policy::admit_order(std::span<const int64_t> waiting, size_t max, st
         }
       }
       if (bad.empty()) {
-        out.insert(out.end(), buf_.begin(), buf_.end());
+        size_t added = 0;
+        for (int64_t id : buf_) {
+          if (added == want) break;
+          if (held_back > 0 && recs_.at(id).offered_epoch != epoch_) continue;
+          out.push_back(id);
+          ++added;
+        }
+        TROUPE_ASSERT(added == want);
         return;
       }
       misbehaved(bad);
     }
   }
-  out.insert(out.end(), waiting.begin(), waiting.begin() + static_cast<ptrdiff_t>(want));
+  out.insert(out.end(), offered.begin(), offered.begin() + static_cast<ptrdiff_t>(want));
 }
 
 int64_t plugin_policy::preempt_victim(std::span<const int64_t> candidates) {

@@ -66,7 +66,8 @@ class plugin_policy final : public sched::policy {
     troupe_policy_request req{};
     std::string tenant;
     bool waiting = false;
-    uint64_t ranked_epoch = 0;  // == epoch_: already in the ranking being checked
+    uint64_t ranked_epoch = 0;   // == epoch_: already in the ranking being checked
+    uint64_t offered_epoch = 0;  // == epoch_: offered for admission in this step
   };
 
   record& fill(const sched::seq_view& v);

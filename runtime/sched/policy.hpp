@@ -45,7 +45,9 @@ class policy {
   virtual void on_update(const seq_view&) {}    // computed or generated tokens in a step
   virtual void on_finished(int64_t /*seq_id*/) {}  // left the scheduler, from either queue
   // Appends to `out` up to `max` ids of `waiting` (queue order), in the order to admit them this
-  // step; admission stops at the first that does not fit. Default: the queue order.
+  // step; admission stops at the first that does not fit. Default: the queue order. `waiting` is
+  // the sequences that may be admitted now: all waiting ones, or fewer when the scheduler holds
+  // some back (a prefix-cache look-up still in flight); `on_waiting` was called for every one.
   virtual void admit_order(std::span<const int64_t> waiting, size_t max, std::vector<int64_t>& out);
   // The sequence to preempt first among `candidates` (running and not yet planned this step, in
   // queue order; never empty). Default: the last, the far end of the policy order.

@@ -128,3 +128,29 @@ BOOST_AUTO_TEST_CASE(builtin_plugins_under_load_stay_in_charge) {
     }
   }
 }
+
+BOOST_AUTO_TEST_CASE(only_offered_requests_are_admitted) {
+  // The scheduler may offer a subset of the waiting requests (prefix-cache look-ups in flight):
+  // the plugin's order is kept, restricted to the offered ones.
+  auto pol = load_policy("priority", "aging_ms=0");
+  std::vector<troupe::sched::seq_view> views(6);
+  for (int64_t id = 1; id <= 5; ++id) {
+    auto& v = views[static_cast<size_t>(id)];
+    v.seq_id = id;
+    v.arrival = id;
+    v.priority = static_cast<int32_t>(10 - id);  // 5 is the most urgent, 1 the least
+    v.num_prompt_tokens = 4;
+    v.max_output_tokens = 4;
+    pol->on_waiting(v);
+  }
+  std::vector<int64_t> all = {1, 2, 3, 4, 5}, offered = {1, 2, 4}, out;
+  pol->admit_order(all, 3, out);
+  BOOST_TEST(out == (std::vector<int64_t>{5, 4, 3}));
+  out.clear();
+  pol->admit_order(offered, 2, out);
+  BOOST_TEST(out == (std::vector<int64_t>{4, 2}));
+  out.clear();
+  pol->admit_order(offered, 10, out);
+  BOOST_TEST(out == (std::vector<int64_t>{4, 2, 1}));
+  BOOST_TEST(!pol->fell_back());
+}
