@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "runtime/core/error.hpp"
+#include "runtime/prefix/kv_block_io.hpp"
 
 namespace troupe::serve {
 
@@ -28,9 +29,16 @@ step_outcome batch_executor::run(step_job& job) {
   step_outcome out;
   auto t0 = std::chrono::steady_clock::now();
   try {
+    // Prefix caching: fetched K/V go into their fresh blocks before the forward pass reads them.
+    for (const auto& l : job.plan.kv_loads) prefix::scatter_block(kv_, l.block, l.payload.bytes);
     runner_.step(job.plan.batch, result_);
+    for (const auto& sv : job.plan.kv_saves) {
+      out.saved.push_back({sv.meta, {}});
+      prefix::gather_block(kv_, sv.block, out.saved.back().payload);
+    }
   } catch (const std::exception& e) {
     out.step_error = e.what();
+    out.saved.clear();
     return out;
   }
   TROUPE_ASSERT(job.samplers.size() == static_cast<size_t>(job.plan.num_sampled));

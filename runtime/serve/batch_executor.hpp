@@ -10,6 +10,7 @@
 
 #include "runtime/engine/model_runner.hpp"
 #include "runtime/kv/kv_cache.hpp"
+#include "runtime/prefix/prefix_cache.hpp"
 #include "runtime/sampling/sampler.hpp"
 #include "runtime/sched/scheduler.hpp"
 
@@ -41,6 +42,8 @@ struct step_outcome {
   std::vector<std::pair<int64_t, std::string>> seq_errors;  // (seq_id, why) for the -1 entries
   std::string step_error;        // non-empty: the whole step failed (nothing sampled)
   double engine_seconds = 0;
+  // Prefix caching: the blocks listed in plan.kv_saves, copied out after the step (to publish).
+  std::vector<prefix::saved_block> saved;
 };
 
 class batch_executor {
