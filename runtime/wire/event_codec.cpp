@@ -105,6 +105,13 @@ struct event_packer {
       pk.pack(m.vocab_size);
     }
   }
+  void operator()(const policy_event& e) {
+    pack_header(pk, 5, "policy", e.id);
+    pack_str(pk, "policy");
+    pack_str(pk, e.policy);
+    pack_str(pk, "previous");
+    pack_str(pk, e.previous);
+  }
 };
 
 }  // namespace
@@ -227,6 +234,7 @@ event decode_body(const reader& r) {
     }
     return m;
   }
+  if (kind == "policy") return policy_event{id, r.str("policy"), r.str("previous")};
   throw bad_event{"unknown event '" + kind + "'"};
 }
 

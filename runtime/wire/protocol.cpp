@@ -9,7 +9,8 @@ constexpr std::array<std::string_view, num_error_codes> error_names = {
     "malformed",     "frame_too_large",   "unsupported_version", "unknown_type",
     "unknown_field", "missing_field",     "wrong_type",          "invalid_value",
     "invalid_utf8",  "duplicate_id",      "unknown_id",          "prompt_too_long",
-    "too_many_requests", "unsupported",   "shutting_down",       "internal",
+    "too_many_requests", "unsupported",   "shutting_down",       "forbidden",
+    "internal",
 };
 constexpr std::array<std::string_view, 5> finish_names = {"stop", "length", "cancelled",
                                                           "deadline", "error"};

@@ -31,6 +31,7 @@ enum class error_code : uint8_t {
   too_many_requests,    // per-connection or server-wide queue limit reached
   unsupported,          // valid but not served here (text prompt without a tokenizer, ...)
   shutting_down,        // the server is draining and takes no new requests
+  forbidden,            // an admin request without the server's admin token, or admin disabled
   internal,             // a server-side failure (an actor failed); not the client's fault
 };
 inline constexpr int num_error_codes = static_cast<int>(error_code::internal) + 1;
@@ -107,8 +108,18 @@ struct models_request {
   friend bool operator==(const models_request&, const models_request&) = default;
 };
 
-using request =
-    std::variant<generate_request, cancel_request, tokenize_request, health_request, models_request>;
+// Admin: replace the scheduling policy of a running server (docs/plugins.md). No request is
+// dropped; the answer is a `policy` event or an error (forbidden, invalid_value).
+struct set_policy_request {
+  std::string id;
+  std::string policy;  // a policy name (fcfs, fair-share, ...) or a path to a plugin .so
+  std::string config;  // the policy's key=value config ("" = its defaults)
+  std::string token;   // must equal the server's admin token
+  friend bool operator==(const set_policy_request&, const set_policy_request&) = default;
+};
+
+using request = std::variant<generate_request, cancel_request, tokenize_request, health_request,
+                             models_request, set_policy_request>;
 
 // ---- events (server -> client) ---------------------------------------------------------------
 
@@ -178,7 +189,15 @@ struct models_event {
   std::vector<model_info> models;
 };
 
+// The answer to set_policy: the policy now in charge and the one it replaced.
+struct policy_event {
+  std::string id;
+  std::string policy;
+  std::string previous;
+  friend bool operator==(const policy_event&, const policy_event&) = default;
+};
+
 using event = std::variant<token_event, done_event, wire_error, tokenize_event, health_event,
-                           models_event>;
+                           models_event, policy_event>;
 
 }  // namespace troupe::wire

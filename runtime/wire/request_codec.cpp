@@ -301,8 +301,21 @@ request decode_body(const field_map& f, std::string_view type) {
     if (type == "health") return health_request{std::move(id)};
     return models_request{std::move(id)};
   }
+  if (type == "set_policy") {
+    static constexpr std::string_view allowed[] = {"v", "type", "id", "policy", "config", "token"};
+    f.check_known(allowed, "a set_policy request");
+    set_policy_request r;
+    r.id = get_id(f, false, "set_policy");
+    const auto* p = f.find("policy");
+    if (!p) fail(error_code::missing_field, "a set_policy request needs field 'policy' (a policy name or a plugin path)");
+    r.policy = get_string(*p, "policy", max_policy_bytes);
+    if (r.policy.empty()) fail(error_code::invalid_value, "field 'policy' must not be empty");
+    if (const auto* o = f.find("config")) r.config = get_string(*o, "config", max_policy_config_bytes);
+    if (const auto* o = f.find("token")) r.token = get_string(*o, "token", max_admin_token_bytes);
+    return r;
+  }
   fail(error_code::unknown_type, "unknown request type '" + std::string(type) +
-                                     "'; expected generate, cancel, tokenize, health or models");
+                                     "'; expected generate, cancel, tokenize, health, models or set_policy");
 }
 
 }  // namespace
@@ -447,6 +460,10 @@ std::string encode_request(const request& req) {
     if (g->deadline_ms) m.key("deadline_ms").pack(*g->deadline_ms);
   } else if (const auto* t = std::get_if<tokenize_request>(&req)) {
     put_prompt(m, *t);
+  } else if (const auto* p = std::get_if<set_policy_request>(&req)) {
+    detail::pack_str(m.key("policy"), p->policy);
+    if (!p->config.empty()) detail::pack_str(m.key("config"), p->config);
+    if (!p->token.empty()) detail::pack_str(m.key("token"), p->token);
   }
   return m.finish();
 }
@@ -456,7 +473,7 @@ const std::string& request_id(const request& r) noexcept {
 }
 
 std::string_view request_type(const request& r) noexcept {
-  static constexpr std::string_view names[] = {"generate", "cancel", "tokenize", "health", "models"};
+  static constexpr std::string_view names[] = {"generate", "cancel", "tokenize", "health", "models", "set_policy"};
   return names[r.index()];
 }
 
