@@ -1,0 +1,343 @@
+// The gateway broker: one actor multiplexing every client connection. It only frames, decodes,
+// routes and writes; per-connection back-pressure keeps one slow or broken client from holding
+// memory or time that others need.
+#include "actors/gateway.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/io/broker.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/io/receive_policy.hpp>
+#include <caf/io/system_messages.hpp>
+#include <cstdio>
+#include <unordered_map>
+
+#include "actors/messages.hpp"
+#include "runtime/wire/event_codec.hpp"
+#include "runtime/wire/frame.hpp"
+#include "runtime/wire/request_codec.hpp"
+
+namespace troupe::actors {
+
+namespace {
+
+using caf::io::connection_handle;
+
+struct conn_state {
+  explicit conn_state(uint32_t max_frame) : decoder(max_frame) {}
+  wire::frame_decoder decoder;
+  std::unordered_map<std::string, int64_t> generates;  // client id -> rid, running only
+  uint64_t unsent_bytes = 0;  // written but not yet on the wire (as the scribe last reported)
+  bool paused = false;        // reading stopped until the client drains its output
+};
+
+struct route {
+  connection_handle hdl;
+  std::string client_id;
+  int32_t worker = 0;
+  bool generate = false;
+};
+
+struct gateway_state {
+  static inline const char* name = "troupe.gateway";
+  context_ptr ctx;
+  std::vector<caf::actor> workers;
+  std::unordered_map<connection_handle, conn_state> conns;
+  std::unordered_map<int64_t, route> routes;
+  int64_t next_rid = 1;
+  bool draining = false;
+  caf::io::accept_handle doorman;
+};
+
+using self_ptr = caf::io::stateful_broker<gateway_state>*;
+
+void write_bytes(self_ptr self, connection_handle hdl, const std::string& bytes) {
+  auto& st = self->state;
+  auto c = st.conns.find(hdl);
+  if (c == st.conns.end() || bytes.empty()) return;
+  self->write(hdl, bytes.size(), bytes.data());
+  self->flush(hdl);
+  c->second.unsent_bytes += bytes.size();
+}
+
+void write_event(self_ptr self, connection_handle hdl, const wire::event& e) {
+  std::string bytes;
+  wire::append_event_frame(bytes, e);
+  write_bytes(self, hdl, bytes);
+}
+
+void write_error(self_ptr self, connection_handle hdl, wire::error_code code, std::string msg, std::string id) {
+  write_event(self, hdl, wire::wire_error{code, std::move(msg), std::move(id)});
+}
+
+// Cancels every running request of a connection (disconnect, stuck client, frame too large).
+void cancel_all(self_ptr self, connection_handle hdl) {
+  auto& st = self->state;
+  for (auto it = st.routes.begin(); it != st.routes.end();) {
+    if (it->second.hdl == hdl) {
+      if (it->second.generate) self->send(st.workers[static_cast<size_t>(it->second.worker)], cancel_msg{it->first});
+      it = st.routes.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void drop_connection(self_ptr self, connection_handle hdl, bool close_socket) {
+  cancel_all(self, hdl);
+  self->state.conns.erase(hdl);
+  if (close_socket) self->close(hdl);
+}
+
+// Pauses reading above half the output budget; a client above the whole budget is stuck.
+void apply_backpressure(self_ptr self, connection_handle hdl) {
+  auto& st = self->state;
+  auto c = st.conns.find(hdl);
+  if (c == st.conns.end()) return;
+  auto limit = static_cast<uint64_t>(st.ctx->cfg.max_connection_buffer_bytes);
+  auto& cs = c->second;
+  if (cs.unsent_bytes > limit) {
+    std::fprintf(stderr, "troupe serve: a client has %llu unread bytes (limit %llu): cancelling its requests\n",
+                 static_cast<unsigned long long>(cs.unsent_bytes), static_cast<unsigned long long>(limit));
+    drop_connection(self, hdl, true);
+  } else if (!cs.paused && cs.unsent_bytes > limit / 2) {
+    cs.paused = true;
+    self->halt(hdl);
+  } else if (cs.paused && cs.unsent_bytes <= limit / 4) {
+    cs.paused = false;
+    self->trigger(hdl);
+  }
+}
+
+void on_request(self_ptr self, connection_handle hdl, wire::request&& req) {
+  auto& st = self->state;
+  auto& cs = st.conns.at(hdl);
+  const auto& id = wire::request_id(req);
+  if (auto* g = std::get_if<wire::generate_request>(&req)) {
+    if (st.draining) return write_error(self, hdl, wire::error_code::shutting_down, "the server is shutting down", id);
+    if (cs.generates.count(id))
+      return write_error(self, hdl, wire::error_code::duplicate_id,
+                         "request id '" + id + "' is already running on this connection", id);
+    if (static_cast<int32_t>(cs.generates.size()) >= st.ctx->cfg.max_requests_per_connection)
+      return write_error(self, hdl, wire::error_code::too_many_requests,
+                         "this connection already has " + std::to_string(cs.generates.size()) +
+                             " requests running (max_requests_per_connection)",
+                         id);
+    int64_t rid = st.next_rid++;
+    auto w = static_cast<int32_t>(rid % static_cast<int64_t>(st.workers.size()));
+    cs.generates.emplace(id, rid);
+    st.routes.emplace(rid, route{hdl, id, w, true});
+    self->send(st.workers[static_cast<size_t>(w)],
+               generate_msg{rid, std::make_shared<const wire::generate_request>(std::move(*g)), clock::now()});
+  } else if (auto* c = std::get_if<wire::cancel_request>(&req)) {
+    auto it = cs.generates.find(c->id);
+    if (it == cs.generates.end())
+      return write_error(self, hdl, wire::error_code::unknown_id,
+                         "no request with id '" + c->id + "' is running on this connection", c->id);
+    auto r = st.routes.find(it->second);
+    if (r != st.routes.end()) self->send(st.workers[static_cast<size_t>(r->second.worker)], cancel_msg{it->second});
+  } else if (auto* t = std::get_if<wire::tokenize_request>(&req)) {
+    int64_t rid = st.next_rid++;
+    auto w = static_cast<int32_t>(rid % static_cast<int64_t>(st.workers.size()));
+    st.routes.emplace(rid, route{hdl, id, w, false});
+    self->send(st.workers[static_cast<size_t>(w)],
+               tokenize_msg{rid, std::make_shared<const wire::tokenize_request>(std::move(*t))});
+  } else if (std::holds_alternative<wire::health_request>(req)) {
+    write_event(self, hdl,
+                wire::health_event{id, st.draining ? "draining" : "ok", st.ctx->metrics->running(),
+                                   st.ctx->metrics->waiting()});
+  } else {
+    const auto& f = st.ctx->facts;
+    write_event(self, hdl, wire::models_event{id, {{f.name, f.max_model_len, f.vocab_size}}});
+  }
+}
+
+void on_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf) {
+  auto& st = self->state;
+  auto c = st.conns.find(hdl);
+  if (c == st.conns.end()) return;
+  c->second.decoder.feed(std::string_view(buf.data(), buf.size()));
+  std::string payload;
+  for (;;) {
+    auto s = c->second.decoder.next(payload);
+    if (s == wire::frame_decoder::status::need_more) break;
+    if (s == wire::frame_decoder::status::too_large) {
+      write_error(self, hdl, wire::error_code::frame_too_large,
+                  "frame of " + std::to_string(c->second.decoder.declared_bytes()) + " bytes exceeds max_frame_bytes (" +
+                      std::to_string(c->second.decoder.max_frame_bytes()) + "); closing the connection",
+                  "");
+      drop_connection(self, hdl, true);
+      return;
+    }
+    auto d = wire::decode_request(payload);
+    if (!d.ok()) {
+      write_error(self, hdl, d.error.code, d.error.message, d.error.id);
+      continue;
+    }
+    on_request(self, hdl, std::move(*d.req));
+    c = st.conns.find(hdl);  // on_request never drops the connection, but stay safe
+    if (c == st.conns.end()) return;
+  }
+  apply_backpressure(self, hdl);
+}
+
+caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> workers,
+                      std::promise<bind_result>* bound) {
+  auto& st = self->state;
+  st.ctx = ctx;
+  st.workers = std::move(workers);
+  auto res = self->add_tcp_doorman(static_cast<uint16_t>(ctx->cfg.port), ctx->cfg.host.c_str(), true);
+  if (!res) {
+    bound->set_value({0, "cannot listen on " + ctx->cfg.host + ":" + std::to_string(ctx->cfg.port) + ": " +
+                             self->system().render(res.error())});
+    self->quit();
+    return {};
+  }
+  st.doorman = res->first;
+  bound->set_value({res->second, {}});
+  return {
+      [=](const caf::io::new_connection_msg& m) {
+        auto& st = self->state;
+        if (static_cast<int32_t>(st.conns.size()) >= st.ctx->cfg.max_connections || st.draining) {
+          std::string bytes;
+          wire::append_event_frame(bytes, wire::wire_error{st.draining ? wire::error_code::shutting_down
+                                                                       : wire::error_code::too_many_requests,
+                                                           st.draining ? "the server is shutting down"
+                                                                       : "the server has max_connections clients",
+                                                           ""});
+          self->write(m.handle, bytes.size(), bytes.data());
+          self->flush(m.handle);
+          self->close(m.handle);
+          return;
+        }
+        st.conns.emplace(m.handle, conn_state(static_cast<uint32_t>(st.ctx->cfg.max_frame_bytes)));
+        self->configure_read(m.handle, caf::io::receive_policy::at_most(64 * 1024));
+        self->ack_writes(m.handle, true);
+      },
+      [=](const caf::io::new_data_msg& m) { on_data(self, m.handle, m.buf); },
+      [=](const caf::io::data_transferred_msg& m) {
+        auto c = self->state.conns.find(m.handle);
+        if (c == self->state.conns.end()) return;
+        c->second.unsent_bytes = m.remaining;
+        apply_backpressure(self, m.handle);
+      },
+      [=](const caf::io::connection_closed_msg& m) { drop_connection(self, m.handle, false); },
+      [=](const caf::io::acceptor_closed_msg&) {},
+      [=](output_msg& m) {
+        auto& st = self->state;
+        std::vector<connection_handle> touched;
+        for (auto& item : m.items) {
+          auto r = st.routes.find(item.rid);
+          if (r == st.routes.end()) continue;  // the client left
+          auto hdl = r->second.hdl;
+          write_bytes(self, hdl, item.bytes);
+          touched.push_back(hdl);
+          if (item.final) {
+            if (r->second.generate) {
+              auto c = st.conns.find(hdl);
+              if (c != st.conns.end()) c->second.generates.erase(r->second.client_id);
+            }
+            st.routes.erase(r);
+          }
+        }
+        for (auto hdl : touched) apply_backpressure(self, hdl);
+      },
+      [=](drain_atom) {
+        auto& st = self->state;
+        st.draining = true;
+        self->close(st.doorman);
+      },
+      [=](worker_changed& m) {
+        // The worker's requests died with it: end each with a reason, and make sure the
+        // scheduler forgets them (the cancel goes through the new worker).
+        auto& st = self->state;
+        st.workers.at(static_cast<size_t>(m.index)) = m.worker;
+        for (auto it = st.routes.begin(); it != st.routes.end();) {
+          if (it->second.worker != m.index) {
+            ++it;
+            continue;
+          }
+          wire::wire_error lost{wire::error_code::internal,
+                                "the tokenizer worker failed and was restarted; this request was lost",
+                                it->second.client_id};
+          if (it->second.generate) {
+            wire::done_event d;
+            d.id = it->second.client_id;
+            d.reason = wire::finish_reason::error;
+            d.error = lost;
+            write_event(self, it->second.hdl, d);
+            auto c = st.conns.find(it->second.hdl);
+            if (c != st.conns.end()) c->second.generates.erase(it->second.client_id);
+            self->send(m.worker, cancel_msg{it->first});
+          } else {
+            write_event(self, it->second.hdl, lost);
+          }
+          it = st.routes.erase(it);
+        }
+      },
+  };
+}
+
+// ---- metrics endpoint ------------------------------------------------------------------------
+
+struct http_state {
+  static inline const char* name = "troupe.metrics";
+  context_ptr ctx;
+  std::unordered_map<connection_handle, std::string> requests;
+};
+
+using http_ptr = caf::io::stateful_broker<http_state>*;
+
+void http_reply(http_ptr self, connection_handle hdl, const char* status, const char* type, const std::string& body) {
+  std::string r = std::string("HTTP/1.1 ") + status + "\r\nContent-Type: " + type +
+                  "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  self->write(hdl, r.size(), r.data());
+  self->flush(hdl);
+  self->close(hdl);
+  self->state.requests.erase(hdl);
+}
+
+caf::behavior metrics_http(http_ptr self, context_ptr ctx, std::promise<bind_result>* bound) {
+  self->state.ctx = ctx;
+  auto res = self->add_tcp_doorman(static_cast<uint16_t>(ctx->cfg.metrics_port), ctx->cfg.host.c_str(), true);
+  if (!res) {
+    bound->set_value({0, "cannot listen on " + ctx->cfg.host + ":" + std::to_string(ctx->cfg.metrics_port) +
+                             " for metrics: " + self->system().render(res.error())});
+    self->quit();
+    return {};
+  }
+  bound->set_value({res->second, {}});
+  return {
+      [=](const caf::io::new_connection_msg& m) {
+        self->state.requests[m.handle];
+        self->configure_read(m.handle, caf::io::receive_policy::at_most(4096));
+      },
+      [=](const caf::io::new_data_msg& m) {
+        auto& req = self->state.requests[m.handle];
+        req.append(m.buf.data(), m.buf.size());
+        if (req.size() > 16384) return http_reply(self, m.handle, "431 Request Header Fields Too Large", "text/plain", "");
+        if (req.find("\r\n\r\n") == std::string::npos) return;
+        auto line = req.substr(0, req.find("\r\n"));
+        if (line.rfind("GET /metrics ", 0) == 0)
+          return http_reply(self, m.handle, "200 OK", "text/plain; version=0.0.4; charset=utf-8",
+                            self->state.ctx->metrics->render());
+        if (line.rfind("GET /health ", 0) == 0) return http_reply(self, m.handle, "200 OK", "text/plain", "ok\n");
+        http_reply(self, m.handle, "404 Not Found", "text/plain", "try GET /metrics\n");
+      },
+      [=](const caf::io::connection_closed_msg& m) { self->state.requests.erase(m.handle); },
+      [=](const caf::io::acceptor_closed_msg&) {},
+      [=](const caf::io::data_transferred_msg&) {},
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_gateway(caf::actor_system& sys, context_ptr ctx, std::vector<caf::actor> workers,
+                         std::promise<bind_result>* bound) {
+  return sys.middleman().spawn_broker(gateway, std::move(ctx), std::move(workers), bound);
+}
+
+caf::actor spawn_metrics_http(caf::actor_system& sys, context_ptr ctx, std::promise<bind_result>* bound) {
+  return sys.middleman().spawn_broker(metrics_http, std::move(ctx), bound);
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,324 @@
+// The scheduler actor: maps messages onto sched::scheduler, keeps one step in flight on the shard
+// executor, turns step results into per-worker updates and records the request metrics.
+#include "actors/scheduler_actor.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <cstdio>
+#include <unordered_map>
+
+#include "actors/messages.hpp"
+
+namespace troupe::actors {
+
+namespace {
+
+double seconds(clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+wire::finish_reason to_wire(sched::finish_reason r) {
+  switch (r) {
+    case sched::finish_reason::stop: return wire::finish_reason::stop;
+    case sched::finish_reason::length: return wire::finish_reason::length;
+    case sched::finish_reason::cancelled: return wire::finish_reason::cancelled;
+    case sched::finish_reason::deadline: return wire::finish_reason::deadline;
+    case sched::finish_reason::error: return wire::finish_reason::error;
+  }
+  return wire::finish_reason::error;
+}
+
+serve::finished_reason_label label(sched::finish_reason r) {
+  switch (r) {
+    case sched::finish_reason::stop: return serve::finished_reason_label::stop;
+    case sched::finish_reason::length: return serve::finished_reason_label::length;
+    case sched::finish_reason::error: return serve::finished_reason_label::error;
+    default: return serve::finished_reason_label::abort;
+  }
+}
+
+struct seq_meta {
+  int32_t worker = 0;
+  std::shared_ptr<serve::seq_sampling> sampling;
+  clock::time_point received;
+  std::optional<clock::time_point> first_scheduled, last_token;
+  int64_t prompt_tokens = 0;
+};
+
+struct scheduler_state {
+  static inline const char* name = "troupe.scheduler";
+  context_ptr ctx;
+  std::unique_ptr<sched::scheduler> core;
+  std::unordered_map<int64_t, seq_meta> metas;
+  std::vector<caf::actor> workers;
+  caf::actor executor, supervisor;
+  std::vector<std::vector<seq_update>> pending;  // per worker, flushed after each event
+  bool in_flight = false;
+  bool tick_armed = false;
+  bool draining = false;
+  bool drained_sent = false;
+  clock::time_point drain_deadline;
+  clock::time_point step_started;
+};
+
+using self_ptr = caf::stateful_actor<scheduler_state>*;
+
+void emit(self_ptr self, int64_t rid, seq_update u) {
+  auto& st = self->state;
+  auto it = st.metas.find(rid);
+  if (it == st.metas.end()) return;
+  u.rid = rid;
+  st.pending[static_cast<size_t>(it->second.worker)].push_back(std::move(u));
+}
+
+void flush(self_ptr self) {
+  auto& st = self->state;
+  for (size_t w = 0; w < st.pending.size(); ++w) {
+    if (st.pending[w].empty()) continue;
+    self->send(st.workers[w], updates_msg{std::move(st.pending[w])});
+    st.pending[w].clear();
+  }
+}
+
+void publish_gauges(self_ptr self) {
+  auto& st = self->state;
+  auto s = st.core->stats();
+  st.ctx->metrics->set_queue_sizes(s.num_running, s.num_waiting);
+  st.ctx->metrics->set_kv_cache_usage(st.core->allocator().usage());
+}
+
+// A sequence left the scheduler: tell its worker, record the metrics, forget it.
+void finished(self_ptr self, int64_t rid, sched::finish_reason why, std::optional<wire::wire_error> err = {},
+              int32_t token = -1) {
+  auto& st = self->state;
+  auto it = st.metas.find(rid);
+  if (it == st.metas.end()) return;
+  seq_update u;
+  u.token = token;
+  u.finished = to_wire(why);
+  u.error = std::move(err);
+  u.first_scheduled = it->second.first_scheduled;
+  emit(self, rid, std::move(u));
+  st.ctx->metrics->add_finished(label(why));
+  st.ctx->metrics->observe_e2e(seconds(clock::now() - it->second.received));
+  st.metas.erase(it);
+}
+
+void check_drained(self_ptr self) {
+  auto& st = self->state;
+  if (!st.draining || st.drained_sent) return;
+  if (clock::now() >= st.drain_deadline) {
+    // Grace is over: every request still queued ends now with `cancelled`.
+    std::vector<int64_t> ids = st.core->running_ids();
+    auto w = st.core->waiting_ids();
+    ids.insert(ids.end(), w.begin(), w.end());
+    for (int64_t id : ids)
+      if (st.core->finish(id, sched::finish_reason::cancelled)) finished(self, id, sched::finish_reason::cancelled);
+    flush(self);
+  }
+  if (st.core->idle() && !st.in_flight) {
+    st.drained_sent = true;
+    publish_gauges(self);
+    self->send(st.supervisor, drained_atom::value);
+  }
+}
+
+void arm_tick(self_ptr self) {
+  auto& st = self->state;
+  if (st.tick_armed || (st.core->idle() && !st.draining)) return;
+  st.tick_armed = true;
+  self->delayed_send(self, std::chrono::milliseconds(20), tick_atom::value);
+}
+
+void expire_deadlines(self_ptr self) {
+  auto& st = self->state;
+  for (int64_t id : st.core->expire(clock::now())) finished(self, id, sched::finish_reason::deadline);
+}
+
+void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, const serve::step_outcome& out);
+void on_step_failed(self_ptr self, const caf::actor& target, const caf::error& err);
+
+void kick(self_ptr self) {
+  auto& st = self->state;
+  expire_deadlines(self);
+  flush(self);
+  if (st.in_flight || !st.executor || st.core->idle()) {
+    check_drained(self);
+    arm_tick(self);
+    return;
+  }
+  auto now = clock::now();
+  auto job = std::make_shared<serve::step_job>();
+  job->plan = st.core->schedule();
+  if (!job->plan.preempted.empty()) st.ctx->metrics->add_preemptions(static_cast<int64_t>(job->plan.preempted.size()));
+  if (job->plan.empty()) {
+    arm_tick(self);
+    return;
+  }
+  for (const auto& e : job->plan.seqs) {
+    auto& m = st.metas.at(e.seq_id);
+    if (e.first_scheduled) {
+      m.first_scheduled = now;
+      st.ctx->metrics->observe_queue(seconds(now - m.received));
+    }
+    if (e.sample) job->samplers.push_back(m.sampling);
+  }
+  st.in_flight = true;
+  st.step_started = now;
+  caf::actor target = st.executor;
+  self->request(target, caf::infinite, step_msg{job})
+      .then([=](step_done_msg& d) { on_step_done(self, job, *d.outcome); },
+            [=](caf::error& err) { on_step_failed(self, target, err); });
+}
+
+void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, const serve::step_outcome& out) {
+  auto& st = self->state;
+  st.in_flight = false;
+  auto now = clock::now();
+  const auto& plan = job->plan;
+  if (!out.step_error.empty()) {
+    // The engine refused the batch before computing anything: end its sequences, keep serving.
+    std::fprintf(stderr, "troupe serve: step failed: %s\n", out.step_error.c_str());
+    for (const auto& e : plan.seqs)
+      if (st.core->finish(e.seq_id, sched::finish_reason::error))
+        finished(self, e.seq_id, sched::finish_reason::error,
+                 wire::wire_error{wire::error_code::internal, "the engine failed the step: " + out.step_error, {}});
+  } else {
+    for (const auto& [id, why] : out.seq_errors)
+      if (st.core->finish(id, sched::finish_reason::error))
+        finished(self, id, sched::finish_reason::error,
+                 wire::wire_error{wire::error_code::internal, "sampling failed: " + why, {}});
+    for (const auto& ev : st.core->update(plan, out.sampled)) {
+      auto it = st.metas.find(ev.seq_id);
+      if (it == st.metas.end()) continue;
+      auto& m = it->second;
+      if (ev.token) {
+        st.ctx->metrics->add_generation_tokens(1);
+        if (!m.last_token) {
+          st.ctx->metrics->observe_ttft(seconds(now - m.received));
+          st.ctx->metrics->add_prompt_tokens(m.prompt_tokens);
+        } else {
+          st.ctx->metrics->observe_inter_token(seconds(now - *m.last_token));
+        }
+        m.last_token = now;
+      }
+      if (ev.finished) {
+        finished(self, ev.seq_id, *ev.finished, std::nullopt, ev.token.value_or(-1));
+      } else if (ev.token) {
+        seq_update u;
+        u.token = *ev.token;
+        u.first_scheduled = m.first_scheduled;
+        emit(self, ev.seq_id, std::move(u));
+      }
+    }
+  }
+  st.ctx->metrics->add_step(out.engine_seconds, seconds(now - st.step_started), plan.num_batched_tokens);
+  publish_gauges(self);
+  kick(self);
+}
+
+void on_step_failed(self_ptr self, const caf::actor& target, const caf::error& err) {
+  // The executor died with this step (its KV pool with it): recompute every running sequence
+  // on the executor the supervisor starts next. Samplers are rebuilt to the tokens the
+  // scheduler has seen, so seeded requests still give the same tokens.
+  auto& st = self->state;
+  st.in_flight = false;
+  if (st.executor == target) st.executor = caf::actor{};  // a replacement may already be here
+  std::fprintf(stderr, "troupe serve: shard executor failed during a step (%s); re-queueing %d running requests\n",
+               to_string(err).c_str(), st.core->stats().num_running);
+  for (int64_t id : st.core->requeue_running()) {
+    auto& m = st.metas.at(id);
+    auto all = st.core->tokens(id);
+    auto known = all.subspan(static_cast<size_t>(m.prompt_tokens));
+    m.sampling = serve::rebuild_sampling(*m.sampling, known, st.ctx->facts.vocab_size);
+    st.ctx->metrics->add_preemptions(1);
+  }
+  publish_gauges(self);
+  kick(self);
+}
+
+caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::actor> workers, caf::actor executor,
+                              caf::actor supervisor) {
+  auto& st = self->state;
+  st.ctx = ctx;
+  st.core = std::make_unique<sched::scheduler>(ctx->sched, ctx->num_blocks, ctx->cfg.block_size,
+                                               sched::make_policy(ctx->cfg.policy));
+  st.workers = std::move(workers);
+  st.pending.resize(st.workers.size());
+  st.executor = std::move(executor);
+  st.supervisor = std::move(supervisor);
+  publish_gauges(self);
+  return {
+      [=](submit_msg& m) {
+        auto& st = self->state;
+        auto reject = [&](wire::error_code code, std::string msg) {
+          seq_update u;
+          u.rid = m.rid;
+          u.rejected = true;
+          u.error = wire::wire_error{code, std::move(msg), {}};
+          st.pending[static_cast<size_t>(m.worker)].push_back(std::move(u));
+          flush(self);
+        };
+        if (st.draining) return reject(wire::error_code::shutting_down, "the server is shutting down");
+        int64_t prompt = static_cast<int64_t>(m.spec.prompt.size());
+        auto a = st.core->add(std::move(m.spec));
+        switch (a.status) {
+          case sched::admit_status::ok: break;
+          case sched::admit_status::prompt_too_long: return reject(wire::error_code::prompt_too_long, a.message);
+          case sched::admit_status::queue_full: return reject(wire::error_code::too_many_requests, a.message);
+          case sched::admit_status::invalid: return reject(wire::error_code::invalid_value, a.message);
+        }
+        seq_meta meta;
+        meta.worker = m.worker;
+        meta.sampling = std::move(m.sampling);
+        meta.received = m.received;
+        meta.prompt_tokens = prompt;
+        st.metas.emplace(m.rid, std::move(meta));
+        publish_gauges(self);
+        kick(self);
+      },
+      [=](cancel_msg& m) {
+        if (self->state.core->finish(m.rid, sched::finish_reason::cancelled)) {
+          finished(self, m.rid, sched::finish_reason::cancelled);
+          publish_gauges(self);
+        }
+        kick(self);
+      },
+      [=](stop_msg& m) {
+        // The worker already sent `done`: only free the blocks and record the metrics.
+        auto& st = self->state;
+        if (st.core->finish(m.rid, sched::finish_reason::stop)) {
+          auto it = st.metas.find(m.rid);
+          st.ctx->metrics->add_finished(serve::finished_reason_label::stop);
+          st.ctx->metrics->observe_e2e(seconds(clock::now() - it->second.received));
+          st.metas.erase(it);
+          publish_gauges(self);
+        }
+        kick(self);
+      },
+      [=](tick_atom) {
+        self->state.tick_armed = false;
+        kick(self);
+      },
+      [=](drain_atom, int64_t grace_ms) {
+        auto& st = self->state;
+        st.draining = true;
+        st.drain_deadline = clock::now() + std::chrono::milliseconds(grace_ms);
+        kick(self);
+      },
+      [=](executor_changed& m) {
+        self->state.executor = m.executor;
+        kick(self);
+      },
+      [=](worker_changed& m) { self->state.workers.at(static_cast<size_t>(m.index)) = m.worker; },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_scheduler(caf::local_actor* parent, context_ptr ctx, std::vector<caf::actor> workers,
+                           caf::actor executor, caf::actor supervisor) {
+  return parent->spawn(scheduler_actor, std::move(ctx), std::move(workers), std::move(executor),
+                       std::move(supervisor));
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,186 @@
+#include "actors/server.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+#include <filesystem>
+#include <future>
+
+#include "actors/gateway.hpp"
+#include "actors/messages.hpp"
+#include "actors/supervisor.hpp"
+#include "runtime/core/error.hpp"
+#include "runtime/kv/kv_cache.hpp"
+
+namespace troupe::actors {
+
+namespace fs = std::filesystem;
+
+struct server::impl {
+  std::shared_ptr<server_context> ctx;
+  std::unique_ptr<caf::actor_system_config> sys_cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::actor supervisor, gateway, metrics_http;
+  uint16_t port = 0, metrics_port = 0;
+  bool max_len_clamped = false;
+  bool stopped = false;
+};
+
+namespace {
+
+std::shared_ptr<server_context> make_context(const server_options& o, bool& clamped) {
+  auto ctx = std::make_shared<server_context>();
+  ctx->cfg = o.cfg;
+  serve::validate(ctx->cfg);
+  ctx->ckpt = std::shared_ptr<const checkpoint>(load_checkpoint(o.model_dir));
+  const auto& mc = ctx->ckpt->config;
+
+  std::string tok_dir = o.tokenizer_dir;
+  if (tok_dir.empty() && fs::exists(fs::path(o.model_dir) / "tokenizer.json")) tok_dir = o.model_dir;
+  if (!tok_dir.empty()) ctx->tok = std::make_unique<tokenizer>(tok_dir);
+
+  auto& f = ctx->facts;
+  f.name = ctx->cfg.served_model_name;
+  if (f.name.empty()) f.name = fs::path(o.model_dir).lexically_normal().filename().string();
+  if (f.name.empty()) f.name = fs::path(o.model_dir).lexically_normal().parent_path().filename().string();
+  f.vocab_size = mc.vocab_size;
+  f.default_max_tokens = ctx->cfg.default_max_tokens;
+  f.generation = ctx->ckpt->generation;
+  f.tok = ctx->tok.get();
+
+  int32_t bs = ctx->cfg.block_size;
+  ctx->num_blocks = ctx->cfg.num_kv_blocks > 0
+                        ? ctx->cfg.num_kv_blocks
+                        : kv_cache::blocks_for_budget(mc, static_cast<size_t>(ctx->cfg.kv_cache_memory_bytes), bs);
+  int64_t pool_tokens = int64_t{ctx->num_blocks} * bs;
+  int64_t model_len = mc.max_position_embeddings > 0 ? mc.max_position_embeddings : pool_tokens;
+  int64_t max_len = ctx->cfg.max_model_len > 0 ? ctx->cfg.max_model_len : model_len;
+  if (max_len > model_len)
+    throw_error(errc::invalid_argument, "max_model_len " + std::to_string(max_len) +
+                                            " exceeds the model's max_position_embeddings (" +
+                                            std::to_string(model_len) + ")");
+  if (pool_tokens < max_len) {
+    if (ctx->cfg.max_model_len > 0)
+      throw_error(errc::invalid_argument,
+                  "the KV pool (" + std::to_string(ctx->num_blocks) + " blocks of " + std::to_string(bs) +
+                      " tokens) cannot hold one max_model_len (" + std::to_string(max_len) +
+                      ") sequence: raise kv_cache.kv_cache_memory_bytes / num_kv_blocks or lower max_model_len");
+    max_len = pool_tokens;  // not asked for explicitly: fit the model length to the pool
+    clamped = true;
+  }
+  f.max_model_len = static_cast<int32_t>(max_len);
+
+  auto& s = ctx->sched;
+  s.max_num_seqs = ctx->cfg.max_num_seqs;
+  s.max_num_batched_tokens = ctx->cfg.max_num_batched_tokens;
+  s.max_model_len = f.max_model_len;
+  s.enable_chunked_prefill = ctx->cfg.enable_chunked_prefill;
+  s.long_prefill_token_threshold = ctx->cfg.long_prefill_token_threshold;
+  s.max_waiting = ctx->cfg.max_waiting;
+  s.static_batching = ctx->cfg.static_batching;
+  // Fail here, with the message, rather than inside the scheduler actor (restart loop).
+  sched::scheduler probe(s, ctx->num_blocks, bs, sched::make_policy(ctx->cfg.policy));
+  ctx->metrics = std::make_shared<serve::metrics>(f.name);
+  return ctx;
+}
+
+bind_result wait_bound(std::promise<bind_result>& p) {
+  auto fut = p.get_future();
+  if (fut.wait_for(std::chrono::seconds(30)) != std::future_status::ready)
+    throw_error(errc::internal, "the network actor did not start within 30 s");
+  auto r = fut.get();
+  if (!r.error.empty()) throw_error(errc::io_error, r.error);
+  return r;
+}
+
+}  // namespace
+
+server::server(server_options opts) : impl_(std::make_unique<impl>()) {
+  auto& m = *impl_;
+  m.ctx = make_context(opts, m.max_len_clamped);
+  m.sys_cfg = std::make_unique<caf::actor_system_config>();
+  m.sys_cfg->set("scheduler.max-threads", static_cast<size_t>(m.ctx->cfg.actor_threads));
+  m.sys_cfg->load<caf::io::middleman>();
+  m.sys = std::make_unique<caf::actor_system>(*m.sys_cfg);
+  context_ptr ctx = m.ctx;
+  m.supervisor = spawn_supervisor(*m.sys, ctx);
+  std::vector<caf::actor> workers;
+  {
+    caf::scoped_actor self{*m.sys};
+    self->request(m.supervisor, std::chrono::seconds(30), caf::get_atom::value)
+        .receive([&](workers_msg& w) { workers = std::move(w.workers); },
+                 [&](caf::error& e) { throw_error(errc::internal, "supervisor did not start: " + to_string(e)); });
+  }
+  try {
+    std::promise<bind_result> gw;
+    m.gateway = spawn_gateway(*m.sys, ctx, workers, &gw);
+    m.port = wait_bound(gw).port;
+    caf::anon_send(m.supervisor, gateway_msg{m.gateway});
+    if (m.ctx->cfg.metrics_port >= 0) {
+      std::promise<bind_result> mp;
+      m.metrics_http = spawn_metrics_http(*m.sys, ctx, &mp);
+      m.metrics_port = wait_bound(mp).port;
+    }
+  } catch (...) {
+    shutdown(std::chrono::milliseconds(0));
+    throw;
+  }
+}
+
+server::~server() {
+  if (!impl_->stopped) shutdown(std::chrono::milliseconds(0));
+}
+
+void server::shutdown(std::chrono::milliseconds grace) {
+  auto& m = *impl_;
+  if (m.stopped) return;
+  m.stopped = true;
+  {
+    caf::scoped_actor self{*m.sys};
+    self->send(m.supervisor, drain_atom::value, static_cast<int64_t>(grace.count()));
+    self->receive([](drained_atom) {}, caf::after(grace + std::chrono::seconds(10)) >> [] {
+      std::fprintf(stderr, "troupe serve: in-flight requests did not end in time; stopping anyway\n");
+    });
+  }
+  for (const auto& a : {m.gateway, m.metrics_http, m.supervisor})
+    if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  m.sys->await_all_actors_done();
+}
+
+uint16_t server::port() const noexcept { return impl_->port; }
+uint16_t server::metrics_port() const noexcept { return impl_->metrics_port; }
+const serve::model_facts& server::model() const noexcept { return impl_->ctx->facts; }
+int32_t server::num_kv_blocks() const noexcept { return impl_->ctx->num_blocks; }
+serve::metrics& server::metrics() noexcept { return *impl_->ctx->metrics; }
+
+std::string server::banner() const {
+  const auto& m = *impl_;
+  const auto& f = m.ctx->facts;
+  const auto& c = m.ctx->cfg;
+  auto mib = [](double b) { return std::to_string(static_cast<int64_t>(b / (1 << 20))) + " MiB"; };
+  double pool_bytes = double(m.ctx->num_blocks) * c.block_size * 2.0 * double(m.ctx->ckpt->config.num_hidden_layers) *
+                      double(m.ctx->ckpt->config.num_key_value_heads * m.ctx->ckpt->config.head_dim) * sizeof(float);
+  std::string b = "troupe serve: model '" + f.name + "' (vocab " + std::to_string(f.vocab_size) + ", max_model_len " +
+                  std::to_string(f.max_model_len) + (m.max_len_clamped ? ", fitted to the KV pool" : "") + ")\n";
+  b += "  tokenizer: " + std::string(f.tok ? f.tok->model_dir() : "none (prompt_ids only)") + "\n";
+  b += "  KV pool: " + std::to_string(m.ctx->num_blocks) + " blocks x " + std::to_string(c.block_size) + " tokens (" +
+       mib(pool_bytes) + "); max_num_seqs " + std::to_string(c.max_num_seqs) + ", max_num_batched_tokens " +
+       std::to_string(c.max_num_batched_tokens) + (c.static_batching ? ", STATIC batching" : "") + "\n";
+  b += "  listening on " + c.host + ":" + std::to_string(m.port) + " (protocol v1, docs/protocol.md)\n";
+  if (m.metrics_port) b += "  metrics on http://" + c.host + ":" + std::to_string(m.metrics_port) + "/metrics\n";
+  return b;
+}
+
+void server::kill_executor() { caf::anon_send(impl_->supervisor, kill_exec_atom::value); }
+
+int server::restarts() {
+  int n = -1;
+  caf::scoped_actor self{*impl_->sys};
+  self->request(impl_->supervisor, std::chrono::seconds(10), restarts_atom::value)
+      .receive([&](int r) { n = r; }, [&](caf::error&) {});
+  return n;
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,31 @@
+// The shard executor: a detached actor (its own thread) owning the KV pool and the model runner
+// of one device; it runs each step job it receives and replies with the sampled ids. Several of
+// them would form a tensor-parallel group, each running its shard of the same step.
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+
+#include "actors/messages.hpp"
+#include "actors/scheduler_actor.hpp"
+
+namespace troupe::actors {
+
+namespace {
+
+caf::behavior shard_executor(caf::event_based_actor* self, context_ptr ctx) {
+  (void)self;
+  auto ex = std::make_shared<serve::batch_executor>(ctx->ckpt, ctx->num_blocks, ctx->cfg.block_size);
+  return {
+      [=](step_msg& m) -> step_done_msg {
+        // run() catches engine and sampler errors itself; nothing escapes the mailbox.
+        return step_done_msg{std::make_shared<serve::step_outcome>(ex->run(*m.job))};
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_shard_executor(caf::local_actor* parent, context_ptr ctx) {
+  return parent->spawn<caf::detached>(shard_executor, std::move(ctx));
+}
+
+}  // namespace troupe::actors

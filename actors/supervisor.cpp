@@ -1,0 +1,121 @@
+// The supervisor: spawns the scheduler, the shard executor and the tokenizer workers, monitors
+// them, and restarts one that fails, wiring the new handle to the actors that talk to it. What
+// happens to the failed actor's requests is decided by those actors: an executor's are re-queued
+// for recomputation (scheduler), a worker's or the scheduler's end with an `internal` error.
+#include "actors/supervisor.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/system_messages.hpp>
+#include <cstdio>
+
+#include "actors/messages.hpp"
+#include "actors/scheduler_actor.hpp"
+
+namespace troupe::actors {
+
+namespace {
+
+struct supervisor_state {
+  static inline const char* name = "troupe.supervisor";
+  context_ptr ctx;
+  caf::actor scheduler, executor, gateway;
+  std::vector<caf::actor> workers;
+  caf::actor drain_listener;
+  bool stopping = false;
+  int restarts = 0;
+};
+
+using self_ptr = caf::stateful_actor<supervisor_state>*;
+
+void start_executor(self_ptr self) {
+  auto& st = self->state;
+  st.executor = spawn_shard_executor(self, st.ctx);
+  self->monitor(st.executor);
+}
+
+void start_scheduler(self_ptr self) {
+  auto& st = self->state;
+  st.scheduler = spawn_scheduler(self, st.ctx, st.workers, st.executor, self);
+  self->monitor(st.scheduler);
+  for (auto& w : st.workers) self->send(w, scheduler_changed{st.scheduler});
+}
+
+caf::actor start_worker(self_ptr self, int32_t i) {
+  auto& st = self->state;
+  auto w = spawn_tokenizer_worker(self, st.ctx, i, st.scheduler, st.gateway);
+  self->monitor(w);
+  return w;
+}
+
+void on_down(self_ptr self, const caf::down_msg& m) {
+  auto& st = self->state;
+  if (st.stopping) return;
+  auto why = to_string(m.reason);
+  ++st.restarts;
+  if (m.source == st.executor.address()) {
+    std::fprintf(stderr, "troupe serve: supervisor: shard executor stopped (%s); restarting it\n", why.c_str());
+    start_executor(self);
+    self->send(st.scheduler, executor_changed{st.executor});
+    return;
+  }
+  if (m.source == st.scheduler.address()) {
+    std::fprintf(stderr, "troupe serve: supervisor: scheduler stopped (%s); restarting it, its requests fail\n",
+                 why.c_str());
+    start_scheduler(self);
+    return;
+  }
+  for (size_t i = 0; i < st.workers.size(); ++i) {
+    if (m.source != st.workers[i].address()) continue;
+    std::fprintf(stderr, "troupe serve: supervisor: tokenizer worker %zu stopped (%s); restarting it\n", i,
+                 why.c_str());
+    st.workers[i] = start_worker(self, static_cast<int32_t>(i));
+    self->send(st.scheduler, worker_changed{static_cast<int32_t>(i), st.workers[i]});
+    if (st.gateway) self->send(st.gateway, worker_changed{static_cast<int32_t>(i), st.workers[i]});
+    return;
+  }
+}
+
+caf::behavior supervisor(self_ptr self, context_ptr ctx) {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  start_executor(self);
+  for (int32_t i = 0; i < st.ctx->cfg.tokenizer_workers; ++i) st.workers.push_back(start_worker(self, i));
+  start_scheduler(self);
+  self->set_down_handler([=](caf::down_msg& m) { on_down(self, m); });
+  self->set_exit_handler([=](caf::exit_msg& m) {
+    // Shutting down: take the children along (they are monitored, not linked).
+    auto& st = self->state;
+    st.stopping = true;
+    for (auto& w : st.workers) self->send_exit(w, caf::exit_reason::user_shutdown);
+    self->send_exit(st.scheduler, caf::exit_reason::user_shutdown);
+    self->send_exit(st.executor, caf::exit_reason::user_shutdown);
+    self->quit(m.reason);
+  });
+  return {
+      [=](caf::get_atom) -> workers_msg { return workers_msg{self->state.workers}; },
+      [=](gateway_msg& m) {
+        self->state.gateway = m.gateway;
+        for (auto& w : self->state.workers) self->send(w, m);
+      },
+      [=](drain_atom, int64_t grace_ms) {
+        auto& st = self->state;
+        st.drain_listener = caf::actor_cast<caf::actor>(self->current_sender());
+        if (st.gateway) self->send(st.gateway, drain_atom::value);
+        self->send(st.scheduler, drain_atom::value, grace_ms);
+      },
+      [=](drained_atom) {
+        auto& st = self->state;
+        if (st.drain_listener) self->send(st.drain_listener, drained_atom::value);
+      },
+      [=](kill_exec_atom) { self->send_exit(self->state.executor, caf::exit_reason::kill); },
+      [=](restarts_atom) -> int { return self->state.restarts; },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_supervisor(caf::actor_system& sys, context_ptr ctx) { return sys.spawn(supervisor, std::move(ctx)); }
+
+}  // namespace troupe::actors

@@ -1,0 +1,139 @@
+// A tokenizer worker: builds requests (text / chat -> ids, sampling defaults) and submits them to
+// the scheduler; turns the scheduler's token updates into framed events for the gateway
+// (streaming detokenisation, stop strings). Off the scheduler's path by design.
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <unordered_map>
+
+#include "actors/messages.hpp"
+#include "actors/scheduler_actor.hpp"
+#include "runtime/serve/response.hpp"
+#include "runtime/wire/event_codec.hpp"
+
+namespace troupe::actors {
+
+namespace {
+
+struct worker_state {
+  static inline const char* name = "troupe.tokenizer";
+  context_ptr ctx;
+  int32_t index = 0;
+  caf::actor scheduler, gateway;
+  std::unordered_map<int64_t, serve::response> live;
+};
+
+using self_ptr = caf::stateful_actor<worker_state>*;
+
+out_item error_item(int64_t rid, wire::wire_error e, const std::string& id) {
+  e.id = id;
+  out_item it{rid, {}, true};
+  wire::append_event_frame(it.bytes, e);
+  return it;
+}
+
+void send_out(self_ptr self, std::vector<out_item> items) {
+  if (!items.empty()) self->send(self->state.gateway, output_msg{std::move(items)});
+}
+
+caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, caf::actor scheduler,
+                               caf::actor gateway) {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  st.index = index;
+  st.scheduler = std::move(scheduler);
+  st.gateway = std::move(gateway);
+  return {
+      [=](generate_msg& m) {
+        auto& st = self->state;
+        const auto& r = *m.req;
+        auto b = serve::build_generate(r, st.ctx->facts);
+        if (!b.req) return send_out(self, {error_item(m.rid, b.error, r.id)});
+        auto& br = *b.req;
+        st.live.emplace(m.rid, serve::response(r.id, r.stream, st.ctx->facts.tok, br.stop,
+                                               static_cast<int64_t>(br.prompt.size()), m.received));
+        submit_msg s;
+        s.rid = m.rid;
+        s.worker = st.index;
+        s.received = m.received;
+        s.spec.seq_id = m.rid;
+        s.spec.prompt = br.prompt;
+        s.spec.max_tokens = br.max_tokens;
+        s.spec.stop_ids = br.stop_ids;
+        s.spec.priority = r.priority;
+        s.spec.tenant = r.tenant;
+        if (r.deadline_ms) s.spec.deadline = m.received + std::chrono::milliseconds(*r.deadline_ms);
+        s.sampling = std::make_shared<serve::seq_sampling>(br.sampling, std::move(br.prompt));
+        self->send(st.scheduler, std::move(s));
+      },
+      [=](tokenize_msg& m) {
+        const auto& r = *m.req;
+        auto t = serve::prompt_ids(r.kind, r.prompt, r.messages, r.enable_thinking, self->state.ctx->facts);
+        if (t.error) return send_out(self, {error_item(m.rid, *t.error, r.id)});
+        out_item it{m.rid, {}, true};
+        wire::append_event_frame(it.bytes, wire::tokenize_event{r.id, std::move(t.ids)});
+        send_out(self, {std::move(it)});
+      },
+      [=](cancel_msg& m) { self->send(self->state.scheduler, m); },
+      [=](updates_msg& m) {
+        auto& st = self->state;
+        auto now = clock::now();
+        std::vector<out_item> items;
+        for (auto& u : m.items) {
+          auto it = st.live.find(u.rid);
+          if (it == st.live.end()) continue;  // already done (a stop string ended it)
+          auto& resp = it->second;
+          if (u.rejected) {
+            items.push_back(error_item(u.rid, *u.error, resp.client_id()));
+            st.live.erase(it);
+            continue;
+          }
+          if (u.first_scheduled) resp.set_queue_time(*u.first_scheduled);
+          out_item item{u.rid, {}, false};
+          bool stopped = false;
+          if (u.token >= 0) {
+            try {
+              stopped = resp.add_token(u.token, now, item.bytes);
+              if (stopped) self->send(st.scheduler, stop_msg{u.rid});
+            } catch (const std::exception& e) {  // an id the tokenizer cannot decode
+              resp.finish(wire::finish_reason::error, wire::wire_error{wire::error_code::internal, e.what(), {}}, now,
+                          item.bytes);
+              self->send(st.scheduler, cancel_msg{u.rid});
+            }
+          }
+          if (u.finished && !resp.done()) resp.finish(*u.finished, u.error, now, item.bytes);
+          item.final = resp.done();
+          if (item.final) st.live.erase(it);
+          if (!item.bytes.empty() || item.final) items.push_back(std::move(item));
+        }
+        send_out(self, std::move(items));
+      },
+      [=](scheduler_changed& m) {
+        // A new scheduler knows nothing of the requests in flight: end them with a reason.
+        auto& st = self->state;
+        st.scheduler = m.scheduler;
+        auto now = clock::now();
+        std::vector<out_item> items;
+        for (auto& [rid, resp] : st.live) {
+          out_item item{rid, {}, true};
+          resp.finish(wire::finish_reason::error,
+                      wire::wire_error{wire::error_code::internal,
+                                       "the scheduler failed and was restarted; this request was lost", {}},
+                      now, item.bytes);
+          items.push_back(std::move(item));
+        }
+        st.live.clear();
+        send_out(self, std::move(items));
+      },
+      [=](gateway_msg& m) { self->state.gateway = m.gateway; },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_tokenizer_worker(caf::local_actor* parent, context_ptr ctx, int32_t index, caf::actor scheduler,
+                                  caf::actor gateway) {
+  return parent->spawn(tokenizer_worker, std::move(ctx), index, std::move(scheduler), std::move(gateway));
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,140 @@
+"""Troupe client for Python (python3-msgpack): one TCP connection, many concurrent requests.
+
+    from troupe_client import Client
+    with Client("127.0.0.1", 7711) as c:
+        for ev in c.generate(prompt="Hello", max_tokens=16):     # streaming iterator
+            print(ev.get("text", ""), end="", flush=True)
+
+Each generate() yields the request's `token` events and finally its `done` event (a dict, see
+docs/protocol.md); a refused request raises TroupeError. Several generate() iterators may be
+consumed in any order on one client: events of other requests are buffered until asked for.
+"""
+import itertools
+import socket
+import struct
+
+import msgpack
+
+PROTOCOL_VERSION = 1
+
+
+class TroupeError(Exception):
+    """An `error` event: .code (e.g. "invalid_value") and .message name the problem."""
+
+    def __init__(self, code, message, request_id=None):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+
+
+class Client:
+    def __init__(self, host="127.0.0.1", port=7711, timeout=None):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._buf = b""
+        self._pending = {}  # id -> list of events not yet consumed
+        self._ids = itertools.count(1)
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- framing -----------------------------------------------------------------------------
+    def send(self, request):
+        """Sends one request map (adds `v`)."""
+        payload = msgpack.packb({"v": PROTOCOL_VERSION, **request}, use_bin_type=True)
+        self.sock.sendall(struct.pack(">I", len(payload)) + payload)
+
+    def recv_event(self):
+        """The next event from the server, whatever request it belongs to."""
+        while True:
+            if len(self._buf) >= 4:
+                (n,) = struct.unpack(">I", self._buf[:4])
+                if len(self._buf) >= 4 + n:
+                    payload, self._buf = self._buf[4 : 4 + n], self._buf[4 + n :]
+                    return msgpack.unpackb(payload, raw=False)
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("the server closed the connection")
+            self._buf += chunk
+
+    def _next_for(self, request_id):
+        queue = self._pending.setdefault(request_id, [])
+        while not queue:
+            ev = self.recv_event()
+            self._pending.setdefault(ev.get("id"), []).append(ev)
+        return queue.pop(0)
+
+    # -- requests ----------------------------------------------------------------------------
+    def generate(self, prompt=None, prompt_ids=None, messages=None, request_id=None, **fields):
+        """Starts a generate request and returns an iterator over its events (token..., done).
+
+        Keyword fields are the protocol's (max_tokens, temperature, seed, stop, stream, ...)."""
+        rid = request_id or f"py-{next(self._ids)}"
+        req = {"type": "generate", "id": rid, **fields}
+        if prompt is not None:
+            req["prompt"] = prompt
+        if prompt_ids is not None:
+            req["prompt_ids"] = list(prompt_ids)
+        if messages is not None:
+            req["messages"] = messages
+        self.send(req)
+        return self._events(rid)
+
+    def _events(self, rid):
+        while True:
+            ev = self._next_for(rid)
+            if ev["event"] == "error":
+                self._pending.pop(rid, None)
+                raise TroupeError(ev["code"], ev["message"], rid)
+            yield ev
+            if ev["event"] == "done":
+                self._pending.pop(rid, None)
+                return
+
+    def complete(self, **kwargs):
+        """Runs a generate to the end: (text, ids, done_event)."""
+        text, ids, done = "", [], None
+        for ev in self.generate(**kwargs):
+            if ev["event"] == "token":
+                text += ev["text"]
+                ids += ev["ids"]
+            else:
+                done = ev
+                if "text" in ev:
+                    text, ids = ev["text"], ev["ids"]
+        return text, ids, done
+
+    def cancel(self, request_id):
+        self.send({"type": "cancel", "id": request_id})
+
+    def _simple(self, req):
+        rid = f"py-{next(self._ids)}"
+        self.send({**req, "id": rid})
+        ev = self._next_for(rid)
+        self._pending.pop(rid, None)
+        if ev["event"] == "error":
+            raise TroupeError(ev["code"], ev["message"], rid)
+        return ev
+
+    def tokenize(self, prompt=None, messages=None, enable_thinking=None):
+        req = {"type": "tokenize"}
+        if prompt is not None:
+            req["prompt"] = prompt
+        if messages is not None:
+            req["messages"] = messages
+        if enable_thinking is not None:
+            req["enable_thinking"] = enable_thinking
+        return self._simple(req)["ids"]
+
+    def health(self):
+        return self._simple({"type": "health"})
+
+    def models(self):
+        return self._simple({"type": "models"})["models"]

@@ -1,0 +1,104 @@
+// `troupe serve`: the server. Every knob lives in the config file (config/troupe.toml documents
+// them); the common ones have flags and any can be set with --set section.key=value. Without
+// --model it serves a demo model with random weights, made once in ./demo-model.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <pthread.h>
+
+#include "actors/server.hpp"
+#include "runtime/core/error.hpp"
+#include "runtime/model/random_checkpoint.hpp"
+#include "tools/troupe/command.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace troupe;
+
+std::string demo_model_dir() {
+  const char* env = std::getenv("TROUPE_DEMO_DIR");
+  std::string dir = env && *env ? env : "demo-model";
+  if (!fs::exists(fs::path(dir) / "config.json")) {
+    std::printf("troupe serve: no --model given: making the demo model in %s (random weights, the real Qwen3 "
+                "tokenizer; preset 'tiny')...\n", dir.c_str());
+    std::fflush(stdout);
+    random_checkpoint_options o;
+    write_random_checkpoint(dir, preset_config("tiny"), qwen3_generation_defaults(), o);
+  }
+  return dir;
+}
+
+int run_serve(int argc, char** argv) {
+  CLI::App app{"Serve a model to many clients over TCP (msgpack protocol, docs/protocol.md)", "troupe serve"};
+  actors::server_options opts;
+  auto& c = opts.cfg;
+  std::string config_file;
+  std::vector<std::string> sets;
+  std::optional<std::string> host;
+  std::optional<int32_t> port, metrics_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks;
+  std::optional<int64_t> kv_bytes;
+  bool static_batching = false;
+  app.add_option("--model", opts.model_dir, "Hugging Face Qwen3 checkpoint directory (default: a demo model)");
+  app.add_option("--tokenizer", opts.tokenizer_dir, "directory with tokenizer.json (default: the model's)");
+  app.add_option("--config", config_file, "TOML config file (see config/troupe.toml)");
+  app.add_option("--host", host, "address to listen on (default 127.0.0.1)");
+  app.add_option("--port", port, "client protocol port (0 = any free port)");
+  app.add_option("--metrics-port", metrics_port, "Prometheus /metrics port (0 = any, -1 = off)");
+  app.add_option("--max-model-len", max_model_len, "prompt + output tokens per request");
+  app.add_option("--max-num-seqs", max_num_seqs, "sequences per step");
+  app.add_option("--max-num-batched-tokens", max_num_batched_tokens, "tokens per step");
+  app.add_option("--kv-cache-memory-bytes", kv_bytes, "memory for the paged KV pool");
+  app.add_option("--num-kv-blocks", num_kv_blocks, "exact KV pool size in blocks (overrides the memory budget)");
+  app.add_flag("--static-batching", static_batching, "baseline mode: no continuous batching");
+  app.add_option("--set", sets, "override any config key: section.key=value (repeatable)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  // Precedence: defaults < --config < --set < named flags.
+  if (!config_file.empty()) serve::load_file(c, config_file);
+  for (const auto& s : sets) serve::apply_override(c, s);
+  if (host) c.host = *host;
+  if (port) serve::apply_override(c, "server.port=" + std::to_string(*port));
+  if (metrics_port) serve::apply_override(c, "server.metrics_port=" + std::to_string(*metrics_port));
+  if (max_model_len) serve::apply_override(c, "model.max_model_len=" + std::to_string(*max_model_len));
+  if (max_num_seqs) serve::apply_override(c, "scheduler.max_num_seqs=" + std::to_string(*max_num_seqs));
+  if (max_num_batched_tokens)
+    serve::apply_override(c, "scheduler.max_num_batched_tokens=" + std::to_string(*max_num_batched_tokens));
+  if (kv_bytes) serve::apply_override(c, "kv_cache.kv_cache_memory_bytes=" + std::to_string(*kv_bytes));
+  if (num_kv_blocks) serve::apply_override(c, "kv_cache.num_kv_blocks=" + std::to_string(*num_kv_blocks));
+  if (static_batching) c.static_batching = true;
+  bool demo = opts.model_dir.empty();
+  if (demo) opts.model_dir = demo_model_dir();
+
+  // Every thread the server starts inherits this mask; the main thread takes the signals.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  actors::server srv(opts);
+  if (demo)
+    std::printf("troupe serve: DEMO MODEL in %s: random weights, so the text is gibberish; pass --model DIR "
+                "to serve a real Qwen3 checkpoint\n", opts.model_dir.c_str());
+  std::printf("%s", srv.banner().c_str());
+  std::printf("troupe serve: ready (Ctrl-C stops: running requests get %d ms to finish)\n", c.shutdown_grace_ms);
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  std::printf("troupe serve: %s: no new requests; finishing running ones (up to %d ms)\n",
+              sig == SIGINT ? "SIGINT" : "SIGTERM", c.shutdown_grace_ms);
+  std::fflush(stdout);
+  srv.shutdown(std::chrono::milliseconds(c.shutdown_grace_ms));
+  std::printf("troupe serve: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+TROUPE_COMMAND("serve", "serve a model to many clients over TCP", run_serve);
