@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/tokenizer/utf8.hpp"  // npos
+
 namespace troupe::tok {
 
 struct added_token {

@@ -19,6 +19,8 @@ struct expr {
   int line = 0;
   virtual ~expr() = default;
   virtual value eval(context& ctx) const = 0;
+  // Source-like text for error messages ("messages[0].role").
+  virtual std::string text() const { return "(expression)"; }
 };
 using expr_ptr = std::unique_ptr<expr>;
 
@@ -30,19 +32,23 @@ struct arg_list {
 struct literal_expr : expr {
   value val;
   value eval(context&) const override { return val; }
+  std::string text() const override { return repr(val); }
 };
 struct name_expr : expr {
   std::string name;
   value eval(context& ctx) const override;
+  std::string text() const override { return name; }
 };
 struct attr_expr : expr {  // obj.name
   expr_ptr obj;
   std::string name;
   value eval(context& ctx) const override;
+  std::string text() const override { return obj->text() + "." + name; }
 };
 struct item_expr : expr {  // obj[index]
   expr_ptr obj, index;
   value eval(context& ctx) const override;
+  std::string text() const override { return obj->text() + "[" + index->text() + "]"; }
 };
 struct slice_expr : expr {  // obj[start:stop:step]
   expr_ptr obj, start, stop, step;  // each may be null

@@ -485,7 +485,7 @@ value apply_filter(const std::string& name, value v, std::vector<value>& args, k
   auto require = [&](const value& x) {
     if (x.is_undefined()) {
       const auto& u = std::get<undefined>(x.v);
-      fail("'" + u.name + "' is undefined (filter " + name + ")");
+      fail((u.name.empty() ? std::string("a value") : u.name) + " is undefined (filter " + name + ")");
     }
   };
   if (name == "length" || name == "count") {

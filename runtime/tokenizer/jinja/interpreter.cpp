@@ -19,7 +19,7 @@ constexpr int max_macro_depth = 64;
 
 [[noreturn]] void undefined_error(const value& v) {
   const auto& u = std::get<undefined>(v.v);
-  fail(u.name.empty() ? "a value is undefined" : "'" + u.name + "' is undefined");
+  fail(u.name.empty() ? "a value is undefined" : u.name + " is undefined");
 }
 
 void require_defined(const value& v) {
@@ -138,17 +138,18 @@ value name_expr::eval(context& ctx) const { return ctx.lookup(name); }
 
 value attr_expr::eval(context& ctx) const {
   value o = obj->eval(ctx);
-  if (o.is_undefined()) {
-    const auto& u = std::get<undefined>(o.v);
-    fail("'" + u.name + "' is undefined (reading ." + name + ")");
-  }
-  return get_attribute(o, name);
+  if (o.is_undefined()) fail(obj->text() + " is undefined (reading ." + name + ")");
+  value r = get_attribute(o, name);
+  if (r.is_undefined()) std::get<undefined>(r.v).name = text();
+  return r;
 }
 
 value item_expr::eval(context& ctx) const {
   value o = obj->eval(ctx);
-  if (o.is_undefined()) undefined_error(o);
-  return get_item(o, index->eval(ctx));
+  if (o.is_undefined()) fail(obj->text() + " is undefined (reading [" + index->text() + "])");
+  value r = get_item(o, index->eval(ctx));
+  if (r.is_undefined()) std::get<undefined>(r.v).name = text();
+  return r;
 }
 
 value slice_expr::eval(context& ctx) const {

@@ -83,7 +83,12 @@ class parser {
     while (true) {
       const token& tk = peek();
       if (tk.kind == token_kind::end) {
-        if (!ends.empty()) fail("missing {% " + *ends.begin() + " %}");
+        if (!ends.empty()) {
+          std::string closer = *ends.begin();
+          for (const std::string& e : ends)
+            if (e.rfind("end", 0) == 0) closer = e;
+          fail("missing {% " + closer + " %}");
+        }
         return b;
       }
       if (tk.kind == token_kind::text) {
