@@ -55,6 +55,7 @@ void plugin_policy::misbehaved(const std::string& what) {
   opts_.counters->fallbacks.fetch_add(1, std::memory_order_relaxed);
   opts_.log("scheduling policy '" + std::string(lib_->name()) + "' (" + lib_->path() + ") misbehaved: " + what +
             "; falling back to fcfs (no request is dropped)");
+  if (opts_.on_fallback) opts_.on_fallback(what);
 }
 
 template <class Fn>

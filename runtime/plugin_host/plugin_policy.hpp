@@ -32,6 +32,7 @@ struct host_options {
   int64_t starvation_limit = 20000;
   std::function<int64_t()> now_ns;                 // default: steady_clock nanoseconds
   std::function<void(const std::string&)> log;     // default: one line on stderr
+  std::function<void(const std::string&)> on_fallback;  // told the reason once, after the log line
   std::shared_ptr<policy_counters> counters;       // default: a private set
 };
 
