@@ -2,6 +2,9 @@
 // force a lower one) and spreads units of weight rows over the OpenMP threads. A result never
 // depends on the split (matmul_backend.hpp), so units are handed out dynamically: a core slowed by
 // a neighbour simply takes fewer.
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -9,6 +12,7 @@
 #include <string>
 
 #include "kernels/cpu/matmul_backend.hpp"
+#include "kernels/cpu/matmul_int8.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/core/error.hpp"
 
@@ -68,6 +72,7 @@ const char* matmul_isa() noexcept {
 }
 
 void matmul(const float* x, int64_t n, const weight_ref& w, float* y) {
+  if (w.type == dtype::i8 || w.type == dtype::f8_e4m3) return cpu::matmul_quantized(x, n, w, y);  // matmul_int8.cpp
   if (w.type != dtype::f32 && w.type != dtype::bf16 && w.type != dtype::f16)
     throw_error(errc::unsupported, "matmul: weight dtype " + std::string(to_string(w.type)) +
                                        " is not supported (expected F32, BF16 or F16)");
@@ -93,6 +98,7 @@ void matmul(const float* x, int64_t n, const weight_ref& w, float* y) {
   std::exception_ptr failure;
 #pragma omp parallel if (parallel)
   {
+    const int64_t threads = omp_get_num_threads();
     float* buf = nullptr;
     try {
       buf = scratch ? thread_scratch(scratch) : nullptr;
@@ -103,8 +109,10 @@ void matmul(const float* x, int64_t n, const weight_ref& w, float* y) {
 #pragma omp for schedule(dynamic, 1)
     for (int64_t u = 0; u < units; ++u) {
       if (scratch && !buf) continue;
-      const int64_t j0 = u * unit, j1 = j0 + unit < w.rows ? j0 + unit : w.rows;
-      b.run(x, n, w, j0, j1, y, buf);
+      const int64_t j0 = u * unit, j1 = std::min(j0 + unit, w.rows);
+      // Threads of equal speed take units round-robin: this one's next is probably u + threads.
+      const int64_t next0 = std::min((u + threads) * unit, w.rows), next1 = std::min(next0 + unit, w.rows);
+      b.run(x, n, w, j0, j1, y, buf, next0, next1);
     }
   }
   if (failure) std::rethrow_exception(failure);

@@ -41,65 +41,95 @@ struct src_f16 {  // vcvtph2ps is exact (every f16, subnormals included, is an f
   static __m512 load(const uint16_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
 };
 
-// ---- the fixed reduction tree, M accumulators at a time ----
+// ---- the fixed reduction tree, 8 or 16 accumulators at a time ----
+//
+// Each step adds, for every accumulator, the lane pairs of the scalar tree (l + l+8, then l + l+4,
+// l + l+2, l + l+1), several accumulators per instruction: one blend (ports 0/5), one shuffle (port 5)
+// and one add per step instead of two shuffles. Float addition is commutative bit for bit, so
+// which operand holds which half does not change a result.
 
-// out[m] = tree(a[m]) for m < M <= 16. Each step adds the same lane pairs as the scalar tree
-// (l + l+8, then l + l+4, l + l+2, l + l+1) for up to 16 accumulators at once; float addition is
-// commutative bit for bit, so the transposed layout does not change a result.
-template <int M>
-inline void reduce(const __m512* a, float* out) {
-  static_assert(M >= 1 && M <= 16);
-  constexpr int mt = (M + 1) / 2, mu = (mt + 1) / 2, mv = (mu + 1) / 2;
-  const __m512 z = _mm512_setzero_ps();
-  __m512 t[8], u[4], v[2];
-  // A: t[i] = [a[2i] lanes 0-7 + 8-15, a[2i+1] lanes 0-7 + 8-15]
-#pragma GCC unroll 8
-  for (int i = 0; i < mt; ++i) {
-    const __m512 p = a[2 * i], q = 2 * i + 1 < M ? a[2 * i + 1] : z;
-    t[i] = _mm512_add_ps(_mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(3, 2, 3, 2)));
-  }
-  // B: quarter c of u[i] = accumulator 4i+c, its lanes 0-3 + 4-7
-#pragma GCC unroll 4
-  for (int i = 0; i < mu; ++i) {
-    const __m512 p = t[2 * i], q = 2 * i + 1 < mt ? t[2 * i + 1] : z;
-    u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(3, 1, 3, 1)));
-  }
-  // C: quarter c of v[i] = [acc 8i+c: 0+2, 1+3, acc 8i+4+c: 0+2, 1+3]
-#pragma GCC unroll 2
-  for (int i = 0; i < mv; ++i) {
-    const __m512 p = u[2 * i], q = 2 * i + 1 < mu ? u[2 * i + 1] : z;
-    v[i] = _mm512_add_ps(_mm512_shuffle_ps(p, q, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(p, q, _MM_SHUFFLE(3, 2, 3, 2)));
-  }
-  // D: lane 4c+m = accumulator 4m+c
-  const __m512 p = v[0], q = mv > 1 ? v[1] : z;
-  const __m512 s = _mm512_add_ps(_mm512_shuffle_ps(p, q, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(p, q, _MM_SHUFFLE(3, 1, 3, 1)));
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, s);
-#pragma GCC unroll 16
-  for (int m = 0; m < M; ++m) out[m] = lanes[4 * (m % 4) + m / 4];
+inline __m512 step_a(__m512 p, __m512 q) {  // [p 0-7 + 8-15, q 0-7 + 8-15]
+  return _mm512_add_ps(_mm512_mask_blend_ps(0xFF00, p, q), _mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(1, 0, 3, 2)));
+}
+inline __m512 step_b(__m512 t, __m512 s) {  // quarters: [t.q0+t.q1, s.q0+s.q1, t.q2+t.q3, s.q2+s.q3]
+  const __m512i idx = _mm512_setr_epi32(4, 5, 6, 7, 16, 17, 18, 19, 12, 13, 14, 15, 24, 25, 26, 27);
+  return _mm512_add_ps(_mm512_mask_blend_ps(0xF0F0, t, s), _mm512_permutex2var_ps(t, idx, s));
+}
+inline __m512 step_c(__m512 u, __m512 v) {  // per quarter: [u0+u2, u1+u3, v0+v2, v1+v3]
+  return _mm512_add_ps(_mm512_mask_blend_ps(0xCCCC, u, v), _mm512_shuffle_ps(u, v, _MM_SHUFFLE(1, 0, 3, 2)));
+}
+inline __m512 step_d(__m512 p, __m512 q) {  // per quarter: [p0+p1, q0+q1, p2+p3, q2+q3]
+  const __m512i idx = _mm512_setr_epi32(1, 16, 3, 18, 5, 20, 7, 22, 9, 24, 11, 26, 13, 28, 15, 30);
+  return _mm512_add_ps(_mm512_mask_blend_ps(0xAAAA, p, q), _mm512_permutex2var_ps(p, idx, q));
 }
 
-template <int M>
-inline void reduce_any(const __m512* a, float* out) {
-  if constexpr (M <= 16) {
-    reduce<M>(a, out);
-  } else {
-    reduce<16>(a, out);
-    reduce<M - 16>(a + 16, out + 16);
-  }
+// Lane i of the result = tree(a[i]). The steps leave accumulator i in lane
+// {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15}[i]; one permute restores the order.
+inline __m512 reduce16(const __m512* a) {
+  __m512 t[8], u[4];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) t[i] = step_a(a[2 * i], a[2 * i + 1]);
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) u[i] = step_b(t[2 * i], t[2 * i + 1]);
+  const __m512 w = step_d(step_c(u[0], u[1]), step_c(u[2], u[3]));
+  const __m512i idx = _mm512_setr_epi32(0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15);
+  return _mm512_permutexvar_ps(idx, w);
+}
+
+// Lane i of the result = tree(a[i]) for 8 accumulators.
+inline __m256 reduce8(const __m512* a) {
+  const __m512 u0 = step_b(step_a(a[0], a[1]), step_a(a[2], a[3]));
+  const __m512 u1 = step_b(step_a(a[4], a[5]), step_a(a[6], a[7]));
+  const __m512 v = step_c(u0, u1);
+  const __m512 w = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));  // lanes 0+1, 2+3
+  // accumulator i sits in lanes {0, 8, 4, 12, 2, 10, 6, 14}[i] (and the lane after it)
+  const __m512i idx = _mm512_setr_epi32(0, 8, 4, 12, 2, 10, 6, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castps512_ps256(_mm512_permutexvar_ps(idx, w));
+}
+
+inline float reduce1(__m512 a) {
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, _MM_SHUFFLE(1, 1, 1, 1))));
 }
 
 inline __mmask16 tail_mask(int64_t cols) {
   return static_cast<__mmask16>((1u << (cols % 16)) - 1);  // 0 when cols is a multiple of 16
 }
 
-// ---- direct tiles: R activation rows x C weight rows read from the checkpoint ----
+inline void store8(float* dst, __m256 v, int live) {
+  if (live >= 8)
+    _mm256_storeu_ps(dst, v);
+  else
+    _mm256_mask_storeu_ps(dst, static_cast<__mmask8>((1u << live) - 1), v);
+}
 
-template <int R, int C, class Src>
+// Reduces an R x 8 tile of accumulators (acc[r * 8 + c] for weight row c) and stores the first
+// `live` outputs of each activation row.
+template <int R>
+inline void store_tile(const __m512* acc, float* y, int64_t ldy, int live) {
+  static_assert(R >= 1 && R <= 3);
+  if constexpr (R == 1) {
+    store8(y, reduce8(acc), live);
+  } else {
+    const __m512 v = reduce16(acc);
+    store8(y, _mm512_castps512_ps256(v), live);
+    store8(y + ldy, _mm512_extractf32x8_ps(v, 1), live);
+    if constexpr (R == 3) store8(y + 2 * ldy, reduce8(acc + 16), live);
+  }
+}
+
+constexpr int tile_cols = 8;  // weight rows per register tile: 8 accumulators per activation row
+constexpr int max_tile_rows = 3;  // 24 accumulators + 3 x + 1 w of the 32 zmm registers
+
+// ---- direct path (n <= 3): weights streamed from the checkpoint, widened in registers ----
+// Every weight byte is read once per call; the activation rows stay in L1.
+
+template <int R, class Src>
 void tile_direct(const float* x, int64_t ldx, const typename Src::elem* w, int64_t ldw, int64_t cols, float* y,
                  int64_t ldy) {
+  constexpr int C = tile_cols;
   __m512 acc[R * C];
 #pragma GCC unroll 32
   for (int i = 0; i < R * C; ++i) acc[i] = _mm512_setzero_ps();
@@ -108,7 +138,7 @@ void tile_direct(const float* x, int64_t ldx, const typename Src::elem* w, int64
     __m512 xv[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(x + r * ldx + k);
-#pragma GCC unroll 16
+#pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
       const __m512 wv = Src::load(w + c * ldw + k);
 #pragma GCC unroll 4
@@ -119,33 +149,46 @@ void tile_direct(const float* x, int64_t ldx, const typename Src::elem* w, int64
     __m512 xv[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) xv[r] = _mm512_maskz_loadu_ps(m, x + r * ldx + full);
-#pragma GCC unroll 16
+#pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
       const __m512 wv = Src::load(w + c * ldw + full, m);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) acc[r * C + c] = _mm512_fmadd_ps(xv[r], wv, acc[r * C + c]);
     }
   }
-  float out[R * C];
-  reduce_any<R * C>(acc, out);
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) y[r * ldy + c] = out[r * C + c];
+  store_tile<R>(acc, y, ldy, C);
 }
 
-// Direct path: every weight byte is read once per call and activation rows stay in L1.
+// One weight row (the last rows % 8 of a unit).
+template <int R, class Src>
+void tile_direct_row(const float* x, int64_t ldx, const typename Src::elem* w, int64_t cols, float* y, int64_t ldy) {
+  __m512 acc[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  const int64_t full = cols / 16 * 16;
+  for (int64_t k = 0; k < full; k += 16) {
+    const __m512 wv = Src::load(w + k);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * ldx + k), wv, acc[r]);
+  }
+  if (const __mmask16 m = tail_mask(cols)) {
+    const __m512 wv = Src::load(w + full, m);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + r * ldx + full), wv, acc[r]);
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) y[r * ldy] = reduce1(acc[r]);
+}
+
 constexpr int direct_max_n = 3;
-constexpr int direct_cols = 8;  // weight rows per direct tile: 8 independent FMA chains per activation row
 
 template <int R, class Src>
 void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
   const auto* wd = static_cast<const typename Src::elem*>(w.data);
   const int64_t ldw = w.cols, ldy = w.rows;
   int64_t j = j0;
-  for (; j + direct_cols <= j1; j += direct_cols)
-    tile_direct<R, direct_cols, Src>(x, w.cols, wd + j * ldw, ldw, w.cols, y + j, ldy);
-  for (; j < j1; ++j) tile_direct<R, 1, Src>(x, w.cols, wd + j * ldw, ldw, w.cols, y + j, ldy);
+  for (; j + tile_cols <= j1; j += tile_cols) tile_direct<R, Src>(x, w.cols, wd + j * ldw, ldw, w.cols, y + j, ldy);
+  for (; j < j1; ++j) tile_direct_row<R, Src>(x, w.cols, wd + j * ldw, w.cols, y + j, ldy);
 }
 
 template <class Src>
@@ -158,92 +201,133 @@ void run_direct(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
 }
 
 // ---- packed path: a panel of weight rows widened once, reused by every activation row ----
+//
+// Per panel of 48 weight rows (widened to fp32, in L2) and block of activation rows:
+//   for each k block (<= 1024 wide): for each 8-row sub-panel (its k slice stays in L1):
+//     for each group of 3 activation rows: 24 accumulators in registers over the k block; between
+//     k blocks they wait in `partials` as raw 16-lane sums (stored, never rounded or reduced early),
+//     after the last one the tree reduces them straight into y.
 
-constexpr int pack_cols = 6;   // weight rows per register tile
-constexpr int pack_rows = 4;   // activation rows per register tile: 24 accumulators + 4 x + 1 w of 32 zmm
-constexpr int panel_rows = 48; // weight rows widened per unit (8 sub-panels)
+constexpr int panel_rows = 48;     // weight rows widened at once: 6 sub-panels of 8
+constexpr int64_t k_block = 1024;  // a sub-panel's k slice (8 x 1024 x 4 B = 32 KB) stays in L1
+constexpr int64_t block_n = 60;    // activation rows per block: 60 x 48 x 64 B = 180 KB of partials
+constexpr int64_t partial_row = panel_rows * 16;  // floats of partials per activation row
 
 int64_t padded_cols(int64_t cols) { return (cols + 15) / 16 * 16; }
 
-// Sub-panel layout: for each 16-wide k block, the pack_cols rows' 16 fp32 side by side, so a tile
-// reads one sequential stream. Rows past the matrix are zeros (their results are never stored).
+// Sub-panel layout: for each 16-wide k block, the 8 rows' 16 fp32 side by side, so a tile reads one
+// sequential stream. Rows past the matrix are zeros (their results are never stored).
 template <class Src>
 void pack_subpanel(const typename Src::elem* w, int64_t ldw, int64_t live_rows, int64_t cols, float* dst) {
   const int64_t full = cols / 16 * 16;
   const __mmask16 m = tail_mask(cols);
-  for (int c = 0; c < pack_cols; ++c) {
+  for (int c = 0; c < tile_cols; ++c) {
     float* d = dst + c * 16;
     if (c >= live_rows) {
-      for (int64_t k = 0; k < padded_cols(cols); k += 16, d += pack_cols * 16) _mm512_store_ps(d, _mm512_setzero_ps());
+      for (int64_t k = 0; k < padded_cols(cols); k += 16, d += tile_cols * 16) _mm512_store_ps(d, _mm512_setzero_ps());
       continue;
     }
     const auto* s = w + c * ldw;
     int64_t k = 0;
-    for (; k < full; k += 16, d += pack_cols * 16) _mm512_store_ps(d, Src::load(s + k));
+    for (; k < full; k += 16, d += tile_cols * 16) _mm512_store_ps(d, Src::load(s + k));
     if (m) _mm512_store_ps(d, Src::load(s + k, m));
   }
 }
 
+// One R x 8 tile over one k block. `resume`: partials to continue from (null: start at +0);
+// `save`: where to leave them (null: last k block, reduce into y).
 template <int R>
-void tile_packed(const float* x, int64_t ldx, const float* wp, int64_t cols, float* out) {
-  constexpr int C = pack_cols;
+void tile_packed(const float* x, int64_t ldx, const float* wp, int64_t klen, __mmask16 tail, const float* resume,
+                 float* save, float* y, int64_t ldy, int live) {
+  constexpr int C = tile_cols;
   __m512 acc[R * C];
-#pragma GCC unroll 32
-  for (int i = 0; i < R * C; ++i) acc[i] = _mm512_setzero_ps();
-  const int64_t full = cols / 16 * 16;
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c)
+      acc[r * C + c] = resume ? _mm512_load_ps(resume + r * partial_row + c * 16) : _mm512_setzero_ps();
+  const int64_t full = tail ? klen - 16 : klen;  // klen is a multiple of 16
   for (int64_t k = 0; k < full; k += 16, wp += C * 16) {
     __m512 xv[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(x + r * ldx + k);
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
-      const __m512 wv = _mm512_load_ps(wp + c * 16);
+      __m512 wv = _mm512_load_ps(wp + c * 16);
+      asm("" : "+v"(wv));  // one load into a register, not one memory operand per FMA (load ports)
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) acc[r * C + c] = _mm512_fmadd_ps(xv[r], wv, acc[r * C + c]);
     }
   }
-  if (const __mmask16 m = tail_mask(cols)) {  // the packed tail is zero-padded; only x needs a mask
+  if (tail) {  // the packed tail is zero-padded; only x needs a mask
     __m512 xv[R];
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) xv[r] = _mm512_maskz_loadu_ps(m, x + r * ldx + full);
+    for (int r = 0; r < R; ++r) xv[r] = _mm512_maskz_loadu_ps(tail, x + r * ldx + full);
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
-      const __m512 wv = _mm512_load_ps(wp + c * 16);
+      __m512 wv = _mm512_load_ps(wp + c * 16);
+      asm("" : "+v"(wv));  // one load into a register, not one memory operand per FMA (load ports)
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) acc[r * C + c] = _mm512_fmadd_ps(xv[r], wv, acc[r * C + c]);
     }
   }
-  reduce_any<R * C>(acc, out);
+  if (save) {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) _mm512_store_ps(save + r * partial_row + c * 16, acc[r * C + c]);
+  } else {
+    store_tile<R>(acc, y, ldy, live);
+  }
 }
 
 template <class Src>
-void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* panel) {
+void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch,
+                int64_t next0, int64_t next1) {
   const auto* wd = static_cast<const typename Src::elem*>(w.data);
-  const int64_t cols = w.cols, ldy = w.rows, sub_floats = pack_cols * padded_cols(cols);
-  // Activation rows per block: keep the block (streamed once per sub-panel) within about 1 MB of L2.
-  const int64_t block_n = std::max<int64_t>(pack_rows, (int64_t{1} << 18) / cols / pack_rows * pack_rows);
-  float out[pack_rows * pack_cols];
+  const int64_t cols = w.cols, ldy = w.rows, kp = padded_cols(cols), sub_floats = tile_cols * kp;
+  float* panel = scratch;
+  float* partials = scratch + panel_rows * kp;
+  // Even k blocks of at most k_block columns (multiples of 16); the last one holds the masked tail.
+  const int64_t kblocks = (kp + k_block - 1) / k_block;
+  const int64_t kb_len = (kp / 16 + kblocks - 1) / kblocks * 16;
+  const __mmask16 tail = tail_mask(cols);
+
   for (int64_t jc = j0; jc < j1; jc += panel_rows) {
     const int64_t nc = std::min<int64_t>(panel_rows, j1 - jc);
-    const int64_t subs = (nc + pack_cols - 1) / pack_cols;
+    const int64_t subs = (nc + tile_cols - 1) / tile_cols;
     for (int64_t s = 0; s < subs; ++s)
-      pack_subpanel<Src>(wd + (jc + s * pack_cols) * cols, cols, nc - s * pack_cols, cols, panel + s * sub_floats);
+      pack_subpanel<Src>(wd + (jc + s * tile_cols) * cols, cols, nc - s * tile_cols, cols, panel + s * sub_floats);
+    // The next panel (of this unit, else the unit this thread probably takes next): pull it into L2
+    // while this one computes, so packing it reads L2 instead of waiting on DRAM.
+    int64_t p0 = jc + panel_rows, p1 = std::min(jc + 2 * panel_rows, j1);
+    if (p0 >= j1) p0 = next0, p1 = std::min(next1, next0 + panel_rows);
+    const char* pf = reinterpret_cast<const char*>(wd + p0 * cols);
+    const char* pf_end = reinterpret_cast<const char*>(wd + std::max(p0, p1) * cols);
     for (int64_t ic = 0; ic < n; ic += block_n) {
       const int64_t ie = std::min(n, ic + block_n);
-      for (int64_t s = 0; s < subs; ++s) {  // the sub-panel (24 KB at cols=1024) stays in L1
-        const float* wp = panel + s * sub_floats;
-        const int64_t live = std::min<int64_t>(pack_cols, nc - s * pack_cols);
-        float* ys = y + jc + s * pack_cols;
-        for (int64_t i = ic; i < ie; i += pack_rows) {
-          const int64_t r = std::min<int64_t>(pack_rows, ie - i);
-          switch (r) {
-            case 4: tile_packed<4>(x + i * cols, cols, wp, cols, out); break;
-            case 3: tile_packed<3>(x + i * cols, cols, wp, cols, out); break;
-            case 2: tile_packed<2>(x + i * cols, cols, wp, cols, out); break;
-            default: tile_packed<1>(x + i * cols, cols, wp, cols, out); break;
+      const int64_t tiles = kblocks * subs * ((ie - ic + max_tile_rows - 1) / max_tile_rows);
+      const int64_t pf_step = std::max<int64_t>(1, (pf_end - pf + 63) / 64 / std::max<int64_t>(tiles, 1)) * 64;
+      for (int64_t kb = 0; kb < kblocks; ++kb) {
+        const int64_t k0 = kb * kb_len, klen = std::min(kb_len, kp - k0);
+        const __mmask16 kt = k0 + klen == kp ? tail : 0;
+        const bool last = kb + 1 == kblocks;
+        for (int64_t s = 0; s < subs; ++s) {
+          const float* wp = panel + s * sub_floats + k0 * tile_cols;
+          const int live = static_cast<int>(std::min<int64_t>(tile_cols, nc - s * tile_cols));
+          for (int64_t i = ic; i < ie; i += max_tile_rows) {
+            const float* xi = x + i * cols + k0;
+            float* part = partials + (i - ic) * partial_row + s * tile_cols * 16;
+            const float* resume = kb > 0 ? part : nullptr;
+            float* save = last ? nullptr : part;
+            float* yi = y + i * ldy + jc + s * tile_cols;
+            switch (std::min<int64_t>(max_tile_rows, ie - i)) {
+              case 3: tile_packed<3>(xi, cols, wp, klen, kt, resume, save, yi, ldy, live); break;
+              case 2: tile_packed<2>(xi, cols, wp, klen, kt, resume, save, yi, ldy, live); break;
+              default: tile_packed<1>(xi, cols, wp, klen, kt, resume, save, yi, ldy, live); break;
+            }
+            for (const char* e = std::min(pf + pf_step, pf_end); pf < e; pf += 64) _mm_prefetch(pf, _MM_HINT_T1);
           }
-          for (int64_t rr = 0; rr < r; ++rr)
-            for (int64_t c = 0; c < live; ++c) ys[(i + rr) * ldy + c] = out[rr * pack_cols + c];
         }
       }
     }
@@ -255,15 +339,19 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
 int64_t unit_rows(int64_t n, const weight_ref&) { return n <= direct_max_n ? 64 : panel_rows; }
 
 size_t scratch_floats(int64_t n, const weight_ref& w) {
-  return n <= direct_max_n ? 0 : static_cast<size_t>(panel_rows * padded_cols(w.cols));
+  return n <= direct_max_n ? 0 : static_cast<size_t>(panel_rows * padded_cols(w.cols) + block_n * partial_row);
 }
 
-void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
+void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch, int64_t next0,
+         int64_t next1) {
   const bool direct = n <= direct_max_n;
   switch (w.type) {
-    case dtype::f32: return direct ? run_direct<src_f32>(x, n, w, j0, j1, y) : run_packed<src_f32>(x, n, w, j0, j1, y, scratch);
-    case dtype::bf16: return direct ? run_direct<src_bf16>(x, n, w, j0, j1, y) : run_packed<src_bf16>(x, n, w, j0, j1, y, scratch);
-    case dtype::f16: return direct ? run_direct<src_f16>(x, n, w, j0, j1, y) : run_packed<src_f16>(x, n, w, j0, j1, y, scratch);
+    case dtype::f32:
+      return direct ? run_direct<src_f32>(x, n, w, j0, j1, y) : run_packed<src_f32>(x, n, w, j0, j1, y, scratch, next0, next1);
+    case dtype::bf16:
+      return direct ? run_direct<src_bf16>(x, n, w, j0, j1, y) : run_packed<src_bf16>(x, n, w, j0, j1, y, scratch, next0, next1);
+    case dtype::f16:
+      return direct ? run_direct<src_f16>(x, n, w, j0, j1, y) : run_packed<src_f16>(x, n, w, j0, j1, y, scratch, next0, next1);
     default: return;  // matmul() rejected other dtypes before any thread started
   }
 }
