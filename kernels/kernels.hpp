@@ -20,6 +20,17 @@ struct weight_ref {
   int64_t rows = 0;
   int64_t cols = 0;
   size_t bytes() const noexcept { return static_cast<size_t>(rows * cols) * dtype_size(type); }
+
+  // Quantized weights (type i8 or f8_e4m3; docs/quantization.md): `data` holds the codes and
+  //   w[r][c] = code[r][c] * scales[(r / group_rows) * scale_cols() + c / group_cols]
+  // with scales row-major [ceil(rows / group_rows), scale_cols()]. INT8: group_rows 1 (per output
+  // channel, group_cols inputs per scale); FP8: 128 x 128 blocks (weight_scale_inv).
+  const float* scales = nullptr;
+  int32_t group_rows = 0;
+  int32_t group_cols = 0;
+  int64_t scale_rows() const noexcept { return group_rows > 0 ? (rows + group_rows - 1) / group_rows : 0; }
+  int64_t scale_cols() const noexcept { return group_cols > 0 ? (cols + group_cols - 1) / group_cols : 0; }
+  size_t scale_bytes() const noexcept { return static_cast<size_t>(scale_rows() * scale_cols()) * sizeof(float); }
 };
 
 // y = x · wᵀ
@@ -27,6 +38,8 @@ struct weight_ref {
 //   y: [n, w.rows] float32 row-major
 // Weight dtypes: f32, f16, bf16. Each y[i][j] is a dot product whose summation order depends only
 // on w.cols and the instruction set chosen at start-up (not on n, i, or the thread count).
+// Quantized weights (i8, f8_e4m3 with scales) go to kernels/cpu/matmul_int8.hpp under the same
+// contract: a row's result depends only on that row of x and the weights, never on n or threads.
 void matmul(const float* x, int64_t n, const weight_ref& w, float* y);
 
 // The portable scalar version with the same contract; the tests' reference for matmul().

@@ -1,5 +1,6 @@
 #include "runtime/core/dtype.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace troupe {
@@ -78,6 +79,34 @@ uint16_t f32_to_f16(float f) noexcept {
   uint32_t mant_odd = (absx >> 13) & 1u;
   absx += 0xc8000fffu + mant_odd;  // rebias exponent (-112 << 23) and round to nearest even
   return static_cast<uint16_t>(sign | (absx >> 13));
+}
+
+float f8e4m3_to_f32(uint8_t v) noexcept {
+  const uint32_t exp = (v >> 3) & 0xf, mant = v & 7;
+  if (exp == 15 && mant == 7) return std::nanf("");
+  const float mag = exp == 0 ? std::ldexp(static_cast<float>(mant), -9)  // subnormal: mant * 2^-9
+                             : std::ldexp(static_cast<float>(8 + mant), static_cast<int>(exp) - 10);
+  return (v & 0x80) ? -mag : mag;
+}
+
+uint8_t f32_to_f8e4m3(float f) noexcept {
+  if (std::isnan(f)) return 0x7f;
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  const float a = std::fabs(f);
+  if (a >= 448.0f) return sign | 0x7e;  // saturate (448 = 0x7e)
+  // Quantum of a's binade: subnormals and the first normal binade share 2^-9.
+  int e = 0;
+  std::frexp(a, &e);  // a in [2^(e-1), 2^e)
+  const int q = std::max(e - 1 - 3, -9);
+  // a / 2^q is exact; rounding it to an integer with nearbyint (ties to even) is the FP8 rounding.
+  const float steps = std::nearbyint(std::ldexp(a, -q));
+  const float r = std::ldexp(steps, q);
+  if (r == 0.0f) return sign;
+  int re = 0;
+  const float m = std::frexp(r, &re);  // r = m * 2^re, m in [0.5, 1)
+  if (re - 1 < -6) return sign | static_cast<uint8_t>(std::ldexp(r, 9));  // subnormal code
+  const uint32_t mant = static_cast<uint32_t>(std::ldexp(m, 4)) - 8;      // m * 16 in [8, 16)
+  return sign | static_cast<uint8_t>(((re - 1 + 7) << 3) | mant);
 }
 
 }  // namespace troupe

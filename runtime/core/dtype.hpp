@@ -36,4 +36,10 @@ inline uint16_t f32_to_bf16(float f) noexcept {
 float f16_to_f32(uint16_t v) noexcept;
 uint16_t f32_to_f16(float f) noexcept;
 
+// FP8 E4M3 ("e4m3fn", as in safetensors F8_E4M3 and OCP FP8): bias 7, no infinities, 0x7f and
+// 0xff are NaN, largest finite 448. Widening is exact; narrowing rounds to nearest even and
+// saturates to +-448 (NaN stays NaN), as torch's float8_e4m3fn conversion with clamping does.
+float f8e4m3_to_f32(uint8_t v) noexcept;
+uint8_t f32_to_f8e4m3(float f) noexcept;
+
 }  // namespace troupe

@@ -55,6 +55,8 @@ struct checkpoint {
   // Tensors whose offset in the file is not a multiple of their element size are copied here
   // (never the case for files written by the reference safetensors library or by Troupe).
   std::vector<std::vector<uint64_t>> aligned_copies;
+  // Other memory weights point into: weights quantized on load, widened scales (runtime/quant).
+  std::vector<std::shared_ptr<const void>> owned;
 };
 
 // Loads DIR/config.json, DIR/generation_config.json (optional), and DIR/model.safetensors or the

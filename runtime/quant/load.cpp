@@ -1,0 +1,290 @@
+// load_model: float checkpoints go through load_checkpoint (then quantize_weights when asked);
+// checkpoints whose config.json holds a quantization_config are read here, tensor by tensor
+// against the architecture's list exactly as load_checkpoint does, with each I8 / F8_E4M3 weight
+// bound to its scale tensor in place in the mapping. Nothing is copied unless it must be (a
+// misaligned tensor, BF16 / F16 scales widened to float32).
+#include "runtime/quant/load.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/error.hpp"
+#include "runtime/model/safetensors.hpp"
+#include "runtime/model/tensor_layout.hpp"
+#include "runtime/quant/quantize.hpp"
+#include "runtime/quant/weight_files.hpp"
+
+namespace troupe::quant {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+bool is_float(dtype t) { return t == dtype::f32 || t == dtype::f16 || t == dtype::bf16; }
+
+std::vector<float> widen(const tensor_info& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (t.type == dtype::f32) {
+      std::memcpy(&out[i], t.data + 4 * i, 4);
+    } else {
+      uint16_t v;
+      std::memcpy(&v, t.data + 2 * i, 2);
+      out[i] = t.type == dtype::bf16 ? bf16_to_f32(v) : f16_to_f32(v);
+    }
+  }
+  return out;
+}
+
+const char* codes_dtype(method m) { return m == method::fp8 ? "F8_E4M3" : "I8"; }
+
+// The shape of a quantized weight's scales.
+std::vector<int64_t> scale_shape(const quant_config& q, int64_t rows, int64_t cols) {
+  if (q.kind == method::fp8) return {(rows + q.block_rows - 1) / q.block_rows, (cols + q.block_cols - 1) / q.block_cols};
+  const int64_t g = q.group_size == 0 || q.group_size >= cols ? std::max<int64_t>(cols, 1) : q.group_size;
+  return {rows, (cols + g - 1) / g};
+}
+
+bool ignorable(std::string_view name, const model_config& c) {
+  constexpr std::string_view inv_freq = ".rotary_emb.inv_freq";
+  if (name.size() >= inv_freq.size() && name.substr(name.size() - inv_freq.size()) == inv_freq) return true;
+  return c.tie_word_embeddings && name == "lm_head.weight";
+}
+
+std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::path& config_path,
+                                              const std::string& config_text, const quant_config& q) {
+  auto ck = std::make_unique<checkpoint>();
+  ck->dir = dir;
+  const fs::path root(dir);
+  ck->config = parse_model_config(config_text, config_path.string());
+  const model_config& c = ck->config;
+  std::error_code ec;
+  const fs::path gen_path = root / "generation_config.json";
+  if (fs::exists(gen_path, ec)) ck->generation = parse_generation_config(read_text(gen_path), gen_path.string());
+  if (ck->generation.eos_token_ids.empty()) ck->generation.eos_token_ids = c.eos_token_ids;
+
+  weight_files wf = open_weights(root);
+  const std::vector<expected_tensor> expected = expected_tensors(c);
+  model_weights& w = ck->weights;
+  shape_weights(w, c);
+  std::unordered_set<std::string> wanted;
+  std::string path, scale_path;
+  for (const auto& t : expected) {
+    wanted.insert(t.name);
+    const tensor_info* info = wf.find(t.name, path);
+    const std::string expect = "expected " + std::string(t.is_norm() ? "F32, F16 or BF16" : "F32, F16, BF16 or quantized ") +
+                               (t.is_norm() ? "" : codes_dtype(q.kind)) + " with shape " + shape_string(t.shape) +
+                               " from config.json";
+    if (!info) throw_error(errc::invalid_checkpoint, path + ": missing tensor '" + t.name + "'; " + expect);
+    if (info->shape != t.shape)
+      throw_error(errc::invalid_checkpoint,
+                  path + ": tensor '" + t.name + "' has shape " + shape_string(info->shape) + "; " + expect);
+    if (t.is_norm()) {
+      if (!is_float(info->type))
+        throw_error(errc::unsupported, path + ": tensor '" + t.name + "' has dtype " +
+                                           std::string(to_string(info->type)) + "; " + expect);
+      *norm_slot(w, t) = widen(*info);
+      continue;
+    }
+    const void* data = info->data;
+    if (reinterpret_cast<uintptr_t>(data) % dtype_size(info->type) != 0) {
+      auto& copy = ck->aligned_copies.emplace_back((info->bytes() + 7) / 8);
+      std::memcpy(copy.data(), data, info->bytes());
+      data = copy.data();
+    }
+    kernels::weight_ref ref{data, info->type, t.shape[0], t.shape[1]};
+    if (!is_float(info->type)) {
+      const dtype want = q.kind == method::fp8 ? dtype::f8_e4m3 : dtype::i8;
+      if (info->type != want)
+        throw_error(errc::unsupported, path + ": tensor '" + t.name + "' has dtype " +
+                                           std::string(to_string(info->type)) + " but quantization_config names " +
+                                           (q.kind == method::fp8 ? "fp8" : "troupe_int8") + "; " + expect);
+      if (t.kind == tensor_kind::embed_tokens)
+        throw_error(errc::unsupported, path + ": tensor '" + t.name + "' is quantized (" +
+                                           std::string(to_string(info->type)) +
+                                           "); embedding tables must stay F32, F16 or BF16");
+      const std::string sname = scale_tensor_name(t.name, q.kind);
+      const std::vector<int64_t> sshape = scale_shape(q, t.shape[0], t.shape[1]);
+      const std::string sexpect = "expected F32 (or BF16 / F16) with shape " + shape_string(sshape) + ", the " +
+                                  (q.kind == method::fp8 ? "block scales" : "per-group scales") + " of '" + t.name + "'";
+      const tensor_info* s = wf.find(sname, scale_path);
+      if (!s) throw_error(errc::invalid_checkpoint, scale_path + ": missing tensor '" + sname + "'; " + sexpect);
+      if (!is_float(s->type))
+        throw_error(errc::invalid_checkpoint, scale_path + ": tensor '" + sname + "' has dtype " +
+                                                  std::string(to_string(s->type)) + "; " + sexpect);
+      if (s->shape != sshape)
+        throw_error(errc::invalid_checkpoint,
+                    scale_path + ": tensor '" + sname + "' has shape " + shape_string(s->shape) + "; " + sexpect);
+      wanted.insert(sname);
+      if (s->type == dtype::f32 && reinterpret_cast<uintptr_t>(s->data) % 4 == 0) {
+        ref.scales = reinterpret_cast<const float*>(s->data);
+      } else {
+        auto widened = std::make_shared<std::vector<float>>(widen(*s));
+        ref.scales = widened->data();
+        ck->owned.push_back(widened);
+      }
+      if (q.kind == method::fp8) {
+        ref.group_rows = q.block_rows;
+        ref.group_cols = q.block_cols;
+      } else {
+        ref.group_rows = 1;
+        ref.group_cols = q.group_size == 0 || q.group_size >= t.shape[1] ? static_cast<int32_t>(std::max<int64_t>(t.shape[1], 1))
+                                                                          : q.group_size;
+      }
+    } else if (info->type != dtype::f32 && info->type != dtype::bf16 && info->type != dtype::f16) {
+      throw_error(errc::unsupported, path + ": tensor '" + t.name + "' has dtype " + std::string(to_string(info->type)) +
+                                         "; " + expect);
+    }
+    *weight_slot(w, t) = ref;
+  }
+  if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
+
+  auto unexpected = [&](const std::string& where, const std::string& name) {
+    throw_error(errc::invalid_checkpoint,
+                where + ": unexpected tensor '" + name + "'; expected only the tensors of a " + architecture_name(c.arch) +
+                    " with config.json's shape (" + std::to_string(c.num_hidden_layers) + " layers" +
+                    (c.tie_word_embeddings ? ", tied embeddings" : ", untied lm_head") + ") and the " +
+                    (q.kind == method::fp8 ? "weight_scale_inv" : "weight_scale") + " of each quantized weight");
+  };
+  for (const auto& [name, file] : wf.placement)
+    if (!wanted.count(name) && !ignorable(name, c)) unexpected(wf.index_path, name);
+  for (const auto& f : wf.files)
+    for (const auto& t : f.tensors())
+      if (!wanted.count(t.name) && !ignorable(t.name, c)) unexpected(f.path(), t.name);
+
+  for (auto& f : wf.files) ck->files.push_back(std::move(f).release_mapping());
+  account_weight_bytes(*ck);
+  return ck;
+}
+
+// Drops the pages of [p, p + bytes) that lie wholly inside it from the resident set, when the
+// range belongs to one of the checkpoint's read-only file mappings (never heap memory).
+void release_pages(const checkpoint& ck, const void* p, size_t bytes) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  for (const auto& f : ck.files) {
+    if (b < f.data() || b + bytes > f.data() + f.size()) continue;
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t lo = (reinterpret_cast<uintptr_t>(b) + page - 1) / page * page;
+    const uintptr_t hi = (reinterpret_cast<uintptr_t>(b) + bytes) / page * page;
+    if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+    return;
+  }
+}
+
+}  // namespace
+
+void account_weight_bytes(checkpoint& ck) {
+  const model_config& c = ck.config;
+  model_weights& w = ck.weights;
+  w.bytes = w.active_bytes = 0;
+  w.num_parameters = 0;
+  std::vector<size_t> expert_bytes(static_cast<size_t>(c.num_hidden_layers), 0);
+  for (const auto& t : expected_tensors(c)) {
+    if (const auto* norm = norm_slot(w, t)) {
+      w.num_parameters += static_cast<int64_t>(norm->size());
+      w.bytes += norm->size() * sizeof(float);
+      w.active_bytes += norm->size() * sizeof(float);
+      continue;
+    }
+    const kernels::weight_ref& r = *weight_slot(w, t);
+    w.num_parameters += r.rows * r.cols;
+    const size_t nb = r.bytes() + (r.scales ? r.scale_bytes() : 0);
+    if (t.kind == tensor_kind::embed_tokens) {
+      if (c.tie_word_embeddings) w.bytes += nb, w.active_bytes += nb;  // doubles as lm_head
+    } else if (t.expert >= 0) {
+      w.bytes += nb;
+      expert_bytes[static_cast<size_t>(t.layer)] += nb;
+    } else {
+      w.bytes += nb;
+      w.active_bytes += nb;
+    }
+  }
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    if (c.layer_is_moe(l))
+      w.active_bytes += expert_bytes[static_cast<size_t>(l)] / static_cast<size_t>(c.num_experts) *
+                        static_cast<size_t>(c.num_experts_per_tok);
+}
+
+quant_config weight_quantization(const checkpoint& ck) {
+  quant_config q;
+  for (const auto& layer : ck.weights.layers) {
+    const kernels::weight_ref& r = layer.q_proj;
+    if (r.type == dtype::i8) {
+      q.kind = method::int8;
+      q.group_size = r.group_cols >= r.cols ? 0 : r.group_cols;
+    } else if (r.type == dtype::f8_e4m3) {
+      q.kind = method::fp8;
+      q.block_rows = r.group_rows;
+      q.block_cols = r.group_cols;
+    }
+    break;
+  }
+  return q;
+}
+
+void quantize_weights(checkpoint& ck, const load_options& o) {
+  if (o.quantization == method::none) return;
+  const bool head = o.quantize_lm_head.value_or(o.quantization == method::int8);
+  auto quantize = [&](kernels::weight_ref& r) {
+    if (!is_float(r.type)) return;
+    quantized_weight q = o.quantization == method::int8 ? quantize_int8(r, o.group_size)
+                                                        : quantize_fp8(r, o.block_rows, o.block_cols);
+    if (o.release_source_pages) release_pages(ck, r.data, r.bytes());
+    r = q.ref;
+    ck.owned.push_back(q.codes);
+    ck.owned.push_back(q.scales);
+  };
+  for (auto& l : ck.weights.layers) {
+    for (auto* r : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+      if (r->data) quantize(*r);
+    for (auto& e : l.experts)
+      for (auto* r : {&e.gate_proj, &e.up_proj, &e.down_proj}) quantize(*r);
+  }
+  if (head && is_float(ck.weights.lm_head.type)) {
+    const bool tied = ck.config.tie_word_embeddings;
+    quantize(ck.weights.lm_head);
+    // A quantized copy of the embedding table is an untied output projection from now on; the
+    // table itself is read a row per token, so its pages need not stay resident.
+    if (tied) ck.config.tie_word_embeddings = false;
+  }
+  account_weight_bytes(ck);
+}
+
+std::unique_ptr<checkpoint> load_model(const std::string& dir, const load_options& o) {
+  const fs::path config_path = fs::path(dir) / "config.json";
+  std::error_code ec;
+  json j;
+  bool quantized = false;
+  if (fs::is_directory(dir, ec) && fs::exists(config_path, ec)) {
+    try {
+      j = json::parse(read_text(config_path));
+      quantized = j.is_object() && j.contains("quantization_config") && !j["quantization_config"].is_null();
+    } catch (const json::parse_error&) {
+      // load_checkpoint reports malformed JSON with its usual message.
+    }
+  }
+  if (!quantized) {
+    auto ck = load_checkpoint(dir);
+    quantize_weights(*ck, o);
+    return ck;
+  }
+  const quant_config q = parse_quant_config(j["quantization_config"].dump(), config_path.string());
+  if (o.quantization != method::none && o.quantization != q.kind)
+    throw_error(errc::invalid_argument, dir + " is already quantized (" + method_name(q.kind) +
+                                            "); --quantization " + method_name(o.quantization) +
+                                            " would quantize it twice: load it as stored, or quantize the float checkpoint");
+  j.erase("quantization_config");
+  return load_prequantized(dir, config_path, j.dump(), q);
+}
+
+}  // namespace troupe::quant

@@ -1,0 +1,32 @@
+// The safetensors files of a Hugging Face checkpoint directory: model.safetensors, or the shards
+// model.safetensors.index.json names (the rules and messages of load_checkpoint, whose version is
+// private to runtime/model). Shared by the quantized loader and the quantize command's writer.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/model/safetensors.hpp"
+
+namespace troupe::quant {
+
+struct weight_files {
+  std::vector<safetensors_file> files;
+  std::unordered_map<std::string, size_t> placement;  // sharded only: tensor -> files[i]
+  std::string index_path;                             // empty when single-file
+
+  // The tensor `name` (nullptr when absent); file_path names where it is (or was looked for).
+  const tensor_info* find(const std::string& name, std::string& file_path) const;
+};
+
+// Opens and validates the headers; throws troupe::error(invalid_checkpoint / io_error) naming the
+// file (no weights, a bad index, a missing shard).
+weight_files open_weights(const std::filesystem::path& root);
+
+std::string read_text(const std::filesystem::path& p);
+// model.safetensors.index.json or a *.safetensors file: what a writer replaces.
+bool is_weight_file(const std::string& file_name);
+
+}  // namespace troupe::quant
