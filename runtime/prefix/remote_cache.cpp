@@ -80,7 +80,10 @@ fetch_result remote_cache::fetch(const remote_lookup& q, store_clock::time_point
   keys.reserve(q.blocks.size());
   for (const auto& b : q.blocks) keys.push_back(key(b.hash));
   size_t run = 0;
-  if (auto st = leading_run(keys, run, deadline); st != store_status::ok) {
+  auto t_lookup = store_clock::now();
+  auto found = leading_run(keys, run, deadline);
+  res.lookup_s = seconds_since(t_lookup);
+  if (auto st = found; st != store_status::ok) {
     ++stats_.store_failures;
     return decide(fetch_decision::unavailable);
   }
@@ -91,36 +94,52 @@ fetch_result remote_cache::fetch(const remote_lookup& q, store_clock::time_point
   const size_t entry_bytes = codec_.encoded_bytes();
   const size_t by_memory = std::max<size_t>(1, opts_.max_fetch_bytes / entry_bytes);
   const double budget_s = std::chrono::duration<double>(deadline - store_clock::now()).count();
-  auto plan = cost_.decide(std::min(run, by_memory), entry_bytes, codec_.layout().block_size, budget_s);
-  if (plan.num_blocks == 0) return decide(fetch_decision::recompute);
+  res.plan = cost_.decide(std::min(run, by_memory), entry_bytes, codec_.layout().block_size, budget_s);
+  if (res.plan.num_blocks == 0) return decide(fetch_decision::recompute);
 
+  // In windows: a window that misses the deadline loses only itself; the blocks before it are
+  // checked and kept (they are a contiguous prefix), and each window refines the bandwidth.
+  const size_t window = std::max<size_t>(1, opts_.fetch_window_bytes / entry_bytes);
+  const auto refresh = opts_.refresh_ttl_on_hit ? opts_.ttl : std::chrono::seconds(0);
+  const auto keys_span = std::span<const std::string>(keys);
+  auto t_read = store_clock::now();
+  store_status failed = store_status::ok;
+  bool chain_ended = false;
   std::vector<std::optional<stored_value>> values;
-  auto t0 = store_clock::now();
-  auto refresh = opts_.refresh_ttl_on_hit ? opts_.ttl : std::chrono::seconds(0);
-  if (auto st = store_.get(std::span<const std::string>(keys).first(plan.num_blocks), values, refresh, deadline);
-      st != store_status::ok) {
-    ++stats_.store_failures;
-    return decide(fetch_decision::unavailable);
-  }
-  size_t bytes = 0;
-  for (const auto& v : values)
-    if (v) bytes += v->bytes.size();
-  cost_.observe_fetch(bytes, seconds_since(t0));
-  stats_.bytes_fetched += static_cast<int64_t>(bytes);
-
-  // The chain must stay contiguous: the first missing or refused block ends it.
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (!values[i]) break;  // expired or evicted since EXISTS
-    std::string_view payload;
-    auto st = codec_.check(values[i]->bytes, q.blocks[i], &payload);
-    if (st != check_status::ok) {
-      ++stats_.rejected[static_cast<size_t>(st)];
+  for (size_t at = 0; at < res.plan.num_blocks && !chain_ended; at += window) {
+    const size_t n = std::min(window, res.plan.num_blocks - at);
+    auto t0 = store_clock::now();
+    if (auto st = store_.get(keys_span.subspan(at, n), values, refresh, deadline); st != store_status::ok) {
+      ++stats_.store_failures;
+      failed = st;
       break;
     }
-    res.blocks.payloads.push_back(stored_value{values[i]->owner, payload});
+    size_t bytes = 0;
+    for (const auto& v : values)
+      if (v) bytes += v->bytes.size();
+    cost_.observe_fetch(bytes, seconds_since(t0));
+    res.bytes_read += bytes;
+    // The chain must stay contiguous: the first missing or refused block ends it.
+    for (size_t i = 0; i < n; ++i) {
+      if (!values[i]) {  // expired or evicted since EXISTS
+        chain_ended = true;
+        break;
+      }
+      std::string_view payload;
+      auto st = codec_.check(values[i]->bytes, q.blocks[at + i], &payload);
+      if (st != check_status::ok) {
+        ++stats_.rejected[static_cast<size_t>(st)];
+        chain_ended = true;
+        break;
+      }
+      res.blocks.payloads.push_back(stored_value{values[i]->owner, payload});
+    }
   }
+  res.read_s = seconds_since(t_read);
+  stats_.bytes_fetched += static_cast<int64_t>(res.bytes_read);
   stats_.blocks_fetched += static_cast<int64_t>(res.blocks.payloads.size());
-  return decide(res.blocks.payloads.empty() ? fetch_decision::recompute : fetch_decision::fetch);
+  if (!res.blocks.payloads.empty()) return decide(fetch_decision::fetch);
+  return decide(failed != store_status::ok ? fetch_decision::unavailable : fetch_decision::recompute);
 }
 
 size_t remote_cache::publish(std::span<const saved_block> blocks, store_clock::time_point deadline) {

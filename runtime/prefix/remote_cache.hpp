@@ -29,6 +29,7 @@ struct remote_options {
   std::chrono::milliseconds publish_budget{2000};  // longest one publish round may take
   lookup_strategy strategy = lookup_strategy::pipelined;
   size_t max_fetch_bytes = size_t{1} << 30;        // per request
+  size_t fetch_window_bytes = size_t{64} << 20;    // per pipelined GET: what a timeout can cost
   bool refresh_ttl_on_hit = true;                  // a fetched entry lives another ttl
 };
 
@@ -45,6 +46,10 @@ struct fetch_result {
   remote_blocks blocks;
   fetch_decision decision = fetch_decision::not_found;
   size_t num_found = 0;  // leading blocks the store claimed to hold
+  fetch_plan plan;       // the cost model's estimate for them
+  double lookup_s = 0;   // finding num_found (EXISTS round trips)
+  double read_s = 0;     // GETs and checks
+  size_t bytes_read = 0;
 };
 
 struct remote_stats {
