@@ -218,7 +218,7 @@ sched::sched_config sched_cfg(const options& o, bool prefix_on, bool remote, con
   c.max_model_len = max_len;
   c.enable_prefix_caching = prefix_on;
   c.prefix_identity.model_fingerprint = fp;
-  c.prefix_remote = remote;
+  c.prefix_options.remote = remote;
   return c;
 }
 

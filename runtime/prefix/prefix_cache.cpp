@@ -44,6 +44,13 @@ void prefix_cache::add(int64_t seq, std::span<const int32_t> prompt) {
   const size_t cap = reusable_blocks(prompt.size(), block_size_);
   const size_t local = index_.match(s.hashes, cap).size();
   if (local >= cap) return;  // everything reusable is already here
+  const size_t want = (cap - local) * opts_.remote_block_bytes;
+  if (opts_.remote_block_bytes > 0 && pending_remote_bytes_ + want > opts_.max_pending_remote_bytes) {
+    ++stats_.num_remote_skipped;  // too much already in flight: this one recomputes
+    return;
+  }
+  s.reserved_bytes = want;
+  pending_remote_bytes_ += want;
   remote_lookup q;
   q.seq_id = seq;
   q.first_block = local;
@@ -69,8 +76,18 @@ std::vector<remote_lookup> prefix_cache::take_remote_lookups() {
 void prefix_cache::resolve_remote(int64_t seq, remote_blocks found) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end() || !it->second.waiting_remote) return;
-  it->second.waiting_remote = false;
-  it->second.remote = std::move(found);
+  auto& s = it->second;
+  s.waiting_remote = false;
+  // Hold what arrived (no more than was asked for, by construction of the look-up).
+  const size_t held = std::min(found.payloads.size() * opts_.remote_block_bytes, s.reserved_bytes);
+  pending_remote_bytes_ -= s.reserved_bytes - held;
+  s.reserved_bytes = held;
+  s.remote = std::move(found);
+}
+
+void prefix_cache::release(seq_state& s) {
+  pending_remote_bytes_ -= s.reserved_bytes;
+  s.reserved_bytes = 0;
 }
 
 prefix_cache::hit prefix_cache::match(int64_t seq, std::span<const int32_t> tokens) {
@@ -99,7 +116,8 @@ void prefix_cache::admitted(int64_t seq, const hit& h, std::span<const block_id>
   s.registered = h.local.size();
   s.pending_loads.clear();
   for (size_t i = 0; i < h.remote.size(); ++i) s.pending_loads.push_back({table[h.local.size() + i], h.remote[i]});
-  s.remote = {};  // the payloads now live in the loads only
+  s.remote = {};  // the payloads now live in the loads only (gone after this step)
+  release(s);
   if (s.admitted_once) return;
   s.admitted_once = true;
   const int32_t tokens = h.num_tokens(block_size_);
@@ -147,7 +165,12 @@ void prefix_cache::preempted(int64_t seq) {
   s.pending_loads.clear();
 }
 
-void prefix_cache::removed(int64_t seq) { seqs_.erase(seq); }
+void prefix_cache::removed(int64_t seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  release(it->second);
+  seqs_.erase(it);
+}
 
 int32_t prefix_cache::num_cached_tokens(int64_t seq) const {
   auto it = seqs_.find(seq);
@@ -167,7 +190,12 @@ prefix_stats prefix_cache::stats() const {
 
 void prefix_cache::check_invariants() const {
   index_.check_invariants();
-  for (const auto& [id, s] : seqs_) TROUPE_ASSERT(s.registered <= s.hashes.size());
+  size_t reserved = 0;
+  for (const auto& [id, s] : seqs_) {
+    TROUPE_ASSERT(s.registered <= s.hashes.size());
+    reserved += s.reserved_bytes;
+  }
+  TROUPE_ASSERT(reserved == pending_remote_bytes_);
 }
 
 }  // namespace troupe::prefix

@@ -26,6 +26,11 @@ struct prefix_options {
   // remote lookup (take_remote_lookups / resolve_remote) before admission, and the blocks each
   // step fills are listed for publishing (step saves).
   bool remote = false;
+  // Fetched blocks wait in memory from their look-up to their sequence's admission: look-ups stop
+  // being issued (the sequence then recomputes) while the blocks asked for and held would pass
+  // max_pending_remote_bytes. remote_block_bytes is one block's payload (0: no limit).
+  size_t remote_block_bytes = 0;
+  size_t max_pending_remote_bytes = size_t{1} << 30;
 };
 
 // What to look up in the shared store for one sequence: its full blocks from first_block on.
@@ -63,6 +68,7 @@ struct prefix_stats {
   int64_t hit_tokens = 0;         // ... found cached (local + remote)
   int64_t remote_hit_tokens = 0;  // ... of which loaded from the shared store
   int64_t num_remote_lookups = 0; // lookups handed out
+  int64_t num_remote_skipped = 0; // lookups not issued: max_pending_remote_bytes reached
   int64_t evicted_blocks = 0;     // cached blocks reused for new content
   int32_t cached_blocks = 0;      // blocks holding a registered hash now
 };
@@ -115,7 +121,9 @@ class prefix_cache {
   int32_t num_remote_tokens(int64_t seq) const;
   prefix_stats stats() const;
   const prefix_index& index() const noexcept { return index_; }
-  // Index consistency, and every registered block of a live sequence is in its table.
+  // Payload bytes asked for or held by sequences between look-up and admission.
+  size_t pending_remote_bytes() const noexcept { return pending_remote_bytes_; }
+  // Index consistency; pending_remote_bytes equals the sum of what sequences reserve.
   void check_invariants() const;
 
  private:
@@ -128,7 +136,9 @@ class prefix_cache {
     std::vector<kv_load> pending_loads;
     int32_t cached_tokens = 0;
     int32_t remote_tokens = 0;
+    size_t reserved_bytes = 0;       // counted in pending_remote_bytes_
   };
+  void release(seq_state& s);
   seq_state& state(int64_t seq);
   void extend(seq_state& s, std::span<const int32_t> tokens);
   block_meta meta(const seq_state& s, std::span<const int32_t> tokens, size_t b) const;
@@ -140,6 +150,7 @@ class prefix_cache {
   prefix_index index_;
   std::unordered_map<int64_t, seq_state> seqs_;
   std::vector<remote_lookup> lookups_;
+  size_t pending_remote_bytes_ = 0;
   prefix_stats stats_;
 };
 

@@ -39,7 +39,7 @@ scheduler::scheduler(const sched_config& cfg, int32_t num_blocks, int32_t block_
   if (cfg.enable_prefix_caching) {
     prefix::cache_identity id = cfg.prefix_identity;
     id.block_size = block_size;
-    prefix_ = std::make_unique<prefix::prefix_cache>(id, num_blocks, prefix::prefix_options{cfg.prefix_remote});
+    prefix_ = std::make_unique<prefix::prefix_cache>(id, num_blocks, cfg.prefix_options);
   }
 }
 

@@ -37,10 +37,10 @@ struct sched_config {
   // Prefix caching (runtime/prefix): a sequence starts from the longest chain of cached full
   // blocks. Off here so that plain scheduling tests see plain allocation; `troupe serve` turns it
   // on. prefix_identity names what K/V depend on (its block_size is replaced by the pool's);
-  // prefix_remote: a shared store is configured (see take_remote_lookups).
+  // prefix_options.remote: a shared store is configured (see take_remote_lookups).
   bool enable_prefix_caching = false;
   prefix::cache_identity prefix_identity;  // its model_fingerprint must be set when enabled
-  bool prefix_remote = false;
+  prefix::prefix_options prefix_options;
 };
 
 enum class finish_reason : uint8_t { stop, length, cancelled, deadline, error };
@@ -154,7 +154,7 @@ class scheduler {
   // TROUPE_ASSERTs the invariants in the header comment (O(pool + queues)).
   void check_invariants() const;
 
-  // Prefix caching with a shared store (prefix_remote): sequences whose prompt extends past the
+  // Prefix caching with a shared store (prefix_options.remote): sequences whose prompt extends past the
   // local hit are not admitted until their look-up is resolved (by the prefix-cache actor, which
   // answers within its budget, possibly with nothing). An unknown or finished id is ignored.
   std::vector<prefix::remote_lookup> take_remote_lookups();

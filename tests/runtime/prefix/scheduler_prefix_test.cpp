@@ -41,7 +41,7 @@ sched_config prefix_config(bool remote = false) {
   c.max_model_len = 24;
   c.enable_prefix_caching = true;
   c.prefix_identity.model_fingerprint = "sim-model";
-  c.prefix_remote = remote;
+  c.prefix_options.remote = remote;
   return c;
 }
 
@@ -321,6 +321,34 @@ BOOST_AUTO_TEST_CASE(a_remote_answer_that_does_not_continue_the_local_chain_is_i
   sim.s.resolve_remote(1, gap);
   BOOST_TEST(sim.step() == "1:0+13* ");
   BOOST_TEST(sim.loads.empty());
+  sim.check_outputs();
+}
+
+BOOST_AUTO_TEST_CASE(fetched_bytes_waiting_for_admission_are_bounded) {
+  sched_config cfg = prefix_config(true);
+  cfg.prefix_options.remote_block_bytes = 16;        // 4 tokens of 4 bytes in this simulation
+  cfg.prefix_options.max_pending_remote_bytes = 40;  // room for one 2-block look-up, not two
+  paged_sim sim(cfg, 16, 4);
+  auto p = tokens_from(100, 10), q = tokens_from(300, 10);
+  sim.add(1, p, 1);
+  sim.add(2, q, 1);
+  BOOST_TEST(sim.s.prefix_cache()->waiting_remote(1));
+  BOOST_TEST(!sim.s.prefix_cache()->waiting_remote(2));  // skipped: it recomputes
+  BOOST_TEST(sim.pc().pending_remote_bytes() == 32u);
+  BOOST_TEST(sim.pc().stats().num_remote_skipped == 1);
+  BOOST_TEST(sim.s.take_remote_lookups().size() == 1u);
+  prefix::remote_blocks found;
+  found.payloads = {token_payload(std::span(p).first(4))};
+  sim.s.resolve_remote(1, found);
+  BOOST_TEST(sim.pc().pending_remote_bytes() == 16u);  // what arrived, until admission
+  sim.run();
+  BOOST_TEST(sim.pc().pending_remote_bytes() == 0u);
+  BOOST_TEST(sim.cached[1] == 4);
+  sim.add(3, tokens_from(500, 10), 1);  // room again
+  BOOST_TEST(sim.s.prefix_cache()->waiting_remote(3));
+  BOOST_TEST(sim.s.finish(3, finish_reason::cancelled));  // a cancel releases its reservation
+  BOOST_TEST(sim.pc().pending_remote_bytes() == 0u);
+  sim.prompts.erase(3);
   sim.check_outputs();
 }
 

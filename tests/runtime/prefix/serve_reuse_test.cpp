@@ -111,7 +111,7 @@ sched::sched_config config(bool prefix, int32_t budget, bool remote = false) {
   c.max_model_len = 128;
   c.enable_prefix_caching = prefix;
   c.prefix_identity.model_fingerprint = "golden";
-  c.prefix_remote = remote;
+  c.prefix_options.remote = remote;
   return c;
 }
 
