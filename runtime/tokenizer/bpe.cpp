@@ -166,7 +166,7 @@ void bpe_model::encode_word(std::string_view word, std::vector<int32_t>& out) co
   }
   if (word.size() <= small_word_bytes) {
     encode_word_small(word, out);
-  } else {
+  } else if (word.size() < long_word_bytes || !encode_word_buckets(word, out)) {
     encode_word_heap(word, out);
   }
 }
@@ -250,6 +250,173 @@ void bpe_model::encode_word_heap(std::string_view word, std::vector<int32_t>& ou
     }
   }
   for (size_t k = 0; k < n; k = next[k]) out.push_back(ids[k]);
+}
+
+namespace {
+
+// Per-thread scratch of the long-word loop, reused so repeated long words pay no allocation
+// or page faults; released after very long words. Buckets are found by rank through a dense
+// index and the next rank to process by a bitmap scan (ranks only grow), so a word costs
+// O(n) plus a scan of num_merges / 64 words.
+struct bucket_scratch {
+  struct symbol {
+    int32_t id;
+    uint32_t next, prev;
+  };
+  struct bucket {
+    bool sorted = true;
+    std::vector<uint32_t> positions;
+  };
+  std::vector<symbol> symbols;
+  std::vector<int32_t> index;   // rank -> bucket, -1 when the rank has none
+  std::vector<uint64_t> queued;  // bitmap of ranks with an unprocessed bucket
+  std::vector<bucket> pool;      // bucket objects, recycled through `free_list`
+  std::vector<int32_t> free_list;
+  std::vector<uint32_t> positions;
+
+  static bucket_scratch& local() {
+    thread_local bucket_scratch s;
+    return s;
+  }
+  void reset(size_t n, size_t num_ranks) {
+    symbols.resize(n);
+    if (index.size() < num_ranks) {
+      index.assign(num_ranks, -1);
+      queued.assign(num_ranks / 64 + 1, 0);
+    }
+  }
+  void release_if_huge() {
+    if (symbols.size() > (size_t{1} << 22)) {
+      symbols = {};
+      pool = {};
+      free_list.clear();
+      positions = {};
+    }
+  }
+  size_t bucket_of(uint32_t rank) {
+    int32_t b = index[rank];
+    if (b >= 0) return static_cast<size_t>(b);
+    if (free_list.empty()) {
+      free_list.push_back(static_cast<int32_t>(pool.size()));
+      pool.emplace_back();
+    }
+    b = free_list.back();
+    free_list.pop_back();
+    index[rank] = b;
+    queued[rank >> 6] |= uint64_t{1} << (rank & 63);
+    pool[static_cast<size_t>(b)].sorted = true;
+    pool[static_cast<size_t>(b)].positions.clear();
+    return static_cast<size_t>(b);
+  }
+  void add(size_t b, uint32_t pos) {
+    bucket& bk = pool[b];
+    if (!bk.positions.empty() && bk.positions.back() > pos) bk.sorted = false;
+    bk.positions.push_back(pos);
+  }
+  // Smallest queued rank >= from, or UINT32_MAX.
+  uint32_t next_queued(uint32_t from) const {
+    size_t w = from >> 6;
+    if (w >= queued.size()) return UINT32_MAX;
+    uint64_t bits = queued[w] & (~uint64_t{0} << (from & 63));
+    while (true) {
+      if (bits) return static_cast<uint32_t>((w << 6) + static_cast<size_t>(std::countr_zero(bits)));
+      if (++w >= queued.size()) return UINT32_MAX;
+      bits = queued[w];
+    }
+  }
+  // Takes rank's positions (sorted) into `positions` and frees its bucket.
+  void take(uint32_t rank) {
+    size_t b = static_cast<size_t>(index[rank]);
+    positions.clear();
+    positions.swap(pool[b].positions);
+    if (!pool[b].sorted) std::sort(positions.begin(), positions.end());
+    index[rank] = -1;
+    queued[rank >> 6] &= ~(uint64_t{1} << (rank & 63));
+    free_list.push_back(static_cast<int32_t>(b));
+  }
+  void abandon() {  // after a failed word: free whatever is still queued
+    for (uint32_t r = next_queued(0); r != UINT32_MAX; r = next_queued(r + 1)) take(r);
+  }
+};
+
+}  // namespace
+
+bool bpe_model::encode_word_buckets(std::string_view word, std::vector<int32_t>& out) const {
+  // The heap's order is (rank, position). A merge of rank r only makes pairs that contain the
+  // new, longer token, and in a trained merge list those come after r (a token is merged only
+  // once it exists). So ranks can be taken in increasing order, each with its positions
+  // left to right, and no pair waits in a heap: each rank's positions are a bucket, filled
+  // before the rank is reached. A pair of lower rank than the merge making it breaks that
+  // order: then this returns false and the heap does the word.
+  const size_t n = word.size();
+  bucket_scratch& sc = bucket_scratch::local();
+  sc.reset(n, num_merges_);
+  auto& sym = sc.symbols;
+  using symbol_ref = bucket_scratch::symbol;
+  for (size_t k = 0; k < n; ++k)
+    sym[k] = {byte_ids_[static_cast<uint8_t>(word[k])], static_cast<uint32_t>(k + 1), static_cast<uint32_t>(k - 1)};
+  auto add = [&](uint32_t rank, uint32_t pos) { sc.add(sc.bucket_of(rank), pos); };
+  for (size_t k = 0; k + 1 < n; ++k) {
+    merge mg = find_merge(sym[k].id, sym[k + 1].id);
+    if (mg.rank != no_rank) add(mg.rank, static_cast<uint32_t>(k));
+  }
+  bool ok = true;
+  for (uint32_t rank = sc.next_queued(0); ok && rank != UINT32_MAX; rank = sc.next_queued(rank + 1)) {
+    sc.take(rank);
+    const size_t count = sc.positions.size();
+    for (size_t j = 0; j < count; ++j) {
+      // Positions are known ahead: prefetch their symbols, then (once those are in) the merge
+      // slot of their pair, so long words out of cache are not bound by memory latency.
+      if (j + 16 < count) __builtin_prefetch(&sym[sc.positions[j + 16]]);
+      if (j + 8 < count) {
+        const symbol_ref s8 = sym[sc.positions[j + 8]];
+        if (s8.id >= 0 && s8.next < n) prefetch_merge(s8.id, sym[s8.next].id);
+      }
+      const uint32_t pos = sc.positions[j];
+      if (sym[pos].id < 0) continue;
+      const uint32_t q = sym[pos].next;
+      if (q >= n) continue;
+      merge mg = find_merge(sym[pos].id, sym[q].id);
+      if (mg.rank != rank) continue;  // stale
+      sym[pos].id = mg.id;
+      sym[q].id = -1;
+      sym[pos].next = sym[q].next;
+      if (sym[q].next < n) sym[sym[q].next].prev = pos;
+      if (pos > 0) {
+        uint32_t pp = sym[pos].prev;
+        merge left = find_merge(sym[pp].id, mg.id);
+        if (left.rank != no_rank) {
+          if (left.rank < rank) {
+            ok = false;
+            break;
+          }
+          add(left.rank, pp);
+        }
+      }
+      if (sym[pos].next < n) {
+        const uint32_t q2 = sym[pos].next;
+        // If the right neighbour merges at this same rank further on, the pair made now is
+        // stale before its turn; that merge queues the pair that counts.
+        if (sym[q2].next < n && find_merge(sym[q2].id, sym[sym[q2].next].id).rank == rank) continue;
+        merge right = find_merge(mg.id, sym[q2].id);
+        if (right.rank != no_rank) {
+          if (right.rank < rank) {
+            ok = false;
+            break;
+          }
+          add(right.rank, pos);
+        }
+      }
+    }
+  }
+  if (ok) {  // a sequential scan: following `next` would be a chain of dependent loads
+    for (size_t k = 0; k < n; ++k)
+      if (sym[k].id >= 0) out.push_back(sym[k].id);
+  } else {
+    sc.abandon();
+  }
+  sc.release_if_huge();
+  return ok;
 }
 
 }  // namespace troupe::tok

@@ -15,8 +15,10 @@ class bpe_model {
  public:
   static constexpr uint32_t no_rank = UINT32_MAX;
   // Words up to this many bytes use the array scan (O(n^2) compares, no allocation); longer
-  // ones the heap over a linked list (O(n log n)), so a huge word costs near-linear time.
+  // ones a heap over a linked list (O(n log n)); from long_word_bytes on, buckets by rank
+  // (O(n) when ranks grow along merge chains, as in every trained BPE; else the heap).
   static constexpr size_t small_word_bytes = 48;
+  static constexpr size_t long_word_bytes = 1024;
 
   struct merge {
     uint32_t rank = no_rank;
@@ -65,6 +67,9 @@ class bpe_model {
   size_t num_tokens() const { return num_tokens_; }
   size_t num_merges() const { return num_merges_; }
 
+  void prefetch_merge(int32_t left, int32_t right) const {
+    __builtin_prefetch(&merge_slots_[slot_of(pair_key(left, right))]);
+  }
   merge find_merge(int32_t left, int32_t right) const {
     uint64_t key = pair_key(left, right);
     size_t mask = merge_slots_.size() - 1;
@@ -80,6 +85,9 @@ class bpe_model {
   // The two strategies, public so the tests can check they agree.
   void encode_word_small(std::string_view word, std::vector<int32_t>& out) const;
   void encode_word_heap(std::string_view word, std::vector<int32_t>& out) const;
+  // False (out untouched) when a merge makes a pair of lower rank than its own: then the heap
+  // must order the merges.
+  bool encode_word_buckets(std::string_view word, std::vector<int32_t>& out) const;
 
  private:
   static constexpr uint32_t absent = UINT32_MAX;

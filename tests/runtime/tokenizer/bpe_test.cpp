@@ -33,6 +33,7 @@ std::vector<int32_t> run(const bpe_model& m, std::string_view w, int which) {
   if (which == 0) m.encode_word(w, out);
   if (which == 1) m.encode_word_small(w, out);
   if (which == 2) m.encode_word_heap(w, out);
+  if (which == 3) BOOST_TEST(m.encode_word_buckets(w, out));
   return out;
 }
 
@@ -47,12 +48,12 @@ BOOST_AUTO_TEST_SUITE(bpe)
 
 BOOST_AUTO_TEST_CASE(lowest_rank_merges_first_then_leftmost) {
   bpe_model m = tiny({{"b", "c"}, {"a", "b"}});
-  for (int which : {1, 2}) {
+  for (int which : {1, 2, 3}) {
     BOOST_TEST(run(m, "abc", which) == (std::vector<int32_t>{'a', 256}));  // "bc" (rank 0) beats "ab"
     BOOST_TEST(run(m, "ab", which) == (std::vector<int32_t>{257}));
   }
   bpe_model aa = tiny({{"a", "a"}, {"aa", "aa"}});
-  for (int which : {1, 2}) {
+  for (int which : {1, 2, 3}) {
     BOOST_TEST(run(aa, "aaa", which) == (std::vector<int32_t>{256, 'a'}));  // leftmost pair first
     BOOST_TEST(run(aa, "aaaa", which) == (std::vector<int32_t>{257}));
     BOOST_TEST(run(aa, "aaaaa", which) == (std::vector<int32_t>{257, 'a'}));
@@ -78,6 +79,41 @@ BOOST_AUTO_TEST_CASE(small_and_heap_loops_agree_on_qwen_merges) {
       break;
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(bucket_loop_agrees_with_the_heap_on_long_words) {
+  const bpe_model& m = qwen_bpe();
+  const char* pool[] = {"a", "aa", "ab", " ", "  ", "\n", "!", "=", "the", "\xE4\xB8\x80", "\xF0\x9F\x98\x80", "0", "ing"};
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<size_t> pick(0, std::size(pool) - 1), len(300, 3000);
+  std::uniform_int_distribution<int> run_len(1, 64);
+  for (int iter = 0; iter < 60; ++iter) {
+    std::string w;
+    for (size_t n = len(rng); n > 0; --n) {  // runs of one piece, then another: repeats and edges
+      std::string piece = pool[pick(rng)];
+      for (int r = run_len(rng); r > 0; --r) w += piece;
+    }
+    auto heap = run(m, w, 2);
+    auto buckets = run(m, w, 3);
+    if (heap != buckets) {
+      BOOST_ERROR("bucket and heap loops differ on a word of " << w.size() << " bytes");
+      break;
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bucket_loop_declines_merge_lists_that_are_not_rank_ordered) {
+  // "bc" merges first (rank 0), making "abc" from "a" + "bc" at rank 1: fine, ranks grow.
+  bpe_model ok = tiny({{"b", "c"}, {"a", "bc"}});
+  std::vector<int32_t> out;
+  BOOST_TEST(ok.encode_word_buckets("abc", out));
+  BOOST_TEST(out == (std::vector<int32_t>{257}));
+  // Here the pair made by the rank-1 merge ("x", "yz") has rank 0: only the heap orders that.
+  bpe_model odd = tiny({{"x", "yz"}, {"y", "z"}});
+  out.clear();
+  BOOST_TEST(!odd.encode_word_buckets("xyz", out));
+  BOOST_TEST(out.empty());
+  BOOST_TEST(run(odd, "xyz", 2) == (std::vector<int32_t>{256}));
 }
 
 BOOST_AUTO_TEST_CASE(long_words_use_the_heap_and_merge_fully) {
