@@ -28,14 +28,14 @@ uint64_t bpe_model::hash_token(std::string_view bytes) { return hash_bytes(bytes
 
 void bpe_model::rehash_merges(size_t capacity) {
   if (capacity <= merge_slots_.size()) return;
-  std::vector<merge_slot> old = std::move(merge_slots_);
-  merge_slots_.assign(capacity, merge_slot{});
+  std::vector<uint64_t> old = std::move(merge_slots_);
+  merge_slots_.assign(capacity, empty_slot);
   merge_shift_ = 64 - std::countr_zero(capacity);
   size_t mask = capacity - 1;
-  for (const merge_slot& s : old) {
-    if (s.key == empty_key) continue;
-    size_t i = slot_of(s.key);
-    while (merge_slots_[i].key != empty_key) i = (i + 1) & mask;
+  for (uint64_t s : old) {
+    if (s == empty_slot) continue;
+    size_t i = slot_of(s >> rank_bits);
+    while (merge_slots_[i] != empty_slot) i = (i + 1) & mask;
     merge_slots_[i] = s;
   }
 }
@@ -97,6 +97,9 @@ void bpe_model::find_tokens(const std::string_view* keys, const uint64_t* hashes
 
 void bpe_model::add_token(int32_t id, std::string_view bytes, bool byte_level, uint64_t hash) {
   if (id < 0) throw_error(errc::invalid_checkpoint, "negative token id " + std::to_string(id));
+  if (static_cast<size_t>(id) >= max_token_ids)
+    throw_error(errc::unsupported, "token id " + std::to_string(id) + " above Troupe's limit of " +
+                                       std::to_string(max_token_ids - 1));
   size_t uid = static_cast<size_t>(id);
   if (uid >= spans_.size()) spans_.resize(uid + 1);
   if (spans_[uid].len != absent)
@@ -127,17 +130,20 @@ void bpe_model::add_merge(std::string_view left, std::string_view right, const s
 void bpe_model::add_merge_ids(int32_t left, int32_t right, int32_t merged) {
   // Load factor up to 3/4: Qwen3's merges fill 58% of 2^18 slots (4 MiB, friendlier to caches).
   if ((num_merges_ + 1) * 4 > merge_slots_.size() * 3) rehash_merges(std::max<size_t>(16, merge_slots_.size() * 2));
+  if (num_merges_ >= max_merges)
+    throw_error(errc::unsupported, "more than " + std::to_string(max_merges) + " merges");
+  merged_by_rank_.push_back(merged);
   uint64_t key = pair_key(left, right);
   size_t mask = merge_slots_.size() - 1;
   size_t i = slot_of(key);
-  while (merge_slots_[i].key != empty_key) {
-    if (merge_slots_[i].key == key) {  // HF keeps the first (lowest) rank of a repeated pair
+  while (merge_slots_[i] != empty_slot) {
+    if ((merge_slots_[i] >> rank_bits) == key) {  // HF keeps the first (lowest) rank of a repeated pair
       ++num_merges_;
       return;
     }
     i = (i + 1) & mask;
   }
-  merge_slots_[i] = merge_slot{key, merge{static_cast<uint32_t>(num_merges_), merged}};
+  merge_slots_[i] = (key << rank_bits) | num_merges_;
   ++num_merges_;
 }
 
@@ -174,26 +180,26 @@ void bpe_model::encode_word(std::string_view word, std::vector<int32_t>& out) co
 void bpe_model::encode_word_small(std::string_view word, std::vector<int32_t>& out) const {
   TROUPE_ASSERT(!word.empty() && word.size() <= small_word_bytes);
   int32_t ids[small_word_bytes];
-  merge pairs[small_word_bytes];
+  uint32_t ranks[small_word_bytes];  // ranks[k]: rank of the pair (ids[k], ids[k + 1])
   size_t m = word.size();
   for (size_t k = 0; k < m; ++k) ids[k] = byte_ids_[static_cast<uint8_t>(word[k])];
-  for (size_t k = 0; k + 1 < m; ++k) pairs[k] = find_merge(ids[k], ids[k + 1]);
+  for (size_t k = 0; k + 1 < m; ++k) ranks[k] = find_rank(ids[k], ids[k + 1]);
   while (m > 1) {
     size_t best = 0;
-    uint32_t best_rank = pairs[0].rank;
+    uint32_t best_rank = ranks[0];
     for (size_t k = 1; k + 1 < m; ++k) {
-      if (pairs[k].rank < best_rank) {
-        best_rank = pairs[k].rank;
+      if (ranks[k] < best_rank) {
+        best_rank = ranks[k];
         best = k;
       }
     }
     if (best_rank == no_rank) break;
-    ids[best] = pairs[best].id;
+    ids[best] = merged_by_rank_[best_rank];
     std::copy(ids + best + 2, ids + m, ids + best + 1);
-    std::copy(pairs + best + 1, pairs + m - 1, pairs + best);
+    std::copy(ranks + best + 1, ranks + m - 1, ranks + best);
     --m;
-    if (best > 0) pairs[best - 1] = find_merge(ids[best - 1], ids[best]);
-    if (best + 1 < m) pairs[best] = find_merge(ids[best], ids[best + 1]);
+    if (best > 0) ranks[best - 1] = find_rank(ids[best - 1], ids[best]);
+    if (best + 1 < m) ranks[best] = find_rank(ids[best], ids[best + 1]);
   }
   out.insert(out.end(), ids, ids + m);
 }
@@ -214,8 +220,8 @@ void bpe_model::encode_word_heap(std::string_view word, std::vector<int32_t>& ou
   }
   auto push = [&](size_t pos, uint32_t rank) { heap.push_back((uint64_t{rank} << 32) | pos); };
   for (size_t k = 0; k + 1 < n; ++k) {
-    merge mg = find_merge(ids[k], ids[k + 1]);
-    if (mg.rank != no_rank) push(k, mg.rank);
+    uint32_t r = find_rank(ids[k], ids[k + 1]);
+    if (r != no_rank) push(k, r);
   }
   std::make_heap(heap.begin(), heap.end(), std::greater<>{});
   while (!heap.empty()) {
@@ -227,24 +233,23 @@ void bpe_model::encode_word_heap(std::string_view word, std::vector<int32_t>& ou
     if (ids[pos] < 0) continue;  // absorbed by its left neighbour
     size_t q = next[pos];
     if (q >= n) continue;
-    merge mg = find_merge(ids[pos], ids[q]);
-    if (mg.rank != rank) continue;  // stale: the pair at pos has changed
-    ids[pos] = mg.id;
+    if (find_rank(ids[pos], ids[q]) != rank) continue;  // stale: the pair at pos has changed
+    ids[pos] = merged_by_rank_[rank];
     ids[q] = -1;
     next[pos] = next[q];
     if (next[q] < n) prev[next[q]] = static_cast<uint32_t>(pos);
     if (pos > 0) {
       size_t pp = prev[pos];
-      merge left = find_merge(ids[pp], ids[pos]);
-      if (left.rank != no_rank) {
-        push(pp, left.rank);
+      uint32_t left = find_rank(ids[pp], ids[pos]);
+      if (left != no_rank) {
+        push(pp, left);
         std::push_heap(heap.begin(), heap.end(), std::greater<>{});
       }
     }
     if (next[pos] < n) {
-      merge right = find_merge(ids[pos], ids[next[pos]]);
-      if (right.rank != no_rank) {
-        push(pos, right.rank);
+      uint32_t right = find_rank(ids[pos], ids[next[pos]]);
+      if (right != no_rank) {
+        push(pos, right);
         std::push_heap(heap.begin(), heap.end(), std::greater<>{});
       }
     }
@@ -357,8 +362,8 @@ bool bpe_model::encode_word_buckets(std::string_view word, std::vector<int32_t>&
     sym[k] = {byte_ids_[static_cast<uint8_t>(word[k])], static_cast<uint32_t>(k + 1), static_cast<uint32_t>(k - 1)};
   auto add = [&](uint32_t rank, uint32_t pos) { sc.add(sc.bucket_of(rank), pos); };
   for (size_t k = 0; k + 1 < n; ++k) {
-    merge mg = find_merge(sym[k].id, sym[k + 1].id);
-    if (mg.rank != no_rank) add(mg.rank, static_cast<uint32_t>(k));
+    uint32_t r = find_rank(sym[k].id, sym[k + 1].id);
+    if (r != no_rank) add(r, static_cast<uint32_t>(k));
   }
   bool ok = true;
   for (uint32_t rank = sc.next_queued(0); ok && rank != UINT32_MAX; rank = sc.next_queued(rank + 1)) {
@@ -376,35 +381,35 @@ bool bpe_model::encode_word_buckets(std::string_view word, std::vector<int32_t>&
       if (sym[pos].id < 0) continue;
       const uint32_t q = sym[pos].next;
       if (q >= n) continue;
-      merge mg = find_merge(sym[pos].id, sym[q].id);
-      if (mg.rank != rank) continue;  // stale
-      sym[pos].id = mg.id;
+      if (find_rank(sym[pos].id, sym[q].id) != rank) continue;  // stale
+      const int32_t made = merged_by_rank_[rank];
+      sym[pos].id = made;
       sym[q].id = -1;
       sym[pos].next = sym[q].next;
       if (sym[q].next < n) sym[sym[q].next].prev = pos;
       if (pos > 0) {
         uint32_t pp = sym[pos].prev;
-        merge left = find_merge(sym[pp].id, mg.id);
-        if (left.rank != no_rank) {
-          if (left.rank < rank) {
+        uint32_t left = find_rank(sym[pp].id, made);
+        if (left != no_rank) {
+          if (left < rank) {
             ok = false;
             break;
           }
-          add(left.rank, pp);
+          add(left, pp);
         }
       }
       if (sym[pos].next < n) {
         const uint32_t q2 = sym[pos].next;
         // If the right neighbour merges at this same rank further on, the pair made now is
         // stale before its turn; that merge queues the pair that counts.
-        if (sym[q2].next < n && find_merge(sym[q2].id, sym[sym[q2].next].id).rank == rank) continue;
-        merge right = find_merge(mg.id, sym[q2].id);
-        if (right.rank != no_rank) {
-          if (right.rank < rank) {
+        if (sym[q2].next < n && find_rank(sym[q2].id, sym[sym[q2].next].id) == rank) continue;
+        uint32_t right = find_rank(made, sym[q2].id);
+        if (right != no_rank) {
+          if (right < rank) {
             ok = false;
             break;
           }
-          add(right.rank, pos);
+          add(right, pos);
         }
       }
     }

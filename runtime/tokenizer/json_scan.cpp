@@ -13,6 +13,25 @@ namespace troupe::tok {
 namespace {
 constexpr int max_depth = 512;
 
+// SWAR tests on eight bytes at once (the file is 11 MB, mostly short strings and indentation).
+constexpr uint64_t ones = 0x0101010101010101ULL;
+constexpr uint64_t highs = 0x8080808080808080ULL;
+inline uint64_t has_zero(uint64_t v) { return (v - ones) & ~v & highs; }
+inline uint64_t has_byte(uint64_t w, unsigned char c) { return has_zero(w ^ (ones * c)); }
+// A byte that ends a string's plain run: '"', '\\' or a control character (< 0x20).
+inline bool plain8(const char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  uint64_t below_space = (w - ones * 0x20) & ~w & highs;
+  return (has_byte(w, '"') | has_byte(w, '\\') | below_space) == 0;
+}
+// Eight bytes of indentation: all spaces.
+inline bool spaces8(const char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  return w == ones * ' ';
+}
+
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') return (c | 0x20) - 'a' + 10;
@@ -27,6 +46,7 @@ void json_scanner::fail(const std::string& expected) const {
 }
 
 void json_scanner::skip_ws() {
+  while (pos_ + 8 <= text_.size() && spaces8(text_.data() + pos_)) pos_ += 8;
   while (pos_ < text_.size()) {
     char c = text_[pos_];
     if (c != ' ' && c != '\n' && c != '\r' && c != '\t') break;
@@ -80,6 +100,7 @@ std::string_view json_scanner::read_string(std::string& scratch) {
   const char* s = text_.data();
   const size_t n = text_.size();
   size_t i = start;
+  while (i + 8 <= n && plain8(s + i)) i += 8;
   while (i < n && s[i] != '"' && s[i] != '\\') {
     if (static_cast<unsigned char>(s[i]) < 0x20) {
       pos_ = i;
