@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/model/checkpoint.hpp"
+#include "runtime/plugin_host/policy_control.hpp"
 #include "runtime/sched/scheduler.hpp"
 #include "runtime/serve/metrics.hpp"
 #include "runtime/serve/request_builder.hpp"
@@ -22,6 +23,8 @@ struct server_context {
   sched::sched_config sched;
   int32_t num_blocks = 0;
   std::shared_ptr<serve::metrics> metrics;
+  // The scheduling policy: loaded by the scheduler actor, swapped by set_policy (its thread only).
+  std::shared_ptr<plugin_host::policy_control> policy;
 };
 
 using context_ptr = std::shared_ptr<const server_context>;

@@ -45,6 +45,8 @@ struct gateway_state {
   std::unordered_map<int64_t, route> routes;
   int64_t next_rid = 1;
   bool draining = false;
+  size_t drained_workers = 0;
+  caf::actor drain_listener;
   caf::io::accept_handle doorman;
 };
 
@@ -108,6 +110,30 @@ void apply_backpressure(self_ptr self, connection_handle hdl) {
   }
 }
 
+// Admin: swap the scheduling policy (docs/plugins.md). Only with the server's admin token; the
+// scheduler loads and installs it between two steps and answers through the worker it delegates to.
+void on_set_policy(self_ptr self, connection_handle hdl, wire::set_policy_request&& r) {
+  auto& st = self->state;
+  const auto& want = st.ctx->cfg.admin_token;
+  if (want.empty())
+    return write_error(self, hdl, wire::error_code::forbidden,
+                       "admin requests are disabled on this server (set [server] admin_token to enable them)", r.id);
+  unsigned diff = want.size() != r.token.size();
+  for (size_t i = 0; i < r.token.size(); ++i) diff |= static_cast<unsigned>(r.token[i] ^ want[i % want.size()]);
+  if (diff) return write_error(self, hdl, wire::error_code::forbidden, "wrong admin token", r.id);
+  std::string id = r.id;
+  self->request(st.workers.at(0), std::chrono::seconds(60), set_policy_msg{std::move(r.policy), std::move(r.config)})
+      .then(
+          [=](set_policy_reply& rep) {
+            if (rep.ok) return write_event(self, hdl, wire::policy_event{id, rep.policy, rep.previous});
+            write_error(self, hdl, wire::error_code::invalid_value, rep.error, id);
+          },
+          [=](caf::error& e) {
+            write_error(self, hdl, wire::error_code::internal,
+                        "the scheduler did not answer the set_policy request: " + self->system().render(e), id);
+          });
+}
+
 void on_request(self_ptr self, connection_handle hdl, wire::request&& req) {
   auto& st = self->state;
   auto& cs = st.conns.at(hdl);
@@ -145,9 +171,14 @@ void on_request(self_ptr self, connection_handle hdl, wire::request&& req) {
     write_event(self, hdl,
                 wire::health_event{id, st.draining ? "draining" : "ok", st.ctx->metrics->running(),
                                    st.ctx->metrics->waiting()});
-  } else {
+  } else if (auto* sp = std::get_if<wire::set_policy_request>(&req)) {
+    on_set_policy(self, hdl, std::move(*sp));
+  } else if (std::holds_alternative<wire::models_request>(req)) {
     const auto& f = st.ctx->facts;
     write_event(self, hdl, wire::models_event{id, {{f.name, f.max_model_len, f.vocab_size}}});
+  } else {
+    write_error(self, hdl, wire::error_code::unsupported,
+                "request type '" + std::string(wire::request_type(req)) + "' is not served by this server", id);
   }
 }
 
@@ -244,7 +275,18 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
       [=](drain_atom) {
         auto& st = self->state;
         st.draining = true;
+        st.drain_listener = caf::actor_cast<caf::actor>(self->current_sender());
         self->close(st.doorman);
+      },
+      [=](drained_atom) {
+        // One marker per worker, each behind that worker's last output (see scheduler_actor.cpp):
+        // with all of them every `done` is written; close the connections once they are sent.
+        auto& st = self->state;
+        if (++st.drained_workers < st.workers.size()) return;
+        for (auto& [hdl, cs] : st.conns) self->close(hdl);
+        st.conns.clear();
+        st.routes.clear();
+        if (st.drain_listener) self->send(st.drain_listener, drained_atom::value);
       },
       [=](worker_changed& m) {
         // The worker's requests died with it: end each with a reason, and make sure the

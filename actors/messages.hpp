@@ -88,6 +88,16 @@ struct step_done_msg {
   std::shared_ptr<serve::step_outcome> outcome;
 };
 
+// ---- gateway -> tokenizer worker -> scheduler (delegated): the admin set_policy request ----
+struct set_policy_msg {
+  std::string policy;  // a name or a path
+  std::string config;
+};
+struct set_policy_reply {
+  bool ok = false;
+  std::string policy, previous, error;
+};
+
 // ---- supervisor -> others: a restarted actor's new handle ------------------------------------
 struct executor_changed {
   caf::actor executor;
@@ -122,3 +132,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::scheduler_changed)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::worker_changed)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::workers_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::gateway_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::set_policy_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::set_policy_reply)

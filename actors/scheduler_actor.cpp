@@ -116,9 +116,12 @@ void check_drained(self_ptr self) {
     flush(self);
   }
   if (st.core->idle() && !st.in_flight) {
+    // The marker follows each worker's last updates (messages between two actors keep their
+    // order), and the workers pass it on behind their last output: when the gateway has it from
+    // every worker, every final `done` has been written.
     st.drained_sent = true;
     publish_gauges(self);
-    self->send(st.supervisor, drained_atom::value);
+    for (auto& w : st.workers) self->send(w, drained_atom::value);
   }
 }
 
@@ -131,7 +134,9 @@ void arm_tick(self_ptr self) {
 
 void expire_deadlines(self_ptr self) {
   auto& st = self->state;
-  for (int64_t id : st.core->expire(clock::now())) finished(self, id, sched::finish_reason::deadline);
+  auto gone = st.core->expire(clock::now());
+  for (int64_t id : gone) finished(self, id, sched::finish_reason::deadline);
+  if (!gone.empty()) publish_gauges(self);
 }
 
 void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, const serve::step_outcome& out);
@@ -241,7 +246,7 @@ caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::a
   auto& st = self->state;
   st.ctx = ctx;
   st.core = std::make_unique<sched::scheduler>(ctx->sched, ctx->num_blocks, ctx->cfg.block_size,
-                                               sched::make_policy(ctx->cfg.policy));
+                                               ctx->policy->initial());
   st.workers = std::move(workers);
   st.pending.resize(st.workers.size());
   st.executor = std::move(executor);
@@ -310,6 +315,11 @@ caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::a
         kick(self);
       },
       [=](worker_changed& m) { self->state.workers.at(static_cast<size_t>(m.index)) = m.worker; },
+      // Admin: between two steps (a step in flight only reads its own plan); no request moves.
+      [=](set_policy_msg& m) {
+        auto r = self->state.ctx->policy->swap(*self->state.core, m.policy, m.config);
+        return set_policy_reply{r.ok, std::move(r.policy), std::move(r.previous), std::move(r.error)};
+      },
   };
 }
 

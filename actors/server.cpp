@@ -80,9 +80,17 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   s.long_prefill_token_threshold = ctx->cfg.long_prefill_token_threshold;
   s.max_waiting = ctx->cfg.max_waiting;
   s.static_batching = ctx->cfg.static_batching;
-  // Fail here, with the message, rather than inside the scheduler actor (restart loop).
-  sched::scheduler probe(s, ctx->num_blocks, bs, sched::make_policy(ctx->cfg.policy));
+  plugin_host::policy_settings ps;
+  ps.policy = ctx->cfg.policy;
+  ps.config = ctx->cfg.policy_config;
+  ps.plugin_dirs = serve::split_dirs(ctx->cfg.plugin_dirs);
+  ps.starvation_limit = ctx->cfg.policy_starvation_limit;
+  ctx->policy = std::make_shared<plugin_host::policy_control>(std::move(ps));
+  // Fail here, with the message, rather than inside the scheduler actor (restart loop): this
+  // also loads the policy plugin once (a wrong ABI or a refused config stops the start).
+  sched::scheduler probe(s, ctx->num_blocks, bs, ctx->policy->initial());
   ctx->metrics = std::make_shared<serve::metrics>(f.name);
+  ctx->metrics->add_renderer([pc = ctx->policy](std::string& out, const std::string& labels) { pc->render(out, labels); });
   return ctx;
 }
 
@@ -168,6 +176,9 @@ std::string server::banner() const {
   b += "  KV pool: " + std::to_string(m.ctx->num_blocks) + " blocks x " + std::to_string(c.block_size) + " tokens (" +
        mib(pool_bytes) + "); max_num_seqs " + std::to_string(c.max_num_seqs) + ", max_num_batched_tokens " +
        std::to_string(c.max_num_batched_tokens) + (c.static_batching ? ", STATIC batching" : "") + "\n";
+  b += "  scheduling policy: " + m.ctx->policy->active() +
+       (c.policy_config.empty() ? std::string() : " (" + c.policy_config + ")") +
+       (c.admin_token.empty() ? "; admin requests off" : "; admin requests on (set_policy)") + "\n";
   b += "  listening on " + c.host + ":" + std::to_string(m.port) + " (protocol v1, docs/protocol.md)\n";
   if (m.metrics_port) b += "  metrics on http://" + c.host + ":" + std::to_string(m.metrics_port) + "/metrics\n";
   return b;

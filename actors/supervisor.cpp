@@ -105,7 +105,7 @@ caf::behavior supervisor(self_ptr self, context_ptr ctx) {
         if (st.gateway) self->send(st.gateway, drain_atom::value);
         self->send(st.scheduler, drain_atom::value, grace_ms);
       },
-      [=](drained_atom) {
+      [=](drained_atom) {  // from the gateway: every request has ended and been answered
         auto& st = self->state;
         if (st.drain_listener) self->send(st.drain_listener, drained_atom::value);
       },

@@ -66,6 +66,8 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         s.sampling = std::make_shared<serve::seq_sampling>(br.sampling, std::move(br.prompt));
         self->send(st.scheduler, std::move(s));
       },
+      // The gateway does not know the scheduler; its worker does (and hears of its restarts).
+      [=](set_policy_msg& m) { return self->delegate(self->state.scheduler, std::move(m)); },
       [=](tokenize_msg& m) {
         const auto& r = *m.req;
         auto t = serve::prompt_ids(r.kind, r.prompt, r.messages, r.enable_thinking, self->state.ctx->facts);
@@ -126,6 +128,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         send_out(self, std::move(items));
       },
       [=](gateway_msg& m) { self->state.gateway = m.gateway; },
+      [=](drained_atom a) { self->send(self->state.gateway, a); },
   };
 }
 

@@ -1,0 +1,112 @@
+// `troupe client`: one generate request against a running `troupe serve`, streamed to stdout.
+// Built from examples/ into the troupe binary (it is also the C++ client library's example).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <sstream>
+
+#include "examples/cpp/troupe_client.hpp"
+#include "runtime/core/error.hpp"
+#include "tools/troupe/command.hpp"
+
+namespace {
+
+using namespace troupe;
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(item, &used);
+      if (used != item.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument("");
+      ids.push_back(static_cast<int32_t>(v));
+    } catch (const std::exception&) {
+      throw_error(errc::invalid_argument, "--ids: '" + item + "' is not a token id (expected e.g. --ids 1,2,3)");
+    }
+  }
+  return ids;
+}
+
+int run_client(int argc, char** argv) {
+  CLI::App app{"Send one generate request to a running `troupe serve` and stream the answer", "troupe client"};
+  std::string host = "127.0.0.1", prompt, ids;
+  uint16_t port = 7711;
+  wire::generate_request r;
+  std::optional<double> temperature, top_p, min_p;
+  std::optional<int32_t> top_k, max_tokens;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;
+  bool no_stream = false, show_ids = false, chat = false;
+  app.add_option("--host", host);
+  app.add_option("--port", port);
+  app.add_option("--prompt", prompt, "prompt text");
+  app.add_option("--ids", ids, "prompt as comma-separated token ids");
+  app.add_flag("--chat", chat, "send --prompt as one user chat message");
+  app.add_option("--max-tokens", max_tokens);
+  app.add_option("--temperature", temperature);
+  app.add_option("--top-p", top_p);
+  app.add_option("--top-k", top_k);
+  app.add_option("--min-p", min_p);
+  app.add_option("--seed", seed);
+  app.add_option("--stop", stop, "stop string (repeatable)");
+  app.add_flag("--no-stream", no_stream, "one answer at the end instead of a stream");
+  app.add_flag("--show-ids", show_ids, "print the token ids too");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (ids.empty() == prompt.empty()) throw_error(errc::invalid_argument, "give exactly one of --prompt and --ids");
+  if (!ids.empty()) {
+    r.kind = wire::prompt_kind::ids;
+    r.prompt_ids = parse_ids(ids);
+  } else if (chat) {
+    r.kind = wire::prompt_kind::messages;
+    r.messages = {{"user", prompt, ""}};
+  } else {
+    r.kind = wire::prompt_kind::text;
+    r.prompt = prompt;
+  }
+  r.sampling.temperature = temperature;
+  r.sampling.top_p = top_p;
+  r.sampling.top_k = top_k;
+  r.sampling.min_p = min_p;
+  r.sampling.seed = seed;
+  r.max_tokens = max_tokens;
+  r.stop = stop;
+  r.stream = !no_stream;
+
+  client::client c(host, port);
+  try {
+    auto s = c.generate(r);
+    while (auto t = s.next()) {
+      std::fputs(t->text.c_str(), stdout);
+      if (show_ids)
+        for (int32_t id : t->ids) std::printf("[%d]", id);
+      std::fflush(stdout);
+    }
+    const auto& d = s.done();
+    if (d.has_output) {
+      std::fputs(d.text.c_str(), stdout);
+      if (show_ids)
+        for (int32_t id : d.ids) std::printf("[%d]", id);
+    }
+    std::printf("\n");
+    std::fprintf(stderr, "[%s: %lld prompt + %lld completion tokens; queue %.1f ms, ttft %.1f ms, total %.1f ms]\n",
+                 std::string(wire::to_string(d.reason)).c_str(), static_cast<long long>(d.usage.prompt_tokens),
+                 static_cast<long long>(d.usage.completion_tokens), d.timings.queue_ms, d.timings.ttft_ms,
+                 d.timings.total_ms);
+    if (d.error) std::fprintf(stderr, "error: %s: %s\n", std::string(wire::to_string(d.error->code)).c_str(),
+                              d.error->message.c_str());
+    return d.reason == wire::finish_reason::error ? 1 : 0;
+  } catch (const client::request_error& e) {
+    std::fprintf(stderr, "troupe client: the server refused the request: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+TROUPE_COMMAND("client", "send one request to a running troupe serve", run_client);

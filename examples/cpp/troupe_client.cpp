@@ -1,0 +1,190 @@
+#include "examples/cpp/troupe_client.hpp"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/core/error.hpp"
+#include "runtime/wire/event_codec.hpp"
+#include "runtime/wire/request_codec.hpp"
+
+namespace troupe::client {
+
+connection::connection(const std::string& host, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  std::string where = host + ":" + std::to_string(port);
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0)
+    throw_error(errc::io_error, "cannot resolve " + where + ": " + gai_strerror(rc));
+  int err = 0;
+  for (auto* a = res; a; a = a->ai_next) {
+    fd_ = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd_ < 0) continue;
+    if (::connect(fd_, a->ai_addr, a->ai_addrlen) == 0) break;
+    err = errno;
+    ::close(fd_);
+    fd_ = -1;
+  }
+  freeaddrinfo(res);
+  if (fd_ < 0) throw_error(errc::io_error, "cannot connect to " + where + ": " + std::strerror(err));
+  int one = 1;
+  setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+connection::~connection() { close(); }
+
+void connection::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void connection::send_raw(std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_error(errc::io_error, std::string("send: ") + std::strerror(errno));
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+void connection::send(const wire::request& r) {
+  std::string out;
+  wire::append_frame(out, wire::encode_request(r));
+  send_raw(out);
+}
+
+std::optional<wire::event> connection::next_event(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string payload;
+  for (;;) {
+    if (decoder_.next(payload) == wire::frame_decoder::status::frame) {
+      auto d = wire::decode_event(payload);
+      if (!d.ok()) throw_error(errc::invalid_input, "undecodable event from the server: " + d.error);
+      return std::move(*d.ev);
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    pollfd p{fd_, POLLIN, 0};
+    int rc = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1 << 30)));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) continue;
+    char buf[65536];
+    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw_error(errc::io_error, "the server closed the connection");
+    decoder_.feed(std::string_view(buf, static_cast<size_t>(n)));
+  }
+}
+
+bool connection::closed_by_peer(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[65536];
+    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return true;
+  }
+}
+
+// ---- client ------------------------------------------------------------------------------------
+
+namespace {
+std::string id_of(const wire::event& e) {
+  return std::visit([](const auto& x) { return x.id; }, e);
+}
+}  // namespace
+
+wire::event client::next_for(const std::string& id) {
+  auto& q = pending_[id];
+  while (q.empty()) {
+    auto ev = conn_.next_event();
+    pending_[id_of(*ev)].push_back(std::move(*ev));
+  }
+  auto ev = std::move(q.front());
+  q.pop_front();
+  return ev;
+}
+
+stream client::generate(wire::generate_request r) {
+  if (r.id.empty()) r.id = "cpp-" + std::to_string(next_id_++);
+  std::string id = r.id;
+  conn_.send(r);
+  return stream(this, id);
+}
+
+std::optional<wire::token_event> stream::next() {
+  if (done_) return std::nullopt;
+  auto ev = client_->next_for(id_);
+  if (auto* t = std::get_if<wire::token_event>(&ev)) return std::move(*t);
+  if (auto* d = std::get_if<wire::done_event>(&ev)) {
+    done_ = std::move(*d);
+    client_->pending_.erase(id_);
+    return std::nullopt;
+  }
+  client_->pending_.erase(id_);
+  if (auto* e = std::get_if<wire::wire_error>(&ev)) throw request_error(*e);
+  throw_error(errc::invalid_input, "unexpected event for generate request '" + id_ + "'");
+}
+
+const wire::done_event& stream::done() {
+  while (!done_) next();
+  return *done_;
+}
+
+completion client::complete(wire::generate_request r) {
+  auto s = generate(std::move(r));
+  completion c;
+  while (auto t = s.next()) {
+    c.text += t->text;
+    c.ids.insert(c.ids.end(), t->ids.begin(), t->ids.end());
+  }
+  c.done = s.done();
+  if (c.done.has_output) {
+    c.text = c.done.text;
+    c.ids = c.done.ids;
+  }
+  return c;
+}
+
+void client::cancel(const std::string& id) { conn_.send(wire::cancel_request{id}); }
+
+wire::event client::simple(wire::request r, std::string& id) {
+  id = "cpp-" + std::to_string(next_id_++);
+  std::visit([&](auto& x) { x.id = id; }, r);
+  conn_.send(r);
+  auto ev = next_for(id);
+  pending_.erase(id);
+  if (auto* e = std::get_if<wire::wire_error>(&ev)) throw request_error(*e);
+  return ev;
+}
+
+std::vector<int32_t> client::tokenize(wire::tokenize_request r) {
+  std::string id;
+  return std::get<wire::tokenize_event>(simple(std::move(r), id)).ids;
+}
+
+wire::health_event client::health() {
+  std::string id;
+  return std::get<wire::health_event>(simple(wire::health_request{}, id));
+}
+
+std::vector<wire::model_info> client::models() {
+  std::string id;
+  return std::get<wire::models_event>(simple(wire::models_request{}, id)).models;
+}
+
+}  // namespace troupe::client

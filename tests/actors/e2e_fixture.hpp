@@ -1,0 +1,113 @@
+// End-to-end test helpers: an in-process `troupe serve` on a free loopback port, requests, and
+// the single-request reference (the generator `troupe generate` runs).
+#pragma once
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "actors/server.hpp"
+#include "examples/cpp/troupe_client.hpp"
+#include "runtime/engine/generator.hpp"
+#include "runtime/model/checkpoint.hpp"
+
+namespace troupe::e2e {
+
+inline const std::string tiny_dense_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-dense";
+
+inline serve::server_config test_config() {
+  serve::server_config c;
+  c.port = 0;
+  c.metrics_port = 0;
+  c.num_kv_blocks = 512;
+  c.max_model_len = 256;
+  c.max_num_seqs = 32;
+  c.max_num_batched_tokens = 256;
+  c.shutdown_grace_ms = 0;
+  return c;
+}
+
+inline std::unique_ptr<actors::server> start(serve::server_config c, const std::string& model = tiny_dense_dir,
+                                             const std::string& tokenizer = "") {
+  actors::server_options o;
+  o.cfg = c;
+  o.model_dir = model;
+  o.tokenizer_dir = tokenizer;
+  return std::make_unique<actors::server>(o);
+}
+
+inline const checkpoint& tiny_dense() {
+  static auto ck = load_checkpoint(tiny_dense_dir);
+  return *ck;
+}
+
+// A generate request over prompt ids; seeded sampling when seed >= 0, else greedy.
+inline wire::generate_request ids_request(std::string id, std::vector<int32_t> prompt, int32_t max_tokens,
+                                          int64_t seed = -1, double temperature = 0.8) {
+  wire::generate_request r;
+  r.id = std::move(id);
+  r.kind = wire::prompt_kind::ids;
+  r.prompt_ids = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  if (seed >= 0) {
+    r.sampling.temperature = temperature;
+    r.sampling.seed = static_cast<uint64_t>(seed);
+  } else {
+    r.sampling.temperature = 0.0;
+  }
+  return r;
+}
+
+// What `troupe generate --ids ... --max-tokens N [--temperature T --seed S] --ignore-eos` prints:
+// the same parameter derivation as tools/troupe/cmd_generate.cpp.
+inline std::vector<int32_t> reference(const checkpoint& ck, const wire::generate_request& r) {
+  generate_options o;
+  o.max_tokens = *r.max_tokens;
+  o.sampling = defaults_from(ck.generation);
+  if (r.sampling.temperature) o.sampling.temperature = static_cast<float>(*r.sampling.temperature);
+  if (r.sampling.seed) {
+    o.sampling.seed = *r.sampling.seed;
+    o.sampling.has_seed = true;
+  }
+  o.sampling.ignore_eos = r.ignore_eos;
+  generator g(ck);
+  return g.generate(r.prompt_ids, o).ids;
+}
+
+inline std::vector<int32_t> random_prompt(std::mt19937& rng, int max_len, int vocab = 4000) {
+  std::vector<int32_t> p(1 + rng() % static_cast<unsigned>(max_len));
+  for (auto& t : p) t = static_cast<int32_t>(rng() % static_cast<unsigned>(vocab));
+  return p;
+}
+
+// Polls `pred` for up to `timeout`.
+template <class F>
+bool eventually(F pred, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+// Reads `name{...} value` from the Prometheus text.
+inline double metric(actors::server& s, const std::string& name) {
+  auto text = s.metrics().render();
+  auto pos = text.find("\ntroupe:" + name + "{");
+  if (pos == std::string::npos) return -1;
+  auto sp = text.find("} ", pos);
+  return std::stod(text.substr(sp + 2, text.find('\n', sp) - sp - 2));
+}
+
+// Every KV block back in the pool and nothing queued.
+inline bool server_idle(actors::server& s) {
+  return metric(s, "num_requests_running") == 0 && metric(s, "num_requests_waiting") == 0 &&
+         metric(s, "kv_cache_usage_perc") == 0;
+}
+
+}  // namespace troupe::e2e

@@ -1,0 +1,151 @@
+// End to end: requests that end early — cancel, deadline, client disconnect, server shutdown —
+// each end with the right `done` and give every KV block back at once; a failed shard executor
+// is restarted and its requests are recomputed to the same tokens.
+#include "tests/actors/e2e_fixture.hpp"
+
+#include <sys/socket.h>
+
+using namespace troupe;
+using namespace troupe::e2e;
+
+BOOST_AUTO_TEST_SUITE(e2e_lifecycle)
+
+BOOST_AUTO_TEST_CASE(cancel_mid_stream_ends_with_cancelled_and_frees_the_blocks) {
+  auto c = test_config();
+  c.max_model_len = 4096;
+  c.num_kv_blocks = 512;
+  auto srv = start(c);
+  client::client cl("127.0.0.1", srv->port());
+  auto s = cl.generate(ids_request("long", {1, 2, 3}, 4000));
+  for (int i = 0; i < 3; ++i) BOOST_REQUIRE(s.next().has_value());
+  BOOST_TEST(metric(*srv, "kv_cache_usage_perc") > 0);
+  cl.cancel("long");
+  while (s.next()) {
+  }
+  BOOST_TEST((s.done().reason == wire::finish_reason::cancelled));
+  BOOST_TEST(s.done().usage.completion_tokens >= 3);
+  BOOST_TEST(s.done().usage.completion_tokens < 4000);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+  // Cancelling what is no longer running is an error naming it; the id is free again.
+  cl.cancel("long");
+  auto ev = cl.next_for("long");
+  BOOST_REQUIRE(std::holds_alternative<wire::wire_error>(ev));
+  BOOST_TEST(to_string(std::get<wire::wire_error>(ev).code) == "unknown_id");
+  BOOST_TEST(cl.complete(ids_request("long", {1}, 2)).ids.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(cancel_of_an_unknown_id_is_an_error) {
+  auto srv = start(test_config());
+  client::client cl("127.0.0.1", srv->port());
+  cl.cancel("nope");
+  auto ev = cl.next_for("nope");
+  auto* e = std::get_if<wire::wire_error>(&ev);
+  BOOST_REQUIRE(e);
+  BOOST_TEST(to_string(e->code) == "unknown_id");
+  BOOST_TEST(e->message == "no request with id 'nope' is running on this connection");
+}
+
+BOOST_AUTO_TEST_CASE(deadline_ends_a_request_with_deadline) {
+  auto c = test_config();
+  c.max_model_len = 8192;
+  c.num_kv_blocks = 1024;
+  auto srv = start(c);
+  client::client cl("127.0.0.1", srv->port());
+  auto r = ids_request("slow", {5, 6}, 8000);
+  r.deadline_ms = 150;
+  auto d = cl.complete(r).done;
+  BOOST_TEST((d.reason == wire::finish_reason::deadline));
+  BOOST_TEST(d.timings.total_ms >= 150.0);
+  BOOST_TEST(d.timings.total_ms < 5000.0);
+  BOOST_TEST(d.usage.completion_tokens < 8000);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_CASE(a_client_that_disconnects_mid_stream_is_cancelled_and_others_go_on) {
+  auto c = test_config();
+  c.max_model_len = 4096;
+  c.num_kv_blocks = 1024;
+  auto srv = start(c);
+  client::client other("127.0.0.1", srv->port());
+  auto keep = ids_request("keep", {9, 8, 7, 6}, 60, 5);
+  auto keep_stream = other.generate(keep);
+  {
+    client::client leaver("127.0.0.1", srv->port());
+    std::vector<client::stream> streams;
+    for (int i = 0; i < 4; ++i) streams.push_back(leaver.generate(ids_request("l" + std::to_string(i), {1, 2}, 4000)));
+    BOOST_REQUIRE(streams[0].next().has_value());
+    BOOST_TEST(eventually([&] { return metric(*srv, "num_requests_running") + metric(*srv, "num_requests_waiting") >= 4; }));
+  }  // the socket closes here, mid-stream
+  std::vector<int32_t> got;
+  while (auto t = keep_stream.next()) got.insert(got.end(), t->ids.begin(), t->ids.end());
+  BOOST_TEST(got == reference(tiny_dense(), keep), boost::test_tools::per_element());
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+  BOOST_TEST(srv->metrics().render().find("finished_reason=\"abort\"} 4\n") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_executor_is_restarted_and_its_requests_recomputed) {
+  auto c = test_config();
+  c.max_model_len = 512;
+  auto srv = start(c);
+  std::mt19937 rng(21);
+  client::client cl("127.0.0.1", srv->port());
+  std::vector<wire::generate_request> reqs;
+  std::vector<client::stream> streams;
+  for (int i = 0; i < 8; ++i) {
+    reqs.push_back(ids_request("x" + std::to_string(i), random_prompt(rng, 20), 150, i % 2 ? 300 + i : -1));
+    streams.push_back(cl.generate(reqs.back()));
+  }
+  std::vector<std::vector<int32_t>> got(reqs.size());
+  auto first = streams[0].next();
+  BOOST_REQUIRE(first.has_value());
+  got[0] = first->ids;
+  srv->kill_executor();
+  for (size_t i = 0; i < streams.size(); ++i) {
+    while (auto t = streams[i].next()) got[i].insert(got[i].end(), t->ids.begin(), t->ids.end());
+    BOOST_TEST_CONTEXT("request " << i) {
+      BOOST_TEST((streams[i].done().reason == wire::finish_reason::length));
+      BOOST_TEST(got[i] == reference(tiny_dense(), reqs[i]), boost::test_tools::per_element());
+    }
+  }
+  BOOST_TEST(srv->restarts() == 1);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_ends_every_running_request_with_done_and_returns_quickly) {
+  auto c = test_config();
+  c.max_model_len = 8192;
+  c.num_kv_blocks = 2048;
+  auto srv = start(c);
+  client::client cl("127.0.0.1", srv->port());
+  std::vector<client::stream> streams;
+  for (int i = 0; i < 5; ++i) streams.push_back(cl.generate(ids_request("s" + std::to_string(i), {3, 4}, 8000)));
+  BOOST_REQUIRE(streams[0].next().has_value());
+  auto t0 = std::chrono::steady_clock::now();
+  std::jthread stopper([&] { srv->shutdown(std::chrono::milliseconds(100)); });
+  for (auto& s : streams) {
+    while (s.next()) {
+    }
+    BOOST_TEST((s.done().reason == wire::finish_reason::cancelled));
+  }
+  stopper.join();
+  auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  BOOST_TEST_MESSAGE("shutdown took " << took << " s");
+  BOOST_TEST(took < 5.0);
+  BOOST_TEST(cl.raw().closed_by_peer(std::chrono::seconds(2)));
+}
+
+BOOST_AUTO_TEST_CASE(requests_that_finish_within_the_grace_period_complete) {
+  auto srv = start(test_config());
+  client::client cl("127.0.0.1", srv->port());
+  auto r = ids_request("short", {1, 2, 3}, 30);
+  auto s = cl.generate(r);
+  BOOST_REQUIRE(s.next().has_value());
+  std::jthread stopper([&] { srv->shutdown(std::chrono::seconds(20)); });
+  std::vector<int32_t> got;
+  while (auto t = s.next()) got.insert(got.end(), t->ids.begin(), t->ids.end());
+  BOOST_TEST((s.done().reason == wire::finish_reason::length));
+  BOOST_TEST(got.size() == 29u);
+  stopper.join();
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,95 @@
+// End to end with the real Qwen3 tokenizer (the full-vocabulary golden model): text prompts,
+// streamed text, stop strings and stop ids, tokenize.
+#include "tests/actors/e2e_fixture.hpp"
+
+#include "runtime/tokenizer/tokenizer.hpp"
+
+using namespace troupe;
+using namespace troupe::e2e;
+
+namespace {
+
+const std::string full_vocab_dir = TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab";
+const std::string tokenizer_dir = TROUPE_SOURCE_DIR "/models/qwen3-tokenizer";
+
+const tokenizer& qwen3() {
+  static tokenizer t(tokenizer_dir);
+  return t;
+}
+
+const checkpoint& full_vocab() {
+  static auto ck = load_checkpoint(full_vocab_dir);
+  return *ck;
+}
+
+wire::generate_request text_request(std::string id, std::string prompt, int32_t max_tokens) {
+  wire::generate_request r;
+  r.id = std::move(id);
+  r.kind = wire::prompt_kind::text;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  r.sampling.temperature = 0.0;
+  return r;
+}
+
+std::vector<int32_t> reference_for_text(const wire::generate_request& r) {
+  auto ids = r;
+  ids.kind = wire::prompt_kind::ids;
+  ids.prompt_ids = qwen3().encode(r.prompt);
+  return reference(full_vocab(), ids);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(e2e_text)
+
+BOOST_AUTO_TEST_CASE(text_in_text_out) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  wire::tokenize_request t;
+  t.prompt = "Hello world, 你好!";
+  BOOST_TEST(cl.tokenize(t) == qwen3().encode("Hello world, 你好!"), boost::test_tools::per_element());
+
+  auto r = text_request("t1", "The capital of France is", 12);
+  auto ref = reference_for_text(r);
+  auto got = cl.complete(r);
+  BOOST_TEST(got.ids == ref, boost::test_tools::per_element());
+  BOOST_TEST(got.text == qwen3().decode(ref, /*skip_special_tokens=*/true));
+  BOOST_TEST(got.done.usage.prompt_tokens == static_cast<int64_t>(qwen3().encode(r.prompt).size()));
+}
+
+BOOST_AUTO_TEST_CASE(stop_strings_and_stop_ids) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  auto base = text_request("s", "Once upon a time", 16);
+  auto ref = reference_for_text(base);
+  auto full = qwen3().decode(ref, true);
+  BOOST_TEST_MESSAGE("reference text: " << full);
+
+  // A stop string taken from the middle of the reference text.
+  std::string stop;
+  for (size_t i = 4; i < ref.size() && stop.empty(); ++i) {
+    auto piece = qwen3().decode(std::vector<int32_t>{ref[i]}, true);
+    if (piece.size() >= 2 && full.find(piece) != std::string::npos) stop = piece;
+  }
+  BOOST_REQUIRE(!stop.empty());
+  auto r = base;
+  r.id = "s1";
+  r.stop = {stop};
+  auto got = cl.complete(r);
+  BOOST_TEST((got.done.reason == wire::finish_reason::stop));
+  BOOST_TEST(got.text == full.substr(0, full.find(stop)));
+  BOOST_TEST(got.ids.size() < ref.size());
+
+  auto r2 = base;
+  r2.id = "s2";
+  r2.stop_ids = {ref[5]};
+  auto got2 = cl.complete(r2);
+  BOOST_TEST((got2.done.reason == wire::finish_reason::stop));
+  auto first = static_cast<size_t>(std::find(ref.begin(), ref.end(), ref[5]) - ref.begin());
+  BOOST_TEST(got2.ids == std::vector<int32_t>(ref.begin(), ref.begin() + static_cast<long>(first) + 1),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
