@@ -5,6 +5,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <future>
 
@@ -13,6 +14,7 @@
 #include "actors/supervisor.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/kv/kv_cache.hpp"
+#include "runtime/tokenizer/chat_template.hpp"
 
 namespace troupe::actors {
 
@@ -49,6 +51,23 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   f.default_max_tokens = ctx->cfg.default_max_tokens;
   f.generation = ctx->ckpt->generation;
   f.tok = ctx->tok.get();
+  if (!tok_dir.empty()) {
+    try {
+      auto tmpl = std::make_shared<const chat_template>(chat_template::from_directory(tok_dir));
+      f.chat = [tmpl](const std::vector<wire::chat_message>& msgs, bool thinking) {
+        nlohmann::ordered_json m = nlohmann::ordered_json::array();
+        for (const auto& x : msgs) {
+          nlohmann::ordered_json j{{"role", x.role}, {"content", x.content}};
+          if (!x.reasoning_content.empty()) j["reasoning_content"] = x.reasoning_content;
+          m.push_back(std::move(j));
+        }
+        return tmpl->render(m, nullptr, /*add_generation_prompt=*/true, {{"enable_thinking", thinking}});
+      };
+    } catch (const troupe::error& e) {
+      // Text prompts still work; chat requests get `unsupported` naming the missing template.
+      std::fprintf(stderr, "troupe serve: no chat template (%s): chat requests are refused\n", e.what());
+    }
+  }
 
   int32_t bs = ctx->cfg.block_size;
   ctx->num_blocks = ctx->cfg.num_kv_blocks > 0

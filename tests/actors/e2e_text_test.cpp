@@ -92,4 +92,39 @@ BOOST_AUTO_TEST_CASE(stop_strings_and_stop_ids) {
              boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(chat_messages_use_the_model_chat_template) {
+  // The first reference case of tests/data/chat_template/cases.jsonl (system + user, generation
+  // prompt, thinking left at its default).
+  std::vector<wire::chat_message> msgs = {{"system", "You are a helpful assistant.", ""},
+                                          {"user", "Hello! Who are you?", ""}};
+  std::vector<int32_t> expected = {151644, 8948, 198, 2610, 525,    264, 10950, 17847, 13,     151645, 198, 151644, 872,
+                                   198,    9707, 0,   10479, 525,   498, 30,    151645, 198,   151644, 77091,  198};
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  wire::tokenize_request t;
+  t.kind = wire::prompt_kind::messages;
+  t.messages = msgs;
+  BOOST_TEST(cl.tokenize(t) == expected, boost::test_tools::per_element());
+
+  wire::generate_request r;
+  r.id = "chat";
+  r.kind = wire::prompt_kind::messages;
+  r.messages = msgs;
+  r.max_tokens = 6;
+  r.ignore_eos = true;
+  r.sampling.temperature = 0.0;
+  auto got = cl.complete(r);
+  BOOST_TEST(got.done.usage.prompt_tokens == static_cast<int64_t>(expected.size()));
+  auto ids = r;
+  ids.kind = wire::prompt_kind::ids;
+  ids.prompt_ids = expected;
+  BOOST_TEST(got.ids == reference(full_vocab(), ids), boost::test_tools::per_element());
+
+  // enable_thinking = false adds the empty think block, as the template says.
+  r.id = "chat2";
+  r.enable_thinking = false;
+  auto got2 = cl.complete(r);
+  BOOST_TEST(got2.done.usage.prompt_tokens > static_cast<int64_t>(expected.size()));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
