@@ -2,8 +2,6 @@
 // force a lower one) and spreads units of weight rows over the OpenMP threads. A result never
 // depends on the split (matmul_backend.hpp), so units are handed out dynamically: a core slowed by
 // a neighbour simply takes fewer.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -98,7 +96,6 @@ void matmul(const float* x, int64_t n, const weight_ref& w, float* y) {
   std::exception_ptr failure;
 #pragma omp parallel if (parallel)
   {
-    const int64_t threads = omp_get_num_threads();
     float* buf = nullptr;
     try {
       buf = scratch ? thread_scratch(scratch) : nullptr;
@@ -110,9 +107,7 @@ void matmul(const float* x, int64_t n, const weight_ref& w, float* y) {
     for (int64_t u = 0; u < units; ++u) {
       if (scratch && !buf) continue;
       const int64_t j0 = u * unit, j1 = std::min(j0 + unit, w.rows);
-      // Threads of equal speed take units round-robin: this one's next is probably u + threads.
-      const int64_t next0 = std::min((u + threads) * unit, w.rows), next1 = std::min(next0 + unit, w.rows);
-      b.run(x, n, w, j0, j1, y, buf, next0, next1);
+      b.run(x, n, w, j0, j1, y, buf);
     }
   }
   if (failure) std::rethrow_exception(failure);

@@ -209,8 +209,7 @@ size_t scratch_floats(int64_t n, const weight_ref& w) {
   return n <= direct_max_n ? 0 : static_cast<size_t>(panel_rows * padded_cols(w.cols));
 }
 
-void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch, int64_t,
-         int64_t) {
+void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
   const bool direct = n <= direct_max_n;
   switch (w.type) {
     case dtype::f32: return direct ? run_direct<src_f32>(x, n, w, j0, j1, y) : run_packed<src_f32>(x, n, w, j0, j1, y, scratch);

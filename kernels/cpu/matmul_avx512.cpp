@@ -120,75 +120,130 @@ inline void store_tile(const __m512* acc, float* y, int64_t ldy, int live) {
   }
 }
 
-constexpr int tile_cols = 8;  // weight rows per register tile: 8 accumulators per activation row
-constexpr int max_tile_rows = 3;  // 24 accumulators + 3 x + 1 w of the 32 zmm registers
+// ---- blocking ----
+constexpr int tile_cols = 8;       // weight rows per register tile: 8 accumulators per activation row
+constexpr int max_tile_rows = 3;   // 24 accumulators + 3 x + 1 w of the 32 zmm registers
+constexpr int panel_rows = 48;     // weight rows widened at once: 6 sub-panels of 8
+constexpr int64_t k_block = 1024;  // a sub-panel's k slice (8 x 1024 x 4 B = 32 KB) stays in L1
+constexpr int64_t block_n = 60;    // activation rows per block: 60 x 48 x 64 B = 180 KB of partials
+constexpr int64_t partial_row = panel_rows * 16;  // floats of partials per activation row
 
-// ---- direct path (n <= 3): weights streamed from the checkpoint, widened in registers ----
-// Every weight byte is read once per call; the activation rows stay in L1.
+int64_t padded_cols(int64_t cols) { return (cols + 15) / 16 * 16; }
 
-template <int R, class Src>
-void tile_direct(const float* x, int64_t ldx, const typename Src::elem* w, int64_t ldw, int64_t cols, float* y,
-                 int64_t ldy) {
+// Pulls the next sub-panel's weight rows toward L2 while the current one computes, a few lines per
+// k step: issued in a burst they would exhaust the line-fill buffers and stall the FMAs, and
+// without them the first tile of each sub-panel waits on DRAM (batched decode).
+struct row_prefetch {
+  const char* p = nullptr;        // next line to fetch
+  const char* row_end = nullptr;  // end of the current row's piece
+  int64_t piece = 0, stride = 0;  // bytes per row piece, bytes between rows
+  int rows_left = 0, per_trigger = 1, period = 1, countdown = 1;
+
+  void step() {
+    if (rows_left == 0 || --countdown > 0) return;
+    countdown = period;
+    for (int i = 0; i < per_trigger && rows_left > 0; ++i) {
+      _mm_prefetch(p, _MM_HINT_T1);
+      p += 64;
+      if (p >= row_end) {
+        row_end += stride;
+        p = row_end - piece;
+        --rows_left;
+      }
+    }
+  }
+};
+
+// Prefetch `rows` rows of `piece` bytes (at `stride`) over `steps` k steps.
+inline row_prefetch make_prefetch(const void* first, int rows, int64_t piece, int64_t stride, int64_t steps) {
+  row_prefetch f;
+  if (rows <= 0 || piece <= 0) return f;
+  const int64_t lines = rows * ((piece + 63) / 64);
+  f.p = static_cast<const char*>(first);
+  f.row_end = f.p + piece;
+  f.piece = piece, f.stride = stride, f.rows_left = rows;
+  f.per_trigger = static_cast<int>(std::max<int64_t>(1, (lines + steps - 1) / std::max<int64_t>(steps, 1)));
+  f.period = static_cast<int>(std::max<int64_t>(1, steps / lines));
+  f.countdown = f.period;
+  return f;
+}
+
+// ---- streamed tiles: weights read straight from the checkpoint and widened in registers ----
+
+// One R x 8 tile over columns [0, klen) of x and of the 8 weight rows `rows` (both already offset
+// to the k block; klen a multiple of 16, `tail` masks its last 16 when it reaches cols).
+// `resume`: partials to continue from (null: start at +0); `save`: where to leave them (null: last
+// k block, reduce into y). kPack: also leave the widened weights in `pack` (sub-panel layout, see
+// pack_subpanel), so the tiles of the other activation rows read them from L1. The weight loads
+// are demand loads among the FMAs, so out-of-order execution overlaps them with DRAM latency.
+template <int R, class Src, bool kPack>
+void tile_stream(const float* x, int64_t ldx, const typename Src::elem* const* rows, int64_t klen, __mmask16 tail,
+                 const float* resume, float* save, float* y, int64_t ldy, int live, float* pack, row_prefetch& pf) {
   constexpr int C = tile_cols;
   __m512 acc[R * C];
-#pragma GCC unroll 32
-  for (int i = 0; i < R * C; ++i) acc[i] = _mm512_setzero_ps();
-  const int64_t full = cols / 16 * 16;
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c)
+      acc[r * C + c] = resume ? _mm512_load_ps(resume + r * partial_row + c * 16) : _mm512_setzero_ps();
+  const int64_t full = tail ? klen - 16 : klen;
   for (int64_t k = 0; k < full; k += 16) {
+    pf.step();
     __m512 xv[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(x + r * ldx + k);
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
-      const __m512 wv = Src::load(w + c * ldw + k);
+      const __m512 wv = Src::load(rows[c] + k);
+      if constexpr (kPack) _mm512_store_ps(pack + (k / 16 * C + c) * 16, wv);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) acc[r * C + c] = _mm512_fmadd_ps(xv[r], wv, acc[r * C + c]);
     }
   }
-  if (const __mmask16 m = tail_mask(cols)) {
+  if (tail) {
     __m512 xv[R];
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) xv[r] = _mm512_maskz_loadu_ps(m, x + r * ldx + full);
+    for (int r = 0; r < R; ++r) xv[r] = _mm512_maskz_loadu_ps(tail, x + r * ldx + full);
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
-      const __m512 wv = Src::load(w + c * ldw + full, m);
+      const __m512 wv = Src::load(rows[c] + full, tail);
+      if constexpr (kPack) _mm512_store_ps(pack + (full / 16 * C + c) * 16, wv);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) acc[r * C + c] = _mm512_fmadd_ps(xv[r], wv, acc[r * C + c]);
     }
   }
-  store_tile<R>(acc, y, ldy, C);
+  if (save) {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) _mm512_store_ps(save + r * partial_row + c * 16, acc[r * C + c]);
+  } else {
+    store_tile<R>(acc, y, ldy, live);
+  }
 }
 
-// One weight row (the last rows % 8 of a unit).
-template <int R, class Src>
-void tile_direct_row(const float* x, int64_t ldx, const typename Src::elem* w, int64_t cols, float* y, int64_t ldy) {
-  __m512 acc[R];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-  const int64_t full = cols / 16 * 16;
-  for (int64_t k = 0; k < full; k += 16) {
-    const __m512 wv = Src::load(w + k);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * ldx + k), wv, acc[r]);
-  }
-  if (const __mmask16 m = tail_mask(cols)) {
-    const __m512 wv = Src::load(w + full, m);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + r * ldx + full), wv, acc[r]);
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) y[r * ldy] = reduce1(acc[r]);
+// The 8 row pointers of the tile at weight row j (offset to column k0). Past the unit's last row
+// they repeat that row: valid memory, and those outputs are never stored.
+template <class T>
+void tile_rows(const T* w, int64_t cols, int64_t j, int live, int64_t k0, const T** rows) {
+  for (int c = 0; c < tile_cols; ++c) rows[c] = w + (j + std::min(c, live - 1)) * cols + k0;
 }
 
+// Decode (n <= 3): every weight byte is read once, widened in registers; x stays in L1.
 constexpr int direct_max_n = 3;
 
 template <int R, class Src>
 void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
   const auto* wd = static_cast<const typename Src::elem*>(w.data);
-  const int64_t ldw = w.cols, ldy = w.rows;
-  int64_t j = j0;
-  for (; j + tile_cols <= j1; j += tile_cols) tile_direct<R, Src>(x, w.cols, wd + j * ldw, ldw, w.cols, y + j, ldy);
-  for (; j < j1; ++j) tile_direct_row<R, Src>(x, w.cols, wd + j * ldw, w.cols, y + j, ldy);
+  const int64_t cols = w.cols;
+  const typename Src::elem* rows[tile_cols];
+  for (int64_t j = j0; j < j1; j += tile_cols) {
+    const int live = static_cast<int>(std::min<int64_t>(tile_cols, j1 - j));
+    tile_rows(wd, cols, j, live, 0, rows);
+    row_prefetch none;  // decode streams every row at once: the hardware prefetchers keep up
+    tile_stream<R, Src, false>(x, cols, rows, padded_cols(cols), tail_mask(cols), nullptr, nullptr, y + j, w.rows, live,
+                               nullptr, none);
+  }
 }
 
 template <class Src>
@@ -200,23 +255,19 @@ void run_direct(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
   }
 }
 
-// ---- packed path: a panel of weight rows widened once, reused by every activation row ----
+// ---- packed path (n > 3): weights widened once per tile of rows, reused by every activation row ----
 //
-// Per panel of 48 weight rows (widened to fp32, in L2) and block of activation rows:
-//   for each k block (<= 1024 wide): for each 8-row sub-panel (its k slice stays in L1):
-//     for each group of 3 activation rows: 24 accumulators in registers over the k block; between
-//     k blocks they wait in `partials` as raw 16-lane sums (stored, never rounded or reduced early),
-//     after the last one the tree reduces them straight into y.
-
-constexpr int panel_rows = 48;     // weight rows widened at once: 6 sub-panels of 8
-constexpr int64_t k_block = 1024;  // a sub-panel's k slice (8 x 1024 x 4 B = 32 KB) stays in L1
-constexpr int64_t block_n = 60;    // activation rows per block: 60 x 48 x 64 B = 180 KB of partials
-constexpr int64_t partial_row = panel_rows * 16;  // floats of partials per activation row
-
-int64_t padded_cols(int64_t cols) { return (cols + 15) / 16 * 16; }
+// For each panel of 48 weight rows, block of activation rows, k block (<= 1024 wide) and 8-row
+// sub-panel (whose widened k slice stays in L1): for each group of 3 activation rows, 24
+// accumulators in registers over the k block; between k blocks they wait in `partials` as raw
+// 16-lane sums (stored, never rounded or reduced early); after the last one the tree reduces them
+// straight into y.
+//   One block of activation rows (batched decode, n <= 60): the first group's tile streams the
+//   weights from the checkpoint and leaves them widened in an L1 buffer for the other groups.
+//   Several blocks (prefill): the whole panel is widened once into L2 and reused by every block.
 
 // Sub-panel layout: for each 16-wide k block, the 8 rows' 16 fp32 side by side, so a tile reads one
-// sequential stream. Rows past the matrix are zeros (their results are never stored).
+// sequential stream. Packs the whole padded width; rows past the matrix are zeros.
 template <class Src>
 void pack_subpanel(const typename Src::elem* w, int64_t ldw, int64_t live_rows, int64_t cols, float* dst) {
   const int64_t full = cols / 16 * 16;
@@ -234,11 +285,10 @@ void pack_subpanel(const typename Src::elem* w, int64_t ldw, int64_t live_rows, 
   }
 }
 
-// One R x 8 tile over one k block. `resume`: partials to continue from (null: start at +0);
-// `save`: where to leave them (null: last k block, reduce into y).
+// One R x 8 tile reading widened weights from a sub-panel (see tile_stream for the arguments).
 template <int R>
 void tile_packed(const float* x, int64_t ldx, const float* wp, int64_t klen, __mmask16 tail, const float* resume,
-                 float* save, float* y, int64_t ldy, int live) {
+                 float* save, float* y, int64_t ldy, int live, row_prefetch& pf) {
   constexpr int C = tile_cols;
   __m512 acc[R * C];
 #pragma GCC unroll 4
@@ -246,8 +296,9 @@ void tile_packed(const float* x, int64_t ldx, const float* wp, int64_t klen, __m
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c)
       acc[r * C + c] = resume ? _mm512_load_ps(resume + r * partial_row + c * 16) : _mm512_setzero_ps();
-  const int64_t full = tail ? klen - 16 : klen;  // klen is a multiple of 16
+  const int64_t full = tail ? klen - 16 : klen;
   for (int64_t k = 0; k < full; k += 16, wp += C * 16) {
+    pf.step();
     __m512 xv[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(x + r * ldx + k);
@@ -266,7 +317,7 @@ void tile_packed(const float* x, int64_t ldx, const float* wp, int64_t klen, __m
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
       __m512 wv = _mm512_load_ps(wp + c * 16);
-      asm("" : "+v"(wv));  // one load into a register, not one memory operand per FMA (load ports)
+      asm("" : "+v"(wv));
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) acc[r * C + c] = _mm512_fmadd_ps(xv[r], wv, acc[r * C + c]);
     }
@@ -282,51 +333,64 @@ void tile_packed(const float* x, int64_t ldx, const float* wp, int64_t klen, __m
 }
 
 template <class Src>
-void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch,
-                int64_t next0, int64_t next1) {
+void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
   const auto* wd = static_cast<const typename Src::elem*>(w.data);
   const int64_t cols = w.cols, ldy = w.rows, kp = padded_cols(cols), sub_floats = tile_cols * kp;
-  float* panel = scratch;
-  float* partials = scratch + panel_rows * kp;
   // Even k blocks of at most k_block columns (multiples of 16); the last one holds the masked tail.
   const int64_t kblocks = (kp + k_block - 1) / k_block;
   const int64_t kb_len = (kp / 16 + kblocks - 1) / kblocks * 16;
   const __mmask16 tail = tail_mask(cols);
+  const bool streamed = n <= block_n;
+  float* partials = scratch;
+  float* panel = scratch + block_n * partial_row;
+  const typename Src::elem* rows[tile_cols];
 
   for (int64_t jc = j0; jc < j1; jc += panel_rows) {
     const int64_t nc = std::min<int64_t>(panel_rows, j1 - jc);
     const int64_t subs = (nc + tile_cols - 1) / tile_cols;
-    for (int64_t s = 0; s < subs; ++s)
-      pack_subpanel<Src>(wd + (jc + s * tile_cols) * cols, cols, nc - s * tile_cols, cols, panel + s * sub_floats);
-    // The next panel (of this unit, else the unit this thread probably takes next): pull it into L2
-    // while this one computes, so packing it reads L2 instead of waiting on DRAM.
-    int64_t p0 = jc + panel_rows, p1 = std::min(jc + 2 * panel_rows, j1);
-    if (p0 >= j1) p0 = next0, p1 = std::min(next1, next0 + panel_rows);
-    const char* pf = reinterpret_cast<const char*>(wd + p0 * cols);
-    const char* pf_end = reinterpret_cast<const char*>(wd + std::max(p0, p1) * cols);
+    if (!streamed)
+      for (int64_t s = 0; s < subs; ++s)
+        pack_subpanel<Src>(wd + (jc + s * tile_cols) * cols, cols, nc - s * tile_cols, cols, panel + s * sub_floats);
     for (int64_t ic = 0; ic < n; ic += block_n) {
       const int64_t ie = std::min(n, ic + block_n);
-      const int64_t tiles = kblocks * subs * ((ie - ic + max_tile_rows - 1) / max_tile_rows);
-      const int64_t pf_step = std::max<int64_t>(1, (pf_end - pf + 63) / 64 / std::max<int64_t>(tiles, 1)) * 64;
       for (int64_t kb = 0; kb < kblocks; ++kb) {
         const int64_t k0 = kb * kb_len, klen = std::min(kb_len, kp - k0);
         const __mmask16 kt = k0 + klen == kp ? tail : 0;
         const bool last = kb + 1 == kblocks;
         for (int64_t s = 0; s < subs; ++s) {
-          const float* wp = panel + s * sub_floats + k0 * tile_cols;
           const int live = static_cast<int>(std::min<int64_t>(tile_cols, nc - s * tile_cols));
+          const float* wp = streamed ? panel : panel + s * sub_floats + k0 * tile_cols;
+          // Streamed: fetch the next sub-panel's slice (this k block; past this unit, the rows after
+          // it, which the other threads are likely streaming too) over this sub-panel's tiles.
+          row_prefetch pf;
+          if (streamed) {
+            const int64_t next = jc + (s + 1) * tile_cols;
+            const int nrows = static_cast<int>(std::min<int64_t>(tile_cols, w.rows - next));
+            const int64_t piece = std::min(klen, cols - k0) * static_cast<int64_t>(sizeof(*wd));
+            pf = make_prefetch(wd + next * cols + k0, nrows, piece, cols * static_cast<int64_t>(sizeof(*wd)),
+                               (ie - ic + max_tile_rows - 1) / max_tile_rows * (klen / 16));
+          }
           for (int64_t i = ic; i < ie; i += max_tile_rows) {
             const float* xi = x + i * cols + k0;
             float* part = partials + (i - ic) * partial_row + s * tile_cols * 16;
             const float* resume = kb > 0 ? part : nullptr;
             float* save = last ? nullptr : part;
             float* yi = y + i * ldy + jc + s * tile_cols;
-            switch (std::min<int64_t>(max_tile_rows, ie - i)) {
-              case 3: tile_packed<3>(xi, cols, wp, klen, kt, resume, save, yi, ldy, live); break;
-              case 2: tile_packed<2>(xi, cols, wp, klen, kt, resume, save, yi, ldy, live); break;
-              default: tile_packed<1>(xi, cols, wp, klen, kt, resume, save, yi, ldy, live); break;
+            const int64_t r = std::min<int64_t>(max_tile_rows, ie - i);
+            if (streamed && i == ic) {  // first group: stream from the checkpoint, widen into `panel`
+              tile_rows(wd, cols, jc + s * tile_cols, live, k0, rows);
+              switch (r) {
+                case 3: tile_stream<3, Src, true>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
+                case 2: tile_stream<2, Src, true>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
+                default: tile_stream<1, Src, true>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
+              }
+              continue;
             }
-            for (const char* e = std::min(pf + pf_step, pf_end); pf < e; pf += 64) _mm_prefetch(pf, _MM_HINT_T1);
+            switch (r) {
+              case 3: tile_packed<3>(xi, cols, wp, klen, kt, resume, save, yi, ldy, live, pf); break;
+              case 2: tile_packed<2>(xi, cols, wp, klen, kt, resume, save, yi, ldy, live, pf); break;
+              default: tile_packed<1>(xi, cols, wp, klen, kt, resume, save, yi, ldy, live, pf); break;
+            }
           }
         }
       }
@@ -339,19 +403,20 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
 int64_t unit_rows(int64_t n, const weight_ref&) { return n <= direct_max_n ? 64 : panel_rows; }
 
 size_t scratch_floats(int64_t n, const weight_ref& w) {
-  return n <= direct_max_n ? 0 : static_cast<size_t>(panel_rows * padded_cols(w.cols) + block_n * partial_row);
+  if (n <= direct_max_n) return 0;
+  const int64_t panel = n <= block_n ? tile_cols * std::min(k_block, padded_cols(w.cols)) : panel_rows * padded_cols(w.cols);
+  return static_cast<size_t>(block_n * partial_row + panel);
 }
 
-void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch, int64_t next0,
-         int64_t next1) {
+void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
   const bool direct = n <= direct_max_n;
   switch (w.type) {
     case dtype::f32:
-      return direct ? run_direct<src_f32>(x, n, w, j0, j1, y) : run_packed<src_f32>(x, n, w, j0, j1, y, scratch, next0, next1);
+      return direct ? run_direct<src_f32>(x, n, w, j0, j1, y) : run_packed<src_f32>(x, n, w, j0, j1, y, scratch);
     case dtype::bf16:
-      return direct ? run_direct<src_bf16>(x, n, w, j0, j1, y) : run_packed<src_bf16>(x, n, w, j0, j1, y, scratch, next0, next1);
+      return direct ? run_direct<src_bf16>(x, n, w, j0, j1, y) : run_packed<src_bf16>(x, n, w, j0, j1, y, scratch);
     case dtype::f16:
-      return direct ? run_direct<src_f16>(x, n, w, j0, j1, y) : run_packed<src_f16>(x, n, w, j0, j1, y, scratch, next0, next1);
+      return direct ? run_direct<src_f16>(x, n, w, j0, j1, y) : run_packed<src_f16>(x, n, w, j0, j1, y, scratch);
     default: return;  // matmul() rejected other dtypes before any thread started
   }
 }

@@ -23,10 +23,8 @@ struct matmul_backend {
   // Floats of 64-byte-aligned per-thread scratch run() needs (packed weight panel).
   size_t (*scratch_floats)(int64_t n, const weight_ref& w);
   // y[i][j] for i < n, j0 <= j < j1 (y has row stride w.rows); w.type is f32, bf16 or f16.
-  // Weight rows [next0, next1) are the unit this thread will probably take next: a back-end may
-  // prefetch them while it computes (a hint; it never changes a result).
   void (*run)(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y,
-              float* scratch, int64_t next0, int64_t next1);
+              float* scratch);
 };
 
 const matmul_backend& matmul_backend_avx512();

@@ -45,8 +45,7 @@ void run_rows(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_
 int64_t unit_rows(int64_t, const weight_ref&) { return 16; }
 size_t scratch_floats(int64_t, const weight_ref&) { return 0; }
 
-void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float*, int64_t,
-         int64_t) {
+void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float*) {
   switch (w.type) {
     case dtype::f32: return run_rows<widen_f32>(x, n, w, j0, j1, y);
     case dtype::bf16: return run_rows<widen_bf16>(x, n, w, j0, j1, y);
