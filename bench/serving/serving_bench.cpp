@@ -1,0 +1,220 @@
+// Serving benchmark: starts `troupe serve` in-process on a random-weight model and drives it with
+// the load generator over real TCP. Prints the speed figures as ratios measured in the
+// same run (the machine is shared and noisy):
+//   scaling     16 concurrent streams vs 1 stream (output tok/s)         target >= 6x
+//   static      continuous vs static batching, Poisson arrivals          target >= 2x
+//   prefill     decode ITL p99 while a 4,000-token prompt prefills,
+//               vs the same streams with no prefill                      target < 3x
+//   overhead    runtime overhead per step at 16 streams (loop - engine)  target < 5%
+//
+//   serving_bench [--model DIR] [--scenarios scaling,static,prefill,overhead] [--quick]
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "actors/server.hpp"
+#include "bench/serving/load.hpp"
+#include "runtime/model/random_checkpoint.hpp"
+
+namespace fs = std::filesystem;
+using namespace troupe;
+using namespace troupe::bench;
+
+namespace {
+
+// The default benchmark model: a Qwen3 of 8 layers and hidden 512 (~44M parameters, bf16):
+// big enough that a step is mostly matrix work, small enough for a 2-core machine.
+model_config bench_shape() {
+  model_config c = preset_config("tiny");
+  c.vocab_size = 32768;
+  c.hidden_size = 512;
+  c.num_hidden_layers = 8;
+  c.num_attention_heads = 8;
+  c.num_key_value_heads = 4;
+  c.head_dim = 64;
+  c.intermediate_size = 1536;
+  c.max_position_embeddings = 8192;
+  c.bos_token_id = 32766;
+  c.eos_token_ids = {32767};
+  return c;
+}
+
+std::string ensure_model(const std::string& dir) {
+  if (!fs::exists(fs::path(dir) / "config.json")) {
+    std::printf("making the benchmark model in %s ...\n", dir.c_str());
+    std::fflush(stdout);
+    random_checkpoint_options o;
+    auto g = qwen3_generation_defaults();
+    g.eos_token_ids = {32767};
+    write_random_checkpoint(dir, bench_shape(), g, o);
+  }
+  return dir;
+}
+
+std::vector<int32_t> prompt(std::mt19937_64& rng, int n) {
+  std::vector<int32_t> p(static_cast<size_t>(n));
+  for (auto& t : p) t = static_cast<int32_t>(rng() % 30000);
+  return p;
+}
+
+serve::server_config base_config() {
+  serve::server_config c;
+  c.port = 0;
+  c.metrics_port = -1;
+  c.max_model_len = 4608;
+  c.num_kv_blocks = 2048;  // 32k tokens
+  c.max_num_seqs = 16;
+  c.max_num_batched_tokens = 512;
+  c.shutdown_grace_ms = 0;
+  return c;
+}
+
+std::unique_ptr<actors::server> start(const std::string& model, const serve::server_config& c) {
+  actors::server_options o;
+  o.cfg = c;
+  o.model_dir = model;
+  return std::make_unique<actors::server>(o);
+}
+
+void print_summary(const char* label, const load_summary& s) {
+  std::printf("  %-26s %6.2f req/s %8.1f tok/s  TTFT p50 %7.1f p99 %7.1f ms  ITL p50 %6.1f p99 %6.1f ms\n", label,
+              s.req_per_s, s.tok_per_s, s.ttft_p50_ms, s.ttft_p99_ms, s.itl_p50_ms, s.itl_p99_ms);
+  std::fflush(stdout);
+}
+
+double metric(actors::server& s, const std::string& name) {
+  auto text = s.metrics().render();
+  auto pos = text.find("\ntroupe:" + name + "{");
+  if (pos == std::string::npos) return 0;
+  auto sp = text.find("} ", pos);
+  return std::stod(text.substr(sp + 2, text.find('\n', sp) - sp - 2));
+}
+
+void verdict(const char* what, double value, const char* op, double target, bool ok) {
+  std::printf("  => %-44s %6.2f (target %s %.2f): %s\n", what, value, op, target, ok ? "MET" : "NOT MET");
+  std::fflush(stdout);
+}
+
+// 1 stream vs 16 streams, same requests, closed loop.
+void scaling(const std::string& model, bool quick) {
+  std::printf("\n[scaling] prompt 64, output 64 tokens, closed loop\n");
+  std::mt19937_64 rng(1);
+  auto srv = start(model, base_config());
+  std::vector<load_request> one(quick ? 3 : 6), many(quick ? 32 : 64);
+  for (auto& r : one) r = {prompt(rng, 64), 64, 0};
+  for (auto& r : many) r = {prompt(rng, 64), 64, 0};
+  run_load(srv->port(), {{prompt(rng, 16), 4, 0}}, 1);  // warm-up
+  auto s1 = summarize(run_load(srv->port(), one, 1));
+  print_summary("1 stream", s1);
+  auto s16 = summarize(run_load(srv->port(), many, 16));
+  print_summary("16 streams", s16);
+  verdict("16 streams / 1 stream (output tok/s)", s16.tok_per_s / s1.tok_per_s, ">=", 6, s16.tok_per_s >= 6 * s1.tok_per_s);
+}
+
+// Poisson arrivals, mixed output lengths: continuous batching vs static batching.
+void static_vs_continuous(const std::string& model, bool quick) {
+  int n = quick ? 48 : 96;
+  double rate = 6.0;  // req/s: above what static batching sustains, below continuous capacity
+  std::printf("\n[static] %d requests, Poisson %.1f req/s, prompt 16-128, output 8-192 tokens, max 16 running\n", n,
+              rate);
+  std::mt19937_64 rng(2);
+  std::vector<load_request> reqs(static_cast<size_t>(n));
+  for (auto& r : reqs) {
+    r.prompt = prompt(rng, 16 + static_cast<int>(rng() % 113));
+    r.max_tokens = 8 + static_cast<int32_t>(rng() % 185);
+  }
+  assign_arrivals(reqs, rate, rng);
+  load_summary cont, stat;
+  {
+    auto srv = start(model, base_config());
+    run_load(srv->port(), {{prompt(rng, 16), 4, 0}}, 1);
+    cont = summarize(run_load(srv->port(), reqs, 1 << 20));
+    print_summary("continuous batching", cont);
+  }
+  {
+    auto c = base_config();
+    c.static_batching = true;
+    auto srv = start(model, c);
+    run_load(srv->port(), {{prompt(rng, 16), 4, 0}}, 1);
+    stat = summarize(run_load(srv->port(), reqs, 1 << 20));
+    print_summary("static batching", stat);
+  }
+  verdict("continuous / static (output tok/s)", cont.tok_per_s / stat.tok_per_s, ">=", 2,
+          cont.tok_per_s >= 2 * stat.tok_per_s);
+  verdict("continuous / static (req/s)", cont.req_per_s / stat.req_per_s, ">=", 2, cont.req_per_s >= 2 * stat.req_per_s);
+}
+
+// 15 decoding streams; at t = 2 s a 4,000-token prompt arrives. ITL p99 of the decodes while it
+// prefills vs before it came. Chunked prefill bounds the step: long_prefill_token_threshold.
+void prefill_interference(const std::string& model, int chunk) {
+  std::printf("\n[prefill] 15 decode streams, then one 4000-token prompt (chunks of %d tokens)\n", chunk);
+  std::mt19937_64 rng(3);
+  auto c = base_config();
+  c.max_num_batched_tokens = chunk + 16;
+  c.long_prefill_token_threshold = chunk;
+  auto srv = start(model, c);
+  run_load(srv->port(), {{prompt(rng, 16), 4, 0}}, 1);
+  std::vector<load_request> reqs;
+  for (int i = 0; i < 15; ++i) reqs.push_back({prompt(rng, 32), 4000, 0});
+  const double t_long = 2.0;
+  reqs.push_back({prompt(rng, 4000), 1, t_long});
+  auto res = run_load(srv->port(), reqs, 16, /*until=*/15);
+  double prefill_end = res[15].first_token_s;
+  auto idle = itl_between(res, 0.5, t_long);
+  auto busy = itl_between(res, t_long + 0.05, prefill_end);
+  double idle_p99 = percentile(idle, 99), busy_p99 = percentile(busy, 99);
+  std::printf("  idle:    ITL p50 %6.1f p99 %6.1f ms (%zu gaps)\n", percentile(idle, 50), idle_p99, idle.size());
+  std::printf("  prefill: ITL p50 %6.1f p99 %6.1f ms (%zu gaps); the 4000-token prompt took %.2f s to its first token\n",
+              percentile(busy, 50), busy_p99, busy.size(), prefill_end - res[15].sent_s);
+  verdict("ITL p99 during prefill / idle", busy_p99 / idle_p99, "<", 3, busy_p99 < 3 * idle_p99);
+}
+
+// Runtime overhead at 16 streams from the server's own counters: time per step outside the
+// engine (planning, messages, applying results, detokenising) over the whole loop.
+void overhead(const std::string& model, bool quick) {
+  std::printf("\n[overhead] 16 streams, prompt 32, output 128\n");
+  std::mt19937_64 rng(4);
+  auto srv = start(model, base_config());
+  run_load(srv->port(), {{prompt(rng, 16), 4, 0}}, 1);
+  double e0 = metric(*srv, "engine_step_seconds_total"), l0 = metric(*srv, "scheduler_loop_seconds_total"),
+         n0 = metric(*srv, "engine_steps_total");
+  std::vector<load_request> reqs(quick ? 16 : 32);
+  for (auto& r : reqs) r = {prompt(rng, 32), 128, 0};
+  auto s = summarize(run_load(srv->port(), reqs, 16));
+  print_summary("16 streams", s);
+  double engine = metric(*srv, "engine_step_seconds_total") - e0, loop = metric(*srv, "scheduler_loop_seconds_total") - l0;
+  double steps = metric(*srv, "engine_steps_total") - n0;
+  std::printf("  %.0f steps: engine %.2f ms/step, loop %.2f ms/step, overhead %.3f ms/step\n", steps,
+              engine / steps * 1e3, loop / steps * 1e3, (loop - engine) / steps * 1e3);
+  double frac = (loop - engine) / loop;
+  verdict("runtime overhead / step time", frac * 100, "<", 5, frac < 0.05);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Troupe serving benchmark (load generator over TCP)"};
+  std::string model, scenarios = "scaling,static,prefill,overhead";
+  bool quick = false;
+  int chunk = 32;
+  app.add_option("--model", model, "checkpoint directory (default: a random 44M-parameter Qwen3 made once)");
+  app.add_option("--scenarios", scenarios, "comma-separated: scaling, static, prefill, overhead");
+  app.add_option("--prefill-chunk", chunk, "long_prefill_token_threshold for the prefill scenario");
+  app.add_flag("--quick", quick, "fewer requests");
+  CLI11_PARSE(app, argc, argv);
+  if (model.empty()) model = ensure_model((fs::temp_directory_path() / "troupe-bench-small").string());
+  std::printf("model %s\n", model.c_str());
+  std::stringstream ss(scenarios);
+  for (std::string s; std::getline(ss, s, ',');) {
+    if (s == "scaling") scaling(model, quick);
+    else if (s == "static") static_vs_continuous(model, quick);
+    else if (s == "prefill") prefill_interference(model, chunk);
+    else if (s == "overhead") overhead(model, quick);
+    else {
+      std::fprintf(stderr, "unknown scenario '%s'\n", s.c_str());
+      return 2;
+    }
+  }
+  return 0;
+}
