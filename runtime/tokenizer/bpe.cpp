@@ -24,8 +24,6 @@ void bpe_model::reserve(size_t num_tokens, size_t num_merges) {
   rehash_merges(std::bit_ceil(std::max<size_t>(16, num_merges * 4 / 3 + 1)));
 }
 
-uint64_t bpe_model::hash_token(std::string_view bytes) { return hash_bytes(bytes); }
-
 void bpe_model::rehash_merges(size_t capacity) {
   if (capacity <= merge_slots_.size()) return;
   std::vector<uint64_t> old = std::move(merge_slots_);

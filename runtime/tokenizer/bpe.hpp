@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/tokenizer/hash.hpp"
+
 namespace troupe::tok {
 
 class bpe_model {
@@ -54,7 +56,7 @@ class bpe_model {
 
   std::optional<int32_t> token_id(std::string_view bytes) const { return find_token(bytes, hash_token(bytes)); }
   std::optional<int32_t> find_token(std::string_view bytes, uint64_t hash) const;
-  static uint64_t hash_token(std::string_view bytes);
+  static uint64_t hash_token(std::string_view bytes) { return hash_bytes(bytes); }
   bool has_id(int32_t id) const {
     return id >= 0 && static_cast<size_t>(id) < spans_.size() && spans_[static_cast<size_t>(id)].len != absent;
   }

@@ -13,25 +13,6 @@ namespace troupe::tok {
 namespace {
 constexpr int max_depth = 512;
 
-// SWAR tests on eight bytes at once (the file is 11 MB, mostly short strings and indentation).
-constexpr uint64_t ones = 0x0101010101010101ULL;
-constexpr uint64_t highs = 0x8080808080808080ULL;
-inline uint64_t has_zero(uint64_t v) { return (v - ones) & ~v & highs; }
-inline uint64_t has_byte(uint64_t w, unsigned char c) { return has_zero(w ^ (ones * c)); }
-// A byte that ends a string's plain run: '"', '\\' or a control character (< 0x20).
-inline bool plain8(const char* p) {
-  uint64_t w;
-  std::memcpy(&w, p, 8);
-  uint64_t below_space = (w - ones * 0x20) & ~w & highs;
-  return (has_byte(w, '"') | has_byte(w, '\\') | below_space) == 0;
-}
-// Eight bytes of indentation: all spaces.
-inline bool spaces8(const char* p) {
-  uint64_t w;
-  std::memcpy(&w, p, 8);
-  return w == ones * ' ';
-}
-
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') return (c | 0x20) - 'a' + 10;
@@ -45,76 +26,12 @@ void json_scanner::fail(const std::string& expected) const {
               what_ + ": at byte " + std::to_string(pos_) + ": expected " + expected + ", found '" + got + "'");
 }
 
-void json_scanner::skip_ws() {
-  while (pos_ + 8 <= text_.size() && spaces8(text_.data() + pos_)) pos_ += 8;
-  while (pos_ < text_.size()) {
-    char c = text_[pos_];
-    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') break;
-    ++pos_;
-  }
-}
-
-char json_scanner::peek() {
-  skip_ws();
-  return pos_ < text_.size() ? text_[pos_] : '\0';
-}
-
-bool json_scanner::at_end() { return peek() == '\0' && pos_ >= text_.size(); }
-
-void json_scanner::expect(char c) {
-  if (peek() != c) fail(std::string("'") + c + "'");
-  ++pos_;
-}
-
-bool json_scanner::close_or_comma(char close) {
-  char c = peek();
-  if (first_) {
-    first_ = false;
-    if (c == close) {
-      ++pos_;
-      return false;
-    }
-    return true;
-  }
-  if (c == close) {
-    ++pos_;
-    return false;
-  }
-  if (c != ',') fail(std::string("',' or '") + close + "'");
-  ++pos_;
-  return true;
-}
-
-bool json_scanner::next_member(std::string_view& key, std::string& scratch) {
-  if (!close_or_comma('}')) return false;
-  key = read_string(scratch);
-  expect(':');
-  return true;
-}
-
-bool json_scanner::next_element() { return close_or_comma(']'); }
-
-std::string_view json_scanner::read_string(std::string& scratch) {
-  if (peek() != '"') fail("a string");
-  size_t start = ++pos_;
+std::string_view json_scanner::read_string_slow(size_t start, size_t i, std::string& scratch) {
   const char* s = text_.data();
   const size_t n = text_.size();
-  size_t i = start;
-  while (i + 8 <= n && plain8(s + i)) i += 8;
-  while (i < n && s[i] != '"' && s[i] != '\\') {
-    if (static_cast<unsigned char>(s[i]) < 0x20) {
-      pos_ = i;
-      fail("no raw control character inside a string");
-    }
-    ++i;
-  }
   if (i >= n) {
     pos_ = start - 1;
     fail("a closed string");
-  }
-  if (s[i] == '"') {
-    pos_ = i + 1;
-    return text_.substr(start, i - start);
   }
   scratch.assign(s + start, i - start);
   while (true) {
@@ -188,37 +105,6 @@ std::string_view json_scanner::read_string(std::string& scratch) {
   }
   pos_ = i + 1;
   return scratch;
-}
-
-int64_t json_scanner::read_int() {
-  peek();
-  const size_t start = pos_;
-  bool neg = false;
-  if (pos_ < text_.size() && text_[pos_] == '-') {
-    neg = true;
-    ++pos_;
-  }
-  int64_t v = 0;
-  size_t digits = 0;
-  while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
-    if (v > (INT64_MAX - 9) / 10) {
-      pos_ = start;
-      fail("an integer that fits 64 bits");
-    }
-    v = v * 10 + (text_[pos_++] - '0');
-    ++digits;
-  }
-  char next = pos_ < text_.size() ? text_[pos_] : '\0';
-  if (digits == 0 || next == '.' || next == 'e' || next == 'E') {
-    pos_ = start;
-    fail("an integer");
-  }
-  return neg ? -v : v;
-}
-
-void json_scanner::skip_string() {
-  std::string scratch;
-  read_string(scratch);
 }
 
 std::string_view json_scanner::skip_value() {

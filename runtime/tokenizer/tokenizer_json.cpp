@@ -162,7 +162,7 @@ struct reader {
   // ByteLevel alphabet string -> raw bytes, appended to `out`. The alphabet is U+0021..U+0143,
   // one or two UTF-8 bytes; anything else (including malformed UTF-8) returns false.
   static bool alphabet_to_bytes(std::string_view s, std::string& out) {
-    const byte_level& bl = byte_level::get();
+    static const byte_level& bl = byte_level::get();
     const auto* p = reinterpret_cast<const unsigned char*>(s.data());
     const size_t n = s.size();
     for (size_t i = 0; i < n;) {
