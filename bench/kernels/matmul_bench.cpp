@@ -92,6 +92,27 @@ void blas_matmul(const float* x, int64_t n, const uint16_t* w, int64_t rows, int
                 static_cast<int>(cols), 1.f, x, static_cast<int>(cols), wf, static_cast<int>(cols), 0.f, y,
                 static_cast<int>(rows));
 }
+// Does OpenBLAS give a row the same bits whatever the batch? Row i of an n = 512 sgemm against the
+// same row alone (sgemv) and in an n = 8 sgemm, on f32 weights [rows x cols].
+void check_blas_invariance(const float* w, int64_t rows, int64_t cols) {
+  const int64_t n = 512;
+  auto x = random_x(n * cols);
+  std::vector<float> big(static_cast<size_t>(n * rows)), small(static_cast<size_t>(8 * rows)), one(rows);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rows, cols, 1.f, x.data(), cols, w, cols, 0.f, big.data(), rows);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, 8, rows, cols, 1.f, x.data(), cols, w, cols, 0.f, small.data(), rows);
+  int64_t differ_gemv = 0, differ_gemm8 = 0;
+  for (int64_t i = 0; i < 8; ++i) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.f, w, cols, x.data() + i * cols, 1, 0.f, one.data(), 1);
+    for (int64_t j = 0; j < rows; ++j) {
+      differ_gemv += std::memcmp(&one[j], &big[i * rows + j], sizeof(float)) != 0;
+      differ_gemm8 += std::memcmp(&small[i * rows + j], &big[i * rows + j], sizeof(float)) != 0;
+    }
+  }
+  std::printf("OpenBLAS batch invariance [%lldx%lld], rows 0-7 of an n=512 sgemm: %lld of %lld outputs differ "
+              "from sgemv (n=1), %lld from an n=8 sgemm\n",
+              static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(differ_gemv),
+              static_cast<long long>(8 * rows), static_cast<long long>(differ_gemm8));
+}
 #endif
 
 }  // namespace
@@ -120,11 +141,19 @@ int main(int argc, char** argv) {
   const double peak = troupe::bench::measure_fma_gflops(threads, false);
   std::printf("matmul isa %s, %d threads; machine: read %.1f GB/s, fp32 FMA peak %.1f GFLOP/s\n", tk::matmul_isa(),
               threads, bw, peak);
-  std::printf("%-10s %4s %9s %7s %5s %8s %6s | %9s %8s %7s\n", "shape", "n", "ms", "GB/s", "%bw", "GFLOP/s", "%peak",
-              "blas ms", "GFLOP/s", "vs blas");
 
   arena weights(size_t{1} << 30);
   std::vector<float> blas_w;
+#ifdef TROUPE_HAVE_OPENBLAS
+  if (blas) {
+    std::vector<float> wf(2048 * 1024);
+    for (size_t i = 0; i < wf.size(); ++i) wf[i] = troupe::bf16_to_f32(weights.data[i]);
+    check_blas_invariance(wf.data(), 2048, 1024);
+  }
+#endif
+  std::printf("%-10s %4s %9s %7s %5s %8s %6s | %9s %8s %7s\n", "shape", "n", "ms", "GB/s", "%bw", "GFLOP/s", "%peak",
+              "blas ms", "GFLOP/s", "vs blas");
+
   for (const shape& s : qwen3_0_6b) {
     if (!only.empty() && only != s.name) continue;
     const int64_t per = s.rows * s.cols;

@@ -122,8 +122,9 @@ BOOST_AUTO_TEST_CASE(isa_follows_environment) {
 // Shapes around every tile and lane boundary, including the golden test models' 32/48/64/96/160.
 BOOST_AUTO_TEST_CASE(matches_reference) {
   if (std::string(tk::matmul_isa()) == "invalid") return;
-  const int64_t shapes[][2] = {{1, 1},   {3, 5},    {7, 16},   {8, 17},   {13, 31},   {50, 32},
-                               {96, 48}, {49, 64},  {64, 96},  {97, 160}, {33, 1000}, {130, 1024}};
+  // cols 2048 and 2500: several k blocks, partial sums carried between them.
+  const int64_t shapes[][2] = {{1, 1},   {3, 5},   {7, 16},   {8, 17},    {13, 31},    {50, 32},  {96, 48},
+                               {49, 64}, {64, 96}, {97, 160}, {33, 1000}, {130, 1024}, {21, 2048}, {37, 2500}};
   for (dtype t : all_types)
     for (auto [rows, cols] : shapes) {
       test_weight w(t, rows, cols, static_cast<uint32_t>(rows * 131 + cols));
@@ -140,7 +141,7 @@ BOOST_AUTO_TEST_CASE(matches_reference) {
 BOOST_AUTO_TEST_CASE(batch_invariant) {
   if (std::string(tk::matmul_isa()) == "invalid") return;
   const bool slow = std::string(tk::matmul_isa()) == "generic";
-  const int64_t shapes[][2] = {{200, 1024}, {97, 160}, {53, 48}};
+  const int64_t shapes[][2] = {{200, 1024}, {97, 160}, {53, 48}, {50, 2500}};
   for (dtype t : all_types)
     for (auto [rows, cols] : shapes) {
       test_weight w(t, rows, cols, 7);
@@ -193,11 +194,11 @@ BOOST_AUTO_TEST_CASE(backends_agree_bitwise) {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512dq"))
     backends.push_back(&cpu::matmul_backend_avx512());
-  const int64_t shapes[][2] = {{61, 333}, {20, 1024}, {13, 7}};
+  const int64_t shapes[][2] = {{61, 333}, {20, 1024}, {13, 7}, {19, 3072}};
   for (dtype t : all_types)
     for (auto [rows, cols] : shapes) {
       test_weight w(t, rows, cols, 19);
-      for (int64_t n : {1, 2, 3, 6, 13}) {
+      for (int64_t n : {1, 2, 3, 6, 13, 70}) {
         auto x = random_x(n, cols, 23);
         auto expect = run(x.data(), n, w.ref);
         for (const auto* b : backends) {
