@@ -49,15 +49,19 @@ std::unique_ptr<sched::policy> policy_control::initial() {
       counters_->load_failures.fetch_add(1);
       throw;
     }
-    log_(std::string("the fcfs plugin was not found (") + e.what() + "); using the built-in fcfs");
+    if (announced_ != "fcfs (built-in)")
+      log_(std::string("the fcfs plugin was not found (") + e.what() + "); using the built-in fcfs");
+    announced_ = "fcfs (built-in)";
     installed("fcfs", std::make_shared<bool>(false));
     return std::make_unique<sched::fcfs_policy>();
   }
   auto flag = std::make_shared<bool>(false);
   auto p = load_policy(path, settings_.config, options(flag));
   installed(std::string(p->plugin_name()), flag);
-  log_("scheduling policy '" + std::string(p->plugin_name()) + "' from " + p->path() +
-       (settings_.config.empty() ? std::string() : " with config \"" + settings_.config + "\""));
+  std::string line = "scheduling policy '" + std::string(p->plugin_name()) + "' from " + p->path() +
+                     (settings_.config.empty() ? std::string() : " with config \"" + settings_.config + "\"");
+  if (line != announced_) log_(line);
+  announced_ = line;
   return p;
 }
 
@@ -72,6 +76,8 @@ policy_control::swap_result policy_control::swap(sched::scheduler& s, const std:
     std::string path = p->path();
     s.set_policy(std::move(p));
     installed(r.policy, flag);
+    settings_.policy = path;
+    settings_.config = config;
     swaps_.fetch_add(1);
     r.ok = true;
     log_("scheduling policy swapped: '" + r.previous + "' -> '" + r.policy + "' from " + path +

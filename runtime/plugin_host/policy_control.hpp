@@ -28,8 +28,10 @@ class policy_control {
   // `log` receives one line per event worth an operator's attention (default: stderr).
   explicit policy_control(policy_settings settings, std::function<void(const std::string&)> log = {});
 
-  // The policy to start with. Throws troupe::error naming the reason (the server must not start).
-  // "fcfs" whose plugin cannot be found anywhere uses the built-in C++ fcfs, and says so.
+  // The policy to start with: the configured one, or the last one swapped in (so a restarted
+  // scheduler keeps what the operator chose). Throws troupe::error naming the reason (the server
+  // must not start). "fcfs" whose plugin cannot be found anywhere uses the built-in C++ fcfs,
+  // and says so.
   std::unique_ptr<sched::policy> initial();
 
   struct swap_result {
@@ -60,8 +62,9 @@ class policy_control {
   host_options options(const std::shared_ptr<bool>& flag);
   void installed(const std::string& name, const std::shared_ptr<bool>& flag);
 
-  policy_settings settings_;
+  policy_settings settings_;  // policy and config: the last installed
   std::function<void(const std::string&)> log_;
+  std::string announced_;     // initial() logs each policy it loads once
   std::shared_ptr<policy_counters> counters_ = std::make_shared<policy_counters>();
   std::atomic<int64_t> swaps_{0};
   std::shared_ptr<state> state_ = std::make_shared<state>();

@@ -138,6 +138,11 @@ int64_t metrics::waiting() const {
   return waiting_;
 }
 
+void metrics::add_renderer(std::function<void(std::string&, const std::string&)> fn) {
+  std::lock_guard lock(mu_);
+  renderers_.push_back(std::move(fn));
+}
+
 std::string metrics::render() const {
   std::lock_guard lock(mu_);
   std::string o;
@@ -175,6 +180,7 @@ std::string metrics::render() const {
   head(o, "scheduler_loop_seconds_total", "counter",
        "Wall time from planning a step to its results applied: engine time plus runtime overhead (troupe-specific).");
   sample(o, "scheduler_loop_seconds_total", labels_, num(loop_seconds_));
+  for (const auto& r : renderers_) r(o, labels_);
   return o;
 }
 

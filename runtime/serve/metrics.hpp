@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ class metrics {
   void add_step(double engine_seconds, double loop_seconds, int64_t batched_tokens);
 
   std::string render() const;
+  // Appends what another component renders (e.g. the scheduling policy's metrics) to render();
+  // `fn` gets the output and this registry's labels and must be thread-safe.
+  void add_renderer(std::function<void(std::string&, const std::string& labels)> fn);
   int64_t running() const;
   int64_t waiting() const;
 
@@ -58,6 +62,7 @@ class metrics {
   int64_t steps_ = 0, step_tokens_ = 0;
   double engine_seconds_ = 0, loop_seconds_ = 0;
   histogram ttft_, itl_, e2e_, queue_;
+  std::vector<std::function<void(std::string&, const std::string&)>> renderers_;
 };
 
 }  // namespace troupe::serve

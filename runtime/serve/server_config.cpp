@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "runtime/core/error.hpp"
+#include "runtime/plugin_host/plugin_library.hpp"
 
 namespace troupe::serve {
 
@@ -38,6 +39,7 @@ const std::vector<knob>& knobs() {
       {"server", "shutdown_grace_ms", &server_config::shutdown_grace_ms, 0, i32max},
       {"server", "tokenizer_workers", &server_config::tokenizer_workers, 1, 64},
       {"server", "actor_threads", &server_config::actor_threads, 1, 256},
+      {"server", "admin_token", &server_config::admin_token},
       {"model", "served_model_name", &server_config::served_model_name},
       {"model", "max_model_len", &server_config::max_model_len, 0, i32max},
       {"model", "default_max_tokens", &server_config::default_max_tokens, 1, i32max},
@@ -47,6 +49,9 @@ const std::vector<knob>& knobs() {
       {"scheduler", "enable_chunked_prefill", &server_config::enable_chunked_prefill},
       {"scheduler", "max_waiting", &server_config::max_waiting, 1, i32max},
       {"scheduler", "policy", &server_config::policy},
+      {"scheduler", "policy_config", &server_config::policy_config},
+      {"scheduler", "plugin_dirs", &server_config::plugin_dirs},
+      {"scheduler", "policy_starvation_limit", &server_config::policy_starvation_limit, 0, i64max},
       {"scheduler", "static_batching", &server_config::static_batching},
       {"kv_cache", "block_size", &server_config::block_size, 1, 1024},
       {"kv_cache", "kv_cache_memory_bytes", &server_config::kv_cache_memory_bytes, 1, i64max},
@@ -141,10 +146,27 @@ void apply_override(server_config& cfg, std::string_view a) {
   set(cfg, k, *doc.get("x"), origin);
 }
 
+std::vector<std::string> split_dirs(std::string_view dirs) {
+  std::vector<std::string> out;
+  while (!dirs.empty()) {
+    auto colon = dirs.find(':');
+    if (colon != 0) out.emplace_back(dirs.substr(0, colon));
+    if (colon == std::string_view::npos) break;
+    dirs.remove_prefix(colon + 1);
+  }
+  return out;
+}
+
 void validate(const server_config& c) {
   auto bad2 = [](const std::string& m) { throw_error(errc::invalid_argument, "config: " + m); };
-  if (c.policy != "fcfs" && c.policy != "priority")
-    bad2("scheduler.policy = '" + c.policy + "'; expected fcfs or priority");
+  // The plugin must exist now (fcfs has a built-in stand-in); its config is checked at load.
+  if (c.policy != "fcfs") {
+    try {
+      plugin_host::resolve_plugin(c.policy, split_dirs(c.plugin_dirs));
+    } catch (const error& e) {
+      bad2("scheduler.policy = '" + c.policy + "': " + e.what());
+    }
+  }
   if (c.max_model_len != 0 && c.max_model_len < 2) bad2("model.max_model_len must be 0 (model default) or >= 2");
   if (c.host.empty()) bad2("server.host must not be empty");
 }

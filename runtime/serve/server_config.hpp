@@ -22,6 +22,7 @@ struct server_config {
   int32_t shutdown_grace_ms = 10000;
   int32_t tokenizer_workers = 2;
   int32_t actor_threads = 2;
+  std::string admin_token;         // "" = admin requests (set_policy) are refused
   // [model]
   std::string served_model_name;   // "" = the model directory's name
   int32_t max_model_len = 0;       // 0 = the model's max_position_embeddings
@@ -32,7 +33,10 @@ struct server_config {
   int32_t long_prefill_token_threshold = 0;
   bool enable_chunked_prefill = true;
   int32_t max_waiting = 1024;
-  std::string policy = "fcfs";
+  std::string policy = "fcfs";     // a policy plugin's name or path (docs/plugins.md)
+  std::string policy_config;       // its key=value config
+  std::string plugin_dirs;         // colon-separated, searched before the built-in plugin dirs
+  int64_t policy_starvation_limit = 20000;  // 0 = off
   bool static_batching = false;
   // [kv_cache]
   int32_t block_size = 16;
@@ -45,7 +49,10 @@ void apply_toml(server_config& cfg, std::string_view toml_text, const std::strin
 void load_file(server_config& cfg, const std::string& path);
 // One "section.key=value" override (value in TOML syntax, strings may be bare).
 void apply_override(server_config& cfg, std::string_view assignment);
-// Checks ranges across keys; throws troupe::error(invalid_argument).
+// Checks ranges across keys and that the policy plugin can be found; throws
+// troupe::error(invalid_argument).
 void validate(const server_config& cfg);
+// "a:b::c" -> {"a", "b", "c"} (scheduler.plugin_dirs).
+std::vector<std::string> split_dirs(std::string_view dirs);
 
 }  // namespace troupe::serve

@@ -36,7 +36,7 @@ int run_serve(int argc, char** argv) {
   auto& c = opts.cfg;
   std::string config_file;
   std::vector<std::string> sets;
-  std::optional<std::string> host;
+  std::optional<std::string> host, policy, policy_config;
   std::optional<int32_t> port, metrics_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks;
   std::optional<int64_t> kv_bytes;
   bool static_batching = false;
@@ -52,6 +52,9 @@ int run_serve(int argc, char** argv) {
   app.add_option("--kv-cache-memory-bytes", kv_bytes, "memory for the paged KV pool");
   app.add_option("--num-kv-blocks", num_kv_blocks, "exact KV pool size in blocks (overrides the memory budget)");
   app.add_flag("--static-batching", static_batching, "baseline mode: no continuous batching");
+  app.add_option("--policy", policy,
+                 "scheduling policy: fcfs, priority, fair-share, shortest-first, cache-aware, or a plugin .so path");
+  app.add_option("--policy-config", policy_config, "the policy's key=value config, e.g. weight.alice=3,weight.bob=1");
   app.add_option("--set", sets, "override any config key: section.key=value (repeatable)");
   try {
     app.parse(argc, argv);
@@ -71,6 +74,8 @@ int run_serve(int argc, char** argv) {
   if (kv_bytes) serve::apply_override(c, "kv_cache.kv_cache_memory_bytes=" + std::to_string(*kv_bytes));
   if (num_kv_blocks) serve::apply_override(c, "kv_cache.num_kv_blocks=" + std::to_string(*num_kv_blocks));
   if (static_batching) c.static_batching = true;
+  if (policy) c.policy = *policy;
+  if (policy_config) c.policy_config = *policy_config;
   bool demo = opts.model_dir.empty();
   if (demo) opts.model_dir = demo_model_dir();
 
