@@ -68,9 +68,17 @@ struct paged_kv_layer {
   int32_t block_size = 16;
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;
+  // A quantized pool (type i8 or f8_e4m3; k and v are null then): codes in k's layout, one
+  // float32 scale per (block, slot, kv head): value = code * scale (docs/quantization.md).
+  dtype type = dtype::f32;
+  uint8_t* k_codes = nullptr;
+  uint8_t* v_codes = nullptr;
+  float* k_scales = nullptr;  // [num_blocks, block_size, n_kv_heads]
+  float* v_scales = nullptr;
 };
 
-// Stores k, v: [n, n_kv_heads, head_dim] for positions start_pos .. start_pos + n - 1.
+// Stores k, v: [n, n_kv_heads, head_dim] for positions start_pos .. start_pos + n - 1. A quantized
+// pool stores each (token, head) row as codes with scale max|row| / 127 (INT8) or / 448 (FP8).
 void kv_write(const paged_kv_layer& kv, const int32_t* block_table, int32_t start_pos, int64_t n,
               const float* k, const float* v);
 
@@ -78,7 +86,8 @@ void kv_write(const paged_kv_layer& kv, const int32_t* block_table, int32_t star
 //   q:   [n_q, n_heads, head_dim]; query t sits at position start_pos + t and sees keys 0..start_pos+t
 //   out: [n_q, n_heads, head_dim]
 // Query head h reads kv head h / (n_heads / n_kv_heads). Each (query, head) is computed alone in
-// key order, so chunking a prompt differently gives bit-identical outputs.
+// key order, so chunking a prompt differently gives bit-identical outputs. A quantized pool gives
+// exactly the float result on its dequantised values (code * scale).
 void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start_pos,
                      const paged_kv_layer& kv, const int32_t* block_table, float scale, float* out);
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/kv_quant.hpp"
 #include "kernels/cpu/vec_math.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/core/error.hpp"
@@ -102,6 +103,14 @@ void kv_write(const paged_kv_layer& kv, const int32_t* block_table, int32_t star
     int64_t pos = start_pos + t;
     int64_t block = block_table[pos / kv.block_size];
     int64_t slot = block * kv.block_size + pos % kv.block_size;
+    if (kv.type != dtype::f32) {  // quantized pool: each (token, head) row with its own scale
+      for (int64_t h = 0; h < kv.n_kv_heads; ++h) {
+        const int64_t at = slot * kv.n_kv_heads + h;
+        kv.k_scales[at] = cpu::quantize_kv_row(k + t * row + h * kv.head_dim, kv.head_dim, kv.type, kv.k_codes + at * kv.head_dim);
+        kv.v_scales[at] = cpu::quantize_kv_row(v + t * row + h * kv.head_dim, kv.head_dim, kv.type, kv.v_codes + at * kv.head_dim);
+      }
+      continue;
+    }
     std::memcpy(kv.k + slot * row, k + t * row, row * sizeof(float));
     std::memcpy(kv.v + slot * row, v + t * row, row * sizeof(float));
   }
@@ -187,6 +196,33 @@ TROUPE_CLONES void attend_one(const float* qv, int64_t n_keys, const paged_kv_la
 
 void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start_pos,
                      const paged_kv_layer& kv, const int32_t* block_table, float scale, float* out) {
+  if (kv.type != dtype::f32) {
+    // Quantized pool: dequantise the keys this chunk sees into a float pool laid out position by
+    // position, then run the float attention on it unchanged (so the result is exactly the float
+    // attention on the stored values).
+    struct scratch {
+      std::vector<float> k, v;
+      std::vector<int32_t> table;
+    };
+    thread_local scratch s;
+    const int64_t n_keys = start_pos + n_q, row = static_cast<int64_t>(kv.n_kv_heads) * kv.head_dim;
+    const int64_t blocks = (n_keys + kv.block_size - 1) / kv.block_size;
+    s.k.resize(static_cast<size_t>(blocks * kv.block_size * row));
+    s.v.resize(s.k.size());
+    s.table.resize(static_cast<size_t>(blocks));
+    for (int64_t b = 0; b < blocks; ++b) s.table[static_cast<size_t>(b)] = static_cast<int32_t>(b);
+#pragma omp parallel for schedule(static) if (n_keys * row >= (int64_t{1} << 15))
+    for (int64_t p = 0; p < n_keys; ++p) {
+      const int64_t slot = static_cast<int64_t>(block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
+      for (int64_t h = 0; h < kv.n_kv_heads; ++h) {
+        const int64_t at = slot * kv.n_kv_heads + h;
+        cpu::dequantize_kv_row(kv.k_codes + at * kv.head_dim, kv.k_scales[at], kv.head_dim, kv.type, s.k.data() + p * row + h * kv.head_dim);
+        cpu::dequantize_kv_row(kv.v_codes + at * kv.head_dim, kv.v_scales[at], kv.head_dim, kv.type, s.v.data() + p * row + h * kv.head_dim);
+      }
+    }
+    paged_kv_layer f{s.k.data(), s.v.data(), kv.block_size, kv.n_kv_heads, kv.head_dim};
+    return paged_attention(q, n_q, n_heads, start_pos, f, s.table.data(), scale, out);
+  }
   const int64_t d = kv.head_dim;
   const int64_t group = n_heads / kv.n_kv_heads;
   const int64_t total = n_q * n_heads;

@@ -12,8 +12,8 @@ constexpr int32_t kBlockSize = 16;
 
 // A private pool just large enough for one sequence, with the identity block table.
 struct single_sequence_pool {
-  single_sequence_pool(const model_config& cfg, int64_t max_len)
-      : kv(cfg, static_cast<int32_t>(std::max<int64_t>(1, (max_len + kBlockSize - 1) / kBlockSize)), kBlockSize),
+  single_sequence_pool(const model_config& cfg, int64_t max_len, dtype kv_type = dtype::f32)
+      : kv(cfg, static_cast<int32_t>(std::max<int64_t>(1, (max_len + kBlockSize - 1) / kBlockSize)), kBlockSize, kv_type),
         table(kv.num_blocks()) {
     std::iota(table.begin(), table.end(), 0);
   }
@@ -39,7 +39,7 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
   validate(opts.sampling);
   check_prompt(prompt, ckpt_.config, opts.max_tokens);
 
-  single_sequence_pool pool(ckpt_.config, static_cast<int64_t>(prompt.size()) + opts.max_tokens);
+  single_sequence_pool pool(ckpt_.config, static_cast<int64_t>(prompt.size()) + opts.max_tokens, opts.kv_cache_dtype);
   model_runner runner(ckpt_, pool.kv);
   sampler smp(opts.sampling);
   step_result res;
@@ -75,9 +75,10 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
   return out;
 }
 
-std::vector<float> generator::prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk) {
+std::vector<float> generator::prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk,
+                                            dtype kv_cache_dtype) {
   check_prompt(prompt, ckpt_.config, 0);
-  single_sequence_pool pool(ckpt_.config, static_cast<int64_t>(prompt.size()));
+  single_sequence_pool pool(ckpt_.config, static_cast<int64_t>(prompt.size()), kv_cache_dtype);
   model_runner runner(ckpt_, pool.kv);
   step_result res;
   std::vector<float> all;

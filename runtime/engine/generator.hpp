@@ -16,6 +16,7 @@ struct generate_options {
   int32_t max_tokens = 16;
   sampling_params sampling;
   int32_t prefill_chunk = 0;  // tokens per prefill step; 0 = the whole prompt in one step
+  dtype kv_cache_dtype = dtype::f32;  // the private pool's element type (--kv-cache-dtype)
 };
 
 struct generate_output {
@@ -32,7 +33,8 @@ class generator {
                            const std::function<void(int32_t)>& on_token = {});
 
   // Logits of every prompt position, row-major [prompt.size(), vocab].
-  std::vector<float> prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk = 0);
+  std::vector<float> prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk = 0,
+                                   dtype kv_cache_dtype = dtype::f32);
 
  private:
   const checkpoint& ckpt_;

@@ -55,6 +55,8 @@ const char* lower_dtype(dtype t) {
     case dtype::f32: return "f32";
     case dtype::f16: return "f16";
     case dtype::bf16: return "bf16";
+    case dtype::i8: return "i8";
+    case dtype::f8_e4m3: return "f8";
     default: return "other";
   }
 }
@@ -100,6 +102,11 @@ std::string model_fingerprint(const checkpoint& ck) {
     h.i64(w.cols);
     h.u64(w.bytes());
     sample(h, static_cast<const uint8_t*>(w.data), w.bytes());
+    if (w.scales) {  // quantized (runtime/quant): the scales change the outputs as much as the codes
+      h.i64(w.group_rows);
+      h.i64(w.group_cols);
+      sample(h, reinterpret_cast<const uint8_t*>(w.scales), w.scale_bytes());
+    }
     const char* d = lower_dtype(w.type);
     if (dtypes.empty()) dtypes = d;
     else if (dtypes != d) dtypes = "mixed";

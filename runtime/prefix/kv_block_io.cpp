@@ -12,13 +12,17 @@ kv_layout layout_of(const kv_cache& kv) {
   l.block_size = kv.block_size();
   l.n_kv_heads = kv.num_layers() > 0 ? kv.layer(0).n_kv_heads : 0;
   l.head_dim = kv.num_layers() > 0 ? kv.layer(0).head_dim : 0;
-  l.kv_dtype = "f32";
+  l.kv_dtype = std::string(kv.dtype_name());  // "f32", "int8", "fp8_e4m3": part of every entry's identity
   l.elem_bytes = sizeof(float);
   return l;
 }
 
 namespace {
 void check_block(const kv_cache& kv, block_id b, const char* what) {
+  // NOTE: quantized pools (codes + per-token scales, runtime/quant) have no payload layout here yet.
+  if (kv.kv_type() != dtype::f32)
+    throw_error(errc::unsupported, std::string(what) + ": moving " + std::string(kv.dtype_name()) +
+                                       " KV blocks through the prefix cache is not implemented (float32 pools only)");
   if (b < 0 || b >= kv.num_blocks())
     throw_error(errc::invalid_argument, std::string(what) + ": block " + std::to_string(b) + " outside the pool of " +
                                             std::to_string(kv.num_blocks()));

@@ -216,18 +216,19 @@ void account_weight_bytes(checkpoint& ck) {
 }
 
 quant_config weight_quantization(const checkpoint& ck) {
+  // The method of the first quantized weight; INT8's group size is the group of any weight with
+  // more columns than one group (when none has, one scale per row is the same thing).
   quant_config q;
-  for (const auto& layer : ck.weights.layers) {
-    const kernels::weight_ref& r = layer.q_proj;
-    if (r.type == dtype::i8) {
-      q.kind = method::int8;
-      q.group_size = r.group_cols >= r.cols ? 0 : r.group_cols;
-    } else if (r.type == dtype::f8_e4m3) {
-      q.kind = method::fp8;
-      q.block_rows = r.group_rows;
-      q.block_cols = r.group_cols;
+  for (const auto& t : expected_tensors(ck.config)) {
+    const kernels::weight_ref* r = weight_slot(ck.weights, t);
+    if (!r || !r->scales) continue;
+    if (q.kind == method::none) {
+      q.kind = r->type == dtype::f8_e4m3 ? method::fp8 : method::int8;
+      q.group_size = 0;
+      q.block_rows = r->group_rows;
+      q.block_cols = r->group_cols;
     }
-    break;
+    if (q.kind == method::int8 && r->group_cols < r->cols) q.group_size = r->group_cols;
   }
   return q;
 }

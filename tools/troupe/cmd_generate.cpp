@@ -10,6 +10,7 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/engine/generator.hpp"
+#include "runtime/quant/load.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 #include "tools/troupe/command.hpp"
 
@@ -68,6 +69,9 @@ int run_generate(int argc, char** argv) {
   app.add_option("--prefill-chunk", prefill_chunk, "prefill the prompt in chunks of N tokens (0 = one step)");
   app.add_flag("--ignore-eos", ignore_eos, "do not stop at the end-of-sequence ids");
   app.add_flag("--json", json, "print {\"ids\": [...]} instead of the ids as text");
+  std::string quantization = "none", kv_dtype = "auto";
+  app.add_option("--quantization", quantization, "quantize float weights on load: none, int8, fp8 (docs/quantization.md)");
+  app.add_option("--kv-cache-dtype", kv_dtype, "KV cache element type: auto (float32), int8, fp8");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -76,7 +80,10 @@ int run_generate(int argc, char** argv) {
 
   if (prompt_text.empty() && ids_text.empty())
     throw_error(errc::invalid_argument, "give the prompt as --prompt TEXT or --ids 1,2,3");
-  auto ck = load_checkpoint(model);
+  quant::load_options lo;
+  lo.quantization = quant::parse_method(quantization, "--quantization");
+  const dtype kv_type = parse_kv_cache_dtype(kv_dtype);
+  auto ck = quant::load_model(model, lo);
   std::unique_ptr<tokenizer> tok;
   std::vector<int32_t> prompt;
   if (!prompt_text.empty()) {
@@ -89,6 +96,7 @@ int run_generate(int argc, char** argv) {
   generate_options o;
   o.max_tokens = max_tokens;
   o.prefill_chunk = prefill_chunk;
+  o.kv_cache_dtype = kv_type;
   o.sampling = defaults_from(ck->generation);
   if (temperature) o.sampling.temperature = *temperature;
   if (top_p) o.sampling.top_p = *top_p;
@@ -136,16 +144,22 @@ int run_logits(int argc, char** argv) {
   app.add_option("--ids", ids_text, "prompt as comma-separated token ids")->required();
   app.add_option("--out", out_path, "output file: little-endian float32 [n_ids, vocab_size]")->required();
   app.add_option("--prefill-chunk", prefill_chunk, "prefill in chunks of N tokens (0 = one step)");
+  std::string quantization = "none", kv_dtype = "auto";
+  app.add_option("--quantization", quantization, "quantize float weights on load: none, int8, fp8");
+  app.add_option("--kv-cache-dtype", kv_dtype, "KV cache element type: auto (float32), int8, fp8");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  auto ck = load_checkpoint(model);
+  quant::load_options lo;
+  lo.quantization = quant::parse_method(quantization, "--quantization");
+  const dtype kv_type = parse_kv_cache_dtype(kv_dtype);
+  auto ck = quant::load_model(model, lo);
   auto prompt = parse_ids(ids_text);
   check_vocab(prompt, ck->config);
   generator gen(*ck);
-  auto logits = gen.prompt_logits(prompt, prefill_chunk);
+  auto logits = gen.prompt_logits(prompt, prefill_chunk, kv_type);
   std::ofstream f(out_path, std::ios::binary);
   if (!f) throw_error(errc::io_error, "cannot write " + out_path);
   f.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * sizeof(float)));

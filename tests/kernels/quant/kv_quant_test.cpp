@@ -1,0 +1,96 @@
+// The quantized KV pool (INT8 / FP8 codes, one scale per token and head): kv_write's rounding, and
+// paged_attention on it equal, bit for bit, to the float attention on the values it stores.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/kv_quant.hpp"
+#include "kernels/kernels.hpp"
+
+namespace tk = troupe::kernels;
+using troupe::dtype;
+
+namespace {
+
+struct pools {
+  int32_t blocks, bs, heads, d;
+  std::vector<uint8_t> kc, vc;
+  std::vector<float> ks, vs, kf, vf;
+  tk::paged_kv_layer q, f;
+  pools(dtype t, int32_t blocks_, int32_t bs_, int32_t heads_, int32_t d_) : blocks(blocks_), bs(bs_), heads(heads_), d(d_) {
+    const size_t rows = static_cast<size_t>(blocks) * bs * heads;
+    kc.assign(rows * d, 0), vc.assign(rows * d, 0), ks.assign(rows, 0), vs.assign(rows, 0);
+    kf.assign(rows * d, 0), vf.assign(rows * d, 0);
+    q = {nullptr, nullptr, bs, heads, d};
+    q.type = t, q.k_codes = kc.data(), q.v_codes = vc.data(), q.k_scales = ks.data(), q.v_scales = vs.data();
+    f = {kf.data(), vf.data(), bs, heads, d};
+  }
+  // The float pool holding exactly the quantized pool's values.
+  void mirror() {
+    for (size_t r = 0; r < ks.size(); ++r) {
+      troupe::kernels::cpu::dequantize_kv_row(kc.data() + r * d, ks[r], d, q.type, kf.data() + r * d);
+      troupe::kernels::cpu::dequantize_kv_row(vc.data() + r * d, vs[r], d, q.type, vf.data() + r * d);
+    }
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(kv_rows_round_to_the_nearest_code) {
+  std::vector<float> v{0.5f, -1.0f, 0.25f, 0.0f, 0.126f, -0.9999f};
+  std::vector<uint8_t> c(v.size());
+  const float s = troupe::kernels::cpu::quantize_kv_row(v.data(), 6, dtype::i8, c.data());
+  BOOST_TEST(s == 1.0f / 127.0f);
+  BOOST_TEST(static_cast<int8_t>(c[1]) == -127);
+  BOOST_TEST(static_cast<int8_t>(c[0]) == 64);  // 63.5 -> 64 (ties to even)
+  BOOST_TEST(static_cast<int8_t>(c[4]) == 16);  // 16.002
+  const float s8 = troupe::kernels::cpu::quantize_kv_row(v.data(), 6, dtype::f8_e4m3, c.data());
+  BOOST_TEST(s8 == 1.0f / 448.0f);
+  BOOST_TEST(c[1] == 0xfe);  // -448
+  std::vector<float> zeros(4, 0.0f);
+  BOOST_TEST(troupe::kernels::cpu::quantize_kv_row(zeros.data(), 4, dtype::i8, c.data()) == 0.0f);
+  BOOST_TEST(c[0] == 0);
+}
+
+BOOST_AUTO_TEST_CASE(quantized_attention_is_float_attention_on_the_stored_values) {
+  for (dtype t : {dtype::i8, dtype::f8_e4m3}) {
+    pools p(t, 12, 16, 2, 64);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    const int32_t len = 150, hq = 4;
+    std::vector<int32_t> table(12);
+    std::iota(table.rbegin(), table.rend(), 0);  // reversed: blocks scattered through the pool
+    std::vector<float> k(static_cast<size_t>(len) * 2 * 64), v(k.size()), q(static_cast<size_t>(len) * hq * 64);
+    for (auto* a : {&k, &v, &q})
+      for (auto& x : *a) x = nd(rng);
+    // Write in uneven chunks, as chunked prefill and decode do.
+    for (int32_t at = 0; at < len;) {
+      const int32_t n = std::min(len - at, 1 + at % 23);
+      tk::kv_write(p.q, table.data(), at, n, k.data() + at * 128, v.data() + at * 128);
+      at += n;
+    }
+    p.mirror();
+    for (int32_t start : {0, 100, 149}) {
+      const int32_t nq = len - start;
+      std::vector<float> a(static_cast<size_t>(nq) * hq * 64), b(a.size());
+      tk::paged_attention(q.data() + start * hq * 64, nq, hq, start, p.q, table.data(), 0.125f, a.data());
+      tk::paged_attention(q.data() + start * hq * 64, nq, hq, start, p.f, table.data(), 0.125f, b.data());
+      BOOST_TEST(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0, troupe::to_string(t) << " start " << start);
+    }
+    // The stored values are the rounding of what was written: within half a step of the row scale.
+    double worst = 0;
+    for (int32_t pos = 0; pos < len; ++pos)
+      for (int h = 0; h < 2; ++h) {
+        const int64_t row = (static_cast<int64_t>(table[pos / 16]) * 16 + pos % 16) * 2 + h;
+        for (int e = 0; e < 64; ++e) {
+          const double err = std::fabs(p.kf[row * 64 + e] - k[(pos * 2 + h) * 64 + e]) / (p.ks[row] * (t == dtype::i8 ? 1 : 448));
+          worst = std::max(worst, err);
+        }
+      }
+    BOOST_TEST(worst <= (t == dtype::i8 ? 0.5 + 1e-5 : 1.0 / 16 + 1e-5), troupe::to_string(t) << ": worst rounding " << worst);
+  }
+}
