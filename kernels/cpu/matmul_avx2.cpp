@@ -162,14 +162,48 @@ void pack_subpanel(const typename Src::elem* w, int64_t ldw, int64_t live_rows, 
   }
 }
 
+// R x 3 tile on a packed sub-panel, one 8-lane half at a time: 12 accumulators, R x and one w
+// register. The weights go through a register (not one memory operand per FMA: load ports).
 template <int R>
 void tile_packed(const float* x, int64_t cols, const float* wp, float* out) {
   constexpr int C = pack_cols;
-  auto at = [&](int c, int64_t k) {
-    const float* p = wp + (k / 16 * C + c) * 16;
-    return v16{_mm256_load_ps(p), _mm256_load_ps(p + 8)};
-  };
-  tile<R, C>(x, cols, cols, at, at, out);  // the packed tail is already zero-padded
+  __m256 acc[2][R * C];
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 8
+    for (int i = 0; i < R * C; ++i) acc[h][i] = _mm256_setzero_ps();
+  const int64_t full = cols / 16 * 16;
+  for (int64_t k = 0; k < full; k += 16, wp += C * 16) {
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      __m256 xv[R];
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) {
+        xv[r] = _mm256_loadu_ps(x + r * cols + k + 8 * h);
+        asm("" : "+x"(xv[r]));
+      }
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) {
+        __m256 wv = _mm256_load_ps(wp + c * 16 + 8 * h);
+        asm("" : "+x"(wv));
+#pragma GCC unroll 2
+        for (int r = 0; r < R; ++r) acc[h][r * C + c] = _mm256_fmadd_ps(xv[r], wv, acc[h][r * C + c]);
+      }
+    }
+  }
+  if (full < cols) {  // the packed tail is zero-padded; x through a zero-padded copy
+#pragma GCC unroll 2
+    for (int r = 0; r < R; ++r) {
+      const v16 xv = load_tail<src_f32>(x + r * cols + full, cols - full);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) {
+        acc[0][r * C + c] = _mm256_fmadd_ps(xv.lo, _mm256_load_ps(wp + c * 16), acc[0][r * C + c]);
+        acc[1][r * C + c] = _mm256_fmadd_ps(xv.hi, _mm256_load_ps(wp + c * 16 + 8), acc[1][r * C + c]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < R * C; ++i) out[i] = reduce(v16{acc[0][i], acc[1][i]});
 }
 
 template <class Src>
