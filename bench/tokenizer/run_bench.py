@@ -120,7 +120,10 @@ def main():
     print("|---|---|---|---|---|---|")
     for kind, sizes in res["pathological"].items():
         for label, v in sizes.items():
-            size = {"10KB": 10_000, "100KB": 100_000, "1000KB": 1_000_000}[label]
+            size = int(label[:-2]) * 1000
+            if size > 1_000_000:  # the peer would take tens of seconds; Troupe's figure alone
+                print(f"| {kind} | {label} | {v['ms']:.2f} | {v['ms'] * 1e6 / size:.0f} | | |")
+                continue
             text = pathological(kind, size)
             best = float("inf")
             for _ in range(1 if size >= 1_000_000 else 3):

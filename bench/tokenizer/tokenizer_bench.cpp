@@ -1,5 +1,5 @@
 // Tokenizer benchmark: load time, encode throughput on a JSONL corpus (one thread), and
-// encode time of pathological inputs at 10 KB / 100 KB / 1 MB to show linear scaling.
+// encode time of pathological inputs at 10 KB / 100 KB / 1 MB / 4 MB to show linear scaling.
 // run_bench.py runs it next to Hugging Face `tokenizers` on the same corpus and compares ids.
 //
 //   tokenizer_bench --model models/qwen3-tokenizer --corpus corpus.jsonl [--repeat 3]
@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
     if (!skip_pathological) {
       nlohmann::ordered_json patho = nlohmann::ordered_json::object();
       for (const char* kind : {"letter_a", "spaces", "cjk", "punct", "random_letters"}) {
-        for (size_t size : {size_t{10'000}, size_t{100'000}, size_t{1'000'000}}) {
+        // 4 MB shows the per-byte cost flat once the working set is out of cache.
+        for (size_t size : {size_t{10'000}, size_t{100'000}, size_t{1'000'000}, size_t{4'000'000}}) {
           std::string text = pathological(kind, size);
           std::vector<double> ms;
           size_t n_ids = 0;

@@ -21,7 +21,8 @@ struct stmt;
 
 struct chat_request {
   // Message objects ({"role", "content", "reasoning_content"?, "tool_calls"?, ...}). Ordered
-  // JSON keeps the key order tojson prints, as Python dicts do.
+  // JSON keeps the key order tojson prints, as Python dicts do; a plain nlohmann::json converts
+  // implicitly but has its keys sorted, which changes how tools and tool-call arguments print.
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   nlohmann::ordered_json tools;  // null: no tools (the template sees None)
   bool add_generation_prompt = false;
