@@ -165,6 +165,14 @@ void prefix_cache::preempted(int64_t seq) {
   s.pending_loads.clear();
 }
 
+void prefix_cache::forget_all() {
+  index_.clear();
+  for (auto& [id, s] : seqs_) {
+    s.registered = 0;
+    s.pending_loads.clear();
+  }
+}
+
 void prefix_cache::removed(int64_t seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;

@@ -114,6 +114,9 @@ class prefix_cache {
                 int32_t num_computed);
   // The sequence lost its blocks (preemption): the next admission matches again.
   void preempted(int64_t seq);
+  // The pool's contents are lost (its executor failed): forget every cached block. Only valid
+  // when no sequence holds blocks (all were preempted).
+  void forget_all();
   void removed(int64_t seq);
 
   // Prompt tokens reused at the sequence's first admission (local + remote), and of them remote.

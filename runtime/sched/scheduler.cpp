@@ -356,6 +356,7 @@ std::vector<int64_t> scheduler::requeue_running() {
   std::vector<int64_t> ids = running_;
   step_plan unused;
   while (!running_.empty()) preempt(running_.back(), unused);
+  if (prefix_) prefix_->forget_all();  // the pool's contents are gone with the executor
   return ids;
 }
 

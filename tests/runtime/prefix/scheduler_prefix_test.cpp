@@ -352,6 +352,24 @@ BOOST_AUTO_TEST_CASE(fetched_bytes_waiting_for_admission_are_bounded) {
   sim.check_outputs();
 }
 
+BOOST_AUTO_TEST_CASE(a_lost_pool_forgets_every_cached_block) {
+  paged_sim sim(prefix_config(), 16, 4);
+  auto p = tokens_from(100, 10);
+  sim.add(1, p, 1);
+  sim.run();
+  sim.add(2, p, 8);
+  BOOST_TEST(sim.step() == "2:8+2* ");
+  BOOST_TEST(sim.pc().index().num_cached_blocks() == 2);
+  // The executor died: its pool (K/V of every block) is gone; the scheduler requeues and the
+  // new pool starts empty.
+  sim.s.requeue_running();
+  std::fill(sim.pool.begin(), sim.pool.end(), -1);
+  BOOST_TEST(sim.pc().index().num_cached_blocks() == 0);
+  BOOST_TEST(sim.step() == "2:0+11* ");  // prompt and its first output token, recomputed
+  sim.run();
+  sim.check_outputs();
+}
+
 BOOST_AUTO_TEST_CASE(random_shared_prefix_workloads_match_the_reference) {
   // Conversations that resend their history, over a small pool (eviction and preemption), with
   // and without a simulated shared store that answers late, partially, or not at all.
