@@ -37,6 +37,9 @@ void regex_splitter::split(std::string_view text, std::vector<std::pair<size_t, 
   while (pos <= text.size()) {
     int rc = pcre2_match(impl_->code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), pos,
                          PCRE2_NO_UTF_CHECK, md, nullptr);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT)  // deep backtracking: the interpreter keeps its stack on the heap
+      rc = pcre2_match(impl_->code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), pos,
+                       PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       pcre2_match_data_free(md);

@@ -180,6 +180,8 @@ std::vector<int32_t> tokenizer::encode(std::string_view text) const {
 }
 
 void tokenizer::encode(std::string_view text, std::vector<int32_t>& out) const {
+  if (text.size() > UINT32_MAX)  // merge loops index bytes with 32 bits
+    throw_error(errc::invalid_input, "text of " + std::to_string(text.size()) + " bytes is longer than 4 GiB");
   if (size_t bad = tok::find_invalid_utf8(text); bad != npos) {
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[bad])));
