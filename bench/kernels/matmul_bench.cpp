@@ -22,7 +22,6 @@
 #endif
 
 namespace tk = troupe::kernels;
-using clock_type = std::chrono::steady_clock;
 
 namespace {
 
@@ -60,20 +59,24 @@ std::vector<float> random_x(int64_t count) {
   return x;
 }
 
+using troupe::bench::now_seconds;
+using troupe::bench::timing;
+timing bench_clock = timing::wall;
+
 // Best time of one call over groups of consecutive calls on successive copies (f(copy) runs one).
 template <class F>
 double best_call_seconds(int64_t copies, double budget_s, F&& f) {
-  auto t0 = clock_type::now();
+  const double t0 = now_seconds(bench_clock);
   f(0);  // warm-up, and calibration of the group size
-  const double one = std::chrono::duration<double>(clock_type::now() - t0).count();
+  const double one = now_seconds(bench_clock) - t0;
   const int64_t group = std::clamp<int64_t>(static_cast<int64_t>(0.02 / std::max(one, 1e-7)), 1, copies);
   const int groups = std::clamp(static_cast<int>(budget_s / (one * group + 1e-9)), 3, 50);
   double best = one;
   int64_t next = 1;
   for (int g = 0; g < groups; ++g) {
-    auto s = clock_type::now();
+    const double s = now_seconds(bench_clock);
     for (int64_t c = 0; c < group; ++c) f(next++ % copies);
-    best = std::min(best, std::chrono::duration<double>(clock_type::now() - s).count() / group);
+    best = std::min(best, (now_seconds(bench_clock) - s) / group);
   }
   return best;
 }
@@ -129,7 +132,11 @@ int main(int argc, char** argv) {
   app.add_option("--shape", only, "run only this shape (q_proj, ..., lm_head, model)");
   app.add_flag("!--no-blas", blas, "skip the OpenBLAS comparison");
   app.add_option("--budget", budget_s, "seconds of timing per measurement");
+  bool cpu_time = false;
+  app.add_flag("--cpu-time", cpu_time,
+               "time by the thread's CPU time (implies --threads 1): kernel efficiency on a machine shared with others");
   CLI11_PARSE(app, argc, argv);
+  if (cpu_time) threads = 1, bench_clock = timing::thread_cpu;
   omp_set_num_threads(threads);
 #ifdef TROUPE_HAVE_OPENBLAS
   openblas_set_num_threads(threads);
@@ -137,10 +144,10 @@ int main(int argc, char** argv) {
   blas = false;
 #endif
 
-  const double bw = troupe::bench::measure_read_bandwidth_gbs(threads);
-  const double peak = troupe::bench::measure_fma_gflops(threads, false);
-  std::printf("matmul isa %s, %d threads; machine: read %.1f GB/s, fp32 FMA peak %.1f GFLOP/s\n", tk::matmul_isa(),
-              threads, bw, peak);
+  const double bw = troupe::bench::measure_read_bandwidth_gbs(threads, bench_clock);
+  const double peak = troupe::bench::measure_fma_gflops(threads, false, bench_clock);
+  std::printf("matmul isa %s, %d threads, %s time; machine: read %.1f GB/s, fp32 FMA peak %.1f GFLOP/s\n",
+              tk::matmul_isa(), threads, cpu_time ? "thread CPU" : "wall", bw, peak);
 
   arena weights(size_t{1} << 30);
   std::vector<float> blas_w;

@@ -3,6 +3,7 @@
 
 #include <immintrin.h>
 #include <omp.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,8 +18,10 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-double seconds_since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 bool has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
@@ -176,8 +179,14 @@ const char* machine_isa() noexcept {
   return "generic";
 }
 
-double measure_read_bandwidth_gbs(int threads) {
+double now_seconds(timing clock) {
+  if (clock == timing::thread_cpu) return thread_cpu_seconds();
+  return std::chrono::duration<double>(clock_type::now().time_since_epoch()).count();
+}
+
+double measure_read_bandwidth_gbs(int threads, timing clock) {
   threads = std::max(threads, 1);
+  if (threads > 1) clock = timing::wall;  // other threads' CPU time is not the caller's
   // 1 GiB, or 4x the last-level cache when that is larger: every pass comes from DRAM.
   long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
   size_t bytes = std::max<size_t>(size_t{1} << 30, llc > 0 ? 4 * static_cast<size_t>(llc) : 0);
@@ -191,19 +200,20 @@ double measure_read_bandwidth_gbs(int threads) {
   double best = 0;
   volatile uint64_t sink = 0;
   for (int pass = 0; pass < 6; ++pass) {
-    auto t0 = clock_type::now();
+    const double t0 = now_seconds(clock);
     uint64_t acc = 0;
 #pragma omp parallel num_threads(threads) reduction(^ : acc)
     acc ^= read_best(buf.get() + share * omp_get_thread_num(), share);
-    double s = seconds_since(t0);
+    const double s = now_seconds(clock) - t0;
     sink = sink ^ acc;
     best = std::max(best, static_cast<double>(bytes) / s / 1e9);
   }
   return best;
 }
 
-double measure_fma_gflops(int threads, bool bf16) {
+double measure_fma_gflops(int threads, bool bf16, timing clock) {
   threads = std::max(threads, 1);
+  if (threads > 1) clock = timing::wall;
   if (bf16 && !has_avx512_bf16()) return 0;
   // flops per instruction: lanes x 2 (multiply + add); vdpbf16ps does 2 products per fp32 lane.
   double flops_per_op;
@@ -220,11 +230,11 @@ double measure_fma_gflops(int threads, bool bf16) {
   double best = 0;
   volatile float sink = 0;
   for (int pass = 0; pass < 3; ++pass) {
-    auto t0 = clock_type::now();
+    const double t0 = now_seconds(clock);
     float acc = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : acc)
     acc += body(fma_iters);
-    double s = seconds_since(t0);
+    const double s = now_seconds(clock) - t0;
     sink = sink + acc;
     best = std::max(best, threads * static_cast<double>(fma_iters) * 16 * flops_per_op / s / 1e9);
   }

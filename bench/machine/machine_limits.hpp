@@ -4,18 +4,26 @@
 
 namespace troupe::bench {
 
+// How a measurement is timed. `wall`: elapsed time (what a caller waits). `thread_cpu`: the calling
+// thread's CPU time: on a machine shared with other processes it leaves out the time the thread was
+// not running, so ratios stay meaningful under load. Single-threaded only (threads > 1: wall).
+enum class timing { wall, thread_cpu };
+
+// Seconds on `clock` (a monotonic origin; differences only).
+double now_seconds(timing clock);
+
 // Instruction set the measurements below use: "avx512", "avx2" or "generic" (the best the CPU has).
 const char* machine_isa() noexcept;
 
 // Sustained read bandwidth in GB/s (1e9 bytes/s) of `threads` threads each streaming its share of a
 // buffer several times larger than the last-level cache (vector loads, 8 accumulators); best of
 // several passes.
-double measure_read_bandwidth_gbs(int threads);
+double measure_read_bandwidth_gbs(int threads, timing clock = timing::wall);
 
 // Peak GFLOP/s of `threads` threads each running independent register-only FMA chains:
 // fp32 FMA (vfmadd, 2 flops per lane) when bf16 is false; the AVX512_BF16 dot product
 // (vdpbf16ps, 2 products + 2 adds per fp32 lane) when bf16 is true. Returns 0 when the CPU lacks
 // the instruction (bf16 without AVX512_BF16).
-double measure_fma_gflops(int threads, bool bf16);
+double measure_fma_gflops(int threads, bool bf16, timing clock = timing::wall);
 
 }  // namespace troupe::bench

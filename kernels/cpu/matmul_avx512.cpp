@@ -1,6 +1,7 @@
-// AVX-512 (F/BW/VL) matmul back-end: one zmm = the 16 lanes of one dot product (matmul_backend.hpp).
-// Small n streams the checkpoint rows and widens them in registers (decode is bandwidth-bound);
-// larger n widens a panel of rows to fp32 once and reuses it for every activation row (prefill).
+// AVX-512 (F/BW/VL/DQ) matmul back-end: one zmm = the 16 lanes of one dot product (matmul_backend.hpp).
+// Three regimes, one arithmetic (docs/kernels.md): decode (n <= 3) streams the checkpoint rows and
+// widens them in registers; batched decode (n <= 60) streams each 8-row sub-panel once, widening it
+// into L1 for the other activation rows; prefill widens 48-row panels once and reuses them.
 // NOTE: no AVX512_BF16 (vdpbf16ps) here: it rounds the fp32 activations to bf16.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_setzero_ps & co., GCC bug 105593).
 #pragma GCC diagnostic push
@@ -189,6 +190,12 @@ void tile_stream(const float* x, int64_t ldx, const typename Src::elem* const* r
   const int64_t full = tail ? klen - 16 : klen;
   for (int64_t k = 0; k < full; k += 16) {
     pf.step();
+    if constexpr (!kPack) {  // decode: each row 512 B ahead (the hardware streamers alone fall ~15% short)
+      if ((k * sizeof(typename Src::elem)) % 64 == 0) {
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(rows[c] + k) + 512, _MM_HINT_T0);
+      }
+    }
     __m512 xv[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(x + r * ldx + k);
@@ -240,7 +247,7 @@ void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1
   for (int64_t j = j0; j < j1; j += tile_cols) {
     const int live = static_cast<int>(std::min<int64_t>(tile_cols, j1 - j));
     tile_rows(wd, cols, j, live, 0, rows);
-    row_prefetch none;  // decode streams every row at once: the hardware prefetchers keep up
+    row_prefetch none;  // decode prefetches within its own rows (tile_stream)
     tile_stream<R, Src, false>(x, cols, rows, padded_cols(cols), tail_mask(cols), nullptr, nullptr, y + j, w.rows, live,
                                nullptr, none);
   }

@@ -1,5 +1,5 @@
-// INT8 weights on every golden set: the engine's logits equal the float32 engine run on the
-// dequantised weights (code * scale) within the golden tolerance (tests/data/README.md), greedy
+// INT8 and FP8 weights on every golden set: the engine's logits equal the float32 engine run on
+// the dequantised weights (code * scale) within the golden tolerance (tests/data/README.md), greedy
 // continuations are identical, and batching / chunking stay bit-identical.
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -7,10 +7,15 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <ostream>
 
 #include "runtime/quant/load.hpp"
 #include "tests/runtime/engine/golden.hpp"
 #include "tests/runtime/quant/test_util.hpp"
+
+namespace troupe::quant {
+inline std::ostream& operator<<(std::ostream& os, method m) { return os << method_name(m); }
+}  // namespace troupe::quant
 
 using namespace troupe;
 using namespace troupe::testing;
@@ -19,6 +24,7 @@ namespace {
 
 constexpr double kTolerance = 1e-4;  // the golden tolerance: ~40x float32 noise
 const char* kSets[] = {"tiny-dense", "tiny-untied-sharded", "tiny-moe", "e2e-full-vocab"};
+const quant::method kMethods[] = {quant::method::int8, quant::method::fp8};
 
 struct pair {
   std::shared_ptr<checkpoint> quantized, reference;
@@ -39,14 +45,17 @@ pair load_pair(const std::string& set, quant::method m) {
 
 }  // namespace
 
-BOOST_DATA_TEST_CASE(int8_logits_equal_float_on_dequantised_weights, boost::unit_test::data::make(kSets), set) {
-  auto p = load_pair(set, quant::method::int8);
-  BOOST_TEST(to_string(p.quantized->weights.layers[0].q_proj.type) == "I8");
-  BOOST_TEST(to_string(p.quantized->weights.lm_head.type) == "I8");
-  BOOST_TEST(to_string(p.quantized->weights.embed_tokens.type) != "I8");
+BOOST_DATA_TEST_CASE(logits_equal_float_on_dequantised_weights,
+                     boost::unit_test::data::make(kSets) * boost::unit_test::data::make(kMethods), set, method) {
+  auto p = load_pair(set, method);
+  const std::string code = method == quant::method::int8 ? "I8" : "F8_E4M3";
+  BOOST_TEST(to_string(p.quantized->weights.layers[0].q_proj.type) == code);
+  // INT8 quantizes lm_head too; FP8 keeps it as Qwen's checkpoints do.
+  BOOST_TEST((to_string(p.quantized->weights.lm_head.type) == code) == (method == quant::method::int8));
+  BOOST_TEST(to_string(p.quantized->weights.embed_tokens.type) != code);
   if (p.quantized->config.arch == architecture::qwen3_moe) {
-    BOOST_TEST(to_string(p.quantized->weights.layers[0].experts[3].down_proj.type) == "I8");
-    BOOST_TEST(to_string(p.quantized->weights.layers[0].router.type) != "I8");  // routers stay float
+    BOOST_TEST(to_string(p.quantized->weights.layers[0].experts[3].down_proj.type) == code);
+    BOOST_TEST(to_string(p.quantized->weights.layers[0].router.type) != code);  // routers stay float
   }
   generator q(*p.quantized), r(*p.reference);
   const int64_t vocab = p.quantized->config.vocab_size;
@@ -64,11 +73,12 @@ BOOST_DATA_TEST_CASE(int8_logits_equal_float_on_dequantised_weights, boost::unit
     o.sampling.temperature = 0.0f;
     BOOST_TEST(q.generate(c.prompt, o).ids == r.generate(c.prompt, o).ids, boost::test_tools::per_element());
   }
-  BOOST_TEST_MESSAGE(set << " int8: worst relative error vs float32 on dequantised weights " << worst);
+  BOOST_TEST_MESSAGE(set << " " << code << ": worst relative error vs float32 on dequantised weights " << worst);
 }
 
-BOOST_DATA_TEST_CASE(int8_batching_and_chunking_are_bitwise_invariant, boost::unit_test::data::make(kSets), set) {
-  auto p = load_pair(set, quant::method::int8);
+BOOST_DATA_TEST_CASE(batching_and_chunking_are_bitwise_invariant,
+                     boost::unit_test::data::make(kSets) * boost::unit_test::data::make(kMethods), set, method) {
+  auto p = load_pair(set, method);
   const auto cases = load_golden(set);
   generator gen(*p.quantized);
   const auto& prompt = cases.back().prompt;
