@@ -1,0 +1,227 @@
+// troupe-bench-quant: INT8 / FP8 weights and KV cache against the float model, in one run on one
+// checkpoint (the Qwen3-0.6B-shaped one from `troupe make-checkpoint --preset qwen3-0.6b`):
+//   load time (float, INT8 quantized on load, pre-quantized INT8 written by the quantize writer),
+//   decode tokens/s at batch 1 (BF16 vs INT8, interleaved repetitions, best of each) against the
+//   read-bandwidth ceiling measured in the same run, prefill tokens/s, resident memory of each
+//   model (one child process each), and accuracy (mean KL / top-1 vs the full-precision run).
+#include <CLI/CLI.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <thread>
+
+#include "bench/machine/machine_limits.hpp"
+#include "kernels/kernels.hpp"
+#include "runtime/engine/generator.hpp"
+#include "runtime/quant/divergence.hpp"
+#include "runtime/quant/load.hpp"
+#include "runtime/quant/write.hpp"
+
+using namespace troupe;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+double since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
+
+std::vector<int32_t> random_ids(int64_t n, int64_t vocab, uint64_t seed) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (auto& id : ids) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    id = static_cast<int32_t>(s % static_cast<uint64_t>(vocab));
+  }
+  return ids;
+}
+
+// Decodes `steps` tokens after a `context`-token prompt at batch 1; tokens/s of the decode steps.
+double decode_rate(const checkpoint& ck, int context, int steps, dtype kv = dtype::f32) {
+  const int bs = 16, blocks = (context + steps + bs - 1) / bs;
+  kv_cache cache(ck.config, blocks, bs, kv);
+  model_runner runner(ck, cache);
+  std::vector<int32_t> table(blocks), prompt = random_ids(context, ck.config.vocab_size, 3);
+  std::iota(table.begin(), table.end(), 0);
+  step_result res;
+  step_sequence sq{0, prompt, 0, table, logits_mode::last};
+  runner.step(std::span<const step_sequence>(&sq, 1), res);
+  int32_t next = 0;
+  const auto t0 = clk::now();
+  for (int i = 0; i < steps; ++i) {
+    auto row = res.row(0);
+    next = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+    step_sequence d{0, std::span<const int32_t>(&next, 1), context + i, table, logits_mode::last};
+    runner.step(std::span<const step_sequence>(&d, 1), res);
+  }
+  return steps / since(t0);
+}
+
+double prefill_rate(const checkpoint& ck, int len) {
+  const int bs = 16, blocks = (len + bs - 1) / bs;
+  kv_cache cache(ck.config, blocks, bs);
+  model_runner runner(ck, cache);
+  std::vector<int32_t> table(blocks), prompt = random_ids(len, ck.config.vocab_size, 5);
+  std::iota(table.begin(), table.end(), 0);
+  step_result res;
+  step_sequence sq{0, prompt, 0, table, logits_mode::last};
+  const auto t0 = clk::now();
+  runner.step(std::span<const step_sequence>(&sq, 1), res);
+  return len / since(t0);
+}
+
+long rss_kb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+// Resident memory (MB) of a fresh process that loads `dir` with `o` and decodes a few tokens.
+double child_rss_mb(const std::string& dir, const quant::load_options& o) {
+  int fd[2];
+  if (pipe(fd) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    long kb = -1;
+    try {
+      auto ck = quant::load_model(dir, o);
+      decode_rate(*ck, 16, 4);
+      kb = rss_kb();
+    } catch (...) {
+    }
+    (void)!write(fd[1], &kb, sizeof kb);
+    _exit(0);
+  }
+  close(fd[1]);
+  long kb = -1;
+  (void)!read(fd[0], &kb, sizeof kb);
+  close(fd[0]);
+  waitpid(pid, nullptr, 0);
+  return kb / 1024.0;
+}
+
+std::vector<float> logits(const checkpoint& ck, const std::vector<int32_t>& ids, float logit_scale, dtype kv = dtype::f32) {
+  auto& norm = const_cast<std::vector<float>&>(ck.weights.norm);
+  for (auto& v : norm) v *= logit_scale;
+  auto out = generator(ck).prompt_logits(ids, 0, kv);
+  for (auto& v : norm) v /= logit_scale;
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Troupe quantization benchmark (INT8 / FP8 weights and KV cache vs the float model)"};
+  std::string model, work = std::filesystem::temp_directory_path() / "troupe-bench-quant";
+  int threads = 0, context = 64, steps = 32, reps = 3, prefill_len = 128, positions = 64;
+  bool skip_accuracy = false;
+  app.add_option("--model", model, "float checkpoint (troupe make-checkpoint --preset qwen3-0.6b)")->required();
+  app.add_option("--work-dir", work, "where the pre-quantized INT8 copy is written (removed at the end)");
+  app.add_option("--threads", threads, "threads for the bandwidth probe (default: all cores)");
+  app.add_option("--context", context);
+  app.add_option("--decode-steps", steps);
+  app.add_option("--reps", reps, "interleaved repetitions; the best of each model is reported");
+  app.add_option("--prefill-len", prefill_len);
+  app.add_option("--positions", positions, "random-id positions for the accuracy measurement");
+  app.add_flag("--skip-accuracy", skip_accuracy);
+  CLI11_PARSE(app, argc, argv);
+  if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
+
+  // ---- load ----
+  auto t0 = clk::now();
+  auto bf16 = load_checkpoint(model);
+  const double load_float = since(t0);
+  quant::load_options int8_opts;
+  int8_opts.quantization = quant::method::int8;
+  t0 = clk::now();
+  auto on_load = quant::load_model(model, int8_opts);
+  const double load_quantize = since(t0);
+  const std::string pre_dir = work + "/int8";
+  std::filesystem::remove_all(work);
+  {
+    quant::load_options o = int8_opts;
+    o.release_source_pages = false;
+    auto ck = load_checkpoint(model);
+    quant::quantize_weights(*ck, o);
+    quant::write_quantized_checkpoint(*ck, model, pre_dir);
+  }
+  t0 = clk::now();
+  auto int8 = quant::load_model(pre_dir);
+  const double load_pre = since(t0);
+  std::printf("load: float %.3f s, INT8 quantized on load %.3f s, pre-quantized INT8 %.3f s\n", load_float, load_quantize,
+              load_pre);
+
+  // ---- decode / prefill ----
+  const double bw = bench::measure_read_bandwidth_gbs(threads);
+  const double gb_bf16 = static_cast<double>(bf16->weights.bytes) / 1e9, gb_int8 = static_cast<double>(int8->weights.bytes) / 1e9;
+  std::printf("machine: %d threads, read bandwidth %.1f GB/s, matmul ISA %s; weights read per token: BF16 %.3f GB, INT8 %.3f GB\n",
+              threads, bw, kernels::matmul_isa(), gb_bf16, gb_int8);
+  double best_bf16 = 0, best_int8 = 0;
+  decode_rate(*int8, context, 2);  // first touch of the mapped pages
+  decode_rate(*bf16, context, 2);
+  for (int r = 0; r < reps; ++r) {
+    best_bf16 = std::max(best_bf16, decode_rate(*bf16, context, steps));
+    best_int8 = std::max(best_int8, decode_rate(*int8, context, steps));
+  }
+  std::printf("decode batch 1: BF16 %.1f tokens/s (%.0f%% of its ceiling %.1f), INT8 %.1f tokens/s (%.0f%% of its ceiling "
+              "%.1f) = %.2fx BF16\n",
+              best_bf16, 100 * best_bf16 * gb_bf16 / bw, bw / gb_bf16, best_int8, 100 * best_int8 * gb_int8 / bw,
+              bw / gb_int8, best_int8 / best_bf16);
+  double kv8 = 0;
+  for (int r = 0; r < reps; ++r) kv8 = std::max(kv8, decode_rate(*int8, context, steps, dtype::i8));
+  std::printf("decode batch 1, INT8 weights + INT8 KV cache: %.1f tokens/s\n", kv8);
+  double pf_bf16 = 0, pf_int8 = 0;
+  for (int r = 0; r < std::max(1, reps - 1); ++r) {
+    pf_bf16 = std::max(pf_bf16, prefill_rate(*bf16, prefill_len));
+    pf_int8 = std::max(pf_int8, prefill_rate(*int8, prefill_len));
+  }
+  std::printf("prefill %d tokens: BF16 %.1f tokens/s, INT8 %.1f tokens/s (%.2fx)\n", prefill_len, pf_bf16, pf_int8,
+              pf_int8 / pf_bf16);
+
+  // ---- resident memory, one fresh process each ----
+  const double rss_bf16 = child_rss_mb(model, {}), rss_q = child_rss_mb(model, int8_opts), rss_pre = child_rss_mb(pre_dir, {});
+  std::printf("resident memory after load + 4 decode steps: BF16 %.0f MB, INT8 quantized on load %.0f MB (%.2fx), "
+              "pre-quantized INT8 %.0f MB (%.2fx)\n",
+              rss_bf16, rss_q, rss_q / rss_bf16, rss_pre, rss_pre / rss_bf16);
+  on_load.reset();
+
+  // ---- accuracy ----
+  if (!skip_accuracy) {
+    const auto ids = random_ids(positions, bf16->config.vocab_size, 1);
+    const int64_t vocab = bf16->config.vocab_size;
+    for (float scale : {1.0f, 8.0f}) {
+      std::printf("accuracy, %d random-id positions, final norm x%.0f:\n", positions, scale);
+      const auto ref = logits(*bf16, ids, scale);
+      auto report = [&](const char* what, const std::vector<float>& l) {
+        const auto d = quant::compare_logits(ref, l, vocab);
+        std::printf("  %-34s mean KL %.6f nat  max %.6f  top-1 %.3f\n", what, d.mean_kl, d.max_kl, d.top1_agreement);
+      };
+      for (int g : {0, 128, 64}) {
+        quant::load_options o = int8_opts;
+        o.group_size = g;
+        auto q = quant::load_model(model, o);
+        const std::string name = g == 0 ? "INT8 per output channel" : "INT8 group " + std::to_string(g);
+        report(name.c_str(), logits(*q, ids, scale));
+        if (g == 128) {
+          report("INT8 group 128 + INT8 KV cache", logits(*q, ids, scale, dtype::i8));
+          report("INT8 group 128 + FP8 KV cache", logits(*q, ids, scale, dtype::f8_e4m3));
+        }
+      }
+      report("float weights + INT8 KV cache", logits(*bf16, ids, scale, dtype::i8));
+      report("float weights + FP8 KV cache", logits(*bf16, ids, scale, dtype::f8_e4m3));
+      quant::load_options f8;
+      f8.quantization = quant::method::fp8;
+      report("FP8 (128x128 blocks, lm_head BF16)", logits(*quant::load_model(model, f8), ids, scale));
+    }
+  }
+  std::filesystem::remove_all(work);
+  return 0;
+}
