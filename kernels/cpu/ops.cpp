@@ -211,13 +211,17 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
     s.v.resize(s.k.size());
     s.table.resize(static_cast<size_t>(blocks));
     for (int64_t b = 0; b < blocks; ++b) s.table[static_cast<size_t>(b)] = static_cast<int32_t>(b);
+    // NOTE: `s` is thread_local: the OpenMP workers must write through these pointers, not their
+    // own (empty) `s`.
+    float* const kd = s.k.data();
+    float* const vd = s.v.data();
 #pragma omp parallel for schedule(static) if (n_keys * row >= (int64_t{1} << 15))
     for (int64_t p = 0; p < n_keys; ++p) {
       const int64_t slot = static_cast<int64_t>(block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
       for (int64_t h = 0; h < kv.n_kv_heads; ++h) {
         const int64_t at = slot * kv.n_kv_heads + h;
-        cpu::dequantize_kv_row(kv.k_codes + at * kv.head_dim, kv.k_scales[at], kv.head_dim, kv.type, s.k.data() + p * row + h * kv.head_dim);
-        cpu::dequantize_kv_row(kv.v_codes + at * kv.head_dim, kv.v_scales[at], kv.head_dim, kv.type, s.v.data() + p * row + h * kv.head_dim);
+        cpu::dequantize_kv_row(kv.k_codes + at * kv.head_dim, kv.k_scales[at], kv.head_dim, kv.type, kd + p * row + h * kv.head_dim);
+        cpu::dequantize_kv_row(kv.v_codes + at * kv.head_dim, kv.v_scales[at], kv.head_dim, kv.type, vd + p * row + h * kv.head_dim);
       }
     }
     paged_kv_layer f{s.k.data(), s.v.data(), kv.block_size, kv.n_kv_heads, kv.head_dim};
