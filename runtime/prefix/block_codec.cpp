@@ -9,7 +9,7 @@ namespace troupe::prefix {
 
 // Layout (little-endian), in this order:
 //   "TRPKVBLK" | u16 version | u16 identity length | identity | u16 dtype length | dtype
-//   | i32 num_layers | i32 block_size | i32 n_kv_heads | i32 head_dim | i32 elem_bytes
+//   | i32 num_layers | i32 block_size | i32 n_kv_heads | i32 head_dim | i32 elem_bytes | i32 scale_bytes
 //   | 16 B hash | 16 B parent | i32 num_tokens | num_tokens x i32 | u64 payload bytes
 //   | payload | u32 CRC-32C of everything before it
 namespace {
@@ -82,11 +82,13 @@ std::string_view to_string(check_status s) noexcept {
 
 block_codec::block_codec(std::string identity, kv_layout layout) : identity_(std::move(identity)), layout_(std::move(layout)) {
   const auto& l = layout_;
-  if (l.num_layers < 1 || l.block_size < 1 || l.n_kv_heads < 1 || l.head_dim < 1 || l.elem_bytes < 1)
+  if (l.num_layers < 1 || l.block_size < 1 || l.n_kv_heads < 1 || l.head_dim < 1 || l.elem_bytes < 1 ||
+      l.scale_bytes < 0)
     throw_error(errc::invalid_argument,
                 "block_codec: layout fields must be positive; got layers " + std::to_string(l.num_layers) +
                     ", block_size " + std::to_string(l.block_size) + ", kv heads " + std::to_string(l.n_kv_heads) +
-                    ", head_dim " + std::to_string(l.head_dim) + ", element bytes " + std::to_string(l.elem_bytes));
+                    ", head_dim " + std::to_string(l.head_dim) + ", element bytes " + std::to_string(l.elem_bytes) +
+                    ", scale bytes " + std::to_string(l.scale_bytes));
   if (identity_.empty() || identity_.size() > 0xffff || l.kv_dtype.empty() || l.kv_dtype.size() > 0xffff)
     throw_error(errc::invalid_argument, "block_codec: identity and KV dtype must be 1..65535 bytes; got " +
                                             std::to_string(identity_.size()) + " and " +
@@ -94,7 +96,7 @@ block_codec::block_codec(std::string identity, kv_layout layout) : identity_(std
 }
 
 size_t block_codec::header_bytes() const noexcept {
-  return sizeof kMagic + 2 + 2 + identity_.size() + 2 + layout_.kv_dtype.size() + 5 * 4 + 16 + 16 + 4 +
+  return sizeof kMagic + 2 + 2 + identity_.size() + 2 + layout_.kv_dtype.size() + 6 * 4 + 16 + 16 + 4 +
          4 * static_cast<size_t>(layout_.block_size) + 8;
 }
 
@@ -113,6 +115,7 @@ std::string block_codec::encode(const block_meta& meta, std::string_view payload
   w.le<int32_t>(layout_.n_kv_heads);
   w.le<int32_t>(layout_.head_dim);
   w.le<int32_t>(layout_.elem_bytes);
+  w.le<int32_t>(layout_.scale_bytes);
   w.raw(meta.hash.bytes.data(), 16);
   w.raw(meta.parent.bytes.data(), 16);
   w.le<int32_t>(static_cast<int32_t>(meta.tokens.size()));
@@ -135,7 +138,7 @@ check_status block_codec::check(std::string_view entry, const block_meta& expect
   // Header fields first (cheap, and they say why), the checksum over everything last.
   auto identity = r.str16();
   auto dtype = r.str16();
-  int32_t shape[5];
+  int32_t shape[6];
   for (auto& v : shape) v = r.le<int32_t>();
   auto hash = r.raw(16);
   auto parent = r.raw(16);
@@ -143,7 +146,8 @@ check_status block_codec::check(std::string_view entry, const block_meta& expect
   if (!r.ok()) return check_status::bad_length;
   if (identity != identity_ || dtype != layout_.kv_dtype) return check_status::identity_mismatch;
   if (shape[0] != layout_.num_layers || shape[1] != layout_.block_size || shape[2] != layout_.n_kv_heads ||
-      shape[3] != layout_.head_dim || shape[4] != layout_.elem_bytes || num_tokens != layout_.block_size)
+      shape[3] != layout_.head_dim || shape[4] != layout_.elem_bytes || shape[5] != layout_.scale_bytes ||
+      num_tokens != layout_.block_size)
     return check_status::layout_mismatch;
   if (std::memcmp(hash.data(), expected.hash.bytes.data(), 16) != 0) return check_status::hash_mismatch;
   auto tokens = r.raw(4 * static_cast<size_t>(num_tokens));

@@ -18,7 +18,8 @@ namespace troupe::prefix {
 inline constexpr uint16_t kBlockFormatVersion = 1;
 
 // The shape of one block's K/V in the pool, and so of a payload: for each layer, K then V, each
-// [block_size, n_kv_heads, head_dim] of elem_bytes-sized elements.
+// [block_size, n_kv_heads, head_dim] of elem_bytes-sized elements, followed in a quantized pool
+// by its scales, [block_size, n_kv_heads] of scale_bytes each.
 struct kv_layout {
   int32_t num_layers = 0;
   int32_t block_size = 0;
@@ -26,10 +27,13 @@ struct kv_layout {
   int32_t head_dim = 0;
   std::string kv_dtype = "f32";
   int32_t elem_bytes = 4;
+  int32_t scale_bytes = 0;  // 4 (one float32 per token and head) for INT8 / FP8 pools
 
-  size_t layer_part_bytes() const noexcept {  // K (or V) of one layer
+  size_t codes_bytes() const noexcept {  // K (or V) codes of one layer
     return static_cast<size_t>(block_size) * n_kv_heads * head_dim * elem_bytes;
   }
+  size_t scales_bytes() const noexcept { return static_cast<size_t>(block_size) * n_kv_heads * scale_bytes; }
+  size_t layer_part_bytes() const noexcept { return codes_bytes() + scales_bytes(); }  // K (or V) of one layer
   size_t payload_bytes() const noexcept { return layer_part_bytes() * 2 * static_cast<size_t>(num_layers); }
   friend bool operator==(const kv_layout&, const kv_layout&) = default;
 };

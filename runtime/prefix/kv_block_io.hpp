@@ -1,18 +1,22 @@
 // Copies one block's K/V between the paged pool and a flat payload (kv_layout's order: per layer,
-// K then V). Runs on the executor's thread between steps, the only thread that touches the pool.
+// K then V, each its codes then, in an INT8 / FP8 pool, its per-token scales). Runs on the
+// executor's thread between steps, the only thread that touches the pool.
 #pragma once
 
 #include <string>
 #include <string_view>
 
+#include "runtime/core/dtype.hpp"
 #include "runtime/kv/block_allocator.hpp"
 #include "runtime/kv/kv_cache.hpp"
 #include "runtime/prefix/block_codec.hpp"
 
 namespace troupe::prefix {
 
-// The payload layout of `kv`'s blocks (float32 K/V today: kv_dtype "f32").
+// The payload layout of `kv`'s blocks; kv_dtype is the pool's ("f32", "int8", "fp8_e4m3").
 kv_layout layout_of(const kv_cache& kv);
+// The same for a pool of this model, block size and element type, without making one.
+kv_layout layout_for(const model_config& config, int32_t block_size, dtype kv_type = dtype::f32);
 // Appends block `b`'s payload (layout_of(kv).payload_bytes() bytes) to `out`.
 void gather_block(const kv_cache& kv, block_id b, std::string& out);
 // Writes `payload` into block `b`. Throws troupe::error(invalid_argument) when its size is not

@@ -66,9 +66,9 @@ BOOST_FIXTURE_TEST_CASE(each_corruption_is_refused_with_its_reason, fixture) {
   };
   const size_t id_len = codec.identity().size();
   // offsets: magic 0..7, version 8..9, identity length 10..11, identity 12.., dtype length, dtype,
-  // five i32, hash, parent, token count, tokens, payload length, payload, crc
+  // six i32, hash, parent, token count, tokens, payload length, payload, crc
   const size_t shape_at = 12 + id_len + 2 + 3;
-  const size_t hash_at = shape_at + 20;
+  const size_t hash_at = shape_at + 24;
   const size_t parent_at = hash_at + 16;
   const size_t tokens_at = parent_at + 16 + 4;
   BOOST_TEST(check(edited(0, 1), meta) == check_status::bad_magic);
@@ -77,6 +77,7 @@ BOOST_FIXTURE_TEST_CASE(each_corruption_is_refused_with_its_reason, fixture) {
   BOOST_TEST(check(edited(12 + id_len + 2, 1), meta) == check_status::identity_mismatch);  // dtype
   BOOST_TEST(check(edited(shape_at, 1), meta) == check_status::layout_mismatch);            // num_layers
   BOOST_TEST(check(edited(shape_at + 12, 1), meta) == check_status::layout_mismatch);       // head_dim
+  BOOST_TEST(check(edited(shape_at + 20, 1), meta) == check_status::layout_mismatch);       // scale bytes
   BOOST_TEST(check(edited(hash_at + 3, 1), meta) == check_status::hash_mismatch);
   BOOST_TEST(check(edited(parent_at, 1), meta) == check_status::tokens_mismatch);
   BOOST_TEST(check(edited(tokens_at + 4, 1), meta) == check_status::tokens_mismatch);
@@ -107,6 +108,7 @@ BOOST_FIXTURE_TEST_CASE(an_honest_entry_of_another_block_or_model_is_refused, fi
   kv_layout int8 = small_layout();
   int8.kv_dtype = "int8";
   int8.elem_bytes = 1;
+  int8.scale_bytes = 4;
   block_codec other_dtype("fp-1:kv-f32", int8);
   BOOST_TEST(other_dtype.check(entry, meta, nullptr) == check_status::identity_mismatch);
 }

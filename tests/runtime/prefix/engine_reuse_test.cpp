@@ -41,7 +41,7 @@ std::vector<float> prefill(model_runner& runner, std::span<const int32_t> table,
 
 }  // namespace
 
-BOOST_DATA_TEST_CASE(copied_blocks_give_bit_identical_logits, boost::unit_test::data::make(kSets), set) {
+static void check_reuse(const std::string& set, dtype kv_type) {
   auto ck = load(set);
   const int64_t vocab = ck->config.vocab_size;
   const int32_t bs = 4;
@@ -53,7 +53,7 @@ BOOST_DATA_TEST_CASE(copied_blocks_give_bit_identical_logits, boost::unit_test::
     const int32_t reused = (n - 1) / bs;  // full blocks a cache hit would give
 
     // Cold: one sequence, blocks 0..blocks-1, prefilled in chunks of 5 (chunking must not matter).
-    kv_cache kv_a(ck->config, blocks, bs);
+    kv_cache kv_a(ck->config, blocks, bs, kv_type);
     model_runner cold(*ck, kv_a);
     std::vector<int32_t> table_a(static_cast<size_t>(blocks));
     std::iota(table_a.begin(), table_a.end(), 0);
@@ -61,7 +61,7 @@ BOOST_DATA_TEST_CASE(copied_blocks_give_bit_identical_logits, boost::unit_test::
 
     // Warm: another pool; the reused blocks land in other block ids (reversed, offset), copied
     // through the payload format the shared store carries.
-    kv_cache kv_b(ck->config, blocks + 3, bs);
+    kv_cache kv_b(ck->config, blocks + 3, bs, kv_type);
     model_runner warm(*ck, kv_b);
     std::vector<int32_t> table_b(static_cast<size_t>(blocks));
     for (int32_t b = 0; b < blocks; ++b) table_b[static_cast<size_t>(b)] = blocks + 2 - b;
@@ -75,7 +75,8 @@ BOOST_DATA_TEST_CASE(copied_blocks_give_bit_identical_logits, boost::unit_test::
     const size_t skip = static_cast<size_t>(reused * bs) * static_cast<size_t>(vocab);
     BOOST_REQUIRE_EQUAL(warm_rows.size(), cold_rows.size() - skip);
     BOOST_TEST(std::memcmp(warm_rows.data(), cold_rows.data() + skip, warm_rows.size() * sizeof(float)) == 0,
-               set << " " << c.id << ": logits after " << reused << " reused blocks differ from the cold run");
+               set << " " << c.id << " KV " << to_string(kv_type) << ": logits after " << reused
+                   << " reused blocks differ from the cold run");
     // And the K/V the warm run computed for the rest equals the cold run's, so decoding goes on
     // identically too.
     for (int32_t b = reused; b < blocks; ++b) {
@@ -85,4 +86,14 @@ BOOST_DATA_TEST_CASE(copied_blocks_give_bit_identical_logits, boost::unit_test::
       BOOST_TEST((pa == pb), set << " " << c.id << ": block " << b << " K/V differ");
     }
   }
+}
+
+BOOST_DATA_TEST_CASE(copied_blocks_give_bit_identical_logits, boost::unit_test::data::make(kSets), set) {
+  check_reuse(set, dtype::f32);
+}
+
+// INT8 / FP8 pools: codes and per-token scales travel together and reproduce the same logits.
+BOOST_AUTO_TEST_CASE(copied_quantized_blocks_give_bit_identical_logits) {
+  check_reuse("tiny-dense", dtype::i8);
+  check_reuse("tiny-moe", dtype::f8_e4m3);
 }

@@ -30,6 +30,7 @@ BOOST_AUTO_TEST_CASE(gather_then_scatter_copies_one_block_exactly) {
   BOOST_TEST(l.n_kv_heads == 2);
   BOOST_TEST(l.head_dim == 4);
   BOOST_TEST(l.payload_bytes() == 3u * 2 * (2 * 2 * 4) * 4);
+  BOOST_TEST((layout_for(tiny_config(), 2) == l));
   const size_t per_block = 2 * 2 * 4;  // floats of K (or V) per block per layer
   // Distinct values everywhere: value = layer * 1000 + (K: 0, V: 500) + flat index.
   for (int64_t i = 0; i < kv.num_layers(); ++i)
@@ -53,6 +54,44 @@ BOOST_AUTO_TEST_CASE(gather_then_scatter_copies_one_block_exactly) {
     BOOST_TEST(std::memcmp(kv.layer(i).v + per_block, kv.layer(i).v + 3 * per_block, per_block * 4) == 0);
     BOOST_TEST(kv.layer(i).k[0] == static_cast<float>(i * 1000));              // block 0 untouched
     BOOST_TEST(kv.layer(i).k[2 * per_block] == static_cast<float>(i * 1000 + 2 * per_block));  // block 2 too
+  }
+}
+
+BOOST_AUTO_TEST_CASE(quantized_pools_carry_codes_and_scales) {
+  for (dtype t : {dtype::i8, dtype::f8_e4m3}) {
+    kv_cache kv(tiny_config(), 4, 2, t);
+    auto l = layout_of(kv);
+    BOOST_TEST(l.kv_dtype == (t == dtype::i8 ? "int8" : "fp8_e4m3"));
+    BOOST_TEST(l.elem_bytes == 1);
+    BOOST_TEST(l.scale_bytes == 4);
+    BOOST_TEST((layout_for(tiny_config(), 2, t) == l));
+    const size_t codes = 2 * 2 * 4, scales = 2 * 2;  // per block per layer: [2 slots, 2 heads, 4] and [2, 2]
+    BOOST_TEST(l.payload_bytes() == 3u * 2 * (codes + scales * 4));
+    for (int64_t i = 0; i < kv.num_layers(); ++i)
+      for (size_t f = 0; f < codes * 4; ++f) {
+        kv.layer(i).k_codes[f] = static_cast<uint8_t>(i * 50 + f);
+        kv.layer(i).v_codes[f] = static_cast<uint8_t>(i * 50 + f + 100);
+        if (f < scales * 4) {
+          kv.layer(i).k_scales[f] = static_cast<float>(i) + 0.25f * static_cast<float>(f);
+          kv.layer(i).v_scales[f] = -static_cast<float>(i) - 0.5f * static_cast<float>(f);
+        }
+      }
+    std::string payload;
+    gather_block(kv, 2, payload);
+    BOOST_REQUIRE(payload.size() == l.payload_bytes());
+    // Layer 0's K: codes of block 2, then its scales.
+    BOOST_TEST(static_cast<uint8_t>(payload[0]) == 2 * codes);
+    float s0;
+    std::memcpy(&s0, payload.data() + codes, 4);
+    BOOST_TEST(s0 == 0.25f * static_cast<float>(2 * scales));
+    scatter_block(kv, 0, payload);
+    for (int64_t i = 0; i < kv.num_layers(); ++i) {
+      BOOST_TEST(std::memcmp(kv.layer(i).k_codes, kv.layer(i).k_codes + 2 * codes, codes) == 0);
+      BOOST_TEST(std::memcmp(kv.layer(i).v_codes, kv.layer(i).v_codes + 2 * codes, codes) == 0);
+      BOOST_TEST(std::memcmp(kv.layer(i).k_scales, kv.layer(i).k_scales + 2 * scales, scales * 4) == 0);
+      BOOST_TEST(std::memcmp(kv.layer(i).v_scales, kv.layer(i).v_scales + 2 * scales, scales * 4) == 0);
+      BOOST_TEST(kv.layer(i).k_codes[codes] == static_cast<uint8_t>(i * 50 + codes));  // block 1 untouched
+    }
   }
 }
 
