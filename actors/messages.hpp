@@ -26,6 +26,8 @@ using drain_atom = caf::atom_constant<caf::atom("drain")>;       // stop accepti
 using drained_atom = caf::atom_constant<caf::atom("drained")>;   // scheduler -> supervisor: all done
 using tick_atom = caf::atom_constant<caf::atom("tick")>;         // scheduler: deadlines / drain timer
 using kill_exec_atom = caf::atom_constant<caf::atom("killexec")>;  // tests: fail the executor
+using kill_sched_atom = caf::atom_constant<caf::atom("killsched")>;  // tests: fail the scheduler
+using kill_worker_atom = caf::atom_constant<caf::atom("killworker")>;  // tests: fail a tokenizer worker
 using restarts_atom = caf::atom_constant<caf::atom("restarts")>;  // supervisor: restarts so far
 
 // ---- gateway -> tokenizer worker -------------------------------------------------------------

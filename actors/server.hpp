@@ -40,8 +40,10 @@ class server {
   // Returns once everything has stopped (at most grace + a few seconds).
   void shutdown(std::chrono::milliseconds grace);
 
-  // Test hooks: fail the shard executor (the supervisor restarts it); restarts so far.
+  // Test hooks: fail an actor (the supervisor restarts it); restarts so far.
   void kill_executor();
+  void kill_scheduler();
+  void kill_tokenizer_worker(int32_t index);
   int restarts();
 
  private:

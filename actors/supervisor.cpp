@@ -110,6 +110,10 @@ caf::behavior supervisor(self_ptr self, context_ptr ctx) {
         if (st.drain_listener) self->send(st.drain_listener, drained_atom::value);
       },
       [=](kill_exec_atom) { self->send_exit(self->state.executor, caf::exit_reason::kill); },
+      [=](kill_sched_atom) { self->send_exit(self->state.scheduler, caf::exit_reason::kill); },
+      [=](kill_worker_atom, int32_t i) {
+        self->send_exit(self->state.workers.at(static_cast<size_t>(i)), caf::exit_reason::kill);
+      },
       [=](restarts_atom) -> int { return self->state.restarts; },
   };
 }

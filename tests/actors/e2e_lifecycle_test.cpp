@@ -2,8 +2,12 @@
 // each end with the right `done` and give every KV block back at once; a failed shard executor
 // is restarted and its requests are recomputed to the same tokens.
 #include "tests/actors/e2e_fixture.hpp"
+#include "runtime/wire/frame.hpp"
+#include "runtime/wire/request_codec.hpp"
 
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 using namespace troupe;
 using namespace troupe::e2e;
@@ -109,6 +113,100 @@ BOOST_AUTO_TEST_CASE(a_failed_executor_is_restarted_and_its_requests_recomputed)
   }
   BOOST_TEST(srv->restarts() == 1);
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_tokenizer_worker_fails_only_its_requests) {
+  auto c = test_config();
+  c.max_model_len = 4096;
+  c.tokenizer_workers = 2;
+  auto srv = start(c);
+  client::client cl("127.0.0.1", srv->port());
+  std::vector<client::stream> streams;
+  for (int i = 0; i < 6; ++i) streams.push_back(cl.generate(ids_request("w" + std::to_string(i), {1, 2, 3}, 400)));
+  BOOST_REQUIRE(streams[0].next().has_value());
+  srv->kill_tokenizer_worker(1);
+  int failed = 0, finished = 0;
+  for (auto& s : streams) {
+    while (s.next()) {
+    }
+    const auto& d = s.done();
+    if (d.reason == wire::finish_reason::error) {
+      ++failed;
+      BOOST_REQUIRE(d.error.has_value());
+      BOOST_TEST(to_string(d.error->code) == "internal");
+      BOOST_TEST(d.error->message == "the tokenizer worker failed and was restarted; this request was lost");
+    } else {
+      ++finished;
+      BOOST_TEST((d.reason == wire::finish_reason::length));
+      BOOST_TEST(d.usage.completion_tokens == 400);
+    }
+  }
+  BOOST_TEST(failed == 3);  // requests alternate between the two workers
+  BOOST_TEST(finished == 3);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+  auto after = ids_request("after", {5}, 5);
+  BOOST_TEST(cl.complete(after).ids == reference(tiny_dense(), after), boost::test_tools::per_element());
+  BOOST_TEST(cl.complete(ids_request("after2", {5}, 5)).ids.size() == 5u);  // the new worker serves too
+  BOOST_TEST(srv->restarts() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_scheduler_is_restarted_and_its_requests_end_with_a_reason) {
+  auto c = test_config();
+  c.max_model_len = 4096;
+  auto srv = start(c);
+  client::client cl("127.0.0.1", srv->port());
+  std::vector<client::stream> streams;
+  for (int i = 0; i < 4; ++i) streams.push_back(cl.generate(ids_request("k" + std::to_string(i), {1, 2, 3}, 3000)));
+  BOOST_REQUIRE(streams[0].next().has_value());
+  srv->kill_scheduler();
+  for (auto& s : streams) {
+    while (s.next()) {
+    }
+    BOOST_TEST((s.done().reason == wire::finish_reason::error));
+    BOOST_REQUIRE(s.done().error.has_value());
+    BOOST_TEST(s.done().error->message == "the scheduler failed and was restarted; this request was lost");
+  }
+  auto after = ids_request("after", {4, 2}, 6, 77);
+  BOOST_TEST(cl.complete(after).ids == reference(tiny_dense(), after), boost::test_tools::per_element());
+  BOOST_TEST(srv->restarts() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_client_that_stops_reading_is_cut_off_and_others_are_not_slowed) {
+  auto c = test_config();
+  c.max_model_len = 4096;
+  c.num_kv_blocks = 2048;
+  c.max_connection_buffer_bytes = 64 * 1024;
+  c.max_num_seqs = 40;
+  auto srv = start(c);
+  // A raw socket with a tiny receive buffer that never reads. The kernel queues up to
+  // net.ipv4.tcp_wmem's maximum (4 MiB here) before the server's own buffer grows, so the stuck
+  // client asks for more than that: 32 streams of 4000 tokens (~6 MB of events).
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int small = 4096;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(srv->port());
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  std::string bytes;
+  for (int i = 0; i < 32; ++i)
+    wire::append_frame(bytes, wire::encode_request(ids_request("z" + std::to_string(i), {1}, 4000)));
+  BOOST_REQUIRE(::send(fd, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()));
+
+  // Meanwhile a well-behaved client gets its answer, exactly.
+  client::client good("127.0.0.1", srv->port());
+  auto keep = ids_request("keep", {3, 1, 4}, 100, 1);
+  auto t0 = std::chrono::steady_clock::now();
+  BOOST_TEST(good.complete(keep).ids == reference(tiny_dense(), keep), boost::test_tools::per_element());
+  BOOST_TEST_MESSAGE("the good client took " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
+                                             << " s");
+  // The stuck client's requests are cancelled once its unread output passes the limit.
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }, std::chrono::seconds(300)));
+  auto text = srv->metrics().render();
+  BOOST_TEST(text.find("finished_reason=\"abort\"} 32\n") != std::string::npos,
+             text.substr(text.find("troupe:request_success_total"), 400));
+  ::close(fd);
 }
 
 BOOST_AUTO_TEST_CASE(shutdown_ends_every_running_request_with_done_and_returns_quickly) {

@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""The Python client against the real `troupe serve` binary: greedy and seeded outputs equal
+`troupe generate --json` for the same request, interleaved streaming iterators on one connection,
+cancel, errors as TroupeError, and SIGTERM ending the server with a final done.
+
+usage: python_client_test.py TROUPE_BINARY SOURCE_DIR
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+troupe, source = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(source, "examples", "python"))
+from troupe_client import Client, TroupeError  # noqa: E402
+
+model = os.path.join(source, "tests", "data", "golden", "tiny-dense")
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def generate_cli(ids, max_tokens, temperature=None, seed=None):
+    cmd = [troupe, "generate", "--model", model, "--ids", ",".join(map(str, ids)), "--max-tokens", str(max_tokens),
+           "--ignore-eos", "--json"]
+    if temperature is not None:
+        cmd += ["--temperature", str(temperature)]
+    if seed is not None:
+        cmd += ["--seed", str(seed)]
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["ids"]
+
+
+server = subprocess.Popen([troupe, "serve", "--model", model, "--port", "0", "--metrics-port", "-1",
+                           "--num-kv-blocks", "256", "--max-model-len", "1024", "--set", "server.shutdown_grace_ms=200"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+port = None
+banner = []
+for line in server.stdout:
+    banner.append(line)
+    m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+    if m:
+        port = int(m.group(1))
+    if "ready" in line:
+        break
+check(port is not None, "server printed its port: " + "".join(banner).strip().replace("\n", " | "))
+
+try:
+    with Client("127.0.0.1", port) as c:
+        check(c.health()["status"] == "ok", "health")
+        check(c.models()[0]["vocab_size"] == 4096, "models")
+
+        # Same request, same tokens as `troupe generate` (greedy and seeded).
+        prompt = [11, 22, 33, 44]
+        _, ids, done = c.complete(prompt_ids=prompt, max_tokens=12, temperature=0.0, ignore_eos=True)
+        check(ids == generate_cli(prompt, 12, temperature=0), "greedy equals troupe generate")
+        check(done["finish_reason"] == "length" and done["usage"]["completion_tokens"] == 12, "done event")
+        _, ids, _ = c.complete(prompt_ids=prompt, max_tokens=12, temperature=0.9, seed=1234, ignore_eos=True)
+        check(ids == generate_cli(prompt, 12, temperature=0.9, seed=1234), "seeded equals troupe generate")
+
+        # Two streams on one connection, consumed alternately.
+        a = c.generate(prompt_ids=[1, 2], max_tokens=5, temperature=0.0, ignore_eos=True)
+        b = c.generate(prompt_ids=[3, 4], max_tokens=5, temperature=0.0, ignore_eos=True)
+        got_a, got_b = [], []
+        for ea, eb in zip(a, b):
+            got_a += ea.get("ids", []) if ea["event"] == "token" else []
+            got_b += eb.get("ids", []) if eb["event"] == "token" else []
+        check(got_a == generate_cli([1, 2], 5, 0) and got_b == generate_cli([3, 4], 5, 0), "interleaved streams")
+
+        # Errors are exceptions with the code.
+        try:
+            c.complete(prompt_ids=[1], max_tokens=0)
+            check(False, "max_tokens 0 refused")
+        except TroupeError as e:
+            check(e.code == "invalid_value" and "max_tokens" in e.message, "max_tokens 0 refused: " + str(e))
+
+        # Cancel.
+        s = c.generate(prompt_ids=[5], max_tokens=900, temperature=0.0, ignore_eos=True, request_id="long")
+        next(s)
+        c.cancel("long")
+        last = list(s)[-1]
+        check(last["event"] == "done" and last["finish_reason"] == "cancelled", "cancel")
+
+        # SIGTERM while a request runs: it ends with done, the server exits promptly.
+        s = c.generate(prompt_ids=[6], max_tokens=900, temperature=0.0, ignore_eos=True, request_id="sig")
+        next(s)
+        t0 = time.time()
+        server.send_signal(signal.SIGTERM)
+        last = list(s)[-1]
+        check(last["event"] == "done" and last["finish_reason"] in ("cancelled", "length"),
+              "running request ends with done on SIGTERM (" + last.get("finish_reason", "?") + ")")
+    rc = server.wait(timeout=15)
+    tail = server.stdout.read()
+    check(rc == 0 and "stopped" in tail, f"server exited 0 within {time.time() - t0:.2f} s")
+finally:
+    if server.poll() is None:
+        server.kill()
+
+sys.exit(1 if failures else 0)
