@@ -97,6 +97,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   s.max_model_len = f.max_model_len;
   s.enable_chunked_prefill = ctx->cfg.enable_chunked_prefill;
   s.long_prefill_token_threshold = ctx->cfg.long_prefill_token_threshold;
+  s.max_prefill_tokens_while_decoding = ctx->cfg.max_prefill_tokens_while_decoding;
   s.max_waiting = ctx->cfg.max_waiting;
   s.static_batching = ctx->cfg.static_batching;
   plugin_host::policy_settings ps;

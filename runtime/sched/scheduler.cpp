@@ -27,6 +27,8 @@ scheduler::scheduler(const sched_config& cfg, int32_t num_blocks, int32_t block_
   if (cfg.max_model_len < 2) bad("max_model_len must be >= 2; got " + std::to_string(cfg.max_model_len));
   if (cfg.long_prefill_token_threshold < 0)
     bad("long_prefill_token_threshold must be >= 0; got " + std::to_string(cfg.long_prefill_token_threshold));
+  if (cfg.max_prefill_tokens_while_decoding < 0)
+    bad("max_prefill_tokens_while_decoding must be >= 0; got " + std::to_string(cfg.max_prefill_tokens_while_decoding));
   if (cfg.max_waiting < 1) bad("max_waiting must be >= 1; got " + std::to_string(cfg.max_waiting));
   int64_t pool_tokens = int64_t{num_blocks} * block_size;
   if (pool_tokens < cfg.max_model_len)
@@ -174,6 +176,11 @@ step_plan scheduler::schedule() {
     add_to_plan(s, 1, plan);
     budget -= 1;
   }
+
+  // Prompt chunks share a step that decodes only up to their own cap: that step's time is every
+  // decoding stream's inter-token latency.
+  if (cfg_.enable_chunked_prefill && cfg_.max_prefill_tokens_while_decoding > 0 && !plan.seqs.empty())
+    budget = std::min(budget, cfg_.max_prefill_tokens_while_decoding);
 
   // 2. Running sequences in the middle of their prompt: the next chunk, shrunk to the budget and
   //    to the free blocks (no preemption for a prefill: it would evict decodes planned above).

@@ -30,6 +30,10 @@ struct sched_config {
   int32_t max_model_len = 4096;           // prompt + output tokens of one sequence
   bool enable_chunked_prefill = true;     // off: a prompt must fit the budget in one step
   int32_t long_prefill_token_threshold = 0;  // > 0: at most this many prompt tokens per sequence per step
+  // > 0 (with chunked prefill): at most this many prompt tokens in a step that also decodes. On a
+  // CPU a prompt token costs about as much as a whole decode step's weight read, so this is what
+  // bounds inter-token latency while long prompts arrive; a prompt alone still gets the budget.
+  int32_t max_prefill_tokens_while_decoding = 0;
   int32_t max_waiting = 4096;             // admission refuses more (too_many_requests)
   // Static batching (baseline for benchmarks): requests join a batch only until its first token
   // is sampled; then nothing joins until every member has finished.

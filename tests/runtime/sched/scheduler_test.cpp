@@ -152,6 +152,22 @@ BOOST_AUTO_TEST_CASE(long_prefill_threshold_caps_one_sequence_chunk) {
   expect_steps(t.run(), {"1:0+5 2:0+4*", "1:5+5", "1:10+2*"});
 }
 
+BOOST_AUTO_TEST_CASE(prefill_beside_decodes_is_capped_and_alone_is_not) {
+  auto c = cfg(4, 16);
+  c.max_prefill_tokens_while_decoding = 3;
+  sim alone_run(c, 32, 4);
+  alone_run.add(req(1, 12, 1));  // nothing decodes: the whole budget
+  expect_steps(alone_run.run(), {"1:0+12*"});
+
+  sim t(c, 32, 4);
+  t.add(req(1, 2, 6));
+  BOOST_TEST(t.step() == "1:0+2*");
+  t.add(req(2, 10, 2));  // arrives while seq 1 decodes: 3 prompt tokens a step
+  expect_steps(t.run(), {"1:2+1* 2:0+3", "1:3+1* 2:3+3", "1:4+1* 2:6+3", "1:5+1* 2:9+1*", "1:6+1* 2:10+1*"});
+  BOOST_TEST(t.out[1] == alone(req(1, 2, 6)), boost::test_tools::per_element());
+  BOOST_TEST(t.out[2] == alone(req(2, 10, 2)), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(sequence_limit_holds_back_admission_until_a_slot_frees) {
   sim t(cfg(2, 32), 16, 4);
   t.add(req(1, 2, 2));
