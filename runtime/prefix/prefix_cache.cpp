@@ -185,6 +185,18 @@ int32_t prefix_cache::num_cached_tokens(int64_t seq) const {
   return it == seqs_.end() ? 0 : it->second.cached_tokens;
 }
 
+int32_t prefix_cache::cached_prefix_tokens(int64_t seq, size_t num_tokens) const {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return 0;
+  const auto& s = it->second;
+  if (s.admitted_once) return s.cached_tokens;
+  const size_t cap = std::min(reusable_blocks(num_tokens, block_size_), s.hashes.size());
+  size_t n = index_.match(s.hashes, cap).size();
+  const auto& r = s.remote;
+  if (r.first_block <= n) n = std::max(n, std::min(r.first_block + r.payloads.size(), cap));
+  return static_cast<int32_t>(n) * block_size_;
+}
+
 int32_t prefix_cache::num_remote_tokens(int64_t seq) const {
   auto it = seqs_.find(seq);
   return it == seqs_.end() ? 0 : it->second.remote_tokens;

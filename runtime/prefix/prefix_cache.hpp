@@ -122,6 +122,11 @@ class prefix_cache {
   // Prompt tokens reused at the sequence's first admission (local + remote), and of them remote.
   int32_t num_cached_tokens(int64_t seq) const;
   int32_t num_remote_tokens(int64_t seq) const;
+  // What a scheduling policy sees as the sequence's cached prefix (seq_view::num_cached_tokens):
+  // before its first admission, the prompt tokens it would reuse now (local chain, then resolved
+  // remote blocks that continue it) for `num_tokens` known tokens; after it, num_cached_tokens.
+  // Const: asking changes no LRU order.
+  int32_t cached_prefix_tokens(int64_t seq, size_t num_tokens) const;
   prefix_stats stats() const;
   const prefix_index& index() const noexcept { return index_; }
   // Payload bytes asked for or held by sequences between look-up and admission.

@@ -25,7 +25,7 @@ struct seq_view {
   int64_t arrival_ns = 0;            // when add() queued it (kept across preemption)
   int64_t deadline_ns = 0;           // 0: none
   int32_t max_output_tokens = 0;     // the most it may generate (max_tokens, capped by max_model_len)
-  int32_t num_cached_tokens = 0;     // prompt prefix already in the KV cache (0 until a prefix cache)
+  int32_t num_cached_tokens = 0;     // prompt prefix already in the KV cache (0 with prefix caching off)
   int32_t num_computed_tokens = 0;   // tokens whose K/V are in the pool (0 while waiting)
 };
 

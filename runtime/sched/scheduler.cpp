@@ -58,6 +58,7 @@ seq_view scheduler::view(const sequence& s) const {
     v.deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(s.spec.deadline->time_since_epoch()).count();
   v.max_output_tokens = s.max_total - s.num_prompt;
   v.num_computed_tokens = s.num_computed;
+  if (prefix_) v.num_cached_tokens = prefix_->cached_prefix_tokens(v.seq_id, s.tokens.size());
   return v;
 }
 

@@ -432,4 +432,52 @@ BOOST_AUTO_TEST_CASE(random_shared_prefix_workloads_match_the_reference) {
   }
 }
 
+// Scheduling policies see the cached prefix (seq_view::num_cached_tokens): what cache-aware
+// orders by. Before admission it is what the sequence would reuse now, after it what it reused.
+struct recording_policy final : policy {
+  std::map<int64_t, int32_t>* seen;
+  explicit recording_policy(std::map<int64_t, int32_t>* s) : seen(s) {}
+  std::string_view name() const noexcept override { return "recording"; }
+  bool before(const seq_view& a, const seq_view& b) const noexcept override { return a.arrival < b.arrival; }
+  void on_waiting(const seq_view& v) override { (*seen)[v.seq_id] = v.num_cached_tokens; }
+};
+
+BOOST_AUTO_TEST_CASE(policies_see_the_cached_prefix) {
+  std::map<int64_t, int32_t> seen;
+  auto cfg = prefix_config();
+  scheduler s(cfg, 32, 4, std::make_unique<recording_policy>(&seen));
+  auto run = [&] {
+    for (int i = 0; i < 100 && !s.idle(); ++i) {
+      auto plan = s.schedule();
+      std::vector<int32_t> sampled(static_cast<size_t>(plan.num_sampled), 7);
+      s.update(plan, sampled);
+    }
+  };
+  auto spec = [](int64_t id, std::vector<int32_t> p) {
+    request_spec r;
+    r.seq_id = id;
+    r.prompt = std::move(p);
+    r.max_tokens = 1;
+    return r;
+  };
+  BOOST_REQUIRE(s.add(spec(1, tokens_from(100, 10))).status == admit_status::ok);
+  BOOST_TEST(seen[1] == 0);
+  run();
+  auto shared = tokens_from(100, 9);  // blocks [100..103], [104..107] are cached now
+  shared.push_back(5);
+  shared.push_back(6);
+  BOOST_REQUIRE(s.add(spec(2, shared)).status == admit_status::ok);
+  BOOST_REQUIRE(s.add(spec(3, tokens_from(500, 10))).status == admit_status::ok);
+  BOOST_TEST(seen[2] == 8);
+  BOOST_TEST(seen[3] == 0);
+  s.check_invariants();
+  // Without prefix caching the field stays 0.
+  std::map<int64_t, int32_t> off_seen;
+  auto off = prefix_config();
+  off.enable_prefix_caching = false;
+  scheduler plain(off, 32, 4, std::make_unique<recording_policy>(&off_seen));
+  BOOST_REQUIRE(plain.add(spec(1, tokens_from(100, 10))).status == admit_status::ok);
+  BOOST_TEST(off_seen[1] == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
