@@ -8,6 +8,8 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/plugin_host/plugin_library.hpp"
+#include "runtime/prefix/block_hash.hpp"
+#include "runtime/prefix/redis_url.hpp"
 
 namespace troupe::serve {
 
@@ -57,6 +59,19 @@ const std::vector<knob>& knobs() {
       {"kv_cache", "block_size", &server_config::block_size, 1, 1024},
       {"kv_cache", "kv_cache_memory_bytes", &server_config::kv_cache_memory_bytes, 1, i64max},
       {"kv_cache", "num_kv_blocks", &server_config::num_kv_blocks, 0, i32max},
+      {"prefix_cache", "enabled", &server_config::enable_prefix_caching},
+      {"prefix_cache", "redis_url", &server_config::redis_url},
+      {"prefix_cache", "namespace", &server_config::prefix_namespace},
+      {"prefix_cache", "ttl_s", &server_config::prefix_ttl_s, 1, int64_t{1} << 31},
+      {"prefix_cache", "fetch_budget_ms", &server_config::prefix_fetch_budget_ms, 1, 600000},
+      {"prefix_cache", "publish_budget_ms", &server_config::prefix_publish_budget_ms, 1, 600000},
+      {"prefix_cache", "lookup_strategy", &server_config::prefix_lookup_strategy},
+      {"prefix_cache", "max_fetch_bytes", &server_config::prefix_max_fetch_bytes, 1, i64max},
+      {"prefix_cache", "max_pending_remote_bytes", &server_config::prefix_max_pending_remote_bytes, 1, i64max},
+      {"prefix_cache", "max_publish_queue_bytes", &server_config::prefix_max_publish_queue_bytes, 0, i64max},
+      {"prefix_cache", "connect_timeout_ms", &server_config::redis_connect_timeout_ms, 1, 600000},
+      {"prefix_cache", "backoff_initial_ms", &server_config::redis_backoff_initial_ms, 1, 600000},
+      {"prefix_cache", "backoff_max_ms", &server_config::redis_backoff_max_ms, 1, 3600000},
   };
   return k;
 }
@@ -72,7 +87,7 @@ const knob& find_knob(std::string_view section, std::string_view key, const std:
     if (k.section == section && k.key == key) return k;
   }
   if (!section_known)
-    bad(origin, "unknown section [" + std::string(section) + "]; expected server, model, scheduler or kv_cache");
+    bad(origin, "unknown section [" + std::string(section) + "]; expected server, model, scheduler, kv_cache or prefix_cache");
   bad(origin, "unknown key '" + std::string(key) + "' in [" + std::string(section) + "]");
 }
 
@@ -170,6 +185,27 @@ void validate(const server_config& c) {
   }
   if (c.max_model_len != 0 && c.max_model_len < 2) bad2("model.max_model_len must be 0 (model default) or >= 2");
   if (c.host.empty()) bad2("server.host must not be empty");
+  if (!c.redis_url.empty()) {
+    try {
+      prefix::parse_redis_url(c.redis_url);
+    } catch (const error& e) {
+      bad2(std::string("prefix_cache.redis_url (--redis): ") + e.what());
+    }
+  }
+  // The namespace is the first part of every key: store_key's rules (non-empty, no ':' or space).
+  try {
+    prefix::cache_identity probe;
+    probe.model_fingerprint = "x";
+    prefix::store_key(c.prefix_namespace, probe, prefix::block_hash{});
+  } catch (const error&) {
+    bad2("prefix_cache.namespace = '" + c.prefix_namespace +
+         "' must be non-empty, without ':' or white space (it starts every Redis key)");
+  }
+  if (c.prefix_lookup_strategy != "pipelined" && c.prefix_lookup_strategy != "binary_search")
+    bad2("prefix_cache.lookup_strategy = '" + c.prefix_lookup_strategy + "'; expected pipelined or binary_search");
+  if (c.redis_backoff_max_ms < c.redis_backoff_initial_ms)
+    bad2("prefix_cache.backoff_max_ms (" + std::to_string(c.redis_backoff_max_ms) +
+         ") must be >= prefix_cache.backoff_initial_ms (" + std::to_string(c.redis_backoff_initial_ms) + ")");
 }
 
 }  // namespace troupe::serve

@@ -43,6 +43,20 @@ struct server_config {
   int32_t block_size = 16;
   int64_t kv_cache_memory_bytes = int64_t{1} << 30;
   int32_t num_kv_blocks = 0;       // > 0 overrides the memory budget (tests, benchmarks)
+  // [prefix_cache] (docs/prefix_cache.md)
+  bool enable_prefix_caching = true;           // key `enabled`; --no-prefix-cache turns it off
+  std::string redis_url;                       // "" = local only; --redis
+  std::string prefix_namespace = "troupe";     // key `namespace`: first part of every Redis key
+  int64_t prefix_ttl_s = 3600;                 // every Redis entry expires (refreshed on a hit)
+  int32_t prefix_fetch_budget_ms = 1000;       // longest a request waits for its Redis look-up
+  int32_t prefix_publish_budget_ms = 2000;     // longest one publish round may take
+  std::string prefix_lookup_strategy = "pipelined";  // or "binary_search"
+  int64_t prefix_max_fetch_bytes = int64_t{1} << 30;            // per request
+  int64_t prefix_max_pending_remote_bytes = int64_t{1} << 30;   // fetched, waiting for admission
+  int64_t prefix_max_publish_queue_bytes = int64_t{256} << 20;  // waiting to be written
+  int32_t redis_connect_timeout_ms = 500;
+  int32_t redis_backoff_initial_ms = 100;
+  int32_t redis_backoff_max_ms = 5000;
 };
 
 // Overlays the TOML text on `cfg` (only the keys present change). `origin` names the file in errors.
@@ -50,8 +64,8 @@ void apply_toml(server_config& cfg, std::string_view toml_text, const std::strin
 void load_file(server_config& cfg, const std::string& path);
 // One "section.key=value" override (value in TOML syntax, strings may be bare).
 void apply_override(server_config& cfg, std::string_view assignment);
-// Checks ranges across keys and that the policy plugin can be found; throws
-// troupe::error(invalid_argument).
+// Checks ranges across keys, that the policy plugin can be found, and the prefix_cache section
+// (redis_url, namespace, lookup_strategy); throws troupe::error(invalid_argument) naming the key.
 void validate(const server_config& cfg);
 // "a:b::c" -> {"a", "b", "c"} (scheduler.plugin_dirs).
 std::vector<std::string> split_dirs(std::string_view dirs);

@@ -89,6 +89,50 @@ BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   BOOST_TEST(from_file.block_size == d.block_size);
   BOOST_TEST(from_file.kv_cache_memory_bytes == d.kv_cache_memory_bytes);
   BOOST_TEST(from_file.num_kv_blocks == d.num_kv_blocks);
+  BOOST_TEST(from_file.enable_prefix_caching == d.enable_prefix_caching);
+  BOOST_TEST(from_file.redis_url == d.redis_url);
+  BOOST_TEST(from_file.prefix_namespace == d.prefix_namespace);
+  BOOST_TEST(from_file.prefix_ttl_s == d.prefix_ttl_s);
+  BOOST_TEST(from_file.prefix_fetch_budget_ms == d.prefix_fetch_budget_ms);
+  BOOST_TEST(from_file.prefix_publish_budget_ms == d.prefix_publish_budget_ms);
+  BOOST_TEST(from_file.prefix_lookup_strategy == d.prefix_lookup_strategy);
+  BOOST_TEST(from_file.prefix_max_fetch_bytes == d.prefix_max_fetch_bytes);
+  BOOST_TEST(from_file.prefix_max_pending_remote_bytes == d.prefix_max_pending_remote_bytes);
+  BOOST_TEST(from_file.prefix_max_publish_queue_bytes == d.prefix_max_publish_queue_bytes);
+  BOOST_TEST(from_file.redis_connect_timeout_ms == d.redis_connect_timeout_ms);
+  BOOST_TEST(from_file.redis_backoff_initial_ms == d.redis_backoff_initial_ms);
+  BOOST_TEST(from_file.redis_backoff_max_ms == d.redis_backoff_max_ms);
+}
+
+BOOST_AUTO_TEST_CASE(prefix_cache_keys_and_their_errors) {
+  server_config c;
+  BOOST_TEST(c.enable_prefix_caching);  // on by default
+  apply_override(c, "prefix_cache.enabled=false");
+  apply_override(c, "prefix_cache.redis_url=redis://u:secret@10.0.0.5:6380/2");
+  apply_override(c, "prefix_cache.namespace=team-a");
+  apply_override(c, "prefix_cache.fetch_budget_ms=50");
+  apply_override(c, "prefix_cache.lookup_strategy=binary_search");
+  BOOST_TEST(!c.enable_prefix_caching);
+  BOOST_TEST(c.redis_url == "redis://u:secret@10.0.0.5:6380/2");
+  BOOST_TEST(c.prefix_namespace == "team-a");
+  BOOST_TEST(c.prefix_fetch_budget_ms == 50);
+  BOOST_TEST(c.prefix_lookup_strategy == "binary_search");
+  validate(c);
+  expect_error([&] { apply_override(c, "prefix_cache.fetch_budget_ms=0"); },
+               "prefix_cache.fetch_budget_ms = 0 is out of range");
+  expect_error([&] { apply_override(c, "prefix_cache.ttl=5"); }, "unknown key 'ttl' in [prefix_cache]");
+  auto bad = c;
+  bad.redis_url = "http://localhost:6379";
+  expect_error([&] { validate(bad); }, "prefix_cache.redis_url (--redis)");
+  bad = c;
+  bad.prefix_namespace = "a:b";
+  expect_error([&] { validate(bad); }, "prefix_cache.namespace = 'a:b'");
+  bad = c;
+  bad.prefix_lookup_strategy = "linear";
+  expect_error([&] { validate(bad); }, "prefix_cache.lookup_strategy = 'linear'");
+  bad = c;
+  bad.redis_backoff_max_ms = 10;
+  expect_error([&] { validate(bad); }, "prefix_cache.backoff_max_ms (10)");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
