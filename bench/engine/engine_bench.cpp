@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "bench/machine/machine_limits.hpp"
 #include "kernels/kernels.hpp"
@@ -68,14 +69,18 @@ int main(int argc, char** argv) {
   app.add_option("--prefill-len", prefill_len);
   app.add_option("--decode-steps", decode_steps);
   app.add_option("--reps", reps, "repetitions; the best is reported");
+  std::vector<int> batches{1, 8, 32};
+  bool skip_limits = false;
+  app.add_option("--batches", batches, "decode batch sizes (the first is the ratios' base; 0: no decode)");
+  app.add_flag("--skip-limits", skip_limits, "do not measure the machine (for profiling; no ratios)");
   CLI11_PARSE(app, argc, argv);
 
   auto ck = load_checkpoint(model);
   const double load_s = seconds_since(process_start);
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
 
-  const double bw = bench::measure_read_bandwidth_gbs(threads);
-  const double fma = bench::measure_fma_gflops(threads, false);
+  const double bw = skip_limits ? 0.0 : bench::measure_read_bandwidth_gbs(threads);
+  const double fma = skip_limits ? 0.0 : bench::measure_fma_gflops(threads, false);
   const double weight_gb = static_cast<double>(ck->weights.bytes) / 1e9;
   std::printf("machine: %d threads, read bandwidth %.1f GB/s, FP32 FMA peak %.0f GFLOP/s, matmul ISA %s\n", threads, bw,
               fma, kernels::matmul_isa());
@@ -85,7 +90,7 @@ int main(int argc, char** argv) {
   std::printf("load: %.3f s from process start to ready\n", load_s);
 
   // Prefill: one step over a prompt of prefill_len random ids.
-  {
+  if (prefill_len > 0) {
     const int bs = 16, blocks = (prefill_len + bs - 1) / bs;
     kv_cache kv(ck->config, blocks, bs);
     model_runner runner(*ck, kv);
@@ -108,12 +113,13 @@ int main(int argc, char** argv) {
 
   const double ceiling = bw / weight_gb;
   double b1 = 0;
-  for (int batch : {1, 8, 32}) {
+  for (int batch : batches) {
+    if (batch <= 0) continue;
     double best = 0;
     for (int r = 0; r < reps; ++r) best = std::max(best, decode_tokens_per_s(*ck, batch, 64, decode_steps));
-    if (batch == 1) {
+    if (b1 == 0) {
       b1 = best;
-      std::printf("decode batch 1: %.1f tokens/s = %.0f%% of the bandwidth ceiling (%.1f tokens/s)\n", best,
+      std::printf("decode batch %d: %.1f tokens/s = %.0f%% of the bandwidth ceiling (%.1f tokens/s)\n", batch, best,
                   100.0 * best / ceiling, ceiling);
     } else {
       std::printf("decode batch %d: %.1f tokens/s = %.1fx batch 1\n", batch, best, best / b1);

@@ -1,10 +1,13 @@
 // CPU element-wise, norm, RoPE, embedding and paged-attention kernels (kernels/kernels.hpp).
 // Reductions use explicit 16-lane partial sums combined in a fixed order, so results do not
 // depend on the vector width the compiler picks, on threads, or on batch composition.
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/kv_quant.hpp"
 #include "kernels/cpu/vec_math.hpp"
 #include "kernels/kernels.hpp"
@@ -14,6 +17,9 @@
 
 namespace troupe::kernels {
 namespace {
+
+using cpu::attn_kv;
+using cpu::kv_cursor;
 
 constexpr int kLanes = 16;
 
@@ -48,42 +54,93 @@ TROUPE_CLONES void widen_row(const void* src, dtype t, int64_t n, float* out) {
 
 }  // namespace
 
-void rmsnorm(const float* x, const float* weight, int64_t n, int64_t dim, float eps, float* out) {
-  for (int64_t r = 0; r < n; ++r) {
-    const float* xr = x + r * dim;
-    float* o = out + r * dim;
-    float ss = dot_lanes(xr, xr, dim);
-    float inv = 1.0f / std::sqrt(ss / static_cast<float>(dim) + eps);
-    for (int64_t i = 0; i < dim; ++i) o[i] = (xr[i] * inv) * weight[i];
+// Element-wise kernels split rows over the OpenMP threads once there is enough work (~64k
+// floats): a row's arithmetic never depends on the split. Below that, waking threads costs more.
+namespace {
+
+constexpr int64_t kParallelFloats = int64_t{1} << 16;
+
+TROUPE_CLONES void rmsnorm_row(const float* xr, const float* weight, int64_t dim, float eps, float* o) {
+  float ss = dot_lanes(xr, xr, dim);
+  float inv = 1.0f / std::sqrt(ss / static_cast<float>(dim) + eps);
+  for (int64_t i = 0; i < dim; ++i) o[i] = (xr[i] * inv) * weight[i];
+}
+
+// cos/sin of every (position, frequency) of the last call, per thread: a step calls rope twice per
+// layer with the same positions, and sin/cos in double dominated rope.
+struct rope_table {
+  std::vector<int32_t> positions;
+  std::vector<float> inv_freq, cs, sn;
+};
+
+const rope_table& rope_angles(const int32_t* positions, int64_t n, const float* inv_freq, int64_t half) {
+  thread_local rope_table tab;
+  if (tab.positions.size() == static_cast<size_t>(n) && tab.inv_freq.size() == static_cast<size_t>(half) &&
+      std::equal(positions, positions + n, tab.positions.begin()) &&
+      std::equal(inv_freq, inv_freq + half, tab.inv_freq.begin()))
+    return tab;
+  tab.positions.assign(positions, positions + n);
+  tab.inv_freq.assign(inv_freq, inv_freq + half);
+  tab.cs.resize(static_cast<size_t>(n * half));
+  tab.sn.resize(tab.cs.size());
+  // NOTE: `tab` is thread_local: the OpenMP workers write through these pointers, not their own `tab`.
+  float* const cs = tab.cs.data();
+  float* const sn = tab.sn.data();
+#pragma omp parallel for schedule(static) if (n * half >= 4096)
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t i = 0; i < half; ++i) {
+      // NOTE: angle in double then rounded: float32 pos*inv_freq loses digits at long context.
+      double angle = static_cast<double>(positions[t]) * static_cast<double>(inv_freq[i]);
+      cs[t * half + i] = static_cast<float>(std::cos(angle));
+      sn[t * half + i] = static_cast<float>(std::sin(angle));
+    }
+  return tab;
+}
+
+TROUPE_CLONES void rope_token(float* x, int64_t n_heads, int64_t head_dim, const float* cs, const float* sn) {
+  const int64_t half = head_dim / 2;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    for (int64_t i = 0; i < half; ++i) {
+      float a = v[i], b = v[i + half];
+      v[i] = a * cs[i] - b * sn[i];
+      v[i + half] = b * cs[i] + a * sn[i];
+    }
   }
+}
+
+TROUPE_CLONES void silu_mul_range(const float* gate, const float* up, int64_t count, float* out) {
+  for (int64_t i = 0; i < count; ++i) {
+    float g = gate[i];
+    out[i] = g / (1.0f + cpu::exp_approx(-g)) * up[i];
+  }
+}
+
+}  // namespace
+
+void rmsnorm(const float* x, const float* weight, int64_t n, int64_t dim, float eps, float* out) {
+#pragma omp parallel for schedule(static) if (n * dim >= kParallelFloats && n > 1)
+  for (int64_t r = 0; r < n; ++r) rmsnorm_row(x + r * dim, weight, dim, eps, out + r * dim);
 }
 
 void rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const int32_t* positions,
           const float* inv_freq) {
   const int64_t half = head_dim / 2;
-  std::vector<float> cs(half), sn(half);
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    for (int64_t i = 0; i < half; ++i) {
-      // NOTE: angle in double then rounded: float32 pos*inv_freq loses digits at long context.
-      double angle = static_cast<double>(positions[t]) * static_cast<double>(inv_freq[i]);
-      cs[i] = static_cast<float>(std::cos(angle));
-      sn[i] = static_cast<float>(std::sin(angle));
-    }
-    for (int64_t h = 0; h < n_heads; ++h) {
-      float* v = x + (t * n_heads + h) * head_dim;
-      for (int64_t i = 0; i < half; ++i) {
-        float a = v[i], b = v[i + half];
-        v[i] = a * cs[i] - b * sn[i];
-        v[i + half] = b * cs[i] + a * sn[i];
-      }
-    }
-  }
+  const rope_table& tab = rope_angles(positions, n_tokens, inv_freq, half);
+  const float* cs = tab.cs.data();
+  const float* sn = tab.sn.data();
+#pragma omp parallel for schedule(static) if (n_tokens * n_heads * head_dim >= kParallelFloats && n_tokens > 1)
+  for (int64_t t = 0; t < n_tokens; ++t)
+    rope_token(x + t * n_heads * head_dim, n_heads, head_dim, cs + t * half, sn + t * half);
 }
 
-TROUPE_CLONES void silu_mul(const float* gate, const float* up, int64_t count, float* out) {
-  for (int64_t i = 0; i < count; ++i) {
-    float g = gate[i];
-    out[i] = g / (1.0f + cpu::exp_approx(-g)) * up[i];
+void silu_mul(const float* gate, const float* up, int64_t count, float* out) {
+  constexpr int64_t chunk = 4096;
+  const int64_t chunks = (count + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (count >= kParallelFloats)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t i0 = c * chunk;
+    silu_mul_range(gate + i0, up + i0, std::min(chunk, count - i0), out + i0);
   }
 }
 
@@ -118,78 +175,88 @@ void kv_write(const paged_kv_layer& kv, const int32_t* block_table, int32_t star
 
 namespace {
 
-inline const float* kv_row(const float* base, const paged_kv_layer& kv, const int32_t* table, int64_t pos,
-                           int64_t row, int64_t offset) {
-  const int64_t slot = static_cast<int64_t>(table[pos / kv.block_size]) * kv.block_size + pos % kv.block_size;
-  return base + slot * row + offset;
+// The portable attention back-end (attention.hpp): the same fused multiply-adds, lane by lane, in
+// the same order as the AVX-512 one. Cloned per ISA so std::fma is one instruction where it can be.
+TROUPE_CLONES void scores_generic(const float* const* q, const int64_t* limit, int nq, const attn_kv& kv, float scale,
+                                  float* s, int64_t lds) {
+  if (nq <= 0) return;
+  kv_cursor cur(kv, 0);
+  int first = 0;
+  for (int64_t j = 0; j < limit[nq - 1]; ++j) {
+    if (j > 0) cur.next();
+    while (limit[first] <= j) ++first;
+    const float* kr = kv.k + cur.at;
+    for (int i = first; i < nq; ++i) {
+      float acc[kLanes] = {};
+      for (int64_t b = 0; b < kv.d; b += kLanes)
+        for (int l = 0; l < kLanes && b + l < kv.d; ++l) acc[l] = std::fma(q[i][b + l], kr[b + l], acc[l]);
+      for (int w = kLanes / 2; w > 0; w /= 2)
+        for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
+      s[i * lds + j] = acc[0] * scale;
+    }
+  }
 }
 
-// One query head over keys 0..n_keys-1. Scores come four keys at a time (independent
-// accumulators keep the FMA pipes busy) but each score is the same lane-wise dot product as
-// dot_lanes, so results do not depend on how keys are grouped.
-TROUPE_CLONES void attend_one(const float* qv, int64_t n_keys, const paged_kv_layer& kv, const int32_t* table,
-                              int64_t g, float scale, float* scores, float* o) {
-  const int64_t d = kv.head_dim, row = static_cast<int64_t>(kv.n_kv_heads) * d;
-  auto reduce = [](float* acc) {
-    for (int w = kLanes / 2; w > 0; w /= 2)
-      for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
-    return acc[0];
-  };
-  int64_t j = 0;
-  for (; j + 4 <= n_keys; j += 4) {
-    const float* k0 = kv_row(kv.k, kv, table, j, row, g * d);
-    const float* k1 = kv_row(kv.k, kv, table, j + 1, row, g * d);
-    const float* k2 = kv_row(kv.k, kv, table, j + 2, row, g * d);
-    const float* k3 = kv_row(kv.k, kv, table, j + 3, row, g * d);
-    float a0[kLanes] = {}, a1[kLanes] = {}, a2[kLanes] = {}, a3[kLanes] = {};
-    int64_t i = 0;
-    for (; i + kLanes <= d; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
-        a0[l] += qv[i + l] * k0[i + l];
-        a1[l] += qv[i + l] * k1[i + l];
-        a2[l] += qv[i + l] * k2[i + l];
-        a3[l] += qv[i + l] * k3[i + l];
-      }
-    for (int l = 0; i + l < d; ++l) {
-      a0[l] += qv[i + l] * k0[i + l];
-      a1[l] += qv[i + l] * k1[i + l];
-      a2[l] += qv[i + l] * k2[i + l];
-      a3[l] += qv[i + l] * k3[i + l];
+TROUPE_CLONES void weighted_sum_generic(const float* p, int64_t lds, const int64_t* limit, int nq, const attn_kv& kv,
+                                        float* const* out) {
+  for (int i = 0; i < nq; ++i) {
+    float* o = out[i];
+    for (int64_t x = 0; x < kv.d; ++x) o[x] = 0.0f;
+    if (limit[i] == 0) continue;
+    kv_cursor cur(kv, 0);
+    for (int64_t j = 0;;) {
+      const float pj = p[i * lds + j];
+      const float* vr = kv.v + cur.at;
+      for (int64_t x = 0; x < kv.d; ++x) o[x] = std::fma(pj, vr[x], o[x]);
+      if (++j == limit[i]) break;
+      cur.next();
     }
-    scores[j] = reduce(a0) * scale;
-    scores[j + 1] = reduce(a1) * scale;
-    scores[j + 2] = reduce(a2) * scale;
-    scores[j + 3] = reduce(a3) * scale;
   }
-  for (; j < n_keys; ++j) {
-    const float* k0 = kv_row(kv.k, kv, table, j, row, g * d);
-    float a0[kLanes] = {};
-    int64_t i = 0;
-    for (; i + kLanes <= d; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) a0[l] += qv[i + l] * k0[i + l];
-    for (int l = 0; i + l < d; ++l) a0[l] += qv[i + l] * k0[i + l];
-    scores[j] = reduce(a0) * scale;
-  }
+}
+
+// exp(x) for softmax: vec_math.hpp's exp_approx with every multiply-add written as one fused
+// operation, so that the AVX-512 back-end (exp16) computes the same bits.
+inline float softmax_exp(float x) {
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  const float n = __builtin_roundevenf(x * 1.44269504088896341f);
+  float r = std::fma(-n, 0.693359375f, x);
+  r = std::fma(-n, -2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = std::fma(p, r, 1.3981999507e-3f);
+  p = std::fma(p, r, 8.3334519073e-3f);
+  p = std::fma(p, r, 4.1665795894e-2f);
+  p = std::fma(p, r, 1.6666665459e-1f);
+  p = std::fma(p, r, 5.0000001201e-1f);
+  const float pr = p * r;
+  p = std::fma(pr, r, r) + 1.0f;
+  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+// Softmax of one query's scores in place: max, exp, a 16-lane sum with the fixed tree, e / sum.
+TROUPE_CLONES void softmax_generic(float* s, int64_t n) {
   float mx = -INFINITY;
-  for (int64_t t = 0; t < n_keys; ++t) mx = scores[t] > mx ? scores[t] : mx;
+  for (int64_t t = 0; t < n; ++t) mx = s[t] > mx ? s[t] : mx;
   float lanes[kLanes] = {};
-  int64_t t = 0;
-  for (; t + kLanes <= n_keys; t += kLanes)
-    for (int l = 0; l < kLanes; ++l) {
-      scores[t + l] = cpu::exp_approx(scores[t + l] - mx);
-      lanes[l] += scores[t + l];
-    }
-  for (int l = 0; t + l < n_keys; ++l) {
-    scores[t + l] = cpu::exp_approx(scores[t + l] - mx);
-    lanes[l] += scores[t + l];
+  for (int64_t t = 0; t < n; ++t) {
+    s[t] = softmax_exp(s[t] - mx);
+    lanes[t % kLanes] += s[t];
   }
-  const float inv = 1.0f / reduce(lanes);
-  for (int64_t i = 0; i < d; ++i) o[i] = 0.0f;
-  for (int64_t k = 0; k < n_keys; ++k) {
-    const float p = scores[k] * inv;
-    const float* vr = kv_row(kv.v, kv, table, k, row, g * d);
-    for (int64_t i = 0; i < d; ++i) o[i] += p * vr[i];
-  }
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+  const float inv = 1.0f / lanes[0];
+  for (int64_t k = 0; k < n; ++k) s[k] *= inv;
+}
+
+const cpu::attn_backend& choose_attn_backend() {
+  // Same rule as matmul (matmul.cpp): AVX-512 F/BW/VL/DQ unless TROUPE_ISA asks for less.
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  const char* env = std::getenv("TROUPE_ISA");
+  const bool lower = env && (std::strcmp(env, "avx2") == 0 || std::strcmp(env, "generic") == 0);
+  return avx512 && !lower ? cpu::attn_backend_avx512() : cpu::attn_backend_generic();
 }
 
 }  // namespace
@@ -227,22 +294,48 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
     paged_kv_layer f{s.k.data(), s.v.data(), kv.block_size, kv.n_kv_heads, kv.head_dim};
     return paged_attention(q, n_q, n_heads, start_pos, f, s.table.data(), scale, out);
   }
+  // Work items: (kv head, block of up to 16 tokens). The group's query heads of those tokens share
+  // every K and V row they read; each (token, head) still gets the arithmetic of attention.hpp alone.
+  static const cpu::attn_backend& be = choose_attn_backend();
   const int64_t d = kv.head_dim;
   const int64_t group = n_heads / kv.n_kv_heads;
-  const int64_t total = n_q * n_heads;
-#pragma omp parallel if (total > 1)
+  const int64_t n_keys_max = start_pos + n_q;
+  // Tokens per item: 16, fewer when the scores would outgrow ~512 KB (long contexts).
+  const int64_t tb = std::clamp<int64_t>((int64_t{1} << 17) / std::max<int64_t>(1, group * n_keys_max), 1, 16);
+  const int64_t blocks = (n_q + tb - 1) / tb, items = blocks * kv.n_kv_heads;
+  const int64_t lds = (n_keys_max + 15) / 16 * 16;
+#pragma omp parallel if (items > 1)
   {
-    std::vector<float> scores;
-    // Later queries see more keys: hand out the longest jobs first.
+    thread_local std::vector<float> scratch;
+    scratch.resize(static_cast<size_t>(tb * group * lds));
+    float* s = scratch.data();
+    std::vector<const float*> qs(tb * group);
+    std::vector<float*> outs(tb * group);
+    std::vector<int64_t> limit(tb * group);
+    // Later tokens see more keys: hand out the longest items first.
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t job = total - 1; job >= 0; --job) {
-      const int64_t t = job / n_heads, h = job % n_heads;
-      const int64_t n_keys = start_pos + t + 1;
-      scores.resize(n_keys);
-      attend_one(q + (t * n_heads + h) * d, n_keys, kv, block_table, h / group, scale, scores.data(),
-                 out + (t * n_heads + h) * d);
+    for (int64_t item = items - 1; item >= 0; --item) {
+      const int64_t g = item % kv.n_kv_heads, t0 = item / kv.n_kv_heads * tb, t1 = std::min(n_q, t0 + tb);
+      int nq = 0;
+      for (int64_t t = t0; t < t1; ++t)
+        for (int64_t h = g * group; h < (g + 1) * group; ++h, ++nq) {
+          qs[nq] = q + (t * n_heads + h) * d;
+          outs[nq] = out + (t * n_heads + h) * d;
+          limit[nq] = start_pos + t + 1;
+        }
+      const cpu::attn_kv a{kv.k, kv.v, block_table, kv.block_size, static_cast<int64_t>(kv.n_kv_heads) * d, g * d, d};
+      be.scores(qs.data(), limit.data(), nq, a, scale, s, lds);
+      for (int i = 0; i < nq; ++i) be.softmax(s + i * lds, limit[i]);
+      be.weighted_sum(s, lds, limit.data(), nq, a, outs.data());
     }
   }
 }
+
+namespace cpu {
+const attn_backend& attn_backend_generic() {
+  static const attn_backend b{"generic", scores_generic, softmax_generic, weighted_sum_generic};
+  return b;
+}
+}  // namespace cpu
 
 }  // namespace troupe::kernels

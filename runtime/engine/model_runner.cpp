@@ -16,6 +16,12 @@ template <class T>
 void ensure(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
+
+// x += y element-wise (the residual adds); split over the threads for prompt-sized steps.
+void add_inplace(float* x, const float* y, int64_t total) {
+#pragma omp parallel for schedule(static) if (total >= (int64_t{1} << 16))
+  for (int64_t i = 0; i < total; ++i) x[i] += y[i];
+}
 }  // namespace
 
 model_runner::model_runner(const checkpoint& ckpt, kv_cache& kv)
@@ -144,8 +150,7 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
     row += n;
   }
   kernels::matmul(attn_.data(), n_, lw.o_proj, tmp_.data());
-  const int64_t total = n_ * cfg_.hidden_size;
-  for (int64_t i = 0; i < total; ++i) x_[i] += tmp_[i];
+  add_inplace(x_.data(), tmp_.data(), n_ * cfg_.hidden_size);
 }
 
 void model_runner::dense_mlp(const layer_weights& lw) {
@@ -156,8 +161,7 @@ void model_runner::dense_mlp(const layer_weights& lw) {
   kernels::matmul(h_.data(), n_, lw.up_proj, up_.data());
   kernels::silu_mul(gate_.data(), up_.data(), n_ * inter, gate_.data());
   kernels::matmul(gate_.data(), n_, lw.down_proj, tmp_.data());
-  const int64_t total = n_ * cfg_.hidden_size;
-  for (int64_t i = 0; i < total; ++i) x_[i] += tmp_[i];
+  add_inplace(x_.data(), tmp_.data(), n_ * cfg_.hidden_size);
 }
 
 void model_runner::moe_mlp(const layer_weights& lw) {

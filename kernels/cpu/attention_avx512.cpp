@@ -1,0 +1,205 @@
+// AVX-512 inner loops of paged attention (attention.hpp): 3 queries x 8 keys of scores per register
+// tile (24 accumulators, reduced by matmul's tree), and up to 6 queries x 64 output floats of the
+// weighted sum of values per tile, so K and V rows are read once per tile, not once per query.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/attention.hpp"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,bmi,bmi2")
+
+namespace troupe::kernels::cpu {
+namespace {
+
+#include "kernels/cpu/avx512_tree.hpp"
+
+constexpr int score_queries = 3;  // 3 x 8 accumulators + 3 q + 1 k of the 32 zmm
+constexpr int score_keys = 8;
+constexpr int sum_queries = 6;   // 6 x 4 accumulators + 4 v + 1 broadcast
+constexpr int sum_floats = 64;   // output floats per weighted-sum pass (4 zmm)
+
+inline __mmask16 lanes_mask(int64_t n) {  // the first min(max(n, 0), 16) lanes
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
+}
+
+template <int R>
+void score_tile(const float* const* q, const float* const* kp, int64_t d, float scale, float* s, int64_t lds) {
+  constexpr int C = score_keys;
+  __m512 acc[R * C];
+#pragma GCC unroll 24
+  for (int i = 0; i < R * C; ++i) acc[i] = _mm512_setzero_ps();
+  const int64_t full = d / 16 * 16;
+  for (int64_t b = 0; b < full; b += 16) {
+    __m512 xv[R];
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(q[r] + b);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      __m512 kv = _mm512_loadu_ps(kp[c] + b);
+      asm("" : "+v"(kv));  // one load, not a memory operand per FMA (as in matmul_avx512.cpp)
+#pragma GCC unroll 3
+      for (int r = 0; r < R; ++r) acc[r * C + c] = _mm512_fmadd_ps(xv[r], kv, acc[r * C + c]);
+    }
+  }
+  if (full < d) {  // masked tail: fma(0, 0, acc) = acc, as if zero-padded
+    const __mmask16 m = lanes_mask(d - full);
+    __m512 xv[R];
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r) xv[r] = _mm512_maskz_loadu_ps(m, q[r] + full);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m512 kv = _mm512_maskz_loadu_ps(m, kp[c] + full);
+#pragma GCC unroll 3
+      for (int r = 0; r < R; ++r) acc[r * C + c] = _mm512_fmadd_ps(xv[r], kv, acc[r * C + c]);
+    }
+  }
+  const __m256 sc = _mm256_set1_ps(scale);
+#pragma GCC unroll 3
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(s + r * lds, _mm256_mul_ps(reduce8(acc + r * C), sc));
+}
+
+void scores(const float* const* q, const int64_t* limit, int nq, const attn_kv& kv, float scale, float* s,
+            int64_t lds) {
+  if (nq <= 0) return;
+  const int64_t end = limit[nq - 1];
+  kv_cursor cur(kv, 0);
+  const float* kp[score_keys];
+  int first = 0;  // first query that still sees key j
+  for (int64_t j = 0; j < end; j += score_keys) {
+    // Keys past `end` repeat the last one: valid memory, their scores are never read.
+    for (int c = 0; c < score_keys; ++c) {
+      kp[c] = kv.k + cur.at;
+      if (j + c + 1 < end) cur.next();
+    }
+    while (limit[first] <= j) ++first;
+    int i = first;
+    for (; i + 3 <= nq; i += 3) score_tile<3>(q + i, kp, kv.d, scale, s + i * lds + j, lds);
+    if (nq - i == 2) score_tile<2>(q + i, kp, kv.d, scale, s + i * lds + j, lds);
+    if (nq - i == 1) score_tile<1>(q + i, kp, kv.d, scale, s + i * lds + j, lds);
+  }
+}
+
+// exp(x), the exact operation sequence of softmax_exp in ops.cpp.
+inline __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+  const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+}
+
+void softmax(float* s, int64_t n) {
+  __m512 mx = _mm512_set1_ps(-INFINITY);
+  int64_t t = 0;
+  for (; t + 16 <= n; t += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + t));
+  if (t < n) mx = _mm512_mask_max_ps(mx, lanes_mask(n - t), mx, _mm512_maskz_loadu_ps(lanes_mask(n - t), s + t));
+  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+  __m512 sum = _mm512_setzero_ps();
+  for (t = 0; t + 16 <= n; t += 16) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + t), m));
+    _mm512_storeu_ps(s + t, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  if (t < n) {
+    const __mmask16 k = lanes_mask(n - t);
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + t), m));
+    _mm512_mask_storeu_ps(s + t, k, e);
+    sum = _mm512_mask_add_ps(sum, k, sum, e);
+  }
+  // the fixed tree: l + l+8, l + l+4, l + l+2, l + l+1
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(sum), _mm512_extractf32x8_ps(sum, 1));
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  const float total = _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, _MM_SHUFFLE(1, 1, 1, 1))));
+  const __m512 inv = _mm512_set1_ps(1.0f / total);
+  for (t = 0; t + 16 <= n; t += 16) _mm512_storeu_ps(s + t, _mm512_mul_ps(_mm512_loadu_ps(s + t), inv));
+  if (t < n) _mm512_mask_storeu_ps(s + t, lanes_mask(n - t), _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes_mask(n - t), s + t), inv));
+}
+
+// out[r][p0 .. p0 + 64) continues (or starts, resume = false) its sums over keys [j0, j1).
+template <int R>
+void sum_tile(const float* p, int64_t lds, int64_t j0, int64_t j1, const attn_kv& kv, int64_t p0, float* const* out,
+              bool resume) {
+  __mmask16 m[4];
+  for (int c = 0; c < 4; ++c) m[c] = lanes_mask(kv.d - p0 - 16 * c);
+  __m512 acc[R * 4];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c)
+      acc[r * 4 + c] = resume ? _mm512_maskz_loadu_ps(m[c], out[r] + p0 + 16 * c) : _mm512_setzero_ps();
+  if (j1 > j0) {
+    kv_cursor cur(kv, j0);
+    for (int64_t j = j0;;) {
+      const float* vp = kv.v + cur.at + p0;
+      __m512 vv[4];
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) vv[c] = _mm512_maskz_loadu_ps(m[c], vp + 16 * c);
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r) {
+        const __m512 pb = _mm512_set1_ps(p[r * lds + j]);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) acc[r * 4 + c] = _mm512_fmadd_ps(pb, vv[c], acc[r * 4 + c]);
+      }
+      if (++j == j1) break;
+      cur.next();
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) _mm512_mask_storeu_ps(out[r] + p0 + 16 * c, m[c], acc[r * 4 + c]);
+}
+
+template <int R>
+void sum_group(const float* p, int64_t lds, const int64_t* limit, const attn_kv& kv, float* const* out) {
+  // Every query of the group sees keys [0, limit[0]); the later ones continue alone (same order).
+  for (int64_t p0 = 0; p0 < kv.d; p0 += sum_floats) {
+    sum_tile<R>(p, lds, 0, limit[0], kv, p0, out, false);
+    for (int r = 1; r < R; ++r)
+      if (limit[r] > limit[0]) sum_tile<1>(p + r * lds, lds, limit[0], limit[r], kv, p0, out + r, true);
+  }
+}
+
+void weighted_sum(const float* p, int64_t lds, const int64_t* limit, int nq, const attn_kv& kv, float* const* out) {
+  int i = 0;
+  for (; i + sum_queries <= nq; i += sum_queries) sum_group<sum_queries>(p + i * lds, lds, limit + i, kv, out + i);
+  switch (nq - i) {
+    case 5: return sum_group<5>(p + i * lds, lds, limit + i, kv, out + i);
+    case 4: return sum_group<4>(p + i * lds, lds, limit + i, kv, out + i);
+    case 3: return sum_group<3>(p + i * lds, lds, limit + i, kv, out + i);
+    case 2: return sum_group<2>(p + i * lds, lds, limit + i, kv, out + i);
+    case 1: return sum_group<1>(p + i * lds, lds, limit + i, kv, out + i);
+    default: return;
+  }
+}
+
+}  // namespace
+}  // namespace troupe::kernels::cpu
+
+#pragma GCC pop_options
+
+namespace troupe::kernels::cpu {
+
+const attn_backend& attn_backend_avx512() {
+  static const attn_backend b{"avx512", scores, softmax, weighted_sum};
+  return b;
+}
+
+}  // namespace troupe::kernels::cpu

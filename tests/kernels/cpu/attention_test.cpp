@@ -1,0 +1,137 @@
+// paged_attention (kernels/cpu/ops.cpp, attention.hpp): close to a float64 reference, bit for bit
+// the same however a prompt is chunked, and the AVX-512 and portable inner loops agree bit for bit.
+#define BOOST_TEST_MODULE kernels_cpu_attention
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/attention.hpp"
+#include "kernels/kernels.hpp"
+
+namespace tk = troupe::kernels;
+
+namespace {
+
+struct pool {
+  int32_t blocks, bs, heads, d;
+  std::vector<float> k, v;
+  std::vector<int32_t> table;  // a scattered permutation of the blocks
+  tk::paged_kv_layer layer() { return {k.data(), v.data(), bs, heads, d}; }
+  pool(int32_t blocks_, int32_t bs_, int32_t heads_, int32_t d_, std::mt19937& rng)
+      : blocks(blocks_), bs(bs_), heads(heads_), d(d_) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    k.resize(static_cast<size_t>(blocks) * bs * heads * d);
+    v.resize(k.size());
+    for (auto& x : k) x = nd(rng);
+    for (auto& x : v) x = nd(rng);
+    table.resize(blocks);
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), rng);
+  }
+  const float* at(const std::vector<float>& base, int64_t pos, int64_t h) const {
+    return base.data() + ((static_cast<int64_t>(table[pos / bs]) * bs + pos % bs) * heads + h) * d;
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(matches_float64_reference_and_chunking_is_bitwise_invisible) {
+  std::mt19937 rng(3);
+  for (int32_t d : {8, 40, 64, 128}) {
+    const int32_t kvh = 2, hq = 4, bs = 16, n = 53;
+    pool p((n + bs - 1) / bs + 1, bs, kvh, d, rng);
+    std::vector<float> q(static_cast<size_t>(n) * hq * d);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (auto& x : q) x = nd(rng);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    auto lay = p.layer();
+    std::vector<float> whole(q.size()), pieces(q.size());
+    tk::paged_attention(q.data(), n, hq, 0, lay, p.table.data(), scale, whole.data());
+    double worst = 0;
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t h = 0; h < hq; ++h) {
+        const float* qv = q.data() + (t * hq + h) * d;
+        std::vector<double> s(t + 1);
+        double mx = -1e300, sum = 0;
+        for (int64_t j = 0; j <= t; ++j) {
+          const float* kr = p.at(p.k, j, h / (hq / kvh));
+          double dot = 0;
+          for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(qv[i]) * kr[i];
+          s[j] = dot * scale;
+          mx = std::max(mx, s[j]);
+        }
+        for (auto& x : s) sum += (x = std::exp(x - mx));
+        for (int64_t i = 0; i < d; ++i) {
+          double o = 0;
+          for (int64_t j = 0; j <= t; ++j) o += s[j] / sum * p.at(p.v, j, h / (hq / kvh))[i];
+          worst = std::max(worst, std::abs(o - whole[(t * hq + h) * d + i]));
+        }
+      }
+    BOOST_TEST(worst < 1e-5, "d " << d << ": worst abs error " << worst);
+    for (int chunk : {1, 7, 16}) {
+      for (int32_t start = 0; start < n; start += chunk) {
+        const int32_t m = std::min(chunk, n - start);
+        tk::paged_attention(q.data() + start * hq * d, m, hq, start, lay, p.table.data(), scale,
+                            pieces.data() + start * hq * d);
+      }
+      BOOST_TEST(std::equal(whole.begin(), whole.end(), pieces.begin()), "d " << d << ", chunks of " << chunk);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(avx512_and_portable_inner_loops_agree_bitwise) {
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq")) {
+    BOOST_TEST_MESSAGE("no AVX-512 on this CPU: nothing to compare");
+    return;
+  }
+  const auto& a = tk::cpu::attn_backend_avx512();
+  const auto& g = tk::cpu::attn_backend_generic();
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  for (int32_t d : {8, 16, 40, 64, 100, 128, 256}) {
+    for (int32_t bs : {16, 5}) {
+      const int32_t heads = 3, nq = 20;
+      pool p(40, bs, heads, d, rng);
+      std::vector<float> q(static_cast<size_t>(nq) * d);
+      for (auto& x : q) x = nd(rng);
+      std::vector<const float*> qs(nq);
+      std::vector<int64_t> limit(nq);
+      int64_t lim = 1 + static_cast<int64_t>(rng() % 9);
+      for (int i = 0; i < nq; ++i) {
+        qs[i] = q.data() + i * d;
+        limit[i] = lim;
+        lim += rng() % 3 == 0 ? static_cast<int64_t>(rng() % 20) : 0;  // groups of equal limits
+      }
+      lim = limit[nq - 1];
+      BOOST_REQUIRE(lim <= 40 * bs);
+      const tk::cpu::attn_kv kv{p.k.data(), p.v.data(), p.table.data(), bs, heads * d, 1 * d, d};
+      const int64_t lds = (lim + 15) / 16 * 16;
+      std::vector<float> sa(nq * lds), sg(nq * lds);
+      a.scores(qs.data(), limit.data(), nq, kv, 0.1f, sa.data(), lds);
+      g.scores(qs.data(), limit.data(), nq, kv, 0.1f, sg.data(), lds);
+      bool same = true;
+      for (int i = 0; i < nq; ++i)
+        same = same && std::equal(sa.begin() + i * lds, sa.begin() + i * lds + limit[i], sg.begin() + i * lds);
+      BOOST_TEST(same, "scores, d " << d << " block " << bs);
+      for (int i = 0; i < nq; ++i) {
+        a.softmax(sa.data() + i * lds, limit[i]);
+        g.softmax(sg.data() + i * lds, limit[i]);
+      }
+      same = true;
+      for (int i = 0; i < nq; ++i)
+        same = same && std::equal(sa.begin() + i * lds, sa.begin() + i * lds + limit[i], sg.begin() + i * lds);
+      BOOST_TEST(same, "softmax, d " << d << " block " << bs);
+      std::vector<float> oa(nq * d, -1.0f), og(nq * d, -2.0f);
+      std::vector<float*> pa(nq), pg(nq);
+      for (int i = 0; i < nq; ++i) pa[i] = oa.data() + i * d, pg[i] = og.data() + i * d;
+      a.weighted_sum(sg.data(), lds, limit.data(), nq, kv, pa.data());
+      g.weighted_sum(sg.data(), lds, limit.data(), nq, kv, pg.data());
+      BOOST_TEST(oa == og, "weighted sum, d " << d << " block " << bs);
+    }
+  }
+}
