@@ -7,6 +7,11 @@
 
 #include "runtime/model/checkpoint.hpp"
 #include "runtime/plugin_host/policy_control.hpp"
+#include "runtime/prefix/block_codec.hpp"
+#include "runtime/prefix/cost_model.hpp"
+#include "runtime/prefix/prefix_metrics.hpp"
+#include "runtime/prefix/redis_kv_store.hpp"
+#include "runtime/prefix/remote_cache.hpp"
 #include "runtime/sched/scheduler.hpp"
 #include "runtime/serve/metrics.hpp"
 #include "runtime/serve/request_builder.hpp"
@@ -14,6 +19,17 @@
 #include "runtime/tokenizer/tokenizer.hpp"
 
 namespace troupe::actors {
+
+// Prefix caching shared through Redis (docs/prefix_cache.md): what the supervisor needs to spawn
+// the prefix-cache actors. Local prefix caching is sched.enable_prefix_caching alone.
+struct prefix_settings {
+  bool remote = false;  // a Redis URL is configured
+  prefix::redis_options redis;
+  prefix::remote_options remote_opts;
+  prefix::cache_identity identity;  // block_size is the pool's
+  prefix::kv_layout layout;         // the executor's pool
+  size_t max_publish_queue_bytes = 0;
+};
 
 struct server_context {
   serve::server_config cfg;
@@ -25,6 +41,11 @@ struct server_context {
   std::shared_ptr<serve::metrics> metrics;
   // The scheduling policy: loaded by the scheduler actor, swapped by set_policy (its thread only).
   std::shared_ptr<plugin_host::policy_control> policy;
+  // Prefix caching: metrics (null when off; thread-safe, rendered with the server's) and, with
+  // Redis, the fetch-or-recompute cost model the scheduler feeds and the look-up actor reads.
+  prefix_settings prefix;
+  std::shared_ptr<prefix::prefix_metrics> prefix_metrics;
+  std::shared_ptr<prefix::cost_model> prefix_cost;
 };
 
 using context_ptr = std::shared_ptr<const server_context>;

@@ -67,6 +67,7 @@ struct seq_update {
   std::optional<wire::wire_error> error;            // with finished == error, or with rejected
   bool rejected = false;                            // refused at admission: answer with an error event
   std::optional<clock::time_point> first_scheduled; // for queue_ms
+  int32_t cached_prompt_tokens = 0;                 // with first_scheduled: reused from the prefix cache
 };
 struct updates_msg {
   std::vector<seq_update> items;

@@ -28,8 +28,15 @@ struct prefix_publish_msg {
   size_t bytes = 0;  // payload bytes, returned to the queue budget once written (or dropped)
 };
 
+struct prefix_cache_handles;
+// supervisor -> scheduler: the prefix-cache actors were restarted (null: none).
+struct prefix_changed {
+  std::shared_ptr<const prefix_cache_handles> handles;
+};
+
 }  // namespace troupe::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::prefix_lookup_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::prefix_found_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::prefix_publish_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::prefix_changed)

@@ -1,5 +1,8 @@
 // The scheduler actor: maps messages onto sched::scheduler, keeps one step in flight on the shard
-// executor, turns step results into per-worker updates and records the request metrics.
+// executor, turns step results into per-worker updates and records the request metrics. With a
+// shared prefix cache it also sends each arriving request's Redis look-up to the look-up actor
+// (answered, or given up on, within the fetch budget) and each step's filled blocks to the
+// publisher; it never waits for either.
 #include "actors/scheduler_actor.hpp"
 
 #include <caf/actor_system.hpp>
@@ -9,6 +12,8 @@
 #include <unordered_map>
 
 #include "actors/messages.hpp"
+#include "actors/prefix_cache_actor.hpp"
+#include "actors/prefix_cache_messages.hpp"
 
 namespace troupe::actors {
 
@@ -42,6 +47,7 @@ struct seq_meta {
   clock::time_point received;
   std::optional<clock::time_point> first_scheduled, last_token;
   int64_t prompt_tokens = 0;
+  int32_t cached_prompt_tokens = 0;  // set at first_scheduled
 };
 
 struct scheduler_state {
@@ -51,6 +57,7 @@ struct scheduler_state {
   std::unordered_map<int64_t, seq_meta> metas;
   std::vector<caf::actor> workers;
   caf::actor executor, supervisor;
+  std::shared_ptr<const prefix_cache_handles> prefix;  // null: no shared store
   std::vector<std::vector<seq_update>> pending;  // per worker, flushed after each event
   bool in_flight = false;
   bool tick_armed = false;
@@ -84,6 +91,7 @@ void publish_gauges(self_ptr self) {
   auto s = st.core->stats();
   st.ctx->metrics->set_queue_sizes(s.num_running, s.num_waiting);
   st.ctx->metrics->set_kv_cache_usage(st.core->allocator().usage());
+  if (const auto* pc = st.core->prefix_cache()) st.ctx->prefix_metrics->set_local(pc->stats());
 }
 
 // A sequence left the scheduler: tell its worker, record the metrics, forget it.
@@ -97,6 +105,7 @@ void finished(self_ptr self, int64_t rid, sched::finish_reason why, std::optiona
   u.finished = to_wire(why);
   u.error = std::move(err);
   u.first_scheduled = it->second.first_scheduled;
+  u.cached_prompt_tokens = it->second.cached_prompt_tokens;
   emit(self, rid, std::move(u));
   st.ctx->metrics->add_finished(label(why));
   st.ctx->metrics->observe_e2e(seconds(clock::now() - it->second.received));
@@ -139,7 +148,7 @@ void expire_deadlines(self_ptr self) {
   if (!gone.empty()) publish_gauges(self);
 }
 
-void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, const serve::step_outcome& out);
+void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, serve::step_outcome& out);
 void on_step_failed(self_ptr self, const caf::actor& target, const caf::error& err);
 
 void kick(self_ptr self) {
@@ -163,6 +172,7 @@ void kick(self_ptr self) {
     auto& m = st.metas.at(e.seq_id);
     if (e.first_scheduled) {
       m.first_scheduled = now;
+      m.cached_prompt_tokens = e.num_cached_tokens;
       st.ctx->metrics->observe_queue(seconds(now - m.received));
     }
     if (e.sample) job->samplers.push_back(m.sampling);
@@ -175,11 +185,18 @@ void kick(self_ptr self) {
             [=](caf::error& err) { on_step_failed(self, target, err); });
 }
 
-void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, const serve::step_outcome& out) {
+void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, serve::step_outcome& out) {
   auto& st = self->state;
   st.in_flight = false;
   auto now = clock::now();
   const auto& plan = job->plan;
+  if (out.step_error.empty()) {
+    // Prefill speed for the fetch-or-recompute decision (steps of at least one block's tokens),
+    // and the blocks this step filled to the publisher (dropped, counted, when its queue is full).
+    if (st.ctx->prefix_cost && plan.num_batched_tokens >= 16 && out.engine_seconds > 0)
+      st.ctx->prefix_cost->observe_prefill(plan.num_batched_tokens, out.engine_seconds);
+    if (st.prefix && !out.saved.empty()) publish_blocks(*st.prefix, std::move(out.saved), *st.ctx->prefix_metrics);
+  }
   if (!out.step_error.empty()) {
     // The engine refused the batch before computing anything: end its sequences, keep serving.
     std::fprintf(stderr, "troupe serve: step failed: %s\n", out.step_error.c_str());
@@ -212,6 +229,7 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, co
         seq_update u;
         u.token = *ev.token;
         u.first_scheduled = m.first_scheduled;
+        u.cached_prompt_tokens = m.cached_prompt_tokens;
         emit(self, ev.seq_id, std::move(u));
       }
     }
@@ -224,15 +242,11 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, co
   kick(self);
 }
 
-void on_step_failed(self_ptr self, const caf::actor& target, const caf::error& err) {
-  // The executor died with this step (its KV pool with it): recompute every running sequence
-  // on the executor the supervisor starts next. Samplers are rebuilt to the tokens the
-  // scheduler has seen, so seeded requests still give the same tokens.
+// The executor's KV pool is gone: recompute every running sequence on the executor the
+// supervisor starts next, and forget every cached prefix block (requeue_running). Samplers are
+// rebuilt to the tokens the scheduler has seen, so seeded requests still give the same tokens.
+void requeue_all(self_ptr self) {
   auto& st = self->state;
-  st.in_flight = false;
-  if (st.executor == target) st.executor = caf::actor{};  // a replacement may already be here
-  std::fprintf(stderr, "troupe serve: shard executor failed during a step (%s); re-queueing %d running requests\n",
-               to_string(err).c_str(), st.core->stats().num_running);
   for (int64_t id : st.core->requeue_running()) {
     auto& m = st.metas.at(id);
     auto all = st.core->tokens(id);
@@ -240,12 +254,51 @@ void on_step_failed(self_ptr self, const caf::actor& target, const caf::error& e
     m.sampling = serve::rebuild_sampling(*m.sampling, known, st.ctx->facts.vocab_size);
     st.ctx->metrics->add_preemptions(1);
   }
+}
+
+void on_step_failed(self_ptr self, const caf::actor& target, const caf::error& err) {
+  auto& st = self->state;
+  st.in_flight = false;
+  if (st.executor == target) st.executor = caf::actor{};  // a replacement may already be here
+  std::fprintf(stderr, "troupe serve: shard executor failed during a step (%s); re-queueing %d running requests\n",
+               to_string(err).c_str(), st.core->stats().num_running);
+  requeue_all(self);
   publish_gauges(self);
   kick(self);
 }
 
+// Sends the look-ups of newly arrived requests. Each waits (others go ahead) until its answer or
+// the fetch budget, whichever comes first: the request's own timeout is the budget, so a slow,
+// hung or restarting look-up actor never holds a request longer; it is then admitted as a miss.
+// The actor gets a deadline a little earlier, so an answer normally beats the timeout.
+void dispatch_lookups(self_ptr self) {
+  auto& st = self->state;
+  auto lookups = st.core->take_remote_lookups();
+  if (lookups.empty()) return;
+  const auto budget = st.ctx->prefix.remote_opts.fetch_budget;
+  const auto slack = std::min<std::chrono::milliseconds>(budget / 10, std::chrono::milliseconds(20));
+  for (auto& q : lookups) {
+    const int64_t id = q.seq_id;
+    if (!st.prefix || !st.prefix->lookup) {
+      st.core->resolve_remote(id, {});
+      continue;
+    }
+    auto deadline = clock::now() + budget - slack;
+    self->request(st.prefix->lookup, budget, prefix_lookup_msg{std::move(q), deadline})
+        .then(
+            [=](prefix_found_msg& f) {
+              self->state.core->resolve_remote(f.seq_id, std::move(f.found));
+              kick(self);
+            },
+            [=](caf::error&) {  // timed out, or the actor is gone: recompute
+              self->state.core->resolve_remote(id, {});
+              kick(self);
+            });
+  }
+}
+
 caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::actor> workers, caf::actor executor,
-                              caf::actor supervisor) {
+                              caf::actor supervisor, std::shared_ptr<const prefix_cache_handles> prefix) {
   auto& st = self->state;
   st.ctx = ctx;
   st.core = std::make_unique<sched::scheduler>(ctx->sched, ctx->num_blocks, ctx->cfg.block_size,
@@ -254,6 +307,7 @@ caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::a
   st.pending.resize(st.workers.size());
   st.executor = std::move(executor);
   st.supervisor = std::move(supervisor);
+  st.prefix = std::move(prefix);
   publish_gauges(self);
   return {
       [=](submit_msg& m) {
@@ -281,6 +335,7 @@ caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::a
         meta.received = m.received;
         meta.prompt_tokens = prompt;
         st.metas.emplace(m.rid, std::move(meta));
+        dispatch_lookups(self);
         publish_gauges(self);
         kick(self);
       },
@@ -314,9 +369,14 @@ caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::a
         kick(self);
       },
       [=](executor_changed& m) {
+        // A step in flight on the old executor fails and re-queues (on_step_failed). Without
+        // one, the new executor's pool is empty all the same: cached prefix blocks must go.
+        if (!self->state.in_flight) requeue_all(self);
         self->state.executor = m.executor;
+        publish_gauges(self);
         kick(self);
       },
+      [=](prefix_changed& m) { self->state.prefix = std::move(m.handles); },
       [=](worker_changed& m) { self->state.workers.at(static_cast<size_t>(m.index)) = m.worker; },
       // Admin: between two steps (a step in flight only reads its own plan); no request moves.
       [=](set_policy_msg& m) {
@@ -329,9 +389,10 @@ caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::a
 }  // namespace
 
 caf::actor spawn_scheduler(caf::local_actor* parent, context_ptr ctx, std::vector<caf::actor> workers,
-                           caf::actor executor, caf::actor supervisor) {
+                           caf::actor executor, caf::actor supervisor,
+                           std::shared_ptr<const prefix_cache_handles> prefix) {
   return parent->spawn(scheduler_actor, std::move(ctx), std::move(workers), std::move(executor),
-                       std::move(supervisor));
+                       std::move(supervisor), std::move(prefix));
 }
 
 }  // namespace troupe::actors

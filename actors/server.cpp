@@ -14,6 +14,7 @@
 #include "actors/supervisor.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/kv/kv_cache.hpp"
+#include "runtime/prefix/kv_block_io.hpp"
 #include "runtime/tokenizer/chat_template.hpp"
 
 namespace troupe::actors {
@@ -31,6 +32,8 @@ struct server::impl {
 };
 
 namespace {
+
+void set_prefix_caching(server_context& ctx);
 
 std::shared_ptr<server_context> make_context(const server_options& o, bool& clamped) {
   auto ctx = std::make_shared<server_context>();
@@ -100,6 +103,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   s.max_prefill_tokens_while_decoding = ctx->cfg.max_prefill_tokens_while_decoding;
   s.max_waiting = ctx->cfg.max_waiting;
   s.static_batching = ctx->cfg.static_batching;
+  set_prefix_caching(*ctx);
   plugin_host::policy_settings ps;
   ps.policy = ctx->cfg.policy;
   ps.config = ctx->cfg.policy_config;
@@ -111,7 +115,48 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   sched::scheduler probe(s, ctx->num_blocks, bs, ctx->policy->initial());
   ctx->metrics = std::make_shared<serve::metrics>(f.name);
   ctx->metrics->add_renderer([pc = ctx->policy](std::string& out, const std::string& labels) { pc->render(out, labels); });
+  if (ctx->prefix_metrics)
+    ctx->metrics->add_renderer(
+        [pm = ctx->prefix_metrics](std::string& out, const std::string& labels) { pm->render(out, labels); });
   return ctx;
+}
+
+// Prefix caching (docs/prefix_cache.md): blocks are keyed by the model fingerprint and the KV
+// dtype of the executor's pool (float32: batch_executor's kv_cache), so replicas agree exactly
+// when their K/V would. With a Redis URL, the settings of the prefix-cache actors.
+void set_prefix_caching(server_context& ctx) {
+  const auto& c = ctx.cfg;
+  auto& s = ctx.sched;
+  if (!c.enable_prefix_caching) return;
+  s.enable_prefix_caching = true;
+  s.prefix_identity.model_fingerprint = model_fingerprint(*ctx.ckpt);
+  s.prefix_identity.kv_dtype = std::string(kv_cache::kv_dtype_name(dtype::f32));
+  s.prefix_identity.block_size = c.block_size;
+  if (!c.redis_url.empty()) {
+    auto& p = ctx.prefix;
+    p.remote = true;
+    p.redis.url = prefix::parse_redis_url(c.redis_url);
+    p.redis.connect_timeout = std::chrono::milliseconds(c.redis_connect_timeout_ms);
+    p.redis.backoff_initial = std::chrono::milliseconds(c.redis_backoff_initial_ms);
+    p.redis.backoff_max = std::chrono::milliseconds(c.redis_backoff_max_ms);
+    p.remote_opts.ns = c.prefix_namespace;
+    p.remote_opts.ttl = std::chrono::seconds(c.prefix_ttl_s);
+    p.remote_opts.fetch_budget = std::chrono::milliseconds(c.prefix_fetch_budget_ms);
+    p.remote_opts.publish_budget = std::chrono::milliseconds(c.prefix_publish_budget_ms);
+    p.remote_opts.strategy = c.prefix_lookup_strategy == "binary_search" ? prefix::lookup_strategy::binary_search
+                                                                          : prefix::lookup_strategy::pipelined;
+    p.remote_opts.max_fetch_bytes = static_cast<size_t>(c.prefix_max_fetch_bytes);
+    p.identity = s.prefix_identity;
+    p.layout = prefix::layout_for(ctx.ckpt->config, c.block_size, dtype::f32);
+    p.max_publish_queue_bytes = static_cast<size_t>(c.prefix_max_publish_queue_bytes);
+    // Checks the identity and layout here, with the message, not in the supervisor's spawn.
+    prefix::block_codec probe(p.identity.key_component(), p.layout);
+    s.prefix_options.remote = true;
+    s.prefix_options.remote_block_bytes = p.layout.payload_bytes();
+    s.prefix_options.max_pending_remote_bytes = static_cast<size_t>(c.prefix_max_pending_remote_bytes);
+    ctx.prefix_cost = std::make_shared<prefix::cost_model>();
+  }
+  ctx.prefix_metrics = std::make_shared<prefix::prefix_metrics>(ctx.prefix_cost);
 }
 
 bind_result wait_bound(std::promise<bind_result>& p) {
@@ -199,6 +244,13 @@ std::string server::banner() const {
   b += "  scheduling policy: " + m.ctx->policy->active() +
        (c.policy_config.empty() ? std::string() : " (" + c.policy_config + ")") +
        (c.admin_token.empty() ? "; admin requests off" : "; admin requests on (set_policy)") + "\n";
+  if (!c.enable_prefix_caching)
+    b += "  prefix cache: off\n";
+  else if (!m.ctx->prefix.remote)
+    b += "  prefix cache: on, local only (--redis URL shares it between replicas)\n";
+  else
+    b += "  prefix cache: on, shared through " + m.ctx->prefix.redis.url.redacted() + " (namespace '" +
+         c.prefix_namespace + "', look-up budget " + std::to_string(c.prefix_fetch_budget_ms) + " ms)\n";
   b += "  listening on " + c.host + ":" + std::to_string(m.port) + " (protocol v1, docs/protocol.md)\n";
   if (m.metrics_port) b += "  metrics on http://" + c.host + ":" + std::to_string(m.metrics_port) + "/metrics\n";
   return b;

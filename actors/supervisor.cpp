@@ -2,6 +2,8 @@
 // them, and restarts one that fails, wiring the new handle to the actors that talk to it. What
 // happens to the failed actor's requests is decided by those actors: an executor's are re-queued
 // for recomputation (scheduler), a worker's or the scheduler's end with an `internal` error.
+// With Redis it also owns the two prefix-cache actors (started once, restarted together if one
+// stops; a scheduler restart keeps them).
 #include "actors/supervisor.hpp"
 
 #include <caf/actor_system.hpp>
@@ -11,6 +13,8 @@
 #include <cstdio>
 
 #include "actors/messages.hpp"
+#include "actors/prefix_cache_actor.hpp"
+#include "actors/prefix_cache_messages.hpp"
 #include "actors/scheduler_actor.hpp"
 
 namespace troupe::actors {
@@ -22,6 +26,7 @@ struct supervisor_state {
   context_ptr ctx;
   caf::actor scheduler, executor, gateway;
   std::vector<caf::actor> workers;
+  std::shared_ptr<const prefix_cache_handles> prefix;  // null without Redis
   caf::actor drain_listener;
   bool stopping = false;
   int restarts = 0;
@@ -35,9 +40,35 @@ void start_executor(self_ptr self) {
   self->monitor(st.executor);
 }
 
+void start_prefix_cache(self_ptr self) {
+  auto& st = self->state;
+  if (!st.ctx->prefix.remote) return;
+  const auto& p = st.ctx->prefix;
+  prefix_cache_config c;
+  c.redis = p.redis;
+  c.remote = p.remote_opts;
+  c.identity = p.identity;
+  c.layout = p.layout;
+  c.max_publish_queue_bytes = p.max_publish_queue_bytes;
+  st.prefix = std::make_shared<const prefix_cache_handles>(
+      spawn_prefix_cache(self, c, st.ctx->prefix_cost, st.ctx->prefix_metrics));
+  self->monitor(st.prefix->lookup);
+  self->monitor(st.prefix->publisher);
+}
+
+void stop_prefix_cache(self_ptr self, caf::exit_reason why) {
+  auto& st = self->state;
+  if (!st.prefix) return;
+  for (const auto& a : {st.prefix->lookup, st.prefix->publisher}) {
+    self->demonitor(a);
+    self->send_exit(a, why);
+  }
+  st.prefix = nullptr;
+}
+
 void start_scheduler(self_ptr self) {
   auto& st = self->state;
-  st.scheduler = spawn_scheduler(self, st.ctx, st.workers, st.executor, self);
+  st.scheduler = spawn_scheduler(self, st.ctx, st.workers, st.executor, self, st.prefix);
   self->monitor(st.scheduler);
   for (auto& w : st.workers) self->send(w, scheduler_changed{st.scheduler});
 }
@@ -60,6 +91,14 @@ void on_down(self_ptr self, const caf::down_msg& m) {
     self->send(st.scheduler, executor_changed{st.executor});
     return;
   }
+  if (st.prefix && (m.source == st.prefix->lookup.address() || m.source == st.prefix->publisher.address())) {
+    std::fprintf(stderr, "troupe serve: supervisor: a prefix-cache actor stopped (%s); restarting both\n",
+                 why.c_str());
+    stop_prefix_cache(self, caf::exit_reason::user_shutdown);
+    start_prefix_cache(self);
+    self->send(st.scheduler, prefix_changed{st.prefix});
+    return;
+  }
   if (m.source == st.scheduler.address()) {
     std::fprintf(stderr, "troupe serve: supervisor: scheduler stopped (%s); restarting it, its requests fail\n",
                  why.c_str());
@@ -80,6 +119,7 @@ void on_down(self_ptr self, const caf::down_msg& m) {
 caf::behavior supervisor(self_ptr self, context_ptr ctx) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
+  start_prefix_cache(self);
   start_executor(self);
   for (int32_t i = 0; i < st.ctx->cfg.tokenizer_workers; ++i) st.workers.push_back(start_worker(self, i));
   start_scheduler(self);
@@ -91,6 +131,7 @@ caf::behavior supervisor(self_ptr self, context_ptr ctx) {
     for (auto& w : st.workers) self->send_exit(w, caf::exit_reason::user_shutdown);
     self->send_exit(st.scheduler, caf::exit_reason::user_shutdown);
     self->send_exit(st.executor, caf::exit_reason::user_shutdown);
+    stop_prefix_cache(self, caf::exit_reason::user_shutdown);
     self->quit(m.reason);
   });
   return {

@@ -90,7 +90,10 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
             st.live.erase(it);
             continue;
           }
-          if (u.first_scheduled) resp.set_queue_time(*u.first_scheduled);
+          if (u.first_scheduled) {
+            resp.set_queue_time(*u.first_scheduled);
+            resp.set_cached_prompt_tokens(u.cached_prompt_tokens);
+          }
           out_item item{u.rid, {}, false};
           bool stopped = false;
           if (u.token >= 0) {

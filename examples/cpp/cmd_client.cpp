@@ -94,9 +94,10 @@ int run_client(int argc, char** argv) {
         for (int32_t id : d.ids) std::printf("[%d]", id);
     }
     std::printf("\n");
-    std::fprintf(stderr, "[%s: %lld prompt + %lld completion tokens; queue %.1f ms, ttft %.1f ms, total %.1f ms]\n",
+    std::fprintf(stderr,
+                 "[%s: %lld prompt (%lld cached) + %lld completion tokens; queue %.1f ms, ttft %.1f ms, total %.1f ms]\n",
                  std::string(wire::to_string(d.reason)).c_str(), static_cast<long long>(d.usage.prompt_tokens),
-                 static_cast<long long>(d.usage.completion_tokens), d.timings.queue_ms, d.timings.ttft_ms,
+                 static_cast<long long>(d.usage.cached_prompt_tokens), static_cast<long long>(d.usage.completion_tokens), d.timings.queue_ms, d.timings.ttft_ms,
                  d.timings.total_ms);
     if (d.error) std::fprintf(stderr, "error: %s: %s\n", std::string(wire::to_string(d.error->code)).c_str(),
                               d.error->message.c_str());

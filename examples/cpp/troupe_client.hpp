@@ -6,6 +6,7 @@
 //   auto s = c.generate(req);                        // sends; returns a stream
 //   while (auto tok = s.next()) std::cout << tok->text;
 //   const auto& done = s.done();                     // finish_reason, usage, timings
+//   done.usage.cached_prompt_tokens                  // prompt tokens served from the prefix cache
 #pragma once
 
 #include <chrono>

@@ -42,7 +42,8 @@ def main():
                 else:
                     print()
                     u, t = ev["usage"], ev["timings"]
-                    print(f"[{ev['finish_reason']}: {u['prompt_tokens']} prompt + {u['completion_tokens']} "
+                    print(f"[{ev['finish_reason']}: {u['prompt_tokens']} prompt "
+                          f"({u.get('cached_prompt_tokens', 0)} cached) + {u['completion_tokens']} "
                           f"completion tokens, ttft {t['ttft_ms']:.1f} ms, total {t['total_ms']:.1f} ms]",
                           file=sys.stderr)
         except TroupeError as e:

@@ -6,7 +6,8 @@
             print(ev.get("text", ""), end="", flush=True)
 
 Each generate() yields the request's `token` events and finally its `done` event (a dict, see
-docs/protocol.md); a refused request raises TroupeError. Several generate() iterators may be
+docs/protocol.md: done["usage"] has prompt_tokens, cached_prompt_tokens — the prompt tokens served
+from the prefix cache — and completion_tokens); a refused request raises TroupeError. Several generate() iterators may be
 consumed in any order on one client: events of other requests are buffered until asked for.
 """
 import itertools

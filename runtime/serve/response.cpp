@@ -43,7 +43,7 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
   wire::done_event d;
   d.id = id_;
   d.reason = why;
-  d.usage = {prompt_tokens_, 0, completion_tokens()};
+  d.usage = {prompt_tokens_, cached_prompt_tokens_, completion_tokens()};
   d.timings.queue_ms = first_scheduled_ ? ms_since_received(*first_scheduled_) : ms_since_received(now);
   d.timings.ttft_ms = first_token_ ? ms_since_received(*first_token_) : 0.0;
   d.timings.total_ms = ms_since_received(now);

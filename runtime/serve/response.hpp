@@ -27,6 +27,8 @@ class response {
   void finish(wire::finish_reason why, std::optional<wire::wire_error> err, clock::time_point now,
               std::string& out);
   void set_queue_time(clock::time_point first_scheduled);
+  // Prompt tokens whose K/V came from the prefix cache (usage.cached_prompt_tokens).
+  void set_cached_prompt_tokens(int64_t n) noexcept { cached_prompt_tokens_ = n; }
 
   bool done() const noexcept { return done_; }
   int64_t completion_tokens() const noexcept { return static_cast<int64_t>(ids_.size()); }
@@ -39,6 +41,7 @@ class response {
   bool stream_;
   output_text text_;
   int64_t prompt_tokens_;
+  int64_t cached_prompt_tokens_ = 0;
   clock::time_point received_;
   std::optional<clock::time_point> first_token_, first_scheduled_;
   std::vector<int32_t> ids_;

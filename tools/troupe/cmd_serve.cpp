@@ -36,10 +36,10 @@ int run_serve(int argc, char** argv) {
   auto& c = opts.cfg;
   std::string config_file;
   std::vector<std::string> sets;
-  std::optional<std::string> host, policy, policy_config;
+  std::optional<std::string> host, policy, policy_config, redis;
   std::optional<int32_t> port, metrics_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks;
   std::optional<int64_t> kv_bytes;
-  bool static_batching = false;
+  bool static_batching = false, no_prefix_cache = false;
   app.add_option("--model", opts.model_dir, "Hugging Face Qwen3 checkpoint directory (default: a demo model)");
   app.add_option("--tokenizer", opts.tokenizer_dir, "directory with tokenizer.json (default: the model's)");
   app.add_option("--config", config_file, "TOML config file (see config/troupe.toml)");
@@ -55,6 +55,11 @@ int run_serve(int argc, char** argv) {
   app.add_option("--policy", policy,
                  "scheduling policy: fcfs, priority, fair-share, shortest-first, cache-aware, or a plugin .so path");
   app.add_option("--policy-config", policy_config, "the policy's key=value config, e.g. weight.alice=3,weight.bob=1");
+  app.add_flag("--no-prefix-cache", no_prefix_cache,
+               "do not reuse the K/V of shared prompt prefixes (prefix_cache.enabled = false)");
+  app.add_option("--redis", redis,
+                 "share the prefix cache between replicas: redis://[user:password@]host:port/db or "
+                 "unix:///path.sock[?db=N] (prefix_cache.redis_url)");
   app.add_option("--set", sets, "override any config key: section.key=value (repeatable)");
   try {
     app.parse(argc, argv);
@@ -76,6 +81,8 @@ int run_serve(int argc, char** argv) {
   if (static_batching) c.static_batching = true;
   if (policy) c.policy = *policy;
   if (policy_config) c.policy_config = *policy_config;
+  if (no_prefix_cache) c.enable_prefix_caching = false;
+  if (redis) c.redis_url = *redis;
   bool demo = opts.model_dir.empty();
   if (demo) opts.model_dir = demo_model_dir();
 

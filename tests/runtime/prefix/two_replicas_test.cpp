@@ -1,0 +1,172 @@
+// The check, end to end: two `troupe serve` processes share one redis-server; replica B
+// answers a prompt whose prefix replica A computed with exactly the tokens of a cold run, and its
+// usage shows the cached tokens; a replica with --no-prefix-cache, one whose Redis is down and
+// one whose Redis is killed mid-run (then restarted) answer exactly too.
+#define BOOST_TEST_MODULE troupe_prefix_replicas
+#include <boost/test/unit_test.hpp>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <random>
+#include <thread>
+
+#include "examples/cpp/troupe_client.hpp"
+#include "runtime/engine/generator.hpp"
+#include "runtime/model/checkpoint.hpp"
+#include "tests/runtime/prefix/redis_server.hpp"
+#include "tests/runtime/prefix/replica_process.hpp"
+
+using namespace troupe;
+using troupe::testing::redis_server;
+using troupe::testing::replica_process;
+
+namespace {
+
+const std::string model_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-dense";
+
+std::vector<std::string> flags(std::vector<std::string> extra = {}) {
+  std::vector<std::string> f = {"--model", model_dir, "--num-kv-blocks", "128", "--max-model-len", "512"};
+  f.insert(f.end(), extra.begin(), extra.end());
+  return f;
+}
+
+wire::generate_request greedy(const std::string& id, const std::vector<int32_t>& prompt, int32_t max_tokens) {
+  wire::generate_request r;
+  r.id = id;
+  r.kind = wire::prompt_kind::ids;
+  r.prompt_ids = prompt;
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  r.sampling.temperature = 0.0;
+  return r;
+}
+
+std::vector<int32_t> cold(const std::vector<int32_t>& prompt, int32_t max_tokens) {
+  static auto ck = load_checkpoint(model_dir);
+  generate_options o;
+  o.max_tokens = max_tokens;
+  o.sampling = defaults_from(ck->generation);
+  o.sampling.temperature = 0;
+  o.sampling.ignore_eos = true;
+  generator g(*ck);
+  return g.generate(prompt, o).ids;
+}
+
+// GET /metrics from a replica; the value of `name{...} value` (first match), or -1.
+double metric(uint16_t port, const std::string& name) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  std::string req = "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n";
+  (void)::write(fd, req.data(), req.size());
+  std::string text;
+  char buf[8192];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  auto pos = text.find("\ntroupe:" + name + "{");
+  if (pos == std::string::npos) return -1;
+  auto sp = text.find("} ", pos);
+  return std::stod(text.substr(sp + 2, text.find('\n', sp) - sp - 2));
+}
+
+std::vector<int32_t> random_ids(std::mt19937& rng, int n) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (auto& t : v) t = static_cast<int32_t>(rng() % 4000);
+  return v;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(replica_b_reuses_what_replica_a_computed) {
+  redis_server redis;
+  std::mt19937 rng(3);
+  auto prefix = random_ids(rng, 200);
+  auto prompt_a = prefix, prompt_b = prefix;
+  auto tail_a = random_ids(rng, 9), tail_b = random_ids(rng, 20);
+  prompt_a.insert(prompt_a.end(), tail_a.begin(), tail_a.end());
+  prompt_b.insert(prompt_b.end(), tail_b.begin(), tail_b.end());
+
+  replica_process a(flags({"--redis", redis.url()}));
+  replica_process b(flags({"--redis", redis.url()}));
+  BOOST_TEST_MESSAGE(a.banner());
+  {
+    client::client ca("127.0.0.1", a.port());
+    auto done = ca.complete(greedy("a1", prompt_a, 8));
+    BOOST_TEST(done.ids == cold(prompt_a, 8), boost::test_tools::per_element());
+    BOOST_TEST(done.done.usage.cached_prompt_tokens == 0);
+  }
+  // A publishes in the background: wait until the 13 full prompt blocks are in Redis.
+  for (int i = 0; i < 500 && redis.command({"DBSIZE"})->integer < 13; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  BOOST_TEST(redis.command({"DBSIZE"})->integer >= 13);
+
+  client::client cb("127.0.0.1", b.port());
+  auto done = cb.complete(greedy("b1", prompt_b, 8));
+  BOOST_TEST(done.ids == cold(prompt_b, 8), boost::test_tools::per_element());
+  // 200 shared tokens: 12 full blocks of 16 came from Redis (block 13 differs after token 200).
+  BOOST_TEST(done.done.usage.cached_prompt_tokens == 192);
+  BOOST_TEST(metric(b.metrics_port(), "prefix_cache_remote_hit_tokens_total") == 192.0);
+  BOOST_TEST(metric(b.metrics_port(), "prefix_cache_remote_lookups_total") >= 1.0);
+  // Again on B: now from its own pool.
+  auto again = cb.complete(greedy("b2", prompt_b, 8));
+  BOOST_TEST(again.ids == done.ids, boost::test_tools::per_element());
+  BOOST_TEST(again.done.usage.cached_prompt_tokens == 208);  // (220 - 1) / 16 = 13 blocks
+  BOOST_TEST(metric(b.metrics_port(), "prefix_cache_hits_total") == 400.0);
+  BOOST_TEST(metric(b.metrics_port(), "prefix_cache_queries_total") == 440.0);
+}
+
+BOOST_AUTO_TEST_CASE(without_the_cache_or_without_redis_outputs_are_the_same) {
+  std::mt19937 rng(4);
+  auto prompt = random_ids(rng, 100);
+  replica_process off(flags({"--no-prefix-cache"}));
+  replica_process nored(flags({"--redis", "unix:///tmp/troupe-no-such-dir/redis.sock"}));
+  for (auto* r : {&off, &nored}) {
+    client::client c("127.0.0.1", r->port());
+    auto first = c.complete(greedy("x1", prompt, 6));
+    auto second = c.complete(greedy("x2", prompt, 6));
+    BOOST_TEST(first.ids == cold(prompt, 6), boost::test_tools::per_element());
+    BOOST_TEST(second.ids == first.ids, boost::test_tools::per_element());
+    BOOST_TEST(second.done.usage.cached_prompt_tokens == (r == &off ? 0 : 96));
+  }
+  BOOST_TEST(metric(nored.metrics_port(), "prefix_cache_redis_up") == 0.0);
+  BOOST_TEST(metric(off.metrics_port(), "prefix_cache_queries_total") <= 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(redis_killed_mid_run_then_restarted) {
+  redis_server redis;
+  std::mt19937 rng(5);
+  auto p1 = random_ids(rng, 120);
+  replica_process a(flags({"--redis", redis.url(), "--set", "prefix_cache.fetch_budget_ms=300", "--set",
+                           "prefix_cache.backoff_max_ms=200"}));
+  client::client ca("127.0.0.1", a.port());
+  auto d1 = ca.complete(greedy("k1", p1, 5));
+  BOOST_TEST(d1.ids == cold(p1, 5), boost::test_tools::per_element());
+  redis.stop(SIGKILL);
+  // A new prompt's look-up meets the dead Redis: answered at once, the request is computed.
+  auto p2 = random_ids(rng, 90);
+  auto d2 = ca.complete(greedy("k2", p2, 5));
+  BOOST_TEST(d2.ids == cold(p2, 5), boost::test_tools::per_element());
+  BOOST_TEST(d2.done.timings.queue_ms < 300.0);
+  // The local cache still serves.
+  auto d3 = ca.complete(greedy("k3", p1, 5));
+  BOOST_TEST(d3.ids == d1.ids, boost::test_tools::per_element());
+  BOOST_TEST(d3.done.usage.cached_prompt_tokens == 112);  // (120 - 1) / 16 = 7 blocks
+  // Restarted (empty): after its back-off the replica reconnects and publishes again.
+  redis.start();
+  bool published = false;
+  for (int i = 0; i < 40 && !published; ++i) {
+    auto p = random_ids(rng, 40);
+    auto d = ca.complete(greedy("r" + std::to_string(i), p, 2));
+    BOOST_TEST(d.ids == cold(p, 2), boost::test_tools::per_element());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    published = redis.command({"DBSIZE"})->integer > 0;
+  }
+  BOOST_TEST(published);
+}
