@@ -1,7 +1,8 @@
 // The check, end to end: two `troupe serve` processes share one redis-server; replica B
 // answers a prompt whose prefix replica A computed with exactly the tokens of a cold run, and its
-// usage shows the cached tokens; a replica with --no-prefix-cache, one whose Redis is down and
-// one whose Redis is killed mid-run (then restarted) answer exactly too.
+// usage shows the cached tokens; a replica with --no-prefix-cache, one whose Redis is down, one
+// whose Redis is killed mid-run (then restarted) and one whose Redis hangs answer exactly too,
+// the last within the look-up budget.
 #define BOOST_TEST_MODULE troupe_prefix_replicas
 #include <boost/test/unit_test.hpp>
 
@@ -169,4 +170,25 @@ BOOST_AUTO_TEST_CASE(redis_killed_mid_run_then_restarted) {
     published = redis.command({"DBSIZE"})->integer > 0;
   }
   BOOST_TEST(published);
+}
+
+BOOST_AUTO_TEST_CASE(a_hung_redis_delays_a_request_by_at_most_the_budget) {
+  redis_server redis;
+  std::mt19937 rng(6);
+  replica_process a(flags({"--redis", redis.url(), "--set", "prefix_cache.fetch_budget_ms=250"}));
+  client::client ca("127.0.0.1", a.port());
+  auto warm = random_ids(rng, 40);
+  ca.complete(greedy("w", warm, 2));  // the look-up connection is up
+  redis.pause();                      // SIGSTOP: connections stay open, nothing answers
+  auto p = random_ids(rng, 100);
+  auto d = ca.complete(greedy("h", p, 4));
+  BOOST_TEST(d.ids == cold(p, 4), boost::test_tools::per_element());
+  BOOST_TEST(d.done.usage.cached_prompt_tokens == 0);
+  BOOST_TEST(d.done.timings.queue_ms < 250.0 + 100.0);  // the budget, plus scheduling slack
+  // Still hung: the next one is bounded the same way (answered at once while backing off).
+  auto q = random_ids(rng, 100);
+  auto e = ca.complete(greedy("h2", q, 4));
+  BOOST_TEST(e.ids == cold(q, 4), boost::test_tools::per_element());
+  BOOST_TEST(e.done.timings.queue_ms < 250.0 + 100.0);
+  redis.resume();
 }
