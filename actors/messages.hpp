@@ -28,6 +28,7 @@ using tick_atom = caf::atom_constant<caf::atom("tick")>;         // scheduler: d
 using kill_exec_atom = caf::atom_constant<caf::atom("killexec")>;  // tests: fail the executor
 using kill_sched_atom = caf::atom_constant<caf::atom("killsched")>;  // tests: fail the scheduler
 using kill_worker_atom = caf::atom_constant<caf::atom("killworker")>;  // tests: fail a tokenizer worker
+using kill_prefix_atom = caf::atom_constant<caf::atom("killprefix")>;  // tests: fail the prefix look-up actor
 using restarts_atom = caf::atom_constant<caf::atom("restarts")>;  // supervisor: restarts so far
 
 // ---- gateway -> tokenizer worker -------------------------------------------------------------

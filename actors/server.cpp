@@ -259,6 +259,7 @@ std::string server::banner() const {
 void server::kill_executor() { caf::anon_send(impl_->supervisor, kill_exec_atom::value); }
 void server::kill_scheduler() { caf::anon_send(impl_->supervisor, kill_sched_atom::value); }
 void server::kill_tokenizer_worker(int32_t index) { caf::anon_send(impl_->supervisor, kill_worker_atom::value, index); }
+void server::kill_prefix_cache() { caf::anon_send(impl_->supervisor, kill_prefix_atom::value); }
 
 int server::restarts() {
   int n = -1;

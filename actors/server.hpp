@@ -44,6 +44,7 @@ class server {
   void kill_executor();
   void kill_scheduler();
   void kill_tokenizer_worker(int32_t index);
+  void kill_prefix_cache();  // the look-up actor (with --redis); both prefix-cache actors restart
   int restarts();
 
  private:

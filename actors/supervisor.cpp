@@ -155,6 +155,9 @@ caf::behavior supervisor(self_ptr self, context_ptr ctx) {
       [=](kill_worker_atom, int32_t i) {
         self->send_exit(self->state.workers.at(static_cast<size_t>(i)), caf::exit_reason::kill);
       },
+      [=](kill_prefix_atom) {
+        if (self->state.prefix) self->send_exit(self->state.prefix->lookup, caf::exit_reason::kill);
+      },
       [=](restarts_atom) -> int { return self->state.restarts; },
   };
 }

@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "actors/server.hpp"
 #include "examples/cpp/troupe_client.hpp"
 #include "runtime/engine/generator.hpp"
 #include "runtime/model/checkpoint.hpp"
@@ -191,4 +192,38 @@ BOOST_AUTO_TEST_CASE(a_hung_redis_delays_a_request_by_at_most_the_budget) {
   BOOST_TEST(e.ids == cold(q, 4), boost::test_tools::per_element());
   BOOST_TEST(e.done.timings.queue_ms < 250.0 + 100.0);
   redis.resume();
+}
+
+// The supervisor restarts the prefix-cache actors when one fails and hands them to the
+// scheduler: after the restart, replica B (in process here, for the test hook) still fetches
+// what replica A published.
+BOOST_AUTO_TEST_CASE(restarted_prefix_cache_actors_still_fetch) {
+  redis_server redis;
+  std::mt19937 rng(7);
+  auto prefix = random_ids(rng, 200);
+  auto prompt_a = prefix, prompt_b = prefix;
+  auto tail_a = random_ids(rng, 9), tail_b = random_ids(rng, 20);
+  prompt_a.insert(prompt_a.end(), tail_a.begin(), tail_a.end());
+  prompt_b.insert(prompt_b.end(), tail_b.begin(), tail_b.end());
+  actors::server_options o;
+  o.model_dir = model_dir;
+  o.cfg.port = 0;
+  o.cfg.metrics_port = -1;
+  o.cfg.num_kv_blocks = 128;
+  o.cfg.max_model_len = 512;
+  o.cfg.shutdown_grace_ms = 0;
+  o.cfg.redis_url = redis.url();
+  actors::server a(o), b(o);
+  client::client ca("127.0.0.1", a.port());
+  BOOST_TEST(ca.complete(greedy("a1", prompt_a, 4)).ids == cold(prompt_a, 4), boost::test_tools::per_element());
+  for (int i = 0; i < 500 && redis.command({"DBSIZE"})->integer < 13; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  b.kill_prefix_cache();
+  for (int i = 0; i < 500 && b.restarts() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  BOOST_REQUIRE(b.restarts() == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the scheduler has the new handles
+  client::client cb("127.0.0.1", b.port());
+  auto done = cb.complete(greedy("b1", prompt_b, 4));
+  BOOST_TEST(done.ids == cold(prompt_b, 4), boost::test_tools::per_element());
+  BOOST_TEST(done.done.usage.cached_prompt_tokens == 192);
 }
