@@ -142,12 +142,31 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
   const auto& kv = kv_.layer(l);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   int64_t row = 0;
-  for (const auto& sq : batch) {
+  seq_rows_.resize(batch.size());
+  bool short_chunks = batch.size() > 1;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const auto& sq = batch[s];
     const int64_t n = static_cast<int64_t>(sq.tokens.size());
     kernels::kv_write(kv, sq.block_table.data(), sq.start_pos, n, k_.data() + row * hk * d, v_.data() + row * hk * d);
-    kernels::paged_attention(q_.data() + row * hq * d, n, hq, sq.start_pos, kv, sq.block_table.data(), scale,
-                             attn_.data() + row * hq * d);
+    seq_rows_[s] = row;
+    short_chunks = short_chunks && n <= 4;
     row += n;
+  }
+  auto attend = [&](size_t s) {
+    const auto& sq = batch[s];
+    const int64_t r = seq_rows_[s];
+    kernels::paged_attention(q_.data() + r * hq * d, static_cast<int64_t>(sq.tokens.size()), hq, sq.start_pos, kv,
+                             sq.block_table.data(), scale, attn_.data() + r * hq * d);
+  };
+  // A batch of decode tokens: one parallel region over the sequences (each sequence's attention then
+  // runs on one thread) instead of one small region per sequence. A prompt chunk keeps the threads
+  // inside its own attention. Either way every (token, head) gets the same arithmetic.
+  if (short_chunks) {
+    const int64_t count = static_cast<int64_t>(batch.size());
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t s = 0; s < count; ++s) attend(static_cast<size_t>(s));
+  } else {
+    for (size_t s = 0; s < batch.size(); ++s) attend(s);
   }
   kernels::matmul(attn_.data(), n_, lw.o_proj, tmp_.data());
   add_inplace(x_.data(), tmp_.data(), n_ * cfg_.hidden_size);

@@ -36,6 +36,7 @@ class model_runner {
   // Scratch, sized to the largest batch seen; rows = tokens in the step.
   int64_t n_ = 0;
   std::vector<int32_t> ids_, positions_;
+  std::vector<int64_t> seq_rows_;  // first activation row of each sequence of the step
   std::vector<float> x_, h_, q_, k_, v_, attn_, tmp_, gate_, up_;
   std::vector<float> router_, moe_out_, expert_in_, expert_gate_, expert_up_, expert_out_;
   std::vector<float> final_;
