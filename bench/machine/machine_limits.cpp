@@ -3,6 +3,7 @@
 
 #include <immintrin.h>
 #include <omp.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -184,14 +185,17 @@ double now_seconds(timing clock) {
   return std::chrono::duration<double>(clock_type::now().time_since_epoch()).count();
 }
 
-double measure_read_bandwidth_gbs(int threads, timing clock) {
+double measure_read_bandwidth_gbs(int threads, timing clock, bool huge_pages) {
   threads = std::max(threads, 1);
   if (threads > 1) clock = timing::wall;  // other threads' CPU time is not the caller's
   // 1 GiB, or 4x the last-level cache when that is larger: every pass comes from DRAM.
   long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
   size_t bytes = std::max<size_t>(size_t{1} << 30, llc > 0 ? 4 * static_cast<size_t>(llc) : 0);
-  bytes = bytes / (size_t{4096} * threads) * (size_t{4096} * threads);
-  std::unique_ptr<char, aligned_free> buf(static_cast<char*>(std::aligned_alloc(4096, bytes)));
+  constexpr size_t huge = size_t{2} << 20;
+  bytes = bytes / (huge * threads) * (huge * threads);
+  std::unique_ptr<char, aligned_free> buf(static_cast<char*>(std::aligned_alloc(huge, bytes)));
+  // Before the first touch: the kernel picks the page size when it faults the pages in.
+  madvise(buf.get(), bytes, huge_pages ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   const size_t share = bytes / threads;
   // Each thread first-touches its own share (pages land near the thread that reads them).
 #pragma omp parallel num_threads(threads)

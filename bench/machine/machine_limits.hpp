@@ -17,8 +17,11 @@ const char* machine_isa() noexcept;
 
 // Sustained read bandwidth in GB/s (1e9 bytes/s) of `threads` threads each streaming its share of a
 // buffer several times larger than the last-level cache (vector loads, 8 accumulators); best of
-// several passes.
-double measure_read_bandwidth_gbs(int threads, timing clock = timing::wall);
+// several passes. `huge_pages`: the buffer asks for 2 MB pages (madvise), as the best case. NOTE: on
+// the dev VM 4 KB pages read ~25% slower (12-13 vs 16-17 GB/s on one core), and so do weights mapped
+// from a page cache filled with 4 KB folios; with large folios (a file read back after eviction)
+// the mapped weights read as fast as 2 MB pages. The ceiling is the higher figure.
+double measure_read_bandwidth_gbs(int threads, timing clock = timing::wall, bool huge_pages = true);
 
 // Peak GFLOP/s of `threads` threads each running independent register-only FMA chains:
 // fp32 FMA (vfmadd, 2 flops per lane) when bf16 is false; the AVX512_BF16 dot product
