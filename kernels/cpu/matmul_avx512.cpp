@@ -133,9 +133,11 @@ inline row_prefetch make_prefetch(const void* first, int rows, int64_t piece, in
 // k block, reduce into y). kPack: also leave the widened weights in `pack` (sub-panel layout, see
 // pack_subpanel), so the tiles of the other activation rows read them from L1. The weight loads
 // are demand loads among the FMAs, so out-of-order execution overlaps them with DRAM latency.
+// `row_bytes` (decode only): bytes between weight rows, for the software prefetch.
 template <int R, class Src, bool kPack>
 void tile_stream(const float* x, int64_t ldx, const typename Src::elem* const* rows, int64_t klen, __mmask16 tail,
-                 const float* resume, float* save, float* y, int64_t ldy, int live, float* pack, row_prefetch& pf) {
+                 const float* resume, float* save, float* y, int64_t ldy, int live, float* pack, row_prefetch& pf,
+                 int64_t row_bytes = 0) {
   constexpr int C = tile_cols;
   __m512 acc[R * C];
 #pragma GCC unroll 4
@@ -147,9 +149,13 @@ void tile_stream(const float* x, int64_t ldx, const typename Src::elem* const* r
   for (int64_t k = 0; k < full; k += 16) {
     pf.step();
     if constexpr (!kPack) {  // decode: each row 512 B ahead (the hardware streamers alone fall ~15% short)
-      if ((k * sizeof(typename Src::elem)) % 64 == 0) {
+      const int64_t ahead = k * static_cast<int64_t>(sizeof(typename Src::elem)) + 512;
+      if (ahead % 64 == 0) {
+        // Past its row's end the stream goes on in the same row of the next tile (the 8 rows after
+        // these): otherwise each tile would start with 8 rows of demand misses.
+        const int64_t jump = ahead >= row_bytes ? (C - 1) * row_bytes : 0;
 #pragma GCC unroll 8
-        for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(rows[c] + k) + 512, _MM_HINT_T0);
+        for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(rows[c]) + ahead + jump, _MM_HINT_T0);
       }
     }
     __m512 xv[R];
@@ -205,7 +211,7 @@ void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1
     tile_rows(wd, cols, j, live, 0, rows);
     row_prefetch none;  // decode prefetches within its own rows (tile_stream)
     tile_stream<R, Src, false>(x, cols, rows, padded_cols(cols), tail_mask(cols), nullptr, nullptr, y + j, w.rows, live,
-                               nullptr, none);
+                               nullptr, none, cols * static_cast<int64_t>(sizeof(typename Src::elem)));
   }
 }
 
