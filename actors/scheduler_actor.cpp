@@ -9,11 +9,13 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <cstdio>
+#include <optional>
 #include <unordered_map>
 
 #include "actors/messages.hpp"
 #include "actors/prefix_cache_actor.hpp"
 #include "actors/prefix_cache_messages.hpp"
+#include "runtime/sched/prefill_pacer.hpp"
 
 namespace troupe::actors {
 
@@ -65,6 +67,7 @@ struct scheduler_state {
   bool drained_sent = false;
   clock::time_point drain_deadline;
   clock::time_point step_started;
+  std::optional<sched::prefill_pacer> pacer;  // sizes prompt chunks beside decodes (null: fixed cap)
 };
 
 using self_ptr = caf::stateful_actor<scheduler_state>*;
@@ -196,6 +199,14 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
     if (st.ctx->prefix_cost && plan.num_batched_tokens >= 16 && out.engine_seconds > 0)
       st.ctx->prefix_cost->observe_prefill(plan.num_batched_tokens, out.engine_seconds);
     if (st.prefix && !out.saved.empty()) publish_blocks(*st.prefix, std::move(out.saved), *st.ctx->prefix_metrics);
+    if (st.pacer) {
+      int32_t decodes = 0, prompt_tokens = 0;
+      for (const auto& e : plan.seqs) (e.num_tokens == 1 ? decodes : prompt_tokens) += e.num_tokens;
+      st.pacer->observe(decodes, prompt_tokens, out.engine_seconds);
+      st.core->set_max_prefill_tokens_while_decoding(st.pacer->cap());
+      st.ctx->metrics->set_prefill_pacing(st.pacer->cap(), st.pacer->decode_step_seconds(),
+                                          st.pacer->seconds_per_prompt_token());
+    }
   }
   if (!out.step_error.empty()) {
     // The engine refused the batch before computing anything: end its sequences, keep serving.
@@ -308,6 +319,9 @@ caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::a
   st.executor = std::move(executor);
   st.supervisor = std::move(supervisor);
   st.prefix = std::move(prefix);
+  const auto& c = ctx->cfg;
+  if (c.enable_chunked_prefill && c.max_prefill_tokens_while_decoding > 0 && c.decode_slowdown_percent > 0)
+    st.pacer.emplace(c.decode_slowdown_percent / 100.0, c.max_prefill_tokens_while_decoding);
   publish_gauges(self);
   return {
       [=](submit_msg& m) {

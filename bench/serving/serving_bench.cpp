@@ -146,18 +146,19 @@ void static_vs_continuous(const std::string& model, bool quick) {
 }
 
 // 15 decoding streams; at t = 2 s a 4,000-token prompt arrives. ITL p99 of the decodes while it
-// prefills vs before it came. Chunked prefill bounds the step: long_prefill_token_threshold.
-void prefill_interference(const std::string& model, int chunk) {
-  std::printf("\n[prefill] 15 decode streams, then one 4000-token prompt (chunks of %d tokens)\n", chunk);
+// prefills vs before it came. What bounds the step is max_prefill_tokens_while_decoding (the
+// server's default unless --prefill-chunk says otherwise); the budget stays the default.
+void prefill_interference(const std::string& model, int chunk, int slowdown, double t_long) {
+  std::printf("\n[prefill] 15 decode streams, then one 4000-token prompt at %.0f s (max_prefill_tokens_while_decoding %d, "
+              "decode_slowdown_percent %d)\n", t_long, chunk, slowdown);
   std::mt19937_64 rng(3);
   auto c = base_config();
-  c.max_num_batched_tokens = chunk + 16;
-  c.long_prefill_token_threshold = chunk;
+  c.max_prefill_tokens_while_decoding = chunk;
+  c.decode_slowdown_percent = slowdown;
   auto srv = start(model, c);
   run_load(srv->port(), {{prompt(rng, 16), 4, 0}}, 1);
   std::vector<load_request> reqs;
   for (int i = 0; i < 15; ++i) reqs.push_back({prompt(rng, 32), 4000, 0});
-  const double t_long = 2.0;
   reqs.push_back({prompt(rng, 4000), 1, t_long});
   auto res = run_load(srv->port(), reqs, 16, /*until=*/15);
   double prefill_end = res[15].first_token_s;
@@ -167,6 +168,9 @@ void prefill_interference(const std::string& model, int chunk) {
   std::printf("  idle:    ITL p50 %6.1f p99 %6.1f ms (%zu gaps)\n", percentile(idle, 50), idle_p99, idle.size());
   std::printf("  prefill: ITL p50 %6.1f p99 %6.1f ms (%zu gaps); the 4000-token prompt took %.2f s to its first token\n",
               percentile(busy, 50), busy_p99, busy.size(), prefill_end - res[15].sent_s);
+  std::printf("  pacer at the end: cap %.0f prompt tokens, decode step %.1f ms, +%.2f ms per prompt token\n",
+              metric(*srv, "prefill_tokens_while_decoding"), metric(*srv, "decode_step_seconds") * 1e3,
+              metric(*srv, "prompt_token_step_seconds") * 1e3);
   verdict("ITL p99 during prefill / idle", busy_p99 / idle_p99, "<", 3, busy_p99 < 3 * idle_p99);
 }
 
@@ -197,10 +201,14 @@ int main(int argc, char** argv) {
   CLI::App app{"Troupe serving benchmark (load generator over TCP)"};
   std::string model, scenarios = "scaling,static,prefill,overhead";
   bool quick = false;
-  int chunk = 32;
+  int chunk = serve::server_config{}.max_prefill_tokens_while_decoding;
+  int slowdown = serve::server_config{}.decode_slowdown_percent;
+  double t_long = 5.0;
   app.add_option("--model", model, "checkpoint directory (default: a random 44M-parameter Qwen3 made once)");
   app.add_option("--scenarios", scenarios, "comma-separated: scaling, static, prefill, overhead");
-  app.add_option("--prefill-chunk", chunk, "long_prefill_token_threshold for the prefill scenario");
+  app.add_option("--prefill-chunk", chunk, "max_prefill_tokens_while_decoding for the prefill scenario");
+  app.add_option("--slowdown-percent", slowdown, "decode_slowdown_percent for the prefill scenario (0: fixed cap)");
+  app.add_option("--long-prompt-at", t_long, "seconds of idle decoding before the long prompt arrives");
   app.add_flag("--quick", quick, "fewer requests");
   CLI11_PARSE(app, argc, argv);
   if (model.empty()) model = ensure_model((fs::temp_directory_path() / "troupe-bench-small").string());
@@ -209,7 +217,7 @@ int main(int argc, char** argv) {
   for (std::string s; std::getline(ss, s, ',');) {
     if (s == "scaling") scaling(model, quick);
     else if (s == "static") static_vs_continuous(model, quick);
-    else if (s == "prefill") prefill_interference(model, chunk);
+    else if (s == "prefill") prefill_interference(model, chunk, slowdown, t_long);
     else if (s == "overhead") overhead(model, quick);
     else {
       std::fprintf(stderr, "unknown scenario '%s'\n", s.c_str());

@@ -141,6 +141,9 @@ class scheduler {
   // by the new policy (ties keep arrival order) and it is told every queued sequence, in arrival
   // order (on_waiting, then on_running for the running ones). The old policy is destroyed.
   void set_policy(std::unique_ptr<policy> pol);
+  // The prompt-token cap of steps that also decode (sched_config::max_prefill_tokens_while_decoding),
+  // changed between steps by a prefill_pacer.
+  void set_max_prefill_tokens_while_decoding(int32_t n) noexcept { cfg_.max_prefill_tokens_while_decoding = n; }
   const policy& current_policy() const noexcept { return *policy_; }
 
   bool has(int64_t seq_id) const { return seqs_.count(seq_id) != 0; }

@@ -90,6 +90,12 @@ void metrics::set_kv_cache_usage(double f) {
   std::lock_guard lock(mu_);
   kv_usage_ = f;
 }
+void metrics::set_prefill_pacing(int32_t cap, double decode_step_seconds, double seconds_per_prompt_token) {
+  std::lock_guard lock(mu_);
+  prefill_cap_ = cap;
+  decode_step_s_ = decode_step_seconds;
+  prompt_token_s_ = seconds_per_prompt_token;
+}
 void metrics::add_preemptions(int64_t n) {
   std::lock_guard lock(mu_);
   preemptions_ += n;
@@ -152,6 +158,13 @@ std::string metrics::render() const {
   sample(o, "num_requests_waiting", labels_, std::to_string(waiting_));
   head(o, "kv_cache_usage_perc", "gauge", "KV-cache usage: 1 means 100 percent of the blocks are in use.");
   sample(o, "kv_cache_usage_perc", labels_, num(kv_usage_));
+  head(o, "prefill_tokens_while_decoding", "gauge",
+       "Most prompt tokens the next step that also decodes may take (scheduler.decode_slowdown_percent).");
+  sample(o, "prefill_tokens_while_decoding", labels_, std::to_string(prefill_cap_));
+  head(o, "decode_step_seconds", "gauge", "Running average of a decode-only step's engine time.");
+  sample(o, "decode_step_seconds", labels_, num(decode_step_s_));
+  head(o, "prompt_token_step_seconds", "gauge", "Running average of what one prompt token adds to a step that decodes.");
+  sample(o, "prompt_token_step_seconds", labels_, num(prompt_token_s_));
   head(o, "num_preemptions_total", "counter", "Cumulative number of preemptions.");
   sample(o, "num_preemptions_total", labels_, std::to_string(preemptions_));
   head(o, "prompt_tokens_total", "counter", "Number of prefill tokens processed.");

@@ -49,6 +49,7 @@ const std::vector<knob>& knobs() {
       {"scheduler", "max_num_batched_tokens", &server_config::max_num_batched_tokens, 1, i32max},
       {"scheduler", "long_prefill_token_threshold", &server_config::long_prefill_token_threshold, 0, i32max},
       {"scheduler", "max_prefill_tokens_while_decoding", &server_config::max_prefill_tokens_while_decoding, 0, i32max},
+      {"scheduler", "decode_slowdown_percent", &server_config::decode_slowdown_percent, 0, 100000},
       {"scheduler", "enable_chunked_prefill", &server_config::enable_chunked_prefill},
       {"scheduler", "max_waiting", &server_config::max_waiting, 1, i32max},
       {"scheduler", "policy", &server_config::policy},

@@ -31,7 +31,8 @@ struct server_config {
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 512;
   int32_t long_prefill_token_threshold = 0;
-  int32_t max_prefill_tokens_while_decoding = 32;
+  int32_t max_prefill_tokens_while_decoding = 64;
+  int32_t decode_slowdown_percent = 100;  // 0 = the fixed cap above
   bool enable_chunked_prefill = true;
   int32_t max_waiting = 1024;
   std::string policy = "fcfs";     // a policy plugin's name or path (docs/plugins.md)

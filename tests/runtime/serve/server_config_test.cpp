@@ -82,6 +82,7 @@ BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   BOOST_TEST(from_file.max_num_batched_tokens == d.max_num_batched_tokens);
   BOOST_TEST(from_file.long_prefill_token_threshold == d.long_prefill_token_threshold);
   BOOST_TEST(from_file.max_prefill_tokens_while_decoding == d.max_prefill_tokens_while_decoding);
+  BOOST_TEST(from_file.decode_slowdown_percent == d.decode_slowdown_percent);
   BOOST_TEST(from_file.enable_chunked_prefill == d.enable_chunked_prefill);
   BOOST_TEST(from_file.max_waiting == d.max_waiting);
   BOOST_TEST(from_file.policy == d.policy);

@@ -1,0 +1,38 @@
+#include "runtime/sched/prefill_pacer.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace troupe::sched {
+
+namespace {
+// Weight of the newest measurement: a few steps to follow a changing batch or a growing context,
+// not so few that one noisy step moves the cap far.
+constexpr double kAlpha = 0.25;
+
+double average(double old, double x) { return old > 0 ? old + kAlpha * (x - old) : x; }
+}  // namespace
+
+prefill_pacer::prefill_pacer(double slowdown, int32_t max_tokens, int32_t min_tokens)
+    : slowdown_(slowdown), max_tokens_(std::max(max_tokens, 1)), min_tokens_(std::clamp(min_tokens, 1, max_tokens_)) {}
+
+void prefill_pacer::observe(int32_t num_decodes, int32_t num_prompt_tokens, double seconds) {
+  if (!(seconds > 0) || !std::isfinite(seconds) || num_decodes < 0 || num_prompt_tokens < 0) return;
+  if (num_prompt_tokens == 0) {
+    if (num_decodes > 0) decode_s_ = average(decode_s_, seconds);
+    return;
+  }
+  // A prompt-only step says nothing about the decode part; one with decodes, before a decode-only
+  // step was seen, cannot be split either.
+  if (num_decodes == 0 || decode_s_ <= 0) return;
+  const double extra = std::max(seconds - decode_s_, 0.0) / num_prompt_tokens;
+  per_token_s_ = average(per_token_s_, extra);
+}
+
+int32_t prefill_pacer::cap() const noexcept {
+  if (slowdown_ <= 0 || decode_s_ <= 0 || per_token_s_ <= 0) return max_tokens_;
+  const double tokens = std::floor(slowdown_ * decode_s_ / per_token_s_ + 1e-6);  // 19.99999 is 20
+  return static_cast<int32_t>(std::clamp<double>(tokens, min_tokens_, max_tokens_));
+}
+
+}  // namespace troupe::sched

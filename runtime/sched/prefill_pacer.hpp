@@ -1,0 +1,36 @@
+// Sizes the prompt tokens of a step that also decodes from measured step times, so that such a
+// step takes at most (1 + slowdown) times a decode-only step. Every decoding stream waits for the
+// whole step, so this is what keeps inter-token latency bounded while long prompts arrive; a fixed
+// token cap cannot do it everywhere, because what a prompt token costs against a decode step
+// depends on the model, the machine and how long the prompt's context already is (attention).
+//
+// Model: step time = a + b * prompt_tokens, where a (a decode-only step) and b (one more prompt
+// token) are running averages of what the engine reported. Until both are measured the cap is the
+// configured maximum.
+#pragma once
+
+#include <cstdint>
+
+namespace troupe::sched {
+
+class prefill_pacer {
+ public:
+  // slowdown <= 0: off (cap() is always max_tokens). min_tokens keeps a long prompt moving when
+  // even one prompt token costs more than the allowed slowdown.
+  prefill_pacer(double slowdown, int32_t max_tokens, int32_t min_tokens = 8);
+
+  // One finished step: its decodes (one token each), its prompt tokens, the engine's seconds.
+  void observe(int32_t num_decodes, int32_t num_prompt_tokens, double seconds);
+  // Prompt tokens allowed in the next step that decodes.
+  int32_t cap() const noexcept;
+
+  double decode_step_seconds() const noexcept { return decode_s_; }       // a; 0 until measured
+  double seconds_per_prompt_token() const noexcept { return per_token_s_; }  // b; 0 until measured
+
+ private:
+  double slowdown_;
+  int32_t max_tokens_, min_tokens_;
+  double decode_s_ = 0, per_token_s_ = 0;
+};
+
+}  // namespace troupe::sched

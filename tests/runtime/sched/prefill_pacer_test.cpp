@@ -1,0 +1,79 @@
+// prefill_pacer: the prompt-token cap of steps that also decode follows measured step times.
+#include <boost/test/unit_test.hpp>
+
+#include "runtime/sched/prefill_pacer.hpp"
+
+using troupe::sched::prefill_pacer;
+
+BOOST_AUTO_TEST_SUITE(prefill_pacer_suite)
+
+BOOST_AUTO_TEST_CASE(the_configured_cap_holds_until_both_costs_are_measured) {
+  prefill_pacer p(1.0, 64);
+  BOOST_TEST(p.cap() == 64);
+  p.observe(0, 512, 4.0);  // prompt only: says nothing about decodes
+  BOOST_TEST(p.cap() == 64);
+  p.observe(15, 32, 1.0);  // no decode-only step seen yet: cannot be split
+  BOOST_TEST(p.cap() == 64);
+  p.observe(15, 0, 0.1);
+  BOOST_TEST(p.cap() == 64);
+  BOOST_TEST(p.decode_step_seconds() == 0.1);
+}
+
+BOOST_AUTO_TEST_CASE(the_cap_keeps_a_mixed_step_within_the_slowdown) {
+  // Decode-only steps take 100 ms and each prompt token adds 5 ms: twice a decode step (slowdown
+  // 1.0) leaves room for 20 prompt tokens.
+  prefill_pacer p(1.0, 64);
+  for (int i = 0; i < 20; ++i) {
+    p.observe(15, 0, 0.100);
+    int32_t n = p.cap();
+    p.observe(15, n, 0.100 + 0.005 * n);
+  }
+  BOOST_TEST(p.cap() == 20);
+  BOOST_TEST(p.seconds_per_prompt_token() == 0.005, boost::test_tools::tolerance(1e-9));
+  // Half the slowdown, half the tokens.
+  prefill_pacer q(0.5, 64);
+  q.observe(15, 0, 0.100);
+  q.observe(15, 32, 0.100 + 0.005 * 32);
+  BOOST_TEST(q.cap() == 10);
+}
+
+BOOST_AUTO_TEST_CASE(the_cap_follows_a_prompt_token_that_gets_dearer) {
+  // Attention over a growing context makes each prompt token dearer as a long prompt prefills.
+  prefill_pacer p(1.0, 64);
+  p.observe(8, 0, 0.080);
+  double per_token = 0.001;
+  int32_t last = 64;
+  for (int i = 0; i < 60; ++i) {
+    int32_t n = p.cap();
+    BOOST_TEST(n <= last);  // never grows while the cost only grows
+    last = n;
+    p.observe(8, n, 0.080 + per_token * n);
+    per_token *= 1.02;
+  }
+  BOOST_TEST(p.cap() < 64);
+  // The next mixed step stays within about twice the decode step: the average lags a cost that
+  // grows 2% a step by under 10%.
+  BOOST_TEST(0.080 + per_token * p.cap() <= 0.080 * (1 + 1.1));
+}
+
+BOOST_AUTO_TEST_CASE(bounds_and_bad_measurements) {
+  prefill_pacer p(1.0, 64, 8);
+  p.observe(4, 0, 0.010);
+  p.observe(4, 16, 0.010 + 16 * 0.1);  // one prompt token costs ten decode steps
+  BOOST_TEST(p.cap() == 8);            // the floor keeps the prompt moving
+  prefill_pacer fast(1.0, 64);
+  fast.observe(4, 0, 0.100);
+  fast.observe(4, 16, 0.100 + 16 * 1e-6);
+  BOOST_TEST(fast.cap() == 64);  // the configured cap is the ceiling
+  prefill_pacer off(0.0, 48);
+  off.observe(4, 0, 0.1);
+  off.observe(4, 16, 1.0);
+  BOOST_TEST(off.cap() == 48);
+  prefill_pacer q(1.0, 64);
+  q.observe(4, 0, -1.0);
+  q.observe(4, 0, 0.0);
+  q.observe(-1, 0, 0.1);
+  BOOST_TEST(q.decode_step_seconds() == 0.0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
