@@ -57,6 +57,9 @@ struct attn_backend {
 };
 
 const attn_backend& attn_backend_avx512();
+
+// silu(gate) * up with exp16 (vec_math_avx512.hpp); call only where the CPU has AVX-512.
+void silu_mul_avx512(const float* gate, const float* up, int64_t count, float* out);
 const attn_backend& attn_backend_generic();
 
 }  // namespace troupe::kernels::cpu

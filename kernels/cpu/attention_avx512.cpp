@@ -19,6 +19,7 @@ namespace troupe::kernels::cpu {
 namespace {
 
 #include "kernels/cpu/avx512_tree.hpp"
+#include "kernels/cpu/vec_math_avx512.hpp"
 
 constexpr int score_queries = 3;  // 3 x 8 accumulators + 3 q + 1 k of the 32 zmm
 constexpr int score_keys = 8;
@@ -84,24 +85,6 @@ void scores(const float* const* q, const int64_t* limit, int nq, const attn_kv& 
     if (nq - i == 2) score_tile<2>(q + i, kp, kv.d, scale, s + i * lds + j, lds);
     if (nq - i == 1) score_tile<1>(q + i, kp, kv.d, scale, s + i * lds + j, lds);
   }
-}
-
-// exp(x), the exact operation sequence of softmax_exp in ops.cpp.
-inline __m512 exp16(__m512 x) {
-  x = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
-  const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-  return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
 }
 
 void softmax(float* s, int64_t n) {
@@ -191,6 +174,22 @@ void weighted_sum(const float* p, int64_t lds, const int64_t* limit, int nq, con
 }
 
 }  // namespace
+
+void silu_mul_avx512(const float* gate, const float* up, int64_t count, float* out) {
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m512 g = _mm512_loadu_ps(gate + i);
+    const __m512 s = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(s, _mm512_loadu_ps(up + i)));
+  }
+  if (i < count) {
+    const __mmask16 m = lanes_mask(count - i);
+    const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+    const __m512 s = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
 }  // namespace troupe::kernels::cpu
 
 #pragma GCC pop_options
