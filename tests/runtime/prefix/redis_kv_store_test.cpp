@@ -240,11 +240,13 @@ BOOST_AUTO_TEST_CASE(injected_latency_within_and_beyond_the_deadline) {
   redis_kv_store store(opts_for(srv.url()));
   BOOST_TEST(store.ping(in(1000ms)) == store_status::ok);
   // DEBUG SLEEP blocks the whole server: every client waits that long.
-  std::thread slow([&] { srv.command({"DEBUG", "SLEEP", "0.3"}); });
+  // The server sleeps 600 ms; a 100 ms deadline must end the call long before that (300 ms leaves
+  // room for a loaded CI machine; a call that ignored the deadline would take ~550 ms).
+  std::thread slow([&] { srv.command({"DEBUG", "SLEEP", "0.6"}); });
   std::this_thread::sleep_for(50ms);
   auto t0 = store_clock::now();
   BOOST_TEST(store.ping(in(100ms)) == store_status::timeout);
-  BOOST_TEST(ms_since(t0) < 160.0);
+  BOOST_TEST(ms_since(t0) < 300.0);
   slow.join();
   std::thread slower([&] { srv.command({"DEBUG", "SLEEP", "0.2"}); });
   std::this_thread::sleep_for(50ms);
