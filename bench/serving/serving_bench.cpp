@@ -6,15 +6,19 @@
 //   prefill     decode ITL p99 while a 4,000-token prompt prefills,
 //               vs the same streams with no prefill                      target < 3x
 //   overhead    runtime overhead per step at 16 streams (loop - engine)  target < 5%
+//   chat        multi-turn chat resending the history, prefix cache on/off target >= 3x
+//               (not in the default list: it runs the workload twice)
 //
-//   serving_bench [--model DIR] [--scenarios scaling,static,prefill,overhead] [--quick]
+//   serving_bench [--model DIR] [--scenarios scaling,static,prefill,overhead,chat] [--quick]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include "actors/server.hpp"
 #include "bench/serving/load.hpp"
+#include "examples/cpp/troupe_client.hpp"
 #include "runtime/model/random_checkpoint.hpp"
 
 namespace fs = std::filesystem;
@@ -195,6 +199,84 @@ void overhead(const std::string& model, bool quick) {
   verdict("runtime overhead / step time", frac * 100, "<", 5, frac < 0.05);
 }
 
+// Multi-turn chat through the server, with the prefix cache on and off: `conversations` clients
+// at once, each turn resending its whole history (a shared system prompt, then every earlier user
+// message and answer) plus a new user message, closed loop. Throughput = answer tokens / wall time.
+struct chat_shape {
+  int conversations = 4, turns = 6, system_tokens = 1024, user_tokens = 64, answer_tokens = 64;
+};
+
+struct chat_run {
+  double wall_s = 0;
+  int64_t answer_tokens = 0, cached_tokens = 0, prompt_tokens = 0;
+  double hit_rate = 0;
+  std::vector<std::vector<int32_t>> transcripts;  // every conversation's final history
+};
+
+chat_run run_chat(const std::string& model, const chat_shape& shape, bool cache) {
+  auto c = base_config();
+  c.enable_prefix_caching = cache;
+  auto srv = start(model, c);
+  std::mt19937_64 rng(7);
+  const auto system = prompt(rng, shape.system_tokens);
+  std::vector<std::vector<std::vector<int32_t>>> user(static_cast<size_t>(shape.conversations));
+  for (auto& conv : user)
+    for (int t = 0; t < shape.turns; ++t) conv.push_back(prompt(rng, shape.user_tokens));
+  chat_run r;
+  r.transcripts.resize(user.size());
+  std::vector<int64_t> answers(user.size()), cached(user.size()), prompts(user.size());
+  std::vector<std::thread> threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t k = 0; k < user.size(); ++k)
+    threads.emplace_back([&, k] {
+      client::client cl("127.0.0.1", srv->port());
+      auto& history = r.transcripts[k];
+      history = system;
+      for (int t = 0; t < shape.turns; ++t) {
+        history.insert(history.end(), user[k][static_cast<size_t>(t)].begin(), user[k][static_cast<size_t>(t)].end());
+        wire::generate_request g;
+        g.kind = wire::prompt_kind::ids;
+        g.prompt_ids = history;
+        g.max_tokens = shape.answer_tokens;
+        g.ignore_eos = true;
+        g.sampling.temperature = 0.0;
+        auto out = cl.complete(g);
+        history.insert(history.end(), out.ids.begin(), out.ids.end());
+        answers[k] += static_cast<int64_t>(out.ids.size());
+        cached[k] += out.done.usage.cached_prompt_tokens;
+        prompts[k] += out.done.usage.prompt_tokens;
+      }
+    });
+  for (auto& t : threads) t.join();
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (size_t k = 0; k < user.size(); ++k) {
+    r.answer_tokens += answers[k];
+    r.cached_tokens += cached[k];
+    r.prompt_tokens += prompts[k];
+  }
+  r.hit_rate = metric(*srv, "prefix_cache_hit_rate");
+  return r;
+}
+
+void chat(const std::string& model, const chat_shape& shape) {
+  std::printf("\n[chat] %d conversations x %d turns at once: %d-token system prompt, %d new user tokens and %d "
+              "answer tokens a turn, whole history resent each turn\n",
+              shape.conversations, shape.turns, shape.system_tokens, shape.user_tokens, shape.answer_tokens);
+  std::fflush(stdout);
+  auto on = run_chat(model, shape, true);
+  std::printf("  cache on:  %7.1f s  %6.2f answer tok/s  prompt tokens %lld, %lld from the cache (hit rate %.1f%%)\n",
+              on.wall_s, on.answer_tokens / on.wall_s, static_cast<long long>(on.prompt_tokens),
+              static_cast<long long>(on.cached_tokens), on.hit_rate * 100);
+  std::fflush(stdout);
+  auto off = run_chat(model, shape, false);
+  std::printf("  cache off: %7.1f s  %6.2f answer tok/s  prompt tokens %lld, %lld from the cache\n", off.wall_s,
+              off.answer_tokens / off.wall_s, static_cast<long long>(off.prompt_tokens),
+              static_cast<long long>(off.cached_tokens));
+  std::printf("  transcripts identical with and without the cache: %s\n", on.transcripts == off.transcripts ? "yes" : "NO");
+  const double ratio = (on.answer_tokens / on.wall_s) / (off.answer_tokens / off.wall_s);
+  verdict("chat throughput, cache on / off", ratio, ">=", 3, ratio >= 3 && on.transcripts == off.transcripts);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,11 +287,17 @@ int main(int argc, char** argv) {
   int slowdown = serve::server_config{}.decode_slowdown_percent;
   double t_long = 5.0;
   app.add_option("--model", model, "checkpoint directory (default: a random 44M-parameter Qwen3 made once)");
-  app.add_option("--scenarios", scenarios, "comma-separated: scaling, static, prefill, overhead");
+  app.add_option("--scenarios", scenarios, "comma-separated: scaling, static, prefill, overhead, chat");
   app.add_option("--prefill-chunk", chunk, "max_prefill_tokens_while_decoding for the prefill scenario");
   app.add_option("--slowdown-percent", slowdown, "decode_slowdown_percent for the prefill scenario (0: fixed cap)");
   app.add_option("--long-prompt-at", t_long, "seconds of idle decoding before the long prompt arrives");
   app.add_flag("--quick", quick, "fewer requests");
+  chat_shape shape;
+  app.add_option("--chat-conversations", shape.conversations);
+  app.add_option("--chat-turns", shape.turns);
+  app.add_option("--chat-system-tokens", shape.system_tokens);
+  app.add_option("--chat-user-tokens", shape.user_tokens);
+  app.add_option("--chat-answer-tokens", shape.answer_tokens);
   CLI11_PARSE(app, argc, argv);
   if (model.empty()) model = ensure_model((fs::temp_directory_path() / "troupe-bench-small").string());
   std::printf("model %s\n", model.c_str());
@@ -219,6 +307,7 @@ int main(int argc, char** argv) {
     else if (s == "static") static_vs_continuous(model, quick);
     else if (s == "prefill") prefill_interference(model, chunk, slowdown, t_long);
     else if (s == "overhead") overhead(model, quick);
+    else if (s == "chat") chat(model, shape);
     else {
       std::fprintf(stderr, "unknown scenario '%s'\n", s.c_str());
       return 2;
