@@ -35,6 +35,25 @@ struct rate {
   double wall = 0, cpu = 0;  // tokens per second of wall time / of CPU time per thread
 };
 
+// Multiply-adds x 2 of the linear layers for one token (MoE: the router and top-k experts).
+static double layer_flops_per_token(const checkpoint& ck) {
+  auto e = [](const kernels::weight_ref& w) { return static_cast<double>(w.rows) * static_cast<double>(w.cols); };
+  double p = 0;
+  for (int64_t l = 0; l < ck.config.num_hidden_layers; ++l) {
+    const auto& lw = ck.weights.layers[l];
+    p += e(lw.q_proj) + e(lw.k_proj) + e(lw.v_proj) + e(lw.o_proj);
+    if (!ck.config.layer_is_moe(l)) {
+      p += e(lw.gate_proj) + e(lw.up_proj) + e(lw.down_proj);
+    } else {
+      p += e(lw.router);
+      if (!lw.experts.empty())
+        p += static_cast<double>(ck.config.num_experts_per_tok) *
+             (e(lw.experts[0].gate_proj) + e(lw.experts[0].up_proj) + e(lw.experts[0].down_proj));
+    }
+  }
+  return 2 * p;
+}
+
 static double peak_rss_mb() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -127,9 +146,13 @@ int main(int argc, char** argv) {
       best = std::min(best, seconds_since(t0));
       best_cpu = std::min(best_cpu, (process_cpu_seconds() - c0) / threads);
     }
-    const double flops = 2.0 * weight_gb * 1e9 / 2.0 * prefill_len;  // bf16: 2 bytes per weight
-    std::printf("prefill %d tokens: %.1f tokens/s (%.3f s; ~%.0f GFLOP/s in linear layers, %.0f%% of FMA peak)\n",
-                prefill_len, prefill_len / best, best, flops / best / 1e9, 100.0 * flops / best / 1e9 / fma);
+    // The layers for every prompt token, the vocabulary projection for the last one only.
+    const double flops = layer_flops_per_token(*ck) * prefill_len + 2.0 * static_cast<double>(ck->weights.lm_head.rows) *
+                                                                     static_cast<double>(ck->weights.lm_head.cols);
+    std::printf("prefill %d tokens: %.1f tokens/s (%.3f s; %.0f GFLOP/s in linear layers, %.0f%% of FMA peak; the "
+                "linear layers alone at the FMA peak: %.0f tokens/s)\n",
+                prefill_len, prefill_len / best, best, flops / best / 1e9, 100.0 * flops / best / 1e9 / fma,
+                prefill_len * fma * 1e9 / flops);
     std::printf("  cpu: %.1f tokens/s (%.3f s of CPU per thread)\n", prefill_len / best_cpu, best_cpu);
   }
 

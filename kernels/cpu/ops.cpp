@@ -307,29 +307,63 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
   const int64_t tb = std::clamp<int64_t>((int64_t{1} << 17) / std::max<int64_t>(1, group * n_keys_max), 1, 16);
   const int64_t blocks = (n_q + tb - 1) / tb, items = blocks * kv.n_kv_heads;
   const int64_t lds = (n_keys_max + 15) / 16 * 16;
+  // A prompt chunk reads each K/V row of a head from every item of that head. In the pool the rows
+  // of one head lie 4 KB apart (n_kv_heads * head_dim floats): they alias in L1 and the prefetchers
+  // do not follow them, and a layer's K and V outgrow L2. So each thread copies a head's keys into a
+  // contiguous buffer once and runs all of that head's items on it (static chunks of whole heads).
+  // The values are the same, so is every result. Decode (few queries per row read) reads in place.
+  const bool gather = n_q >= 16 && kv.n_kv_heads > 1;
+  static const int32_t zero_table[1] = {0};
+  auto run_item = [&](int64_t g, int64_t blk, const cpu::attn_kv& a, float* s, const float** qs, float** outs,
+                      int64_t* limit) {
+    const int64_t t0 = blk * tb, t1 = std::min(n_q, t0 + tb);
+    int nq = 0;
+    for (int64_t t = t0; t < t1; ++t)
+      for (int64_t h = g * group; h < (g + 1) * group; ++h, ++nq) {
+        qs[nq] = q + (t * n_heads + h) * d;
+        outs[nq] = out + (t * n_heads + h) * d;
+        limit[nq] = start_pos + t + 1;
+      }
+    be.scores(qs, limit, nq, a, scale, s, lds);
+    for (int i = 0; i < nq; ++i) be.softmax(s + i * lds, limit[i]);
+    be.weighted_sum(s, lds, limit, nq, a, outs);
+  };
 #pragma omp parallel if (items > 1)
   {
-    thread_local std::vector<float> scratch;
+    thread_local std::vector<float> scratch, keys, values;
     scratch.resize(static_cast<size_t>(tb * group * lds));
-    float* s = scratch.data();
     std::vector<const float*> qs(tb * group);
     std::vector<float*> outs(tb * group);
     std::vector<int64_t> limit(tb * group);
-    // Later tokens see more keys: hand out the longest items first.
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t item = items - 1; item >= 0; --item) {
-      const int64_t g = item % kv.n_kv_heads, t0 = item / kv.n_kv_heads * tb, t1 = std::min(n_q, t0 + tb);
-      int nq = 0;
-      for (int64_t t = t0; t < t1; ++t)
-        for (int64_t h = g * group; h < (g + 1) * group; ++h, ++nq) {
-          qs[nq] = q + (t * n_heads + h) * d;
-          outs[nq] = out + (t * n_heads + h) * d;
-          limit[nq] = start_pos + t + 1;
+    if (gather) {
+      keys.resize(static_cast<size_t>(n_keys_max * d));
+      values.resize(keys.size());
+      int64_t have = -1;  // the head whose keys and values sit in `keys` / `values`
+#pragma omp for schedule(static, blocks)
+      for (int64_t item = 0; item < items; ++item) {
+        const int64_t g = item / blocks, blk = blocks - 1 - item % blocks;
+        const cpu::attn_kv pooled{kv.k, kv.v, block_table, kv.block_size, static_cast<int64_t>(kv.n_kv_heads) * d, g * d, d};
+        if (have != g) {
+          cpu::kv_cursor cur(pooled, 0);
+          for (int64_t p = 0;;) {
+            std::memcpy(keys.data() + p * d, kv.k + cur.at, static_cast<size_t>(d) * sizeof(float));
+            std::memcpy(values.data() + p * d, kv.v + cur.at, static_cast<size_t>(d) * sizeof(float));
+            if (++p == n_keys_max) break;
+            cur.next();
+          }
+          have = g;
         }
-      const cpu::attn_kv a{kv.k, kv.v, block_table, kv.block_size, static_cast<int64_t>(kv.n_kv_heads) * d, g * d, d};
-      be.scores(qs.data(), limit.data(), nq, a, scale, s, lds);
-      for (int i = 0; i < nq; ++i) be.softmax(s + i * lds, limit[i]);
-      be.weighted_sum(s, lds, limit.data(), nq, a, outs.data());
+        const cpu::attn_kv packed{keys.data(), values.data(), zero_table, n_keys_max, d, 0, d};
+        run_item(g, blk, packed, scratch.data(), qs.data(), outs.data(), limit.data());
+      }
+    } else {
+      // Later tokens see more keys: hand out the longest items first.
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t item = items - 1; item >= 0; --item) {
+        const int64_t g = item % kv.n_kv_heads, blk = item / kv.n_kv_heads;
+        const cpu::attn_kv pooled{kv.k, kv.v, block_table, kv.block_size, static_cast<int64_t>(kv.n_kv_heads) * d, g * d, d};
+        run_item(g, blk, pooled, scratch.data(), qs.data(), outs.data(), limit.data());
+      }
     }
   }
 }
