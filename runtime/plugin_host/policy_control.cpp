@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "runtime/core/error.hpp"
+#include "runtime/core/prometheus.hpp"
 
 namespace troupe::plugin_host {
 
@@ -96,19 +97,17 @@ void policy_control::render(std::string& out, const std::string& labels) const {
     configured = state_->configured;
     active = state_->active;
   }
-  auto sep = labels.empty() ? std::string() : labels + ",";
-  auto line = [&](const char* name, const char* type, const char* help, const std::string& lbl, int64_t v) {
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + "{" + lbl +
-           "} " + std::to_string(v) + "\n";
+  auto line = [&](const char* name, const char* type, const char* help, const std::string& extra, int64_t v) {
+    prometheus::family(out, name, type, help);
+    prometheus::sample(out, name, labels, extra, static_cast<double>(v));
   };
-  line("troupe:policy_info", "gauge", "The scheduling policy deciding now (active) and the one configured.",
-       sep + "policy=\"" + active + "\",configured=\"" + configured + "\"", 1);
-  line("troupe:policy_fallbacks_total", "counter",
-       "Policy plugins that misbehaved and were replaced by fcfs (see the server log for why).", labels,
+  line("policy_info", "gauge", "The scheduling policy deciding now (active) and the one configured.",
+       "policy=\"" + prometheus::escape_label(active) + "\",configured=\"" + prometheus::escape_label(configured) + "\"", 1);
+  line("policy_fallbacks_total", "counter",
+       "Policy plugins that misbehaved and were replaced by fcfs (see the server log for why).", "",
        counters_->fallbacks.load());
-  line("troupe:policy_load_failures_total", "counter", "Policy loads or swaps refused.", labels,
-       counters_->load_failures.load());
-  line("troupe:policy_swaps_total", "counter", "Policies swapped in on a running server.", labels, swaps_.load());
+  line("policy_load_failures_total", "counter", "Policy loads or swaps refused.", "", counters_->load_failures.load());
+  line("policy_swaps_total", "counter", "Policies swapped in on a running server.", "", swaps_.load());
 }
 
 }  // namespace troupe::plugin_host

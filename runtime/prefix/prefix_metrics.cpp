@@ -1,41 +1,11 @@
 #include "runtime/prefix/prefix_metrics.hpp"
 
-#include <cstdio>
+#include "runtime/core/prometheus.hpp"
 
 namespace troupe::prefix {
 
-namespace {
-
-std::string num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-void family(std::string& out, const char* name, const char* type, const char* help) {
-  out += "# HELP troupe:";
-  out += name;
-  out += ' ';
-  out += help;
-  out += "\n# TYPE troupe:";
-  out += name;
-  out += ' ';
-  out += type;
-  out += '\n';
-}
-
-void sample(std::string& out, const char* name, const std::string& labels, const std::string& extra, double v) {
-  out += "troupe:";
-  out += name;
-  out += '{';
-  out += labels;
-  if (!extra.empty()) out += (labels.empty() ? "" : ",") + extra;
-  out += "} ";
-  out += num(v);
-  out += '\n';
-}
-
-}  // namespace
+using prometheus::family;
+using prometheus::sample;
 
 void prefix_metrics::set_local(const prefix_stats& s) {
   std::lock_guard lock(mu_);

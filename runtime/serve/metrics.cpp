@@ -3,44 +3,15 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "runtime/core/prometheus.hpp"
+
 namespace troupe::serve {
 
 namespace {
 
-std::string num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-std::string label_value(const std::string& s) {  // escape \ " and newline
-  std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
-void head(std::string& out, const char* name, const char* type, const char* help) {
-  out += "# HELP troupe:";
-  out += name;
-  out += ' ';
-  out += help;
-  out += "\n# TYPE troupe:";
-  out += name;
-  out += ' ';
-  out += type;
-  out += '\n';
-}
-
-void sample(std::string& out, const std::string& name, const std::string& labels, const std::string& value) {
-  out += "troupe:" + name + "{" + labels + "} " + value + "\n";
-}
+using prometheus::family;
+using prometheus::number;
+using prometheus::sample;
 
 // vLLM's buckets (vllm/v1/metrics/loggers.py), so dashboards carry over.
 const std::vector<double> ttft_buckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
@@ -67,15 +38,15 @@ void histogram::render(std::string& out, const std::string& name, const std::str
   std::string sep = labels.empty() ? "" : ",";
   for (size_t i = 0; i < bounds_.size(); ++i) {
     cum += counts_[i];
-    sample(out, name + "_bucket", labels + sep + "le=\"" + num(bounds_[i]) + "\"", std::to_string(cum));
+    sample(out, name + "_bucket", labels + sep + "le=\"" + number(bounds_[i]) + "\"", std::to_string(cum));
   }
   sample(out, name + "_bucket", labels + sep + "le=\"+Inf\"", std::to_string(count_));
-  sample(out, name + "_sum", labels, num(sum_));
+  sample(out, name + "_sum", labels, number(sum_));
   sample(out, name + "_count", labels, std::to_string(count_));
 }
 
 metrics::metrics(std::string model_name)
-    : labels_("model_name=\"" + label_value(model_name) + "\""),
+    : labels_("model_name=\"" + prometheus::escape_label(model_name) + "\""),
       ttft_(ttft_buckets),
       itl_(itl_buckets),
       e2e_(latency_buckets),
@@ -152,47 +123,47 @@ void metrics::add_renderer(std::function<void(std::string&, const std::string&)>
 std::string metrics::render() const {
   std::lock_guard lock(mu_);
   std::string o;
-  head(o, "num_requests_running", "gauge", "Number of requests in the running batch.");
+  family(o, "num_requests_running", "gauge", "Number of requests in the running batch.");
   sample(o, "num_requests_running", labels_, std::to_string(running_));
-  head(o, "num_requests_waiting", "gauge", "Number of requests waiting to be scheduled.");
+  family(o, "num_requests_waiting", "gauge", "Number of requests waiting to be scheduled.");
   sample(o, "num_requests_waiting", labels_, std::to_string(waiting_));
-  head(o, "kv_cache_usage_perc", "gauge", "KV-cache usage: 1 means 100 percent of the blocks are in use.");
-  sample(o, "kv_cache_usage_perc", labels_, num(kv_usage_));
-  head(o, "prefill_tokens_while_decoding", "gauge",
+  family(o, "kv_cache_usage_perc", "gauge", "KV-cache usage: 1 means 100 percent of the blocks are in use.");
+  sample(o, "kv_cache_usage_perc", labels_, number(kv_usage_));
+  family(o, "prefill_tokens_while_decoding", "gauge",
        "Most prompt tokens the next step that also decodes may take (scheduler.decode_slowdown_percent).");
   sample(o, "prefill_tokens_while_decoding", labels_, std::to_string(prefill_cap_));
-  head(o, "decode_step_seconds", "gauge", "Running average of a decode-only step's engine time.");
-  sample(o, "decode_step_seconds", labels_, num(decode_step_s_));
-  head(o, "prompt_token_step_seconds", "gauge", "Running average of what one prompt token adds to a step that decodes.");
-  sample(o, "prompt_token_step_seconds", labels_, num(prompt_token_s_));
-  head(o, "num_preemptions_total", "counter", "Cumulative number of preemptions.");
+  family(o, "decode_step_seconds", "gauge", "Running average of a decode-only step's engine time.");
+  sample(o, "decode_step_seconds", labels_, number(decode_step_s_));
+  family(o, "prompt_token_step_seconds", "gauge", "Running average of what one prompt token adds to a step that decodes.");
+  sample(o, "prompt_token_step_seconds", labels_, number(prompt_token_s_));
+  family(o, "num_preemptions_total", "counter", "Cumulative number of preemptions.");
   sample(o, "num_preemptions_total", labels_, std::to_string(preemptions_));
-  head(o, "prompt_tokens_total", "counter", "Number of prefill tokens processed.");
+  family(o, "prompt_tokens_total", "counter", "Number of prefill tokens processed.");
   sample(o, "prompt_tokens_total", labels_, std::to_string(prompt_tokens_));
-  head(o, "generation_tokens_total", "counter", "Number of generation tokens processed.");
+  family(o, "generation_tokens_total", "counter", "Number of generation tokens processed.");
   sample(o, "generation_tokens_total", labels_, std::to_string(generation_tokens_));
-  head(o, "request_success_total", "counter", "Count of finished requests by finish reason.");
+  family(o, "request_success_total", "counter", "Count of finished requests by finish reason.");
   static const char* reasons[] = {"stop", "length", "abort", "error"};
   for (size_t i = 0; i < finished_.size(); ++i)
     sample(o, "request_success_total", labels_ + ",finished_reason=\"" + reasons[i] + "\"",
            std::to_string(finished_[i]));
-  head(o, "time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.");
+  family(o, "time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.");
   ttft_.render(o, "time_to_first_token_seconds", labels_);
-  head(o, "inter_token_latency_seconds", "histogram", "Histogram of inter-token latency in seconds.");
+  family(o, "inter_token_latency_seconds", "histogram", "Histogram of inter-token latency in seconds.");
   itl_.render(o, "inter_token_latency_seconds", labels_);
-  head(o, "e2e_request_latency_seconds", "histogram", "Histogram of end to end request latency in seconds.");
+  family(o, "e2e_request_latency_seconds", "histogram", "Histogram of end to end request latency in seconds.");
   e2e_.render(o, "e2e_request_latency_seconds", labels_);
-  head(o, "request_queue_time_seconds", "histogram", "Histogram of time spent waiting in the queue in seconds.");
+  family(o, "request_queue_time_seconds", "histogram", "Histogram of time spent waiting in the queue in seconds.");
   queue_.render(o, "request_queue_time_seconds", labels_);
-  head(o, "engine_steps_total", "counter", "Forward steps run (troupe-specific).");
+  family(o, "engine_steps_total", "counter", "Forward steps run (troupe-specific).");
   sample(o, "engine_steps_total", labels_, std::to_string(steps_));
-  head(o, "engine_step_tokens_total", "counter", "Tokens computed in forward steps (troupe-specific).");
+  family(o, "engine_step_tokens_total", "counter", "Tokens computed in forward steps (troupe-specific).");
   sample(o, "engine_step_tokens_total", labels_, std::to_string(step_tokens_));
-  head(o, "engine_step_seconds_total", "counter", "Time inside the forward step and sampling (troupe-specific).");
-  sample(o, "engine_step_seconds_total", labels_, num(engine_seconds_));
-  head(o, "scheduler_loop_seconds_total", "counter",
+  family(o, "engine_step_seconds_total", "counter", "Time inside the forward step and sampling (troupe-specific).");
+  sample(o, "engine_step_seconds_total", labels_, number(engine_seconds_));
+  family(o, "scheduler_loop_seconds_total", "counter",
        "Wall time from planning a step to its results applied: engine time plus runtime overhead (troupe-specific).");
-  sample(o, "scheduler_loop_seconds_total", labels_, num(loop_seconds_));
+  sample(o, "scheduler_loop_seconds_total", labels_, number(loop_seconds_));
   for (const auto& r : renderers_) r(o, labels_);
   return o;
 }
