@@ -198,7 +198,6 @@ std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir) {
   model_weights& w = ck->weights;
   shape_weights(w, c);
 
-  std::vector<size_t> expert_bytes(static_cast<size_t>(c.num_hidden_layers), 0);
   std::string file_path;
   for (const auto& t : expected) {
     const tensor_info* info = wf.locate(t, file_path);
@@ -208,11 +207,8 @@ std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir) {
     if (info->shape != t.shape)
       throw_error(errc::invalid_checkpoint, file_path + ": tensor '" + t.name + "' has shape " +
                                                 shape_string(info->shape) + "; " + expectation(t));
-    w.num_parameters += info->numel();
     if (t.is_norm()) {
       *norm_slot(w, t) = widen(*info);
-      w.bytes += info->numel() * sizeof(float);
-      w.active_bytes += info->numel() * sizeof(float);
       continue;
     }
     const void* data = info->data;
@@ -223,22 +219,9 @@ std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir) {
       data = copy.data();
     }
     *weight_slot(w, t) = kernels::weight_ref{data, info->type, t.shape[0], t.shape[1]};
-    const size_t nb = info->bytes();
-    if (t.kind == tensor_kind::embed_tokens) {
-      if (c.tie_word_embeddings) w.bytes += nb, w.active_bytes += nb;  // doubles as lm_head
-    } else if (t.expert >= 0) {
-      w.bytes += nb;
-      expert_bytes[static_cast<size_t>(t.layer)] += nb;
-    } else {
-      w.bytes += nb;
-      w.active_bytes += nb;
-    }
   }
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
-    if (c.layer_is_moe(l))
-      w.active_bytes += expert_bytes[static_cast<size_t>(l)] /
-                        static_cast<size_t>(c.num_experts) * static_cast<size_t>(c.num_experts_per_tok);
   if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
+  account_weight_bytes(*ck);
 
   // Anything else in the files would be silently ignored weights: a wrong config or export.
   std::unordered_set<std::string_view> wanted;
@@ -262,6 +245,38 @@ std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir) {
 
   for (auto& f : wf.files) ck->files.push_back(std::move(f).release_mapping());
   return ck;
+}
+
+void account_weight_bytes(checkpoint& ck) {
+  const model_config& c = ck.config;
+  model_weights& w = ck.weights;
+  w.bytes = w.active_bytes = 0;
+  w.num_parameters = 0;
+  std::vector<size_t> expert_bytes(static_cast<size_t>(c.num_hidden_layers), 0);
+  for (const auto& t : expected_tensors(c)) {
+    if (const auto* norm = norm_slot(w, t)) {
+      w.num_parameters += static_cast<int64_t>(norm->size());
+      w.bytes += norm->size() * sizeof(float);
+      w.active_bytes += norm->size() * sizeof(float);
+      continue;
+    }
+    const kernels::weight_ref& r = *weight_slot(w, t);
+    w.num_parameters += r.rows * r.cols;
+    const size_t nb = r.bytes() + (r.scales ? r.scale_bytes() : 0);
+    if (t.kind == tensor_kind::embed_tokens) {
+      if (c.tie_word_embeddings) w.bytes += nb, w.active_bytes += nb;  // doubles as lm_head
+    } else if (t.expert >= 0) {
+      w.bytes += nb;
+      expert_bytes[static_cast<size_t>(t.layer)] += nb;
+    } else {
+      w.bytes += nb;
+      w.active_bytes += nb;
+    }
+  }
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    if (c.layer_is_moe(l))
+      w.active_bytes += expert_bytes[static_cast<size_t>(l)] / static_cast<size_t>(c.num_experts) *
+                        static_cast<size_t>(c.num_experts_per_tok);
 }
 
 }  // namespace troupe

@@ -68,6 +68,11 @@ struct checkpoint {
 // Maps the files without reading them: only headers and norm weights are touched.
 std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir);
 
+// Recomputes weights.bytes, active_bytes and num_parameters by model_weights' rules, quantization
+// scales counted with their weights (load_checkpoint calls it; so does runtime/quant after
+// quantizing).
+void account_weight_bytes(checkpoint& ckpt);
+
 // A stable name for the exact model a checkpoint holds, for keys shared between processes
 // (prefix-cache entries in Redis): "<model_type>-v<vocab>-h<hidden>-l<layers>-a<heads>x<kv>x<head_dim>
 // -i<inter>[-e<experts>x<top_k>x<moe_inter>]-<dtype>-<hash>", hash = 16 hex digits of FNV-1a 64

@@ -183,38 +183,6 @@ void release_pages(const checkpoint& ck, const void* p, size_t bytes) {
 
 }  // namespace
 
-void account_weight_bytes(checkpoint& ck) {
-  const model_config& c = ck.config;
-  model_weights& w = ck.weights;
-  w.bytes = w.active_bytes = 0;
-  w.num_parameters = 0;
-  std::vector<size_t> expert_bytes(static_cast<size_t>(c.num_hidden_layers), 0);
-  for (const auto& t : expected_tensors(c)) {
-    if (const auto* norm = norm_slot(w, t)) {
-      w.num_parameters += static_cast<int64_t>(norm->size());
-      w.bytes += norm->size() * sizeof(float);
-      w.active_bytes += norm->size() * sizeof(float);
-      continue;
-    }
-    const kernels::weight_ref& r = *weight_slot(w, t);
-    w.num_parameters += r.rows * r.cols;
-    const size_t nb = r.bytes() + (r.scales ? r.scale_bytes() : 0);
-    if (t.kind == tensor_kind::embed_tokens) {
-      if (c.tie_word_embeddings) w.bytes += nb, w.active_bytes += nb;  // doubles as lm_head
-    } else if (t.expert >= 0) {
-      w.bytes += nb;
-      expert_bytes[static_cast<size_t>(t.layer)] += nb;
-    } else {
-      w.bytes += nb;
-      w.active_bytes += nb;
-    }
-  }
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
-    if (c.layer_is_moe(l))
-      w.active_bytes += expert_bytes[static_cast<size_t>(l)] / static_cast<size_t>(c.num_experts) *
-                        static_cast<size_t>(c.num_experts_per_tok);
-}
-
 quant_config weight_quantization(const checkpoint& ck) {
   // The method of the first quantized weight; INT8's group size is the group of any weight with
   // more columns than one group (when none has, one scale per row is the same thing).

@@ -41,8 +41,4 @@ void quantize_weights(checkpoint& ckpt, const load_options& options);
 // The quantization the loaded weights carry: method and parameters (none for a float model).
 quant_config weight_quantization(const checkpoint& ckpt);
 
-// Recomputes weights.bytes, active_bytes and num_parameters (checkpoint.hpp's rules, scales
-// counted with their weights).
-void account_weight_bytes(checkpoint& ckpt);
-
 }  // namespace troupe::quant
