@@ -82,19 +82,7 @@ void model_runner::step(std::span<const step_sequence> batch, step_result& out) 
   ensure(h_, n_ * hidden);
   kernels::embedding(w.embed_tokens, ids_.data(), n_, x_.data());
 
-  for (int64_t l = 0; l < cfg_.num_hidden_layers; ++l) {
-    const auto& lw = w.layers[l];
-    kernels::rmsnorm(x_.data(), lw.input_layernorm.data(), n_, hidden, static_cast<float>(cfg_.rms_norm_eps), h_.data());
-    attention_block(l, batch);
-    kernels::rmsnorm(x_.data(), lw.post_attention_layernorm.data(), n_, hidden,
-                     static_cast<float>(cfg_.rms_norm_eps), h_.data());
-    if (cfg_.layer_is_moe(l))
-      moe_mlp(lw);
-    else
-      dense_mlp(lw);
-  }
-
-  // Logits only for the rows asked for: mid-prompt chunks skip the vocabulary projection.
+  // Rows whose logits were asked for: mid-prompt chunks ask for none, prompts for their last.
   out.vocab_size = cfg_.vocab_size;
   out.first_row.assign(batch.size(), 0);
   out.num_rows.assign(batch.size(), 0);
@@ -112,51 +100,97 @@ void model_runner::step(std::span<const step_sequence> batch, step_result& out) 
     row += n;
   }
   const int64_t n_out = static_cast<int64_t>(rows.size());
+  // After the last layer's K and V, only those rows matter: its queries, attention output and MLP
+  // run on them alone (rows are independent, so their values do not change).
+  const bool prune = n_out < n_;
+
+  for (int64_t l = 0; l < cfg_.num_hidden_layers; ++l) {
+    const auto& lw = w.layers[l];
+    kernels::rmsnorm(x_.data(), lw.input_layernorm.data(), n_, hidden, static_cast<float>(cfg_.rms_norm_eps), h_.data());
+    const bool last = l + 1 == cfg_.num_hidden_layers;
+    attention_block(l, batch, last && prune ? &rows : nullptr);
+    kernels::rmsnorm(x_.data(), lw.post_attention_layernorm.data(), n_, hidden,
+                     static_cast<float>(cfg_.rms_norm_eps), h_.data());
+    if (cfg_.layer_is_moe(l))
+      moe_mlp(lw);
+    else
+      dense_mlp(lw);
+  }
+
+  // Logits only for the rows asked for (pruned: they are rows 0 .. n_out - 1 of x_ now).
   out.logits.resize(static_cast<size_t>(n_out * cfg_.vocab_size));
   if (n_out == 0) return;
   ensure(final_, n_out * hidden);
   for (int64_t r = 0; r < n_out; ++r)
-    std::copy_n(x_.data() + rows[r] * hidden, hidden, final_.data() + r * hidden);
+    std::copy_n(x_.data() + (prune ? r : rows[r]) * hidden, hidden, final_.data() + r * hidden);
   kernels::rmsnorm(final_.data(), w.norm.data(), n_out, hidden, static_cast<float>(cfg_.rms_norm_eps), final_.data());
   kernels::matmul(final_.data(), n_out, w.lm_head, out.logits.data());
 }
 
-void model_runner::attention_block(int64_t l, std::span<const step_sequence> batch) {
+void model_runner::attention_block(int64_t l, std::span<const step_sequence> batch, const std::vector<int64_t>* keep) {
   const auto& lw = ckpt_.weights.layers[l];
   const int64_t hq = cfg_.num_attention_heads, hk = cfg_.num_key_value_heads, d = cfg_.head_dim;
+  const int64_t hidden = cfg_.hidden_size;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   ensure(q_, n_ * hq * d);
   ensure(k_, n_ * hk * d);
   ensure(v_, n_ * hk * d);
   ensure(attn_, n_ * hq * d);
-  ensure(tmp_, n_ * cfg_.hidden_size);
-  kernels::matmul(h_.data(), n_, lw.q_proj, q_.data());
+  ensure(tmp_, n_ * hidden);
+  // K and V of every token go to the pool.
   kernels::matmul(h_.data(), n_, lw.k_proj, k_.data());
   kernels::matmul(h_.data(), n_, lw.v_proj, v_.data());
   // Qwen3: per-head RMSNorm of q and k over head_dim, before RoPE.
-  kernels::rmsnorm(q_.data(), lw.q_norm.data(), n_ * hq, d, eps, q_.data());
   kernels::rmsnorm(k_.data(), lw.k_norm.data(), n_ * hk, d, eps, k_.data());
-  kernels::rope(q_.data(), n_, hq, d, positions_.data(), inv_freq_.data());
   kernels::rope(k_.data(), n_, hk, d, positions_.data(), inv_freq_.data());
-
   const auto& kv = kv_.layer(l);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   int64_t row = 0;
   seq_rows_.resize(batch.size());
-  bool short_chunks = batch.size() > 1;
   for (size_t s = 0; s < batch.size(); ++s) {
     const auto& sq = batch[s];
     const int64_t n = static_cast<int64_t>(sq.tokens.size());
     kernels::kv_write(kv, sq.block_table.data(), sq.start_pos, n, k_.data() + row * hk * d, v_.data() + row * hk * d);
     seq_rows_[s] = row;
-    short_chunks = short_chunks && n <= 4;
     row += n;
   }
+  // Queries: every token, or (last layer) only the rows whose logits were asked for: a suffix of
+  // each sequence's rows (its last token or all of them), moved to the front in order.
+  seq_queries_.resize(batch.size());
+  if (keep) {
+    for (size_t r = 0; r < keep->size(); ++r) {
+      const int64_t from = (*keep)[r];
+      if (from == static_cast<int64_t>(r)) continue;
+      std::copy_n(x_.data() + from * hidden, hidden, x_.data() + r * hidden);
+      std::copy_n(h_.data() + from * hidden, hidden, h_.data() + r * hidden);
+      positions_[r] = positions_[from];
+    }
+    int64_t k = 0;
+    for (size_t s = 0; s < batch.size(); ++s) {
+      const int64_t end = seq_rows_[s] + static_cast<int64_t>(batch[s].tokens.size());
+      const int64_t first = k;
+      while (k < static_cast<int64_t>(keep->size()) && (*keep)[k] < end) ++k;
+      seq_rows_[s] = first;
+      seq_queries_[s] = k - first;
+    }
+    n_ = static_cast<int64_t>(keep->size());
+  } else {
+    for (size_t s = 0; s < batch.size(); ++s) seq_queries_[s] = static_cast<int64_t>(batch[s].tokens.size());
+  }
+  if (n_ == 0) return;
+  kernels::matmul(h_.data(), n_, lw.q_proj, q_.data());
+  kernels::rmsnorm(q_.data(), lw.q_norm.data(), n_ * hq, d, eps, q_.data());
+  kernels::rope(q_.data(), n_, hq, d, positions_.data(), inv_freq_.data());
+
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  bool short_chunks = batch.size() > 1;
+  for (size_t s = 0; s < batch.size(); ++s) short_chunks = short_chunks && seq_queries_[s] <= 4;
   auto attend = [&](size_t s) {
     const auto& sq = batch[s];
-    const int64_t r = seq_rows_[s];
-    kernels::paged_attention(q_.data() + r * hq * d, static_cast<int64_t>(sq.tokens.size()), hq, sq.start_pos, kv,
-                             sq.block_table.data(), scale, attn_.data() + r * hq * d);
+    const int64_t r = seq_rows_[s], nq = seq_queries_[s];
+    if (nq == 0) return;
+    const int32_t start = sq.start_pos + static_cast<int32_t>(static_cast<int64_t>(sq.tokens.size()) - nq);
+    kernels::paged_attention(q_.data() + r * hq * d, nq, hq, start, kv, sq.block_table.data(), scale,
+                             attn_.data() + r * hq * d);
   };
   // A batch of decode tokens: one parallel region over the sequences (each sequence's attention then
   // runs on one thread) instead of one small region per sequence. A prompt chunk keeps the threads
@@ -169,7 +203,7 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
     for (size_t s = 0; s < batch.size(); ++s) attend(s);
   }
   kernels::matmul(attn_.data(), n_, lw.o_proj, tmp_.data());
-  add_inplace(x_.data(), tmp_.data(), n_ * cfg_.hidden_size);
+  add_inplace(x_.data(), tmp_.data(), n_ * hidden);
 }
 
 void model_runner::dense_mlp(const layer_weights& lw) {

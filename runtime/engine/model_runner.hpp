@@ -25,7 +25,9 @@ class model_runner {
 
  private:
   void validate(std::span<const step_sequence> batch) const;
-  void attention_block(int64_t layer, std::span<const step_sequence> batch);
+  // keep: the rows to go on with after this layer's K and V (ascending; null: all), moved to the
+  // front; n_ becomes their count.
+  void attention_block(int64_t layer, std::span<const step_sequence> batch, const std::vector<int64_t>* keep);
   void dense_mlp(const layer_weights& lw);
   void moe_mlp(const layer_weights& lw);
 
@@ -36,7 +38,8 @@ class model_runner {
   // Scratch, sized to the largest batch seen; rows = tokens in the step.
   int64_t n_ = 0;
   std::vector<int32_t> ids_, positions_;
-  std::vector<int64_t> seq_rows_;  // first activation row of each sequence of the step
+  std::vector<int64_t> seq_rows_;     // each sequence's first query row in q_ / attn_
+  std::vector<int64_t> seq_queries_;  // and how many queries it has there
   std::vector<float> x_, h_, q_, k_, v_, attn_, tmp_, gate_, up_;
   std::vector<float> router_, moe_out_, expert_in_, expert_gate_, expert_up_, expert_out_;
   std::vector<float> final_;
