@@ -38,6 +38,7 @@ struct server_context {
   serve::model_facts facts;        // facts.tok == tok.get()
   sched::sched_config sched;
   int32_t num_blocks = 0;
+  dtype kv_type = dtype::f32;      // the executor's KV pool (kv_cache.kv_cache_dtype)
   std::shared_ptr<serve::metrics> metrics;
   // The scheduling policy: loaded by the scheduler actor, swapped by set_policy (its thread only).
   std::shared_ptr<plugin_host::policy_control> policy;

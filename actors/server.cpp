@@ -15,6 +15,7 @@
 #include "runtime/core/error.hpp"
 #include "runtime/kv/kv_cache.hpp"
 #include "runtime/prefix/kv_block_io.hpp"
+#include "runtime/quant/load.hpp"
 #include "runtime/tokenizer/chat_template.hpp"
 
 namespace troupe::actors {
@@ -39,7 +40,11 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   auto ctx = std::make_shared<server_context>();
   ctx->cfg = o.cfg;
   serve::validate(ctx->cfg);
-  ctx->ckpt = std::shared_ptr<const checkpoint>(load_checkpoint(o.model_dir));
+  // Float, pre-quantized (Qwen's FP8, Troupe's INT8) or quantized on load (model.quantization).
+  quant::load_options lo;
+  lo.quantization = quant::parse_method(ctx->cfg.quantization, "model.quantization (--quantization)");
+  ctx->ckpt = std::shared_ptr<const checkpoint>(quant::load_model(o.model_dir, lo));
+  ctx->kv_type = parse_kv_cache_dtype(ctx->cfg.kv_cache_dtype);
   const auto& mc = ctx->ckpt->config;
 
   std::string tok_dir = o.tokenizer_dir;
@@ -75,7 +80,8 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   int32_t bs = ctx->cfg.block_size;
   ctx->num_blocks = ctx->cfg.num_kv_blocks > 0
                         ? ctx->cfg.num_kv_blocks
-                        : kv_cache::blocks_for_budget(mc, static_cast<size_t>(ctx->cfg.kv_cache_memory_bytes), bs);
+                        : kv_cache::blocks_for_budget(mc, static_cast<size_t>(ctx->cfg.kv_cache_memory_bytes), bs,
+                                                                    ctx->kv_type);
   int64_t pool_tokens = int64_t{ctx->num_blocks} * bs;
   int64_t model_len = mc.max_position_embeddings > 0 ? mc.max_position_embeddings : pool_tokens;
   int64_t max_len = ctx->cfg.max_model_len > 0 ? ctx->cfg.max_model_len : model_len;
@@ -130,7 +136,7 @@ void set_prefix_caching(server_context& ctx) {
   if (!c.enable_prefix_caching) return;
   s.enable_prefix_caching = true;
   s.prefix_identity.model_fingerprint = model_fingerprint(*ctx.ckpt);
-  s.prefix_identity.kv_dtype = std::string(kv_cache::kv_dtype_name(dtype::f32));
+  s.prefix_identity.kv_dtype = std::string(kv_cache::kv_dtype_name(ctx.kv_type));
   s.prefix_identity.block_size = c.block_size;
   if (!c.redis_url.empty()) {
     auto& p = ctx.prefix;
@@ -147,7 +153,7 @@ void set_prefix_caching(server_context& ctx) {
                                                                           : prefix::lookup_strategy::pipelined;
     p.remote_opts.max_fetch_bytes = static_cast<size_t>(c.prefix_max_fetch_bytes);
     p.identity = s.prefix_identity;
-    p.layout = prefix::layout_for(ctx.ckpt->config, c.block_size, dtype::f32);
+    p.layout = prefix::layout_for(ctx.ckpt->config, c.block_size, ctx.kv_type);
     p.max_publish_queue_bytes = static_cast<size_t>(c.prefix_max_publish_queue_bytes);
     // Checks the identity and layout here, with the message, not in the supervisor's spawn.
     prefix::block_codec probe(p.identity.key_component(), p.layout);
@@ -233,13 +239,16 @@ std::string server::banner() const {
   const auto& f = m.ctx->facts;
   const auto& c = m.ctx->cfg;
   auto mib = [](double b) { return std::to_string(static_cast<int64_t>(b / (1 << 20))) + " MiB"; };
-  double pool_bytes = double(m.ctx->num_blocks) * c.block_size * 2.0 * double(m.ctx->ckpt->config.num_hidden_layers) *
-                      double(m.ctx->ckpt->config.num_key_value_heads * m.ctx->ckpt->config.head_dim) * sizeof(float);
+  const double pool_bytes = double(m.ctx->num_blocks) * c.block_size *
+                            double(kv_cache::token_bytes(m.ctx->ckpt->config, m.ctx->kv_type));
+  const auto q = quant::weight_quantization(*m.ctx->ckpt);
   std::string b = "troupe serve: model '" + f.name + "' (vocab " + std::to_string(f.vocab_size) + ", max_model_len " +
                   std::to_string(f.max_model_len) + (m.max_len_clamped ? ", fitted to the KV pool" : "") + ")\n";
+  b += "  weights: " + std::string(q.kind == quant::method::none ? "as stored" : quant::method_name(q.kind)) + ", " +
+       mib(double(m.ctx->ckpt->weights.bytes)) + " read per token\n";
   b += "  tokenizer: " + std::string(f.tok ? f.tok->model_dir() : "none (prompt_ids only)") + "\n";
-  b += "  KV pool: " + std::to_string(m.ctx->num_blocks) + " blocks x " + std::to_string(c.block_size) + " tokens (" +
-       mib(pool_bytes) + "); max_num_seqs " + std::to_string(c.max_num_seqs) + ", max_num_batched_tokens " +
+  b += "  KV pool: " + std::to_string(m.ctx->num_blocks) + " blocks x " + std::to_string(c.block_size) + " tokens, " +
+       std::string(kv_cache::kv_dtype_name(m.ctx->kv_type)) + ", " + mib(pool_bytes) + "); max_num_seqs " + std::to_string(c.max_num_seqs) + ", max_num_batched_tokens " +
        std::to_string(c.max_num_batched_tokens) + (c.static_batching ? ", STATIC batching" : "") + "\n";
   b += "  scheduling policy: " + m.ctx->policy->active() +
        (c.policy_config.empty() ? std::string() : " (" + c.policy_config + ")") +

@@ -13,7 +13,7 @@ namespace {
 
 caf::behavior shard_executor(caf::event_based_actor* self, context_ptr ctx) {
   (void)self;
-  auto ex = std::make_shared<serve::batch_executor>(ctx->ckpt, ctx->num_blocks, ctx->cfg.block_size);
+  auto ex = std::make_shared<serve::batch_executor>(ctx->ckpt, ctx->num_blocks, ctx->cfg.block_size, ctx->kv_type);
   return {
       [=](step_msg& m) -> step_done_msg {
         // run() catches engine and sampler errors itself; nothing escapes the mailbox.

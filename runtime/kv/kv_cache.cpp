@@ -6,7 +6,7 @@
 
 namespace troupe {
 
-static size_t token_bytes(const model_config& c, dtype t) {
+size_t kv_cache::token_bytes(const model_config& c, dtype t) noexcept {
   const size_t rows = static_cast<size_t>(c.num_hidden_layers) * 2 * c.num_key_value_heads;
   return t == dtype::f32 ? rows * c.head_dim * sizeof(float) : rows * (c.head_dim + sizeof(float));
 }

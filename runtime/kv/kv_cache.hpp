@@ -34,6 +34,8 @@ class kv_cache {
                                    dtype kv_type = dtype::f32);
 
   static std::string_view kv_dtype_name(dtype t) noexcept;
+  // bytes_per_token() of a pool of this model and element type, without making one.
+  static size_t token_bytes(const model_config& config, dtype kv_type) noexcept;
 
  private:
   int32_t num_blocks_;

@@ -7,9 +7,11 @@
 #include <variant>
 
 #include "runtime/core/error.hpp"
+#include "runtime/kv/kv_cache.hpp"
 #include "runtime/plugin_host/plugin_library.hpp"
 #include "runtime/prefix/block_hash.hpp"
 #include "runtime/prefix/redis_url.hpp"
+#include "runtime/quant/quant_config.hpp"
 
 namespace troupe::serve {
 
@@ -45,6 +47,7 @@ const std::vector<knob>& knobs() {
       {"model", "served_model_name", &server_config::served_model_name},
       {"model", "max_model_len", &server_config::max_model_len, 0, i32max},
       {"model", "default_max_tokens", &server_config::default_max_tokens, 1, i32max},
+      {"model", "quantization", &server_config::quantization},
       {"scheduler", "max_num_seqs", &server_config::max_num_seqs, 1, i32max},
       {"scheduler", "max_num_batched_tokens", &server_config::max_num_batched_tokens, 1, i32max},
       {"scheduler", "long_prefill_token_threshold", &server_config::long_prefill_token_threshold, 0, i32max},
@@ -60,6 +63,7 @@ const std::vector<knob>& knobs() {
       {"kv_cache", "block_size", &server_config::block_size, 1, 1024},
       {"kv_cache", "kv_cache_memory_bytes", &server_config::kv_cache_memory_bytes, 1, i64max},
       {"kv_cache", "num_kv_blocks", &server_config::num_kv_blocks, 0, i32max},
+      {"kv_cache", "kv_cache_dtype", &server_config::kv_cache_dtype},
       {"prefix_cache", "enabled", &server_config::enable_prefix_caching},
       {"prefix_cache", "redis_url", &server_config::redis_url},
       {"prefix_cache", "namespace", &server_config::prefix_namespace},
@@ -186,6 +190,13 @@ void validate(const server_config& c) {
   }
   if (c.max_model_len != 0 && c.max_model_len < 2) bad2("model.max_model_len must be 0 (model default) or >= 2");
   if (c.host.empty()) bad2("server.host must not be empty");
+  try {
+    quant::parse_method(c.quantization, "model.quantization (--quantization)");
+    parse_kv_cache_dtype(c.kv_cache_dtype);
+  } catch (const error& e) {
+    if (e.code() != errc::invalid_argument) throw;
+    bad2(e.what());
+  }
   if (!c.redis_url.empty()) {
     try {
       prefix::parse_redis_url(c.redis_url);

@@ -27,6 +27,7 @@ struct server_config {
   std::string served_model_name;   // "" = the model directory's name
   int32_t max_model_len = 0;       // 0 = the model's max_position_embeddings
   int32_t default_max_tokens = 256;
+  std::string quantization = "none";  // quantize float weights on load: none, int8, fp8 (docs/quantization.md)
   // [scheduler]
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 512;
@@ -44,6 +45,7 @@ struct server_config {
   int32_t block_size = 16;
   int64_t kv_cache_memory_bytes = int64_t{1} << 30;
   int32_t num_kv_blocks = 0;       // > 0 overrides the memory budget (tests, benchmarks)
+  std::string kv_cache_dtype = "auto";  // auto (float32), int8, fp8 (vLLM's spellings)
   // [prefix_cache] (docs/prefix_cache.md)
   bool enable_prefix_caching = true;           // key `enabled`; --no-prefix-cache turns it off
   std::string redis_url;                       // "" = local only; --redis

@@ -60,6 +60,14 @@ BOOST_AUTO_TEST_CASE(bad_input_names_the_key) {
   expect_error([&] { load_file(c, "/nonexistent/troupe.toml"); }, "cannot read config file /nonexistent/troupe.toml");
   c.policy = "lottery";
   expect_error([&] { validate(c); }, "scheduler.policy = 'lottery'");
+  c.policy = "fcfs";
+  c.quantization = "int4";
+  expect_error([&] { validate(c); }, "model.quantization (--quantization)");
+  c.quantization = "int8";
+  c.kv_cache_dtype = "bf16";
+  expect_error([&] { validate(c); }, "--kv-cache-dtype: 'bf16' is not one of");
+  c.kv_cache_dtype = "fp8";
+  validate(c);
 }
 
 BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
@@ -78,6 +86,8 @@ BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   BOOST_TEST(from_file.actor_threads == d.actor_threads);
   BOOST_TEST(from_file.max_model_len == d.max_model_len);
   BOOST_TEST(from_file.default_max_tokens == d.default_max_tokens);
+  BOOST_TEST(from_file.quantization == d.quantization);
+  BOOST_TEST(from_file.kv_cache_dtype == d.kv_cache_dtype);
   BOOST_TEST(from_file.max_num_seqs == d.max_num_seqs);
   BOOST_TEST(from_file.max_num_batched_tokens == d.max_num_batched_tokens);
   BOOST_TEST(from_file.long_prefill_token_threshold == d.long_prefill_token_threshold);

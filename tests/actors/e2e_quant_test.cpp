@@ -1,0 +1,92 @@
+// End to end: `troupe serve` with quantized weights (model.quantization) and a quantized KV pool
+// (kv_cache.kv_cache_dtype). Concurrent requests get exactly the tokens the generator gives the
+// same quantized model and KV type alone (what `troupe generate --quantization ... --kv-cache-dtype
+// ...` prints), also when the prefix cache hands them quantized blocks; the banner says what runs.
+#include "tests/actors/e2e_fixture.hpp"
+#include "runtime/quant/load.hpp"
+
+using namespace troupe;
+using namespace troupe::e2e;
+
+namespace {
+
+std::vector<int32_t> quantized_reference(const checkpoint& ck, dtype kv, const wire::generate_request& r) {
+  generate_options o;
+  o.max_tokens = *r.max_tokens;
+  o.sampling = defaults_from(ck.generation);
+  o.sampling.temperature = 0;
+  o.sampling.ignore_eos = true;
+  o.kv_cache_dtype = kv;
+  generator g(ck);
+  return g.generate(r.prompt_ids, o).ids;
+}
+
+void check_served_equals_alone(const char* quantization, const char* kv_name, dtype kv) {
+  auto c = test_config();
+  c.quantization = quantization;
+  c.kv_cache_dtype = kv_name;
+  auto srv = start(c);
+  BOOST_TEST(srv->banner().find(std::string(", ") + std::string(kv_cache::kv_dtype_name(kv)) + ", ") !=
+                 std::string::npos,
+             srv->banner());
+  quant::load_options lo;
+  lo.quantization = quant::parse_method(quantization, "test");
+  auto ck = quant::load_model(tiny_dense_dir, lo);
+
+  std::mt19937 rng(11);
+  std::vector<int32_t> shared(40);  // two and a half blocks of 16
+  for (auto& t : shared) t = static_cast<int32_t>(rng() % 4000);
+  std::vector<wire::generate_request> reqs;
+  for (int i = 0; i < 6; ++i) {
+    auto p = shared;  // a shared prefix, so later requests reuse earlier ones' quantized blocks
+    auto tail = random_prompt(rng, 20);
+    p.insert(p.end(), tail.begin(), tail.end());
+    reqs.push_back(ids_request(std::string(quantization) + kv_name + std::to_string(i), p, 12));
+  }
+  client::client cl("127.0.0.1", srv->port());
+  std::vector<client::stream> streams;
+  for (const auto& r : reqs) streams.push_back(cl.generate(r));
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    std::vector<int32_t> got;
+    while (auto ev = streams[i].next()) got.insert(got.end(), ev->ids.begin(), ev->ids.end());
+    BOOST_TEST(got == quantized_reference(*ck, kv, reqs[i]), boost::test_tools::per_element());
+  }
+  // Again, one at a time: now every prompt's shared blocks come from the prefix cache.
+  int64_t cached = 0;
+  for (const auto& r : reqs) {
+    auto again = r;
+    again.id += "-again";
+    auto out = cl.complete(again);
+    cached += out.done.usage.cached_prompt_tokens;
+    BOOST_TEST(out.ids == quantized_reference(*ck, kv, r), boost::test_tools::per_element());
+  }
+  BOOST_TEST(cached > 0);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(e2e_quant)
+
+BOOST_AUTO_TEST_CASE(int8_weights_and_int8_kv_serve_what_the_generator_gives) {
+  check_served_equals_alone("int8", "int8", dtype::i8);
+}
+
+BOOST_AUTO_TEST_CASE(fp8_weights_and_fp8_kv_serve_what_the_generator_gives) {
+  check_served_equals_alone("fp8", "fp8", dtype::f8_e4m3);
+}
+
+BOOST_AUTO_TEST_CASE(float_weights_with_an_int8_kv_pool_hold_more_blocks) {
+  auto c = test_config();
+  c.num_kv_blocks = 0;
+  c.kv_cache_memory_bytes = 8 << 20;
+  auto f32 = start(c);
+  c.kv_cache_dtype = "int8";
+  auto i8 = start(c);
+  // Same budget: float32 K/V per (token, head) row is head_dim x 4 bytes, INT8 head_dim + 4.
+  const auto& mc = tiny_dense().config;
+  const double ratio = double(mc.head_dim * 4) / double(mc.head_dim + 4);
+  BOOST_TEST(i8->num_kv_blocks() >= static_cast<int32_t>(f32->num_kv_blocks() * ratio * 0.99));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
