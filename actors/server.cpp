@@ -238,7 +238,11 @@ std::string server::banner() const {
   const auto& m = *impl_;
   const auto& f = m.ctx->facts;
   const auto& c = m.ctx->cfg;
-  auto mib = [](double b) { return std::to_string(static_cast<int64_t>(b / (1 << 20))) + " MiB"; };
+  auto mib = [](double b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, b < 10 * (1 << 20) ? "%.1f MiB" : "%.0f MiB", b / (1 << 20));
+    return std::string(buf);
+  };
   const double pool_bytes = double(m.ctx->num_blocks) * c.block_size *
                             double(kv_cache::token_bytes(m.ctx->ckpt->config, m.ctx->kv_type));
   const auto q = quant::weight_quantization(*m.ctx->ckpt);
@@ -247,7 +251,7 @@ std::string server::banner() const {
   b += "  weights: " + std::string(q.kind == quant::method::none ? "as stored" : quant::method_name(q.kind)) + ", " +
        mib(double(m.ctx->ckpt->weights.bytes)) + " read per token\n";
   b += "  tokenizer: " + std::string(f.tok ? f.tok->model_dir() : "none (prompt_ids only)") + "\n";
-  b += "  KV pool: " + std::to_string(m.ctx->num_blocks) + " blocks x " + std::to_string(c.block_size) + " tokens, " +
+  b += "  KV pool: " + std::to_string(m.ctx->num_blocks) + " blocks x " + std::to_string(c.block_size) + " tokens (" +
        std::string(kv_cache::kv_dtype_name(m.ctx->kv_type)) + ", " + mib(pool_bytes) + "); max_num_seqs " + std::to_string(c.max_num_seqs) + ", max_num_batched_tokens " +
        std::to_string(c.max_num_batched_tokens) + (c.static_batching ? ", STATIC batching" : "") + "\n";
   b += "  scheduling policy: " + m.ctx->policy->active() +

@@ -26,7 +26,7 @@ void check_served_equals_alone(const char* quantization, const char* kv_name, dt
   c.quantization = quantization;
   c.kv_cache_dtype = kv_name;
   auto srv = start(c);
-  BOOST_TEST(srv->banner().find(std::string(", ") + std::string(kv_cache::kv_dtype_name(kv)) + ", ") !=
+  BOOST_TEST(srv->banner().find(" tokens (" + std::string(kv_cache::kv_dtype_name(kv)) + ", ") !=
                  std::string::npos,
              srv->banner());
   quant::load_options lo;
