@@ -30,7 +30,10 @@ void prefill_pacer::observe(int32_t num_decodes, int32_t num_prompt_tokens, doub
 }
 
 int32_t prefill_pacer::cap() const noexcept {
-  if (slowdown_ <= 0 || decode_s_ <= 0 || per_token_s_ <= 0) return max_tokens_;
+  if (slowdown_ <= 0 || decode_s_ <= 0) return max_tokens_;
+  // Decode steps measured, a prompt token's cost not yet: probe with the floor rather than risk
+  // one step at the full cap (each decoding stream would see it as a latency spike).
+  if (per_token_s_ <= 0) return min_tokens_;
   const double tokens = std::floor(slowdown_ * decode_s_ / per_token_s_ + 1e-6);  // 19.99999 is 20
   return static_cast<int32_t>(std::clamp<double>(tokens, min_tokens_, max_tokens_));
 }

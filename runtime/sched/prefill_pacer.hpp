@@ -5,8 +5,9 @@
 // depends on the model, the machine and how long the prompt's context already is (attention).
 //
 // Model: step time = a + b * prompt_tokens, where a (a decode-only step) and b (one more prompt
-// token) are running averages of what the engine reported. Until both are measured the cap is the
-// configured maximum.
+// token) are running averages of what the engine reported. Before a decode-only step is seen the
+// cap is the configured maximum; with a known and b not yet, the floor (the first mixed step
+// measures b without a latency spike).
 #pragma once
 
 #include <cstdint>

@@ -7,16 +7,18 @@ using troupe::sched::prefill_pacer;
 
 BOOST_AUTO_TEST_SUITE(prefill_pacer_suite)
 
-BOOST_AUTO_TEST_CASE(the_configured_cap_holds_until_both_costs_are_measured) {
-  prefill_pacer p(1.0, 64);
+BOOST_AUTO_TEST_CASE(before_both_costs_are_measured_the_cap_is_the_maximum_then_the_floor) {
+  prefill_pacer p(1.0, 64, 8);
   BOOST_TEST(p.cap() == 64);
   p.observe(0, 512, 4.0);  // prompt only: says nothing about decodes
   BOOST_TEST(p.cap() == 64);
   p.observe(15, 32, 1.0);  // no decode-only step seen yet: cannot be split
   BOOST_TEST(p.cap() == 64);
-  p.observe(15, 0, 0.1);
-  BOOST_TEST(p.cap() == 64);
+  p.observe(15, 0, 0.1);   // decode steps known, a prompt token's cost not: probe with the floor
+  BOOST_TEST(p.cap() == 8);
   BOOST_TEST(p.decode_step_seconds() == 0.1);
+  p.observe(15, 8, 0.1 + 8 * 0.002);
+  BOOST_TEST(p.cap() == 50);
 }
 
 BOOST_AUTO_TEST_CASE(the_cap_keeps_a_mixed_step_within_the_slowdown) {
@@ -42,6 +44,7 @@ BOOST_AUTO_TEST_CASE(the_cap_follows_a_prompt_token_that_gets_dearer) {
   prefill_pacer p(1.0, 64);
   p.observe(8, 0, 0.080);
   double per_token = 0.001;
+  p.observe(8, p.cap(), 0.080 + per_token * p.cap());  // the probe at the floor
   int32_t last = 64;
   for (int i = 0; i < 60; ++i) {
     int32_t n = p.cap();
