@@ -138,7 +138,8 @@ void silu_mul(const float* gate, const float* up, int64_t count, float* out) {
   constexpr int64_t chunk = 4096;
   const int64_t chunks = (count + chunk - 1) / chunk;
   // GCC leaves exp_approx's clamps as branches (scalar code): AVX-512 gets its own loop.
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   const auto body = avx512 ? cpu::silu_mul_avx512 : silu_mul_range;
 #pragma omp parallel for schedule(static) if (count >= kParallelFloats)
   for (int64_t c = 0; c < chunks; ++c) {
