@@ -5,7 +5,6 @@
 //   read-bandwidth ceiling measured in the same run, prefill tokens/s, resident memory of each
 //   model (one child process each), and accuracy (mean KL / top-1 vs the full-precision run).
 #include <CLI/CLI.hpp>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -83,29 +82,28 @@ long rss_kb() {
   return -1;
 }
 
-// Resident memory (MB) of a fresh process that loads `dir` with `o` and decodes a few tokens.
-double child_rss_mb(const std::string& dir, const quant::load_options& o) {
-  int fd[2];
-  if (pipe(fd) != 0) return -1;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fd[0]);
-    long kb = -1;
-    try {
-      auto ck = quant::load_model(dir, o);
-      decode_rate(*ck, 16, 4);
-      kb = rss_kb();
-    } catch (...) {
-    }
-    (void)!write(fd[1], &kb, sizeof kb);
-    _exit(0);
-  }
-  close(fd[1]);
+// Resident memory (MB) of a fresh process that loads `dir` (quantizing to INT8 when `int8`) and
+// decodes a few tokens: this binary run again with --rss-of. Not fork(): a child forked from a
+// process whose OpenMP threads exist deadlocks at its first parallel region (libgomp's pool does
+// not survive fork).
+double child_rss_mb(const std::string& dir, bool int8) {
+  std::string cmd = "/proc/self/exe --rss-of '" + dir + "'" + (int8 ? " --rss-int8" : "");
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return -1;
   long kb = -1;
-  (void)!read(fd[0], &kb, sizeof kb);
-  close(fd[0]);
-  waitpid(pid, nullptr, 0);
+  if (std::fscanf(p, "%ld", &kb) != 1) kb = -1;
+  pclose(p);
   return kb / 1024.0;
+}
+
+// The child side of child_rss_mb: prints VmRSS in kB.
+int rss_of(const std::string& dir, bool int8) {
+  quant::load_options o;
+  if (int8) o.quantization = quant::method::int8;
+  auto ck = quant::load_model(dir, o);
+  decode_rate(*ck, 16, 4);
+  std::printf("%ld\n", rss_kb());
+  return 0;
 }
 
 std::vector<float> logits(const checkpoint& ck, const std::vector<int32_t>& ids, float logit_scale, dtype kv = dtype::f32) {
@@ -132,7 +130,17 @@ int main(int argc, char** argv) {
   app.add_option("--prefill-len", prefill_len);
   app.add_option("--positions", positions, "random-id positions for the accuracy measurement");
   app.add_flag("--skip-accuracy", skip_accuracy);
+  std::string rss_dir;
+  bool rss_int8 = false;
+  app.add_option("--rss-of", rss_dir, "(internal) load this model, decode, print VmRSS in kB");
+  app.add_flag("--rss-int8", rss_int8, "(internal) with --rss-of: quantize to INT8 on load");
+  app.get_option("--model")->required(false);
   CLI11_PARSE(app, argc, argv);
+  if (!rss_dir.empty()) return rss_of(rss_dir, rss_int8);
+  if (model.empty()) {
+    std::fprintf(stderr, "troupe-bench-quant: --model is required\n");
+    return 2;
+  }
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
 
   // ---- load ----
@@ -187,7 +195,7 @@ int main(int argc, char** argv) {
               pf_int8 / pf_bf16);
 
   // ---- resident memory, one fresh process each ----
-  const double rss_bf16 = child_rss_mb(model, {}), rss_q = child_rss_mb(model, int8_opts), rss_pre = child_rss_mb(pre_dir, {});
+  const double rss_bf16 = child_rss_mb(model, false), rss_q = child_rss_mb(model, true), rss_pre = child_rss_mb(pre_dir, false);
   std::printf("resident memory after load + 4 decode steps: BF16 %.0f MB, INT8 quantized on load %.0f MB (%.2fx), "
               "pre-quantized INT8 %.0f MB (%.2fx)\n",
               rss_bf16, rss_q, rss_q / rss_bf16, rss_pre, rss_pre / rss_bf16);
