@@ -9,32 +9,53 @@ namespace {
 // Weight of the newest measurement: a few steps to follow a changing batch or a growing context,
 // not so few that one noisy step moves the cap far.
 constexpr double kAlpha = 0.25;
+constexpr double kDecay = 1.0 - kAlpha;
 
 double average(double old, double x) { return old > 0 ? old + kAlpha * (x - old) : x; }
 }  // namespace
+
+void prefill_pacer::decode_fit::add(double d, double t) {
+  w = w * kDecay + 1;
+  sd = sd * kDecay + d;
+  st = st * kDecay + t;
+  sdd = sdd * kDecay + d * d;
+  sdt = sdt * kDecay + d * t;
+}
+
+double prefill_pacer::decode_fit::at(double d) const {
+  if (w <= 0) return 0;
+  const double md = sd / w, mt = st / w, var = sdd / w - md * md;
+  if (var < 1e-6) return mt;  // one batch size seen lately: its average
+  const double slope = std::max((sdt / w - md * mt) / var, 0.0);
+  return std::max(mt + slope * (d - md), mt * 0.1);
+}
 
 prefill_pacer::prefill_pacer(double slowdown, int32_t max_tokens, int32_t min_tokens)
     : slowdown_(slowdown), max_tokens_(std::max(max_tokens, 1)), min_tokens_(std::clamp(min_tokens, 1, max_tokens_)) {}
 
 void prefill_pacer::observe(int32_t num_decodes, int32_t num_prompt_tokens, double seconds) {
   if (!(seconds > 0) || !std::isfinite(seconds) || num_decodes < 0 || num_prompt_tokens < 0) return;
+  if (num_decodes > 0) last_decodes_ = num_decodes;
   if (num_prompt_tokens == 0) {
-    if (num_decodes > 0) decode_s_ = average(decode_s_, seconds);
+    if (num_decodes > 0) decode_.add(num_decodes, seconds);
     return;
   }
   // A prompt-only step says nothing about the decode part; one with decodes, before a decode-only
   // step was seen, cannot be split either.
-  if (num_decodes == 0 || decode_s_ <= 0) return;
-  const double extra = std::max(seconds - decode_s_, 0.0) / num_prompt_tokens;
+  if (num_decodes == 0 || decode_.w <= 0) return;
+  const double extra = std::max(seconds - decode_.at(num_decodes), 0.0) / num_prompt_tokens;
   per_token_s_ = average(per_token_s_, extra);
 }
 
+double prefill_pacer::decode_step_seconds() const noexcept { return decode_.at(last_decodes_); }
+
 int32_t prefill_pacer::cap() const noexcept {
-  if (slowdown_ <= 0 || decode_s_ <= 0) return max_tokens_;
+  const double decode_s = decode_step_seconds();
+  if (slowdown_ <= 0 || decode_s <= 0) return max_tokens_;
   // Decode steps measured, a prompt token's cost not yet: probe with the floor rather than risk
   // one step at the full cap (each decoding stream would see it as a latency spike).
   if (per_token_s_ <= 0) return min_tokens_;
-  const double tokens = std::floor(slowdown_ * decode_s_ / per_token_s_ + 1e-6);  // 19.99999 is 20
+  const double tokens = std::floor(slowdown_ * decode_s / per_token_s_ + 1e-6);  // 19.99999 is 20
   return static_cast<int32_t>(std::clamp<double>(tokens, min_tokens_, max_tokens_));
 }
 

@@ -4,8 +4,9 @@
 // token cap cannot do it everywhere, because what a prompt token costs against a decode step
 // depends on the model, the machine and how long the prompt's context already is (attention).
 //
-// Model: step time = a + b * prompt_tokens, where a (a decode-only step) and b (one more prompt
-// token) are running averages of what the engine reported. Before a decode-only step is seen the
+// Model: step time = a(decodes) + b * prompt_tokens, where a (a decode-only step, a weighted line
+// in the number of decodes: more streams read more KV and, past the weights' read, compute more)
+// and b (one more prompt token) are running fits of what the engine reported. Before a decode-only step is seen the
 // cap is the configured maximum; with a known and b not yet, the floor (the first mixed step
 // measures b without a latency spike).
 #pragma once
@@ -25,13 +26,22 @@ class prefill_pacer {
   // Prompt tokens allowed in the next step that decodes.
   int32_t cap() const noexcept;
 
-  double decode_step_seconds() const noexcept { return decode_s_; }       // a; 0 until measured
+  // a at the latest step's number of decodes; 0 until measured.
+  double decode_step_seconds() const noexcept;
   double seconds_per_prompt_token() const noexcept { return per_token_s_; }  // b; 0 until measured
 
  private:
   double slowdown_;
   int32_t max_tokens_, min_tokens_;
-  double decode_s_ = 0, per_token_s_ = 0;
+  // Exponentially weighted least squares of decode-only step time against the number of decodes.
+  struct decode_fit {
+    double w = 0, sd = 0, st = 0, sdd = 0, sdt = 0;
+    void add(double d, double t);
+    double at(double d) const;
+  };
+  decode_fit decode_;
+  int32_t last_decodes_ = 1;
+  double per_token_s_ = 0;
 };
 
 }  // namespace troupe::sched

@@ -39,6 +39,22 @@ BOOST_AUTO_TEST_CASE(the_cap_keeps_a_mixed_step_within_the_slowdown) {
   BOOST_TEST(q.cap() == 10);
 }
 
+BOOST_AUTO_TEST_CASE(a_decode_step_is_priced_by_its_number_of_decodes) {
+  // Decode-only steps cost 40 ms + 7 ms per decode (seen at 2 and 16 decodes); a prompt token adds
+  // 4 ms. A mixed step of 16 decodes must not be charged against the 2-decode step's time.
+  prefill_pacer p(1.0, 256);
+  for (int i = 0; i < 6; ++i) {
+    p.observe(2, 0, 0.040 + 0.007 * 2);
+    p.observe(16, 0, 0.040 + 0.007 * 16);
+  }
+  BOOST_TEST(p.decode_step_seconds() == 0.152, boost::test_tools::tolerance(1e-9));  // last step: 16
+  p.observe(16, 8, 0.152 + 0.004 * 8);
+  BOOST_TEST(p.seconds_per_prompt_token() == 0.004, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(p.cap() == 38);  // 0.152 / 0.004
+  p.observe(2, 0, 0.054);     // two decodes now: a cheaper step, fewer prompt tokens fit
+  BOOST_TEST(p.cap() == 13);  // 0.054 / 0.004
+}
+
 BOOST_AUTO_TEST_CASE(the_cap_follows_a_prompt_token_that_gets_dearer) {
   // Attention over a growing context makes each prompt token dearer as a long prompt prefills.
   prefill_pacer p(1.0, 64);
