@@ -87,7 +87,9 @@ long rss_kb() {
 // process whose OpenMP threads exist deadlocks at its first parallel region (libgomp's pool does
 // not survive fork).
 double child_rss_mb(const std::string& dir, bool int8) {
-  std::string cmd = "/proc/self/exe --rss-of '" + dir + "'" + (int8 ? " --rss-int8" : "");
+  // The path now: popen's shell would read /proc/self/exe as itself.
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::string cmd = "'" + self + "' --rss-of '" + dir + "'" + (int8 ? " --rss-int8" : "");
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return -1;
   long kb = -1;
