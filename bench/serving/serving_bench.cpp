@@ -62,8 +62,15 @@ std::vector<int32_t> prompt(std::mt19937_64& rng, int n) {
   return p;
 }
 
+// Chunking beside decodes for every scenario (--prefill-chunk, --slowdown-percent): the server's
+// defaults unless given.
+int g_chunk = serve::server_config{}.max_prefill_tokens_while_decoding;
+int g_slowdown = serve::server_config{}.decode_slowdown_percent;
+
 serve::server_config base_config() {
   serve::server_config c;
+  c.max_prefill_tokens_while_decoding = g_chunk;
+  c.decode_slowdown_percent = g_slowdown;
   c.port = 0;
   c.metrics_port = -1;
   c.max_model_len = 4608;
@@ -95,6 +102,12 @@ double metric(actors::server& s, const std::string& name) {
   return std::stod(text.substr(sp + 2, text.find('\n', sp) - sp - 2));
 }
 
+void print_pacer(actors::server& srv) {
+  std::printf("  pacer at the end: cap %.0f prompt tokens, decode step %.1f ms, +%.2f ms per prompt token\n",
+              metric(srv, "prefill_tokens_while_decoding"), metric(srv, "decode_step_seconds") * 1e3,
+              metric(srv, "prompt_token_step_seconds") * 1e3);
+}
+
 void verdict(const char* what, double value, const char* op, double target, bool ok) {
   std::printf("  => %-44s %6.2f (target %s %.2f): %s\n", what, value, op, target, ok ? "MET" : "NOT MET");
   std::fflush(stdout);
@@ -113,6 +126,7 @@ void scaling(const std::string& model, bool quick) {
   print_summary("1 stream", s1);
   auto s16 = summarize(run_load(srv->port(), many, 16));
   print_summary("16 streams", s16);
+  print_pacer(*srv);
   verdict("16 streams / 1 stream (output tok/s)", s16.tok_per_s / s1.tok_per_s, ">=", 6, s16.tok_per_s >= 6 * s1.tok_per_s);
 }
 
@@ -152,13 +166,12 @@ void static_vs_continuous(const std::string& model, bool quick) {
 // 15 decoding streams; at t = 2 s a 4,000-token prompt arrives. ITL p99 of the decodes while it
 // prefills vs before it came. What bounds the step is max_prefill_tokens_while_decoding (the
 // server's default unless --prefill-chunk says otherwise); the budget stays the default.
-void prefill_interference(const std::string& model, int chunk, int slowdown, double t_long) {
+void prefill_interference(const std::string& model, double t_long) {
+  const int chunk = g_chunk, slowdown = g_slowdown;
   std::printf("\n[prefill] 15 decode streams, then one 4000-token prompt at %.0f s (max_prefill_tokens_while_decoding %d, "
               "decode_slowdown_percent %d)\n", t_long, chunk, slowdown);
   std::mt19937_64 rng(3);
   auto c = base_config();
-  c.max_prefill_tokens_while_decoding = chunk;
-  c.decode_slowdown_percent = slowdown;
   auto srv = start(model, c);
   run_load(srv->port(), {{prompt(rng, 16), 4, 0}}, 1);
   std::vector<load_request> reqs;
@@ -172,9 +185,7 @@ void prefill_interference(const std::string& model, int chunk, int slowdown, dou
   std::printf("  idle:    ITL p50 %6.1f p99 %6.1f ms (%zu gaps)\n", percentile(idle, 50), idle_p99, idle.size());
   std::printf("  prefill: ITL p50 %6.1f p99 %6.1f ms (%zu gaps); the 4000-token prompt took %.2f s to its first token\n",
               percentile(busy, 50), busy_p99, busy.size(), prefill_end - res[15].sent_s);
-  std::printf("  pacer at the end: cap %.0f prompt tokens, decode step %.1f ms, +%.2f ms per prompt token\n",
-              metric(*srv, "prefill_tokens_while_decoding"), metric(*srv, "decode_step_seconds") * 1e3,
-              metric(*srv, "prompt_token_step_seconds") * 1e3);
+  print_pacer(*srv);
   verdict("ITL p99 during prefill / idle", busy_p99 / idle_p99, "<", 3, busy_p99 < 3 * idle_p99);
 }
 
@@ -283,13 +294,11 @@ int main(int argc, char** argv) {
   CLI::App app{"Troupe serving benchmark (load generator over TCP)"};
   std::string model, scenarios = "scaling,static,prefill,overhead";
   bool quick = false;
-  int chunk = serve::server_config{}.max_prefill_tokens_while_decoding;
-  int slowdown = serve::server_config{}.decode_slowdown_percent;
   double t_long = 5.0;
   app.add_option("--model", model, "checkpoint directory (default: a random 44M-parameter Qwen3 made once)");
   app.add_option("--scenarios", scenarios, "comma-separated: scaling, static, prefill, overhead, chat");
-  app.add_option("--prefill-chunk", chunk, "max_prefill_tokens_while_decoding for the prefill scenario");
-  app.add_option("--slowdown-percent", slowdown, "decode_slowdown_percent for the prefill scenario (0: fixed cap)");
+  app.add_option("--prefill-chunk", g_chunk, "scheduler.max_prefill_tokens_while_decoding (default: the server's)");
+  app.add_option("--slowdown-percent", g_slowdown, "scheduler.decode_slowdown_percent (0: the fixed cap; default: the server's)");
   app.add_option("--long-prompt-at", t_long, "seconds of idle decoding before the long prompt arrives");
   app.add_flag("--quick", quick, "fewer requests");
   chat_shape shape;
@@ -305,7 +314,7 @@ int main(int argc, char** argv) {
   for (std::string s; std::getline(ss, s, ',');) {
     if (s == "scaling") scaling(model, quick);
     else if (s == "static") static_vs_continuous(model, quick);
-    else if (s == "prefill") prefill_interference(model, chunk, slowdown, t_long);
+    else if (s == "prefill") prefill_interference(model, t_long);
     else if (s == "overhead") overhead(model, quick);
     else if (s == "chat") chat(model, shape);
     else {
