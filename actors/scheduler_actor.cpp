@@ -193,7 +193,14 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
   st.in_flight = false;
   auto now = clock::now();
   const auto& plan = job->plan;
-  if (out.step_error.empty()) {
+  if (!out.step_error.empty()) {
+    // The engine refused the batch before computing anything: end its sequences, keep serving.
+    std::fprintf(stderr, "troupe serve: step failed: %s\n", out.step_error.c_str());
+    for (const auto& e : plan.seqs)
+      if (st.core->finish(e.seq_id, sched::finish_reason::error))
+        finished(self, e.seq_id, sched::finish_reason::error,
+                 wire::wire_error{wire::error_code::internal, "the engine failed the step: " + out.step_error, {}});
+  } else {
     // Prefill speed for the fetch-or-recompute decision (steps of at least one block's tokens),
     // and the blocks this step filled to the publisher (dropped, counted, when its queue is full).
     if (st.ctx->prefix_cost && plan.num_batched_tokens >= 16 && out.engine_seconds > 0)
@@ -203,19 +210,10 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
       int32_t decodes = 0, prompt_tokens = 0;
       for (const auto& e : plan.seqs) (e.num_tokens == 1 ? decodes : prompt_tokens) += e.num_tokens;
       st.pacer->observe(decodes, prompt_tokens, out.engine_seconds);
-      st.core->set_max_prefill_tokens_while_decoding(st.pacer->cap());
-      st.ctx->metrics->set_prefill_pacing(st.pacer->cap(), st.pacer->decode_step_seconds(),
-                                          st.pacer->seconds_per_prompt_token());
+      const int32_t cap = st.pacer->cap();
+      st.core->set_max_prefill_tokens_while_decoding(cap);
+      st.ctx->metrics->set_prefill_pacing(cap, st.pacer->decode_step_seconds(), st.pacer->seconds_per_prompt_token());
     }
-  }
-  if (!out.step_error.empty()) {
-    // The engine refused the batch before computing anything: end its sequences, keep serving.
-    std::fprintf(stderr, "troupe serve: step failed: %s\n", out.step_error.c_str());
-    for (const auto& e : plan.seqs)
-      if (st.core->finish(e.seq_id, sched::finish_reason::error))
-        finished(self, e.seq_id, sched::finish_reason::error,
-                 wire::wire_error{wire::error_code::internal, "the engine failed the step: " + out.step_error, {}});
-  } else {
     for (const auto& [id, why] : out.seq_errors)
       if (st.core->finish(id, sched::finish_reason::error))
         finished(self, id, sched::finish_reason::error,

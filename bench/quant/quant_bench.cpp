@@ -5,7 +5,6 @@
 //   read-bandwidth ceiling measured in the same run, prefill tokens/s, resident memory of each
 //   model (one child process each), and accuracy (mean KL / top-1 vs the full-precision run).
 #include <CLI/CLI.hpp>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
