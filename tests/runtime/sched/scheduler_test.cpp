@@ -268,6 +268,14 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_errors_that_say_what_to_change) {
   }
   BOOST_CHECK_THROW(scheduler(cfg(0, 16), 16, 4), troupe::error);
   BOOST_CHECK_THROW(scheduler(cfg(4, 0), 16, 4), troupe::error);
+  auto negative_cap = cfg(4, 16);
+  negative_cap.max_prefill_tokens_while_decoding = -1;
+  try {
+    scheduler s(negative_cap, 16, 4);
+    BOOST_FAIL("expected an error");
+  } catch (const troupe::error& e) {
+    BOOST_TEST(std::string(e.what()) == "max_prefill_tokens_while_decoding must be >= 0; got -1");
+  }
 }
 
 BOOST_AUTO_TEST_CASE(cancel_frees_blocks_at_once_even_mid_step) {

@@ -55,6 +55,10 @@ BOOST_AUTO_TEST_CASE(bad_input_names_the_key) {
   expect_error([&] { apply_toml(c, "[server\n", "t.toml"); }, "t.toml: line 1");
   expect_error([&] { apply_override(c, "max_num_seqs=3"); }, "expected section.key=value");
   expect_error([&] { apply_override(c, "scheduler.max_num_seqs=0"); }, "scheduler.max_num_seqs = 0 is out of range");
+  expect_error([&] { apply_override(c, "scheduler.max_prefill_tokens_while_decoding=-1"); },
+               "scheduler.max_prefill_tokens_while_decoding = -1 is out of range");
+  expect_error([&] { apply_override(c, "scheduler.decode_slowdown_percent=-5"); },
+               "scheduler.decode_slowdown_percent = -5 is out of range");
   expect_error([&] { apply_override(c, "scheduler.enable_chunked_prefill=1"); }, "must be true or false");
   expect_error([&] { apply_override(c, "scheduler.enable_chunked_prefill=yes"); }, "could not determine value type");
   expect_error([&] { load_file(c, "/nonexistent/troupe.toml"); }, "cannot read config file /nonexistent/troupe.toml");
