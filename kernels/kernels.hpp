@@ -42,6 +42,25 @@ struct weight_ref {
 // contract: a row's result depends only on that row of x and the weights, never on n or threads.
 void matmul(const float* x, int64_t n, const weight_ref& w, float* y);
 
+// The arithmetic a matmul of BF16 weights uses; the engine passes it down per call
+// (model_runner_options::compute, `--compute-dtype`). Other weight dtypes ignore it.
+//   f32:  the exact path above (x in float32, weights widened exactly): the default.
+//   bf16: each x row is rounded to bf16 (f32_to_bf16: nearest even, once per call) and multiplied with
+//         the bf16 weights as AVX512_BF16 vdpbf16ps does: per 32-bit lane l of a 16-lane dot
+//         product, for each 32-column block b in order,
+//           acc[l] = ftz(acc[l] + x[32b+2l+1] * w[32b+2l+1]);  acc[l] = ftz(acc[l] + x[32b+2l] * w[32b+2l])
+//         (each product exact, each add rounded to nearest even, bf16 subnormal inputs read as 0,
+//         subnormal sums flushed to 0; the last block zero-padded), then matmul's 16-lane tree.
+//         Every back-end gives the same bits (a portable emulation where the CPU lacks
+//         AVX512_BF16), and the batch-invariance contract holds as for f32. About twice the
+//         multiply throughput, at bf16 precision of the activations (docs/kernels.md).
+enum class compute_dtype : uint8_t { f32, bf16 };
+void matmul(const float* x, int64_t n, const weight_ref& w, float* y, compute_dtype compute);
+
+// The vdpbf16ps arithmetic above in scalar C++ (every back-end must reproduce it bit for bit);
+// the tests' reference for matmul(..., compute_dtype::bf16) on BF16 weights.
+void matmul_bf16_reference(const float* x, int64_t n, const weight_ref& w, float* y);
+
 // The portable scalar version with the same contract; the tests' reference for matmul().
 void matmul_reference(const float* x, int64_t n, const weight_ref& w, float* y);
 

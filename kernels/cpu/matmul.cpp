@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/cpu/matmul_backend.hpp"
+#include "kernels/cpu/matmul_bf16.hpp"
 #include "kernels/cpu/matmul_int8.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/core/error.hpp"
@@ -44,22 +45,68 @@ const isa_choice& chosen_isa() {
   return choice;
 }
 
+// bf16 compute (kernels.hpp): vdpbf16ps where the CPU has AVX512_BF16 and TROUPE_ISA allows
+// AVX-512, else the portable emulation (the same bits, slowly).
+const cpu::matmul_bf16_backend& bf16_backend() {
+  static const cpu::matmul_bf16_backend* b = [] {
+    const auto& c = chosen_isa();
+    const bool avx512 = c.backend == &cpu::matmul_backend_avx512() && __builtin_cpu_supports("avx512bf16");
+    return avx512 ? &cpu::matmul_bf16_backend_avx512() : &cpu::matmul_bf16_backend_portable();
+  }();
+  return *b;
+}
+
+struct aligned_buffer {
+  void* p = nullptr;
+  size_t bytes = 0;
+  ~aligned_buffer() { std::free(p); }
+  void* get(size_t want) {
+    const size_t need = (want + 63) / 64 * 64;
+    if (need > bytes) {
+      std::free(p);
+      p = std::aligned_alloc(64, need);
+      bytes = p ? need : 0;
+      if (!p) throw std::bad_alloc();
+    }
+    return p;
+  }
+};
+
 // One 64-byte-aligned buffer per thread, grown on demand and kept for the next call.
 float* thread_scratch(size_t floats) {
-  struct buffer {
-    void* p = nullptr;
-    size_t bytes = 0;
-    ~buffer() { std::free(p); }
-  };
-  thread_local buffer b;
-  const size_t need = (floats * sizeof(float) + 63) / 64 * 64;
-  if (need > b.bytes) {
-    std::free(b.p);
-    b.p = std::aligned_alloc(64, need);
-    b.bytes = b.p ? need : 0;
-    if (!b.p) throw std::bad_alloc();
+  thread_local aligned_buffer b;
+  return static_cast<float*>(b.get(floats * sizeof(float)));
+}
+
+// The calling thread's bf16 copy of x (bf16 compute), shared by the team during one call.
+uint16_t* activation_buffer(size_t elems) {
+  thread_local aligned_buffer b;
+  return static_cast<uint16_t*>(b.get(elems * sizeof(uint16_t)));
+}
+
+// Checks a float-weight call; false when there is nothing to compute (n or rows 0).
+bool check_call(const float* x, int64_t n, const weight_ref& w, float* y) {
+  if (w.type != dtype::f32 && w.type != dtype::bf16 && w.type != dtype::f16)
+    throw_error(errc::unsupported, "matmul: weight dtype " + std::string(to_string(w.type)) +
+                                       " is not supported (expected F32, BF16 or F16)");
+  if (n < 0 || w.rows < 0 || w.cols < 0)
+    throw_error(errc::invalid_argument, "matmul: negative shape n=" + std::to_string(n) +
+                                            " rows=" + std::to_string(w.rows) + " cols=" + std::to_string(w.cols));
+  if (n == 0 || w.rows == 0) return false;
+  if (!y || (w.cols > 0 && (!x || !w.data)))
+    throw_error(errc::invalid_argument, "matmul: null x, y or weight data for n=" + std::to_string(n) + " [" +
+                                            std::to_string(w.rows) + "x" + std::to_string(w.cols) + "]");
+  if (!chosen_isa().backend) throw_error(errc::invalid_argument, "matmul: " + chosen_isa().error);
+  if (w.cols == 0) {  // an empty dot product is +0
+    std::memset(y, 0, static_cast<size_t>(n * w.rows) * sizeof(float));
+    return false;
   }
-  return static_cast<float*>(b.p);
+  return true;
+}
+
+// Threads cost a few microseconds to wake: not worth it below ~100k multiply-adds.
+bool worth_threads(int64_t units, int64_t n, const weight_ref& w) {
+  return units > 1 && n * w.rows * w.cols >= (int64_t{1} << 17);
 }
 
 }  // namespace
@@ -71,28 +118,12 @@ const char* matmul_isa() noexcept {
 
 void matmul(const float* x, int64_t n, const weight_ref& w, float* y) {
   if (w.type == dtype::i8 || w.type == dtype::f8_e4m3) return cpu::matmul_quantized(x, n, w, y);  // matmul_int8.cpp
-  if (w.type != dtype::f32 && w.type != dtype::bf16 && w.type != dtype::f16)
-    throw_error(errc::unsupported, "matmul: weight dtype " + std::string(to_string(w.type)) +
-                                       " is not supported (expected F32, BF16 or F16)");
-  if (n < 0 || w.rows < 0 || w.cols < 0)
-    throw_error(errc::invalid_argument, "matmul: negative shape n=" + std::to_string(n) +
-                                            " rows=" + std::to_string(w.rows) + " cols=" + std::to_string(w.cols));
-  if (n == 0 || w.rows == 0) return;
-  if (!y || (w.cols > 0 && (!x || !w.data)))
-    throw_error(errc::invalid_argument, "matmul: null x, y or weight data for n=" + std::to_string(n) + " [" +
-                                            std::to_string(w.rows) + "x" + std::to_string(w.cols) + "]");
-  const auto& choice = chosen_isa();
-  if (!choice.backend) throw_error(errc::invalid_argument, "matmul: " + choice.error);
-  if (w.cols == 0) {  // an empty dot product is +0
-    std::memset(y, 0, static_cast<size_t>(n * w.rows) * sizeof(float));
-    return;
-  }
-  const cpu::matmul_backend& b = *choice.backend;
+  if (!check_call(x, n, w, y)) return;
+  const cpu::matmul_backend& b = *chosen_isa().backend;
   const int64_t unit = b.unit_rows(n, w);
   const int64_t units = (w.rows + unit - 1) / unit;
   const size_t scratch = b.scratch_floats(n, w);
-  // Threads cost a few microseconds to wake: not worth it below ~100k multiply-adds.
-  const bool parallel = units > 1 && n * w.rows * w.cols >= (int64_t{1} << 17);
+  const bool parallel = worth_threads(units, n, w);
   std::exception_ptr failure;
 #pragma omp parallel if (parallel)
   {
@@ -108,6 +139,39 @@ void matmul(const float* x, int64_t n, const weight_ref& w, float* y) {
       if (scratch && !buf) continue;
       const int64_t j0 = u * unit, j1 = std::min(j0 + unit, w.rows);
       b.run(x, n, w, j0, j1, y, buf);
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+void matmul(const float* x, int64_t n, const weight_ref& w, float* y, compute_dtype compute) {
+  if (compute == compute_dtype::f32 || w.type != dtype::bf16) return matmul(x, n, w, y);
+  if (!check_call(x, n, w, y)) return;
+  const cpu::matmul_bf16_backend& b = bf16_backend();
+  const int64_t ldx = cpu::bf16_padded_cols(w.cols), unit = b.unit_rows(n);
+  const int64_t units = (w.rows + unit - 1) / unit;
+  uint16_t* xb = activation_buffer(static_cast<size_t>(n * ldx));
+  std::exception_ptr failure;
+#pragma omp parallel if (worth_threads(units, n, w))
+  {
+    // x rounded once per call (not per weight row), by the whole team; the barrier at the end of
+    // this loop publishes it before any unit starts.
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const float* src = x + i * w.cols;
+      uint16_t* dst = xb + i * ldx;
+      for (int64_t k = 0; k < w.cols; ++k) dst[k] = f32_to_bf16(src[k]);
+      for (int64_t k = w.cols; k < ldx; ++k) dst[k] = 0;
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t u = 0; u < units; ++u) {
+      try {
+        const int64_t j0 = u * unit, j1 = std::min(j0 + unit, w.rows);
+        b.run(xb, n, w, j0, j1, y);
+      } catch (...) {
+#pragma omp critical(troupe_matmul_failure)
+        failure = std::current_exception();
+      }
     }
   }
   if (failure) std::rethrow_exception(failure);

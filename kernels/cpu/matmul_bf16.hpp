@@ -1,0 +1,66 @@
+// The bf16 compute mode of kernels::matmul (compute_dtype::bf16, kernels.hpp) for BF16 weights:
+// the arithmetic of AVX512_BF16 vdpbf16ps, defined here in scalar C++, and its back-ends.
+// Every back-end gives these exact bits, so results do not depend on the machine or on n.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kernels.hpp"
+
+namespace troupe::kernels::cpu {
+
+// Activation rows rounded to bf16 (f32_to_bf16), each zero-padded to a multiple of 32 columns: one
+// vdpbf16ps input per 32 columns, so a back-end never reads a partial activation block.
+inline int64_t bf16_padded_cols(int64_t cols) { return (cols + 31) / 32 * 32; }
+
+// A bf16 as vdpbf16ps reads it: widened exactly, subnormals as zero of the same sign (DAZ).
+inline float bf16_daz(uint16_t v) {
+  return bf16_to_f32((v & 0x7f80u) == 0 ? static_cast<uint16_t>(v & 0x8000u) : v);
+}
+
+// acc + a * b as one vdpbf16ps half-step (Intel SDM: "FP32 FMA with DAZ in, FTZ out and RNE
+// rounding"). The bf16 product is exact in double and the sum of two values of at most 24
+// significant bits rounds correctly through double (53 >= 2 * 24 + 2), so only the FTZ needs
+// care: x86 detects tininess after rounding to 24 bits with an unbounded exponent, so a sum just
+// below 2^-126 that rounds up to it survives, as the scaled rounding below reproduces.
+inline float dpbf16_add(float acc, float a, float b) {
+  const double d = static_cast<double>(acc) + static_cast<double>(a) * static_cast<double>(b);
+  if (!(std::fabs(d) < 0x1p-126)) return static_cast<float>(d);  // normal, infinite or NaN
+  const float scaled = static_cast<float>(d * 0x1p64);             // exact scaling, then 24-bit rounding
+  return std::copysign(std::fabs(scaled) >= 0x1p-62f ? 0x1p-126f : 0.0f, static_cast<float>(d));
+}
+
+// y[i][j] = the 16-lane dot product of xb's row i and w's row j in vdpbf16ps order (kernels.hpp):
+// lane l takes columns 32b + 2l + 1, then 32b + 2l, for each block b; then matmul's tree.
+inline float dot_bf16(const uint16_t* xb, const uint16_t* w, int64_t cols) {
+  float acc[16] = {};
+  const int64_t kp = bf16_padded_cols(cols);
+  for (int64_t k = 0; k < kp; k += 32)
+    for (int l = 0; l < 16; ++l) {
+      const int64_t odd = k + 2 * l + 1, even = k + 2 * l;
+      // The padded tail: x is zero there and w reads as zero (the AVX-512 kernel masks the load).
+      acc[l] = dpbf16_add(acc[l], bf16_daz(xb[odd]), odd < cols ? bf16_daz(w[odd]) : 0.0f);
+      acc[l] = dpbf16_add(acc[l], bf16_daz(xb[even]), even < cols ? bf16_daz(w[even]) : 0.0f);
+    }
+  for (int half = 8; half > 0; half /= 2)
+    for (int l = 0; l < half; ++l) acc[l] += acc[l + half];
+  return acc[0];
+}
+
+struct matmul_bf16_backend {
+  const char* name;
+  // Rows of w per work unit for n activation rows (threads take whole units).
+  int64_t (*unit_rows)(int64_t n);
+  // y[i][j] for i < n, j0 <= j < j1 (y has row stride w.rows); xb: [n, bf16_padded_cols(w.cols)].
+  void (*run)(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y);
+};
+
+// vdpbf16ps itself; callable only where the CPU has AVX512_BF16 (matmul.cpp checks).
+const matmul_bf16_backend& matmul_bf16_backend_avx512();
+// dot_bf16 per output: any CPU, slow (the fallback where AVX512_BF16 is missing or TROUPE_ISA
+// asks for a lower ISA; results are the same bits).
+const matmul_bf16_backend& matmul_bf16_backend_portable();
+
+}  // namespace troupe::kernels::cpu
