@@ -1,0 +1,171 @@
+// troupe-bench-cuda-gemm: the FP8 block GEMM (kernels/cuda/gemm.hpp) against cuBLAS BF16 on
+// Qwen3-8B's linear shapes, with the device's copy bandwidth measured in the same run as the
+// ceiling for weight streaming. Each (shape, n) is first checked against the host reproduction
+// (first tokens only); the exit code is 1 if any check fails, 77 without a device.
+//
+// Usage: troupe-bench-cuda-gemm [--quick]   (--quick: n = 1 and 128 only, fewer repetitions)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/device.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cuda/fp8_reference.hpp"
+#include "kernels/cuda/gemm.hpp"
+#include "runtime/core/dtype.hpp"
+#include "runtime/core/error.hpp"
+
+namespace cu = troupe::kernels::cuda;
+namespace ref = troupe::kernels::cuda::reference;
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) troupe::throw_error(troupe::errc::internal, std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// Mean milliseconds per call of f(i) (i = repetition index) after warm-up, timed with events.
+template <class F>
+double time_ms(F&& f, int reps) {
+  for (int i = 0; i < 3; ++i) f(i);
+  cudaEvent_t a, b;
+  check(cudaEventCreate(&a), "cudaEventCreate");
+  check(cudaEventCreate(&b), "cudaEventCreate");
+  check(cudaEventRecord(a), "cudaEventRecord");
+  for (int i = 0; i < reps; ++i) f(i);
+  check(cudaEventRecord(b), "cudaEventRecord");
+  check(cudaEventSynchronize(b), "cudaEventSynchronize");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  check(cudaGetLastError(), "timed calls");
+  return ms / reps;
+}
+
+// Device-to-device copy of 1 GiB: read + write bytes per second, the practical DRAM ceiling.
+double copy_bandwidth_gbs() {
+  const size_t bytes = size_t{1} << 30;
+  cu::device_buffer src(bytes), dst(bytes);
+  src.fill_zero();
+  const double ms = time_ms([&](int) { check(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice), "copy"); }, 10);
+  return 2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
+}
+
+struct shape {
+  const char* name;
+  int64_t rows, cols;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  if (cu::device_count() == 0) {
+    std::printf("troupe-bench-cuda-gemm: no CUDA device; nothing to measure\n");
+    return 77;
+  }
+  try {
+    std::printf("device: %s\n", cu::describe_device(0).c_str());
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    const double l2_bytes = prop.l2CacheSize;
+    const double bw = copy_bandwidth_gbs();
+    std::printf("device-to-device copy bandwidth (read + write): %.0f GB/s; L2 %.0f MB\n", bw, l2_bytes / 1e6);
+    std::printf("weights are rotated over enough copies to exceed 4x L2, so each call streams them from DRAM\n\n");
+
+    const shape shapes[] = {{"q/o_proj", 4096, 4096}, {"k/v_proj", 1024, 4096}, {"gate/up_proj", 12288, 4096},
+                            {"down_proj", 4096, 12288}};
+    const std::vector<int64_t> batches = quick ? std::vector<int64_t>{1, 128} : std::vector<int64_t>{1, 16, 128, 2048};
+    cu::blas_handle blas;
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    int failures = 0;
+
+    std::printf("%-13s %6s %5s | %9s %8s %8s %6s | %9s %8s %8s %6s | %7s | %s\n", "shape", "rows", "n", "fp8 us",
+                "TFLOP/s", "w GB/s", "of bw", "bf16 us", "TFLOP/s", "w GB/s", "of bw", "bf16/fp8", "check");
+    for (const shape& s : shapes) {
+      const size_t wn = static_cast<size_t>(s.rows * s.cols);
+      // Host data: FP8 codes and block scales as a checkpoint holds them; BF16 = the same values.
+      std::vector<uint8_t> codes(wn);
+      for (auto& c : codes) c = troupe::f32_to_f8e4m3(normal(rng) * 110.0f);
+      const int64_t kbs = ref::col_blocks(s.cols);
+      std::vector<float> scales(static_cast<size_t>(((s.rows + 127) / 128) * kbs));
+      for (auto& v : scales) v = 1e-4f * (1.5f + 0.5f * std::tanh(normal(rng)));
+      std::vector<uint16_t> wbf(wn);
+      for (size_t i = 0; i < wn; ++i)
+        wbf[i] = troupe::f32_to_bf16(troupe::f8e4m3_to_f32(codes[i]) *
+                                     scales[(i / s.cols / 128) * kbs + (i % s.cols) / 128]);
+      const int copies = static_cast<int>(std::clamp(4.0 * l2_bytes / (2.0 * wn), 1.0, 64.0));
+      std::vector<cu::device_buffer> w8, w16;
+      for (int c = 0; c < copies; ++c) {
+        w8.emplace_back(wn);
+        w8.back().upload(codes.data(), wn);
+        w16.emplace_back(wn * 2);
+        w16.back().upload(wbf.data(), wn * 2);
+      }
+      cu::device_buffer dscales(scales.size() * 4);
+      dscales.upload(scales.data(), dscales.size_bytes());
+
+      for (const int64_t n : batches) {
+        std::vector<float> x(static_cast<size_t>(n * s.cols));
+        for (auto& v : x) v = normal(rng);
+        std::vector<uint16_t> xb(x.size());
+        for (size_t i = 0; i < x.size(); ++i) xb[i] = troupe::f32_to_bf16(x[i]);
+        cu::device_buffer dx(x.size() * 4), dxb(xb.size() * 2), dy(static_cast<size_t>(n * s.rows) * 4),
+            ws(cu::fp8_workspace_bytes(n, s.cols));
+        dx.upload(x.data(), dx.size_bytes());
+        dxb.upload(xb.data(), dxb.size_bytes());
+
+        // Check the first tokens against the host reproduction (2^-10 of the sum of |products|).
+        cu::matmul_fp8_block(dx.data(), cu::act_type::f32, n, w8[0].as<uint8_t>(), dscales.as<float>(), s.rows,
+                             s.cols, dy.as<float>(), ws.data(), nullptr);
+        cu::synchronize();
+        const int64_t nc = std::min<int64_t>(n, 4);
+        std::vector<float> y(static_cast<size_t>(nc * s.rows));
+        dy.download(y.data(), y.size() * 4);
+        std::vector<double> y_ref, l1;
+        ref::matmul(ref::quantize(x.data(), nc, s.cols), codes.data(), scales.data(), s.rows, y_ref, l1);
+        size_t bad = 0;
+        for (size_t i = 0; i < y.size(); ++i) bad += !(std::fabs(y[i] - y_ref[i]) <= l1[i] / 1024);
+        failures += bad > 0;
+
+        const double flop = 2.0 * static_cast<double>(n) * s.rows * s.cols;
+        const int reps = quick ? 10 : static_cast<int>(std::clamp(2e11 / flop, 20.0, 200.0));
+        const double t8 = time_ms(
+            [&](int i) {
+              cu::matmul_fp8_block(dx.data(), cu::act_type::f32, n, w8[i % copies].as<uint8_t>(), dscales.as<float>(),
+                                   s.rows, s.cols, dy.as<float>(), ws.data(), nullptr);
+            },
+            reps);
+        const double t16 = time_ms(
+            [&](int i) {
+              cu::matmul_bf16_cublas(blas, dxb.as<uint16_t>(), n, w16[i % copies].as<uint16_t>(), s.rows, s.cols,
+                                     dy.as<float>(), nullptr);
+            },
+            reps);
+        const double gb8 = static_cast<double>(wn + scales.size() * 4) / (t8 * 1e-3) / 1e9;
+        const double gb16 = static_cast<double>(wn * 2) / (t16 * 1e-3) / 1e9;
+        std::printf("%-13s %6lld %5lld | %9.1f %8.1f %8.0f %5.0f%% | %9.1f %8.1f %8.0f %5.0f%% | %7.2fx | %s\n", s.name,
+                    static_cast<long long>(s.rows), static_cast<long long>(n), t8 * 1e3, flop / (t8 * 1e-3) / 1e12, gb8,
+                    100 * gb8 / bw, t16 * 1e3, flop / (t16 * 1e-3) / 1e12, gb16, 100 * gb16 / bw, t16 / t8,
+                    bad ? ("FAILED (" + std::to_string(bad) + " of " + std::to_string(y.size()) + ")").c_str() : "ok");
+        std::fflush(stdout);
+      }
+    }
+    std::printf("\nfp8 us: activation quantization + GEMM (float32 activations in, float32 out); bf16 us: cublasGemmEx\n"
+                "(bf16 in, float32 out). w GB/s: weight bytes / time; of bw: that over the copy bandwidth above.\n");
+    if (failures) std::printf("CHECK FAILED for %d (shape, n) pairs\n", failures);
+    return failures ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "troupe-bench-cuda-gemm: %s\n", e.what());
+    return 2;
+  }
+}
