@@ -26,8 +26,27 @@ using stream_t = CUstream_st*;  // nullptr: the legacy default stream
 
 enum class act_type { f32, bf16 };
 
+// Which implementation computes matmul_fp8_block (docs/cuda.md, "The paths"):
+//   decode:   own mma.sync kernel for small n: 16 weight rows x 8 or 16 tokens per 4 warps, several
+//             128-column blocks of loads in flight per warp, launched with programmatic dependent
+//             launch so the weight loads overlap the activation quantization
+//   mma:      own mma.sync kernel with larger tiles (the first version; any n)
+//   cublaslt: cuBLASLt's Hopper FP8 GEMM with 128 x 128 weight / 1 x 128 activation block scales
+//             (CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F / VEC128_32F), for prefill
+//   automatic: n <= 16: decode; n >= kFp8CublasLtMinTokens, rows % 128 == 0 and cols % 512 == 0:
+//             cublaslt; otherwise mma.
+// decode and mma compute the same bits (same MMAs, same fixed summation order): a token's result
+// is bitwise the same for every n. cublaslt is within the same error bound of the exact sum but
+// not bitwise equal to them, and cuBLASLt may pick a different algorithm (and order) per n: the
+// results of a token can change with n there (see docs/cuda.md).
+enum class fp8_path { automatic, decode, mma, cublaslt };
+const char* fp8_path_name(fp8_path p) noexcept;
+inline constexpr int64_t kFp8CublasLtMinTokens = 64;
+
 // Device workspace matmul_fp8_block needs for n activation rows of `cols` columns: the e4m3 codes
-// [n, ceil(cols / 128) * 128] (zero-padded) then the float32 scales [n, ceil(cols / 128)].
+// [n, ceil(cols / 128) * 128] (zero-padded), the float32 scales [n, ceil(cols / 128)], the same
+// scales token-major for cuBLASLt, then cuBLASLt's own workspace (32 MiB, only when
+// n >= kFp8CublasLtMinTokens; smaller calls forced onto cublaslt give it none).
 size_t fp8_workspace_bytes(int64_t n, int64_t cols);
 
 // Quantizes activations as matmul_fp8_block does (formula above) into `workspace`:
@@ -49,9 +68,16 @@ void quantize_activations_fp8(const void* x, act_type x_type, int64_t n, int64_t
 // rows and cols: positive multiples of 16 (cols need not be a multiple of 128: the last block is
 // short). Throws troupe::error: invalid_argument for other shapes or misaligned pointers,
 // unsupported when there is no CUDA device or the current one is older than sm_89, internal for a
-// CUDA launch error. Does not synchronize.
-void matmul_fp8_block(const void* x, act_type x_type, int64_t n, const uint8_t* w_codes, const float* w_scales,
-                      int64_t rows, int64_t cols, float* y, void* workspace, stream_t stream);
+// CUDA launch error or a cuBLASLt failure. Does not synchronize.
+// `path` picks the implementation (automatic: the rule above; the others force one, for tests and
+// benchmarks). Returns the path that ran: cublaslt falls back to mma when the shape does not
+// qualify (rows % 128, cols % 512, n >= 4) or cuBLASLt's heuristic offers no algorithm; with
+// cublaslt, the last n % 4 tokens run through the decode kernel (cuBLASLt wants the token count
+// a multiple of 4). The cuBLASLt handle is process-wide (created on first use, for the current
+// device); w_codes, w_scales and y should be 16-byte aligned there.
+fp8_path matmul_fp8_block(const void* x, act_type x_type, int64_t n, const uint8_t* w_codes, const float* w_scales,
+                          int64_t rows, int64_t cols, float* y, void* workspace, stream_t stream,
+                          fp8_path path = fp8_path::automatic);
 
 // The BF16 baseline: y = x · wᵀ through cuBLAS (cublasGemmEx, bf16 inputs, fp32 output and compute).
 //   x: [n, cols] bf16, w: [rows, cols] bf16, y: [n, rows] float32; all row-major device memory.
