@@ -11,8 +11,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/device.hpp"
@@ -22,6 +24,11 @@
 #include "kernels/kernels.hpp"
 #include "runtime/core/dtype.hpp"
 #include "runtime/core/error.hpp"
+
+namespace troupe::kernels::cuda {
+// For BOOST_TEST's messages on fp8_path comparisons (found by ADL).
+inline std::ostream& operator<<(std::ostream& o, fp8_path p) { return o << fp8_path_name(p); }
+}  // namespace troupe::kernels::cuda
 
 namespace cu = troupe::kernels::cuda;
 namespace ref = troupe::kernels::cuda::reference;
@@ -121,21 +128,24 @@ void exact_data(int64_t n, int64_t rows, int64_t cols, fp8_weight& w, std::vecto
 }
 
 struct device_run {
+  cu::fp8_path path = cu::fp8_path::automatic;  // the path that ran
   std::vector<float> y;           // [n, rows]
   std::vector<uint8_t> codes;     // the workspace's activation codes [n, padded cols]
   std::vector<float> act_scales;  // [n, column blocks]
 };
 
-device_run run_on_device(const std::vector<float>& x, int64_t n, const fp8_weight& w) {
+device_run run_on_device(const std::vector<float>& x, int64_t n, const fp8_weight& w,
+                         cu::fp8_path path = cu::fp8_path::automatic) {
   cu::device_buffer dx(x.size() * sizeof(float)), dw(w.codes.size()), ds(w.scales.size() * sizeof(float)),
       dy(static_cast<size_t>(n * w.rows) * sizeof(float)), ws(cu::fp8_workspace_bytes(n, w.cols));
   dx.upload(x.data(), dx.size_bytes());
   dw.upload(w.codes.data(), dw.size_bytes());
   ds.upload(w.scales.data(), ds.size_bytes());
-  cu::matmul_fp8_block(dx.data(), cu::act_type::f32, n, dw.as<uint8_t>(), ds.as<float>(), w.rows, w.cols,
-                       dy.as<float>(), ws.data(), nullptr);
+  const cu::fp8_path ran = cu::matmul_fp8_block(dx.data(), cu::act_type::f32, n, dw.as<uint8_t>(), ds.as<float>(),
+                                                w.rows, w.cols, dy.as<float>(), ws.data(), nullptr, path);
   cu::synchronize();
   device_run r;
+  r.path = ran;
   r.y.resize(static_cast<size_t>(n * w.rows));
   dy.download(r.y.data(), dy.size_bytes());
   const int64_t kbs = ref::col_blocks(w.cols);
@@ -187,6 +197,13 @@ constexpr double kTensorCoreRel = 1.0 / 1024;
 // Measured on the host (host_reference_tracks_cpu_matmul): the activation rounding moves the output
 // by 0.009-0.011 of its RMS for these data; 0.025 is the bound checked.
 constexpr double kActivationRmsRel = 0.025;
+
+// The paths a case runs for batch size n: the automatic choice, then each own kernel it did not
+// pick (decode is meant for small n; running it at n = 300 too covers its multi-tile grid).
+std::vector<cu::fp8_path> paths_for(int64_t n) {
+  (void)n;
+  return {cu::fp8_path::automatic, cu::fp8_path::decode, cu::fp8_path::mma};
+}
 
 }  // namespace
 
@@ -280,15 +297,17 @@ BOOST_AUTO_TEST_CASE(device_exact_data_gives_exact_results) {
       fp8_weight w;
       std::vector<float> x;
       exact_data(n, s.rows, s.cols, w, x, static_cast<uint32_t>(n * 31 + s.cols));
-      const device_run d = run_on_device(x, n, w);
       std::vector<double> y_ref, l1;
       ref::matmul(ref::quantize(x.data(), n, s.cols), w.codes.data(), w.scales.data(), s.rows, y_ref, l1);
-      size_t bad = 0, first = 0;
-      for (size_t i = 0; i < y_ref.size(); ++i)
-        if (static_cast<double>(d.y[i]) != y_ref[i] && bad++ == 0) first = i;
-      BOOST_TEST(bad == 0u, s.rows << "x" << s.cols << " n " << n << ": " << bad << " outputs differ; first (token "
-                                   << first / s.rows << ", row " << first % s.rows << "): " << d.y[first]
-                                   << " vs " << y_ref[first]);
+      for (const cu::fp8_path path : paths_for(n)) {
+        const device_run d = run_on_device(x, n, w, path);
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < y_ref.size(); ++i)
+          if (static_cast<double>(d.y[i]) != y_ref[i] && bad++ == 0) first = i;
+        BOOST_TEST(bad == 0u, s.rows << "x" << s.cols << " n " << n << " path " << cu::fp8_path_name(d.path) << ": "
+                                     << bad << " outputs differ; first (token " << first / s.rows << ", row "
+                                     << first % s.rows << "): " << d.y[first] << " vs " << y_ref[first]);
+      }
     }
 }
 
@@ -298,52 +317,99 @@ BOOST_AUTO_TEST_CASE(device_random_data_within_bounds) {
     for (const int64_t n : kBatches) {
       const fp8_weight w = random_weight(s.rows, s.cols, static_cast<uint32_t>(s.rows + s.cols));
       const std::vector<float> x = random_activations(n, s.cols, static_cast<uint32_t>(n));
-      const device_run d = run_on_device(x, n, w);
       const ref::quantized_activations q = ref::quantize(x.data(), n, s.cols);
       std::vector<double> y_ref, l1;
       ref::matmul(q, w.codes.data(), w.scales.data(), s.rows, y_ref, l1);
-      // Tight: the host reproduction, whose only difference is the summation.
-      double worst = 0.0;
-      size_t bad = 0;
-      for (size_t i = 0; i < y_ref.size(); ++i) {
-        const double err = std::fabs(d.y[i] - y_ref[i]);
-        worst = std::max(worst, l1[i] > 0 ? err / l1[i] : err);
-        bad += !(err <= kTensorCoreRel * l1[i]);  // also counts NaN
-      }
-      BOOST_TEST(bad == 0u, s.rows << "x" << s.cols << " n " << n << ": " << bad << " outputs off by more than 2^-10 "
-                                   << "of their sum of |products|; worst ratio " << worst);
-      // Loose: the CPU path on float32 activations, off by the activation rounding.
       std::vector<float> y_cpu(static_cast<size_t>(n * s.rows));
       troupe::kernels::matmul(x.data(), n, w.ref(), y_cpu.data());
       const std::vector<double> bound = activation_rounding_bound(x, n, w, q);
-      size_t bad_cpu = 0;
-      for (size_t i = 0; i < y_cpu.size(); ++i)
-        bad_cpu += !(std::fabs(d.y[i] - y_cpu[i]) <= bound[i] + kTensorCoreRel * l1[i] + 1e-5 * std::fabs(y_cpu[i]));
-      const double rel = rms_rel(d.y, y_cpu);
-      BOOST_TEST(bad_cpu == 0u, bad_cpu << " outputs beyond the activation-rounding bound of kernels::matmul");
-      BOOST_TEST(rel <= kActivationRmsRel);
-      BOOST_TEST_MESSAGE(s.rows << "x" << s.cols << " n " << n << ": worst |err| / sum|products| " << worst
-                                << " (bound " << kTensorCoreRel << "), rms rel vs kernels::matmul " << rel);
+      for (const cu::fp8_path path : paths_for(n)) {
+        const device_run d = run_on_device(x, n, w, path);
+        // Tight: the host reproduction, whose only difference is the summation.
+        double worst = 0.0;
+        size_t bad = 0;
+        for (size_t i = 0; i < y_ref.size(); ++i) {
+          const double err = std::fabs(d.y[i] - y_ref[i]);
+          worst = std::max(worst, l1[i] > 0 ? err / l1[i] : err);
+          bad += !(err <= kTensorCoreRel * l1[i]);  // also counts NaN
+        }
+        BOOST_TEST(bad == 0u, s.rows << "x" << s.cols << " n " << n << " path " << cu::fp8_path_name(d.path) << ": "
+                                     << bad << " outputs off by more than 2^-10 of their sum of |products|; worst ratio "
+                                     << worst);
+        // Loose: the CPU path on float32 activations, off by the activation rounding.
+        size_t bad_cpu = 0;
+        for (size_t i = 0; i < y_cpu.size(); ++i)
+          bad_cpu += !(std::fabs(d.y[i] - y_cpu[i]) <= bound[i] + kTensorCoreRel * l1[i] + 1e-5 * std::fabs(y_cpu[i]));
+        const double rel = rms_rel(d.y, y_cpu);
+        BOOST_TEST(bad_cpu == 0u, bad_cpu << " outputs beyond the activation-rounding bound of kernels::matmul");
+        BOOST_TEST(rel <= kActivationRmsRel);
+        BOOST_TEST_MESSAGE(s.rows << "x" << s.cols << " n " << n << " " << cu::fp8_path_name(d.path)
+                                  << ": worst |err| / sum|products| " << worst << " (bound " << kTensorCoreRel
+                                  << "), rms rel vs kernels::matmul " << rel);
+      }
     }
 }
 
 BOOST_AUTO_TEST_CASE(device_results_do_not_depend_on_the_batch) {
   require_fp8_device();
-  // n = 1, 7 (decode tiles), 30 (mid tiles), 300 (prefill tiles): every token's row is bitwise the
-  // same as when it is computed alone.
+  // The own kernels only (decode and mma; cuBLASLt may change its algorithm with n, see
+  // docs/cuda.md): tokens computed with n = 1, 7, 16 (decode, automatic), 1, 7 (mma tiles 16 x 8),
+  // 30 (mma tiles 32 x 32) are bitwise those of n = 300 through the mma kernel (64 x 16 tiles) and
+  // through the decode kernel (16 x 16 tiles).
   const shape s{1024, 4096};
   const fp8_weight w = random_weight(s.rows, s.cols, 5);
   const std::vector<float> x = random_activations(300, s.cols, 6);
-  const device_run all = run_on_device(x, 300, w);
-  for (const int64_t n : {int64_t{1}, int64_t{7}, int64_t{30}}) {
+  const device_run all = run_on_device(x, 300, w, cu::fp8_path::mma);
+  BOOST_TEST(all.path == cu::fp8_path::mma);
+  const device_run all_decode = run_on_device(x, 300, w, cu::fp8_path::decode);
+  BOOST_TEST(all_decode.path == cu::fp8_path::decode);
+  BOOST_TEST(std::memcmp(all.y.data(), all_decode.y.data(), all.y.size() * 4) == 0, "decode and mma differ at n = 300");
+  const std::pair<int64_t, cu::fp8_path> runs[] = {
+      {1, cu::fp8_path::automatic}, {7, cu::fp8_path::automatic}, {16, cu::fp8_path::automatic},
+      {1, cu::fp8_path::mma},       {7, cu::fp8_path::mma},       {30, cu::fp8_path::automatic}};
+  for (const auto& [n, path] : runs) {
     for (const int64_t start : {int64_t{0}, int64_t{123}, int64_t{300} - n}) {
       const std::vector<float> part(x.begin() + start * s.cols, x.begin() + (start + n) * s.cols);
-      const device_run d = run_on_device(part, n, w);
+      const device_run d = run_on_device(part, n, w, path);
+      BOOST_TEST(d.path != cu::fp8_path::cublaslt);
       size_t bad = 0;
       for (int64_t i = 0; i < n * s.rows; ++i) bad += std::memcmp(&d.y[i], &all.y[start * s.rows + i], 4) != 0;
-      BOOST_TEST(bad == 0u, "n " << n << " from token " << start << ": " << bad << " outputs differ from n = 300");
+      BOOST_TEST(bad == 0u, "n " << n << " (" << cu::fp8_path_name(d.path) << ") from token " << start << ": " << bad
+                                 << " outputs differ from n = 300");
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(device_cublaslt_path_within_bounds) {
+  require_fp8_device();
+  // The prefill path: cuBLASLt's block-scaled FP8 GEMM on the same quantized activations, held to
+  // the same bound against the host reproduction. n = 130: the last 2 tokens go through the decode
+  // kernel (cuBLASLt gets a multiple of 4). If cuBLASLt refuses, the own kernel runs: a warning.
+  const shape shapes[] = {{256, 1024}, {512, 2048}, {1024, 4096}};
+  for (const shape s : shapes)
+    for (const int64_t n : {int64_t{128}, int64_t{130}, int64_t{300}, int64_t{2048}}) {
+      const fp8_weight w = random_weight(s.rows, s.cols, static_cast<uint32_t>(s.rows + 3 * s.cols));
+      const std::vector<float> x = random_activations(n, s.cols, static_cast<uint32_t>(n + 17));
+      const device_run d = run_on_device(x, n, w);
+      BOOST_WARN_MESSAGE(d.path == cu::fp8_path::cublaslt, s.rows << "x" << s.cols << " n " << n << ": ran "
+                                                                 << cu::fp8_path_name(d.path) << ", not cublaslt");
+      const ref::quantized_activations q = ref::quantize(x.data(), n, s.cols);
+      std::vector<double> y_ref, l1;
+      ref::matmul(q, w.codes.data(), w.scales.data(), s.rows, y_ref, l1);
+      double worst = 0.0;
+      size_t bad = 0, first = 0;
+      for (size_t i = 0; i < y_ref.size(); ++i) {
+        const double err = std::fabs(d.y[i] - y_ref[i]);
+        worst = std::max(worst, l1[i] > 0 ? err / l1[i] : err);
+        if (!(err <= kTensorCoreRel * l1[i]) && bad++ == 0) first = i;
+      }
+      BOOST_TEST(bad == 0u, s.rows << "x" << s.cols << " n " << n << " " << cu::fp8_path_name(d.path) << ": " << bad
+                                   << " outputs off by more than 2^-10 of their sum of |products|; first (token "
+                                   << first / s.rows << ", row " << first % s.rows << "): " << d.y[first] << " vs "
+                                   << y_ref[first] << "; worst ratio " << worst);
+      BOOST_TEST_MESSAGE(s.rows << "x" << s.cols << " n " << n << " " << cu::fp8_path_name(d.path)
+                                << ": worst |err| / sum|products| " << worst << " (bound " << kTensorCoreRel << ")");
+    }
 }
 
 BOOST_AUTO_TEST_CASE(device_bf16_activations_quantize_their_float_values) {
