@@ -40,7 +40,7 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
   check_prompt(prompt, ckpt_.config, opts.max_tokens);
 
   single_sequence_pool pool(ckpt_.config, static_cast<int64_t>(prompt.size()) + opts.max_tokens, opts.kv_cache_dtype);
-  model_runner runner(ckpt_, pool.kv);
+  model_runner runner(ckpt_, pool.kv, {opts.compute});
   sampler smp(opts.sampling);
   step_result res;
   generate_output out;
@@ -76,10 +76,10 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
 }
 
 std::vector<float> generator::prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk,
-                                            dtype kv_cache_dtype) {
+                                            dtype kv_cache_dtype, kernels::compute_dtype compute) {
   check_prompt(prompt, ckpt_.config, 0);
   single_sequence_pool pool(ckpt_.config, static_cast<int64_t>(prompt.size()), kv_cache_dtype);
-  model_runner runner(ckpt_, pool.kv);
+  model_runner runner(ckpt_, pool.kv, {compute});
   step_result res;
   std::vector<float> all;
   const int64_t p = static_cast<int64_t>(prompt.size());

@@ -17,6 +17,7 @@ struct generate_options {
   sampling_params sampling;
   int32_t prefill_chunk = 0;  // tokens per prefill step; 0 = the whole prompt in one step
   dtype kv_cache_dtype = dtype::f32;  // the private pool's element type (--kv-cache-dtype)
+  kernels::compute_dtype compute = kernels::compute_dtype::f32;  // matmul arithmetic (--compute-dtype)
 };
 
 struct generate_output {
@@ -34,7 +35,8 @@ class generator {
 
   // Logits of every prompt position, row-major [prompt.size(), vocab].
   std::vector<float> prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk = 0,
-                                   dtype kv_cache_dtype = dtype::f32);
+                                   dtype kv_cache_dtype = dtype::f32,
+                                   kernels::compute_dtype compute = kernels::compute_dtype::f32);
 
  private:
   const checkpoint& ckpt_;

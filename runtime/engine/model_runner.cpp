@@ -24,8 +24,17 @@ void add_inplace(float* x, const float* y, int64_t total) {
 }
 }  // namespace
 
-model_runner::model_runner(const checkpoint& ckpt, kv_cache& kv)
-    : ckpt_(ckpt), cfg_(ckpt.config), kv_(kv) {
+kernels::compute_dtype parse_compute_dtype(std::string_view text, std::string_view option) {
+  if (text == "f32") return kernels::compute_dtype::f32;
+  if (text == "bf16") return kernels::compute_dtype::bf16;
+  throw_error(errc::invalid_argument,
+              std::string(option) + ": '" + std::string(text) + "' is not one of f32, bf16");
+}
+
+const char* to_string(kernels::compute_dtype c) noexcept { return c == kernels::compute_dtype::bf16 ? "bf16" : "f32"; }
+
+model_runner::model_runner(const checkpoint& ckpt, kv_cache& kv, model_runner_options opts)
+    : ckpt_(ckpt), cfg_(ckpt.config), kv_(kv), opts_(opts) {
   if (kv.num_layers() != cfg_.num_hidden_layers || kv.layer(0).n_kv_heads != cfg_.num_key_value_heads ||
       kv.layer(0).head_dim != cfg_.head_dim)
     throw_error(errc::invalid_argument, "model_runner: KV pool shape does not match the model config");
@@ -124,7 +133,7 @@ void model_runner::step(std::span<const step_sequence> batch, step_result& out) 
   for (int64_t r = 0; r < n_out; ++r)
     std::copy_n(x_.data() + (prune ? r : rows[r]) * hidden, hidden, final_.data() + r * hidden);
   kernels::rmsnorm(final_.data(), w.norm.data(), n_out, hidden, static_cast<float>(cfg_.rms_norm_eps), final_.data());
-  kernels::matmul(final_.data(), n_out, w.lm_head, out.logits.data());
+  matmul(final_.data(), n_out, w.lm_head, out.logits.data());
 }
 
 void model_runner::attention_block(int64_t l, std::span<const step_sequence> batch, const std::vector<int64_t>* keep) {
@@ -138,8 +147,8 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
   ensure(attn_, n_ * hq * d);
   ensure(tmp_, n_ * hidden);
   // K and V of every token go to the pool.
-  kernels::matmul(h_.data(), n_, lw.k_proj, k_.data());
-  kernels::matmul(h_.data(), n_, lw.v_proj, v_.data());
+  matmul(h_.data(), n_, lw.k_proj, k_.data());
+  matmul(h_.data(), n_, lw.v_proj, v_.data());
   // Qwen3: per-head RMSNorm of q and k over head_dim, before RoPE.
   kernels::rmsnorm(k_.data(), lw.k_norm.data(), n_ * hk, d, eps, k_.data());
   kernels::rope(k_.data(), n_, hk, d, positions_.data(), inv_freq_.data());
@@ -177,7 +186,7 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
     for (size_t s = 0; s < batch.size(); ++s) seq_queries_[s] = static_cast<int64_t>(batch[s].tokens.size());
   }
   if (n_ == 0) return;
-  kernels::matmul(h_.data(), n_, lw.q_proj, q_.data());
+  matmul(h_.data(), n_, lw.q_proj, q_.data());
   kernels::rmsnorm(q_.data(), lw.q_norm.data(), n_ * hq, d, eps, q_.data());
   kernels::rope(q_.data(), n_, hq, d, positions_.data(), inv_freq_.data());
 
@@ -202,7 +211,7 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
   } else {
     for (size_t s = 0; s < batch.size(); ++s) attend(s);
   }
-  kernels::matmul(attn_.data(), n_, lw.o_proj, tmp_.data());
+  matmul(attn_.data(), n_, lw.o_proj, tmp_.data());
   add_inplace(x_.data(), tmp_.data(), n_ * hidden);
 }
 
@@ -210,17 +219,17 @@ void model_runner::dense_mlp(const layer_weights& lw) {
   const int64_t inter = lw.gate_proj.rows;
   ensure(gate_, n_ * inter);
   ensure(up_, n_ * inter);
-  kernels::matmul(h_.data(), n_, lw.gate_proj, gate_.data());
-  kernels::matmul(h_.data(), n_, lw.up_proj, up_.data());
+  matmul(h_.data(), n_, lw.gate_proj, gate_.data());
+  matmul(h_.data(), n_, lw.up_proj, up_.data());
   kernels::silu_mul(gate_.data(), up_.data(), n_ * inter, gate_.data());
-  kernels::matmul(gate_.data(), n_, lw.down_proj, tmp_.data());
+  matmul(gate_.data(), n_, lw.down_proj, tmp_.data());
   add_inplace(x_.data(), tmp_.data(), n_ * cfg_.hidden_size);
 }
 
 void model_runner::moe_mlp(const layer_weights& lw) {
   const int64_t hidden = cfg_.hidden_size, n_exp = cfg_.num_experts, top_k = cfg_.num_experts_per_tok;
   ensure(router_, n_ * n_exp);
-  kernels::matmul(h_.data(), n_, lw.router, router_.data());
+  matmul(h_.data(), n_, lw.router, router_.data());
 
   // Per token: softmax over all experts, top-k (ties -> lower expert id), optional renormalise.
   std::vector<int32_t> chosen(n_ * top_k);
@@ -261,10 +270,10 @@ void model_runner::moe_mlp(const layer_weights& lw) {
     ensure(expert_out_, m * hidden);
     for (int64_t i = 0; i < m; ++i)
       std::copy_n(h_.data() + (slots[i] / top_k) * hidden, hidden, expert_in_.data() + i * hidden);
-    kernels::matmul(expert_in_.data(), m, ew.gate_proj, expert_gate_.data());
-    kernels::matmul(expert_in_.data(), m, ew.up_proj, expert_up_.data());
+    matmul(expert_in_.data(), m, ew.gate_proj, expert_gate_.data());
+    matmul(expert_in_.data(), m, ew.up_proj, expert_up_.data());
     kernels::silu_mul(expert_gate_.data(), expert_up_.data(), m * inter, expert_gate_.data());
-    kernels::matmul(expert_gate_.data(), m, ew.down_proj, expert_out_.data());
+    matmul(expert_gate_.data(), m, ew.down_proj, expert_out_.data());
     for (int64_t i = 0; i < m; ++i)
       std::copy_n(expert_out_.data() + i * hidden, hidden, moe_out_.data() + slots[i] * hidden);
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "runtime/engine/step.hpp"
@@ -11,10 +12,21 @@
 
 namespace troupe {
 
+struct model_runner_options {
+  // The matmul arithmetic for BF16 weights (kernels.hpp): f32 is exact (the default); bf16 rounds
+  // activations to bf16 and multiplies as vdpbf16ps does (docs/engine.md, "bf16 compute").
+  // Either way a sequence's logits stay independent of its batch and of prompt chunking.
+  kernels::compute_dtype compute = kernels::compute_dtype::f32;
+};
+
+// `--compute-dtype` / model.compute_dtype: "f32" or "bf16"; throws invalid_argument naming `option`.
+kernels::compute_dtype parse_compute_dtype(std::string_view text, std::string_view option = "--compute-dtype");
+const char* to_string(kernels::compute_dtype c) noexcept;
+
 class model_runner {
  public:
   // Both must outlive the runner. The KV pool's shape must match the checkpoint's config.
-  model_runner(const checkpoint& ckpt, kv_cache& kv);
+  model_runner(const checkpoint& ckpt, kv_cache& kv, model_runner_options opts = {});
 
   // Runs one step. Throws troupe::error(invalid_input / out_of_range) for a malformed batch
   // (empty tokens, ids outside the vocab, a block table too short or naming a block outside
@@ -22,6 +34,7 @@ class model_runner {
   void step(std::span<const step_sequence> batch, step_result& out);
 
   const model_config& config() const noexcept { return cfg_; }
+  const model_runner_options& options() const noexcept { return opts_; }
 
  private:
   void validate(std::span<const step_sequence> batch) const;
@@ -30,10 +43,14 @@ class model_runner {
   void attention_block(int64_t layer, std::span<const step_sequence> batch, const std::vector<int64_t>* keep);
   void dense_mlp(const layer_weights& lw);
   void moe_mlp(const layer_weights& lw);
+  void matmul(const float* x, int64_t n, const kernels::weight_ref& w, float* y) const {
+    kernels::matmul(x, n, w, y, opts_.compute);
+  }
 
   const checkpoint& ckpt_;
   const model_config& cfg_;
   kv_cache& kv_;
+  model_runner_options opts_;
   std::vector<float> inv_freq_;
   // Scratch, sized to the largest batch seen; rows = tokens in the step.
   int64_t n_ = 0;

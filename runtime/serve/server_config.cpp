@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "runtime/core/error.hpp"
+#include "runtime/engine/model_runner.hpp"
 #include "runtime/kv/kv_cache.hpp"
 #include "runtime/plugin_host/plugin_library.hpp"
 #include "runtime/prefix/block_hash.hpp"
@@ -48,6 +49,7 @@ const std::vector<knob>& knobs() {
       {"model", "max_model_len", &server_config::max_model_len, 0, i32max},
       {"model", "default_max_tokens", &server_config::default_max_tokens, 1, i32max},
       {"model", "quantization", &server_config::quantization},
+      {"model", "compute_dtype", &server_config::compute_dtype},
       {"scheduler", "max_num_seqs", &server_config::max_num_seqs, 1, i32max},
       {"scheduler", "max_num_batched_tokens", &server_config::max_num_batched_tokens, 1, i32max},
       {"scheduler", "long_prefill_token_threshold", &server_config::long_prefill_token_threshold, 0, i32max},
@@ -193,6 +195,7 @@ void validate(const server_config& c) {
   try {
     quant::parse_method(c.quantization, "model.quantization (--quantization)");
     parse_kv_cache_dtype(c.kv_cache_dtype);
+    parse_compute_dtype(c.compute_dtype, "model.compute_dtype (--compute-dtype)");
   } catch (const error& e) {
     if (e.code() != errc::invalid_argument) throw;
     bad2(e.what());

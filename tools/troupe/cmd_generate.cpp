@@ -72,6 +72,8 @@ int run_generate(int argc, char** argv) {
   std::string quantization = "none", kv_dtype = "auto";
   app.add_option("--quantization", quantization, "quantize float weights on load: none, int8, fp8 (docs/quantization.md)");
   app.add_option("--kv-cache-dtype", kv_dtype, "KV cache element type: auto (float32), int8, fp8");
+  std::string compute = "f32";
+  app.add_option("--compute-dtype", compute, "matmul arithmetic for BF16 weights: f32 (exact) or bf16 (bf16 activations, vdpbf16ps; docs/engine.md)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -83,6 +85,7 @@ int run_generate(int argc, char** argv) {
   quant::load_options lo;
   lo.quantization = quant::parse_method(quantization, "--quantization");
   const dtype kv_type = parse_kv_cache_dtype(kv_dtype);
+  const kernels::compute_dtype compute_type = parse_compute_dtype(compute);
   auto ck = quant::load_model(model, lo);
   std::unique_ptr<tokenizer> tok;
   std::vector<int32_t> prompt;
@@ -97,6 +100,7 @@ int run_generate(int argc, char** argv) {
   o.max_tokens = max_tokens;
   o.prefill_chunk = prefill_chunk;
   o.kv_cache_dtype = kv_type;
+  o.compute = compute_type;
   o.sampling = defaults_from(ck->generation);
   if (temperature) o.sampling.temperature = *temperature;
   if (top_p) o.sampling.top_p = *top_p;
@@ -147,6 +151,8 @@ int run_logits(int argc, char** argv) {
   std::string quantization = "none", kv_dtype = "auto";
   app.add_option("--quantization", quantization, "quantize float weights on load: none, int8, fp8");
   app.add_option("--kv-cache-dtype", kv_dtype, "KV cache element type: auto (float32), int8, fp8");
+  std::string compute = "f32";
+  app.add_option("--compute-dtype", compute, "matmul arithmetic for BF16 weights: f32 (exact) or bf16 (bf16 activations, vdpbf16ps; docs/engine.md)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -155,11 +161,12 @@ int run_logits(int argc, char** argv) {
   quant::load_options lo;
   lo.quantization = quant::parse_method(quantization, "--quantization");
   const dtype kv_type = parse_kv_cache_dtype(kv_dtype);
+  const kernels::compute_dtype compute_type = parse_compute_dtype(compute);
   auto ck = quant::load_model(model, lo);
   auto prompt = parse_ids(ids_text);
   check_vocab(prompt, ck->config);
   generator gen(*ck);
-  auto logits = gen.prompt_logits(prompt, prefill_chunk, kv_type);
+  auto logits = gen.prompt_logits(prompt, prefill_chunk, kv_type, compute_type);
   std::ofstream f(out_path, std::ios::binary);
   if (!f) throw_error(errc::io_error, "cannot write " + out_path);
   f.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * sizeof(float)));

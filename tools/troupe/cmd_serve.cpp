@@ -36,7 +36,7 @@ int run_serve(int argc, char** argv) {
   auto& c = opts.cfg;
   std::string config_file;
   std::vector<std::string> sets;
-  std::optional<std::string> host, policy, policy_config, redis, quantization, kv_cache_dtype;
+  std::optional<std::string> host, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype;
   std::optional<int32_t> port, metrics_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks;
   std::optional<int64_t> kv_bytes;
   bool static_batching = false, no_prefix_cache = false;
@@ -64,6 +64,8 @@ int run_serve(int argc, char** argv) {
                  "quantize float weights on load: none, int8, fp8 (model.quantization; pre-quantized checkpoints "
                  "load as they are)");
   app.add_option("--kv-cache-dtype", kv_cache_dtype, "KV cache element type: auto (float32), int8, fp8 (kv_cache.kv_cache_dtype)");
+  app.add_option("--compute-dtype", compute_dtype,
+                 "matmul arithmetic for BF16 weights: f32 (exact) or bf16 (model.compute_dtype; docs/engine.md)");
   app.add_option("--set", sets, "override any config key: section.key=value (repeatable)");
   try {
     app.parse(argc, argv);
@@ -89,6 +91,7 @@ int run_serve(int argc, char** argv) {
   if (redis) c.redis_url = *redis;
   if (quantization) c.quantization = *quantization;
   if (kv_cache_dtype) c.kv_cache_dtype = *kv_cache_dtype;
+  if (compute_dtype) c.compute_dtype = *compute_dtype;
   bool demo = opts.model_dir.empty();
   if (demo) opts.model_dir = demo_model_dir();
 

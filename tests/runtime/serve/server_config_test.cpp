@@ -72,6 +72,10 @@ BOOST_AUTO_TEST_CASE(bad_input_names_the_key) {
   expect_error([&] { validate(c); }, "--kv-cache-dtype: 'bf16' is not one of");
   c.kv_cache_dtype = "fp8";
   validate(c);
+  c.compute_dtype = "fp16";
+  expect_error([&] { validate(c); }, "model.compute_dtype (--compute-dtype): 'fp16' is not one of f32, bf16");
+  apply_override(c, "model.compute_dtype=bf16");
+  validate(c);
 }
 
 BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
@@ -92,6 +96,7 @@ BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   BOOST_TEST(from_file.default_max_tokens == d.default_max_tokens);
   BOOST_TEST(from_file.quantization == d.quantization);
   BOOST_TEST(from_file.kv_cache_dtype == d.kv_cache_dtype);
+  BOOST_TEST(from_file.compute_dtype == d.compute_dtype);
   BOOST_TEST(from_file.max_num_seqs == d.max_num_seqs);
   BOOST_TEST(from_file.max_num_batched_tokens == d.max_num_batched_tokens);
   BOOST_TEST(from_file.long_prefill_token_threshold == d.long_prefill_token_threshold);
