@@ -1,14 +1,24 @@
 // troupe-bench-engine: the core engine's speed against this machine's own limits, in one run.
 // Measures read bandwidth and FMA peak first, then load time, 512-token prefill, and decode at
-// batch 1, 8 and 32 on a checkpoint (the Qwen3-0.6B-shaped one from bench/engine/run.sh).
+// batch 1, 8 and 32 on a checkpoint (the Qwen3-0.6B-shaped one from bench/engine/run.sh), once per
+// compute dtype (--compute-dtype f32,bf16: the exact path and bf16 activations), with the
+// bf16 / f32 ratios of the same run at the end.
 #include <CLI/CLI.hpp>
+// GCC 12 warns inside its own AVX-512 headers (GCC bug 105593), as in kernels/cpu.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <numeric>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -54,6 +64,36 @@ static double layer_flops_per_token(const checkpoint& ck) {
   return 2 * p;
 }
 
+// vdpbf16ps peak over `threads` threads (64 flops per instruction; 0 without AVX512_BF16): what
+// bf16 compute can reach at best, beside the FP32 FMA peak. 24 independent accumulators, as
+// matmul's 3 x 8 tiles have.
+__attribute__((target("avx512f,avx512bf16"))) static double dpbf16_thread_gflops() {
+  __m512 acc[24];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80), b = a;
+  const long iters = 4000000;
+  const auto t0 = clk::now();
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 24
+    for (int k = 0; k < 24; ++k) acc[k] = _mm512_dpbf16_ps(acc[k], a, b);
+    asm volatile("" : "+v"(a));
+  }
+  const double s = seconds_since(t0);
+  float sink = 0;
+  for (auto& v : acc) sink += _mm512_reduce_add_ps(v);
+  asm volatile("" : : "x"(sink));
+  return iters * 24.0 * 64.0 / s / 1e9;
+}
+
+static double measure_dpbf16_gflops(int threads) {
+  if (!__builtin_cpu_supports("avx512bf16")) return 0.0;
+  std::vector<double> got(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back([&got, t] { got[t] = dpbf16_thread_gflops(); });
+  for (auto& th : pool) th.join();
+  return std::accumulate(got.begin(), got.end(), 0.0);
+}
+
 static double peak_rss_mb() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -61,11 +101,12 @@ static double peak_rss_mb() {
 }
 
 // Decodes `steps` tokens for `batch` sequences that each already hold `context` tokens.
-static rate decode_tokens_per_s(const checkpoint& ck, int batch, int context, int steps, int threads) {
+static rate decode_tokens_per_s(const checkpoint& ck, int batch, int context, int steps, int threads,
+                                model_runner_options opts) {
   const int bs = 16;
   const int per_seq = (context + steps + bs - 1) / bs;
   kv_cache kv(ck.config, per_seq * batch, bs);
-  model_runner runner(ck, kv);
+  model_runner runner(ck, kv, opts);
   std::mt19937 rng(1);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(ck.config.vocab_size - 1));
   std::vector<std::vector<int32_t>> tables(batch), prompts(batch);
@@ -109,7 +150,17 @@ int main(int argc, char** argv) {
   bool skip_limits = false;
   app.add_option("--batches", batches, "decode batch sizes (the first is the ratios' base; 0: no decode)")->delimiter(',');
   app.add_flag("--skip-limits", skip_limits, "do not measure the machine (for profiling; no ratios)");
+  std::vector<std::string> compute_names{"f32", "bf16"};
+  app.add_option("--compute-dtype", compute_names, "matmul arithmetic(s) for BF16 weights, each measured in turn")
+      ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
+  std::vector<kernels::compute_dtype> computes;
+  try {
+    for (const auto& name : compute_names) computes.push_back(parse_compute_dtype(name));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
 
   auto ck = load_checkpoint(model);
   const double load_s = seconds_since(process_start);
@@ -118,63 +169,78 @@ int main(int argc, char** argv) {
   const double bw = skip_limits ? 0.0 : bench::measure_read_bandwidth_gbs(threads);
   const double bw_small = skip_limits ? 0.0 : bench::measure_read_bandwidth_gbs(threads, bench::timing::wall, false);
   const double fma = skip_limits ? 0.0 : bench::measure_fma_gflops(threads, false);
+  const double dpbf16 = skip_limits ? 0.0 : measure_dpbf16_gflops(threads);
   const double weight_gb = static_cast<double>(ck->weights.bytes) / 1e9;
   std::printf("machine: %d threads, read bandwidth %.1f GB/s (2 MB pages; %.1f GB/s with 4 KB pages), FP32 FMA peak "
-              "%.0f GFLOP/s, matmul ISA %s\n",
-              threads, bw, bw_small, fma, kernels::matmul_isa());
+              "%.0f GFLOP/s, vdpbf16ps peak %.0f GFLOP/s, matmul ISA %s\n",
+              threads, bw, bw_small, fma, dpbf16, kernels::matmul_isa());
   std::printf("model: %s, %lld layers, hidden %lld, weights read per token %.3f GB\n", model.c_str(),
               static_cast<long long>(ck->config.num_hidden_layers), static_cast<long long>(ck->config.hidden_size),
               weight_gb);
   std::printf("load: %.3f s from process start to ready\n", load_s);
 
-  // Prefill: one step over a prompt of prefill_len random ids.
-  if (prefill_len > 0) {
-    const int bs = 16, blocks = (prefill_len + bs - 1) / bs;
-    kv_cache kv(ck->config, blocks, bs);
-    model_runner runner(*ck, kv);
-    std::vector<int32_t> table(blocks), prompt(prefill_len);
-    std::iota(table.begin(), table.end(), 0);
-    std::mt19937 rng(7);
-    for (auto& t : prompt) t = static_cast<int32_t>(rng() % ck->config.vocab_size);
-    double best = 1e30, best_cpu = 1e30;
-    step_result res;
-    for (int r = 0; r < reps; ++r) {
-      step_sequence sq{0, prompt, 0, table, logits_mode::last};
-      auto t0 = clk::now();
-      const double c0 = process_cpu_seconds();
-      runner.step(std::span<const step_sequence>(&sq, 1), res);
-      best = std::min(best, seconds_since(t0));
-      best_cpu = std::min(best_cpu, (process_cpu_seconds() - c0) / threads);
+  std::map<kernels::compute_dtype, double> prefill_rate;
+  std::map<std::pair<kernels::compute_dtype, int>, double> decode_rate;
+  for (const kernels::compute_dtype compute : computes) {
+    const char* label = to_string(compute);
+    // Prefill: one step over a prompt of prefill_len random ids.
+    if (prefill_len > 0) {
+      const int bs = 16, blocks = (prefill_len + bs - 1) / bs;
+      kv_cache kv(ck->config, blocks, bs);
+      model_runner runner(*ck, kv, {compute});
+      std::vector<int32_t> table(blocks), prompt(prefill_len);
+      std::iota(table.begin(), table.end(), 0);
+      std::mt19937 rng(7);
+      for (auto& t : prompt) t = static_cast<int32_t>(rng() % ck->config.vocab_size);
+      double best = 1e30, best_cpu = 1e30;
+      step_result res;
+      for (int r = 0; r < reps; ++r) {
+        step_sequence sq{0, prompt, 0, table, logits_mode::last};
+        auto t0 = clk::now();
+        const double c0 = process_cpu_seconds();
+        runner.step(std::span<const step_sequence>(&sq, 1), res);
+        best = std::min(best, seconds_since(t0));
+        best_cpu = std::min(best_cpu, (process_cpu_seconds() - c0) / threads);
+      }
+      // The layers for every prompt token, the vocabulary projection for the last one only.
+      const double flops = layer_flops_per_token(*ck) * prefill_len + 2.0 * static_cast<double>(ck->weights.lm_head.rows) *
+                                                                       static_cast<double>(ck->weights.lm_head.cols);
+      prefill_rate[compute] = prefill_len / best;
+      std::printf("[%s] prefill %d tokens: %.1f tokens/s (%.3f s; %.0f GFLOP/s in linear layers, %.0f%% of FMA peak; the "
+                  "linear layers alone at the FMA peak: %.0f tokens/s)\n",
+                  label, prefill_len, prefill_len / best, best, flops / best / 1e9, 100.0 * flops / best / 1e9 / fma,
+                  prefill_len * fma * 1e9 / flops);
+      std::printf("  cpu: %.1f tokens/s (%.3f s of CPU per thread)\n", prefill_len / best_cpu, best_cpu);
     }
-    // The layers for every prompt token, the vocabulary projection for the last one only.
-    const double flops = layer_flops_per_token(*ck) * prefill_len + 2.0 * static_cast<double>(ck->weights.lm_head.rows) *
-                                                                     static_cast<double>(ck->weights.lm_head.cols);
-    std::printf("prefill %d tokens: %.1f tokens/s (%.3f s; %.0f GFLOP/s in linear layers, %.0f%% of FMA peak; the "
-                "linear layers alone at the FMA peak: %.0f tokens/s)\n",
-                prefill_len, prefill_len / best, best, flops / best / 1e9, 100.0 * flops / best / 1e9 / fma,
-                prefill_len * fma * 1e9 / flops);
-    std::printf("  cpu: %.1f tokens/s (%.3f s of CPU per thread)\n", prefill_len / best_cpu, best_cpu);
-  }
 
-  const double ceiling = bw / weight_gb;
-  double b1 = 0, b1_cpu = 0;
-  for (int batch : batches) {
-    if (batch <= 0) continue;
-    double best = 0, best_cpu = 0;
-    for (int r = 0; r < reps; ++r) {
-      const rate got = decode_tokens_per_s(*ck, batch, context, decode_steps, threads);
-      best = std::max(best, got.wall);
-      best_cpu = std::max(best_cpu, got.cpu);
+    const double ceiling = bw / weight_gb;
+    double b1 = 0, b1_cpu = 0;
+    for (int batch : batches) {
+      if (batch <= 0) continue;
+      double best = 0, best_cpu = 0;
+      for (int r = 0; r < reps; ++r) {
+        const rate got = decode_tokens_per_s(*ck, batch, context, decode_steps, threads, {compute});
+        best = std::max(best, got.wall);
+        best_cpu = std::max(best_cpu, got.cpu);
+      }
+      if (b1 == 0) {
+        b1 = best, b1_cpu = best_cpu;
+        std::printf("[%s] decode batch %d: %.1f tokens/s = %.0f%% of the bandwidth ceiling (%.1f tokens/s)\n", label, batch, best,
+                    100.0 * best / ceiling, ceiling);
+      } else {
+        std::printf("[%s] decode batch %d: %.1f tokens/s = %.1fx batch 1\n", label, batch, best, best / b1);
+      }
+      std::printf("  cpu: %.1f tokens/s = %.1fx\n", best_cpu, best_cpu / b1_cpu);
+      decode_rate[{compute, batch}] = best;
     }
-    if (b1 == 0) {
-      b1 = best, b1_cpu = best_cpu;
-      std::printf("decode batch %d: %.1f tokens/s = %.0f%% of the bandwidth ceiling (%.1f tokens/s)\n", batch, best,
-                  100.0 * best / ceiling, ceiling);
-    } else {
-      std::printf("decode batch %d: %.1f tokens/s = %.1fx batch 1\n", batch, best, best / b1);
-    }
-    std::printf("  cpu: %.1f tokens/s = %.1fx\n", best_cpu, best_cpu / b1_cpu);
   }
+  // bf16 against f32, both measured above in this process.
+  const auto f32 = kernels::compute_dtype::f32, bf16 = kernels::compute_dtype::bf16;
+  if (prefill_rate.count(f32) && prefill_rate.count(bf16))
+    std::printf("bf16 / f32: prefill %.2fx\n", prefill_rate[bf16] / prefill_rate[f32]);
+  for (int batch : batches)
+    if (decode_rate.count({f32, batch}) && decode_rate.count({bf16, batch}))
+      std::printf("bf16 / f32: decode batch %d %.2fx\n", batch, decode_rate[{bf16, batch}] / decode_rate[{f32, batch}]);
   std::printf("peak RSS: %.0f MB (weights mapped %.0f MB)\n", peak_rss_mb(), weight_gb * 1e3);
   return 0;
 }
