@@ -52,8 +52,9 @@ void matmul(const float* x, int64_t n, const weight_ref& w, float* y);
 //         (each product exact, each add rounded to nearest even, bf16 subnormal inputs read as 0,
 //         subnormal sums flushed to 0; the last block zero-padded), then matmul's 16-lane tree.
 //         Every back-end gives the same bits (a portable emulation where the CPU lacks
-//         AVX512_BF16), and the batch-invariance contract holds as for f32. About twice the
-//         multiply throughput, at bf16 precision of the activations (docs/kernels.md).
+//         AVX512_BF16), and the batch-invariance contract holds as for f32. Costs the bf16
+//         precision of the activations; faster only where vdpbf16ps outruns the fp32 FMA
+//         (Zen 4 yes, the dev machine's Intel cores no: docs/kernels.md, "bf16 compute").
 enum class compute_dtype : uint8_t { f32, bf16 };
 void matmul(const float* x, int64_t n, const weight_ref& w, float* y, compute_dtype compute);
 
