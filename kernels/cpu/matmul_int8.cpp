@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -73,14 +74,38 @@ void check_quantized_weight(const weight_ref& w) {
   }
 }
 
-int32_t quantize_activation_row(const float* x, int64_t cols, int64_t stride, int16_t* hi, int16_t* lo) {
-  float amax = 0.0f;
-  bool finite = true;
+namespace {
+
+// The per-element half of quantize_activation_row, in plain loops the compiler vectorises for the
+// best instruction set present (the scalar libm calls it replaced cost ~2% of an INT8 decode step).
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+float abs_max(const float* x, int64_t cols, bool& finite) {
+  float amax = 0.0f, inf_or_nan = 0.0f;
   for (int64_t k = 0; k < cols; ++k) {
     const float a = std::fabs(x[k]);
-    finite &= std::isfinite(a);
     amax = a > amax ? a : amax;
+    inf_or_nan += a - a;  // 0 for finite a, NaN for inf or NaN
   }
+  finite = inf_or_nan == 0.0f;
+  return amax;
+}
+
+// a = rint(x * 2^e), exact scaling (|a| < 2^30, 2^e a normal float) and round to nearest even,
+// split as a = 32768 * hi + lo.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+void scale_round_split(const float* x, int64_t cols, float pow2e, int16_t* hi, int16_t* lo) {
+  for (int64_t k = 0; k < cols; ++k) {
+    const auto a = static_cast<int32_t>(std::rint(x[k] * pow2e));
+    hi[k] = static_cast<int16_t>(a >> 15);  // arithmetic shift: floor(a / 32768)
+    lo[k] = static_cast<int16_t>(a & 0x7fff);
+  }
+}
+
+}  // namespace
+
+int32_t quantize_activation_row(const float* x, int64_t cols, int64_t stride, int16_t* hi, int16_t* lo) {
+  bool finite = true;
+  const float amax = abs_max(x, cols, finite);
   std::memset(hi, 0, static_cast<size_t>(stride) * sizeof(int16_t));
   std::memset(lo, 0, static_cast<size_t>(stride) * sizeof(int16_t));
   if (!finite) return kNonFinite;
@@ -88,10 +113,13 @@ int32_t quantize_activation_row(const float* x, int64_t cols, int64_t stride, in
   int p = 0;
   std::frexp(amax, &p);  // amax in [2^(p-1), 2^p)
   const int32_t e = 30 - p;
-  for (int64_t k = 0; k < cols; ++k) {
-    // ldexp is exact here (|result| < 2^30) and lrint rounds to nearest even.
+  if (e <= 127) {  // 2^e is a normal float (e >= -99 always)
+    scale_round_split(x, cols, std::bit_cast<float>(static_cast<uint32_t>(e + 127) << 23), hi, lo);
+    return e;
+  }
+  for (int64_t k = 0; k < cols; ++k) {  // rows with amax < 2^-97: ldexp is exact where 2^e is not a float
     const int32_t a = static_cast<int32_t>(std::lrint(std::ldexp(x[k], e)));
-    hi[k] = static_cast<int16_t>(a >> 15);  // arithmetic shift: floor(a / 32768)
+    hi[k] = static_cast<int16_t>(a >> 15);
     lo[k] = static_cast<int16_t>(a & 0x7fff);
   }
   return e;

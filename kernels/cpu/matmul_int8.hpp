@@ -19,6 +19,8 @@
 // over k % 16 == l (zero-padded tail), then acc[l] = fma(p[l], scale * 256, acc[l]); y = tree(acc).
 #pragma once
 
+#include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -84,6 +86,13 @@ inline float tree16(const float* acc) {
   for (int l = 0; l < 4; ++l) s[l] += s[l + 4];
   for (int l = 0; l < 2; ++l) s[l] += s[l + 2];
   return s[0] + s[1];
+}
+// ldexp(v, k) without a libm call per element: multiplying by 2^k is exact, and rounds a subnormal
+// result once, exactly as ldexp does, whenever 2^k is a normal float; other k take ldexp. (A call
+// per output row cost ~10% of an INT8 decode step.)
+inline float scale_pow2(float v, int32_t k) {
+  if (k < -126 || k > 127) return std::ldexp(v, k);
+  return v * std::bit_cast<float>(static_cast<uint32_t>(k + 127) << 23);
 }
 // Integer block length of an INT8 weight (see above).
 inline int64_t int8_block_cols(const weight_ref& w) {

@@ -85,7 +85,7 @@ void tile(const quant_activations& a, int64_t i0, const weight_ref& w, int64_t j
 
 inline float finish(const float* lanes, int32_t e) {
   if (e == kNonFinite) return std::numeric_limits<float>::quiet_NaN();
-  return std::ldexp(tree16(lanes), -e);
+  return scale_pow2(tree16(lanes), -e);
 }
 
 // Decode: R = n activation rows, tiles of C weight rows, every weight byte read once.

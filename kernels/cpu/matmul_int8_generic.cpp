@@ -29,7 +29,7 @@ float dot_i8(const quant_activations& a, int64_t i, const weight_ref& w, int64_t
     for (int l = 0; l < 16; ++l)
       acc[l] = std::fma(std::fma(static_cast<float>(hs[l]), 32768.0f, static_cast<float>(ls[l])), s, acc[l]);
   }
-  return std::ldexp(tree16(acc), -e);
+  return scale_pow2(tree16(acc), -e);
 }
 
 size_t scratch_floats(int64_t, const weight_ref&) { return 0; }

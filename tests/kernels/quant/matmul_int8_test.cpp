@@ -7,6 +7,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -185,6 +186,33 @@ BOOST_AUTO_TEST_CASE(int8_activations_are_exact_within_64x_of_the_row_maximum) {
   float y = 0;
   tk::matmul(x.data(), 1, w, &y);
   BOOST_TEST(y == static_cast<float>(exact));
+}
+
+BOOST_AUTO_TEST_CASE(activation_rows_are_lrint_of_ldexp_split_in_halves) {
+  // The vectorised row quantization against its definition (matmul_int8.hpp), scalar libm calls:
+  // ties to even, negative values, rows of every magnitude incl. ones whose 2^e is not a float.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int scale_exp : {0, -20, -90, -100, -126, -140, 20, 100}) {
+    for (int64_t cols : {1, 17, 64, 100, 1024}) {
+      std::vector<float> x(static_cast<size_t>(cols));
+      for (auto& v : x) v = std::ldexp(u(rng), scale_exp);
+      x[0] = std::ldexp(1.0f, scale_exp);                      // the row maximum: a power of two
+      if (cols > 2) x[1] = std::ldexp(2.5f, scale_exp - 30);   // exactly halfway after scaling
+      if (cols > 3) x[2] = -std::ldexp(3.5f, scale_exp - 30);  // halfway, negative
+      const int64_t stride = (cols + 31) / 32 * 32;
+      std::vector<int16_t> hi(stride, 99), lo(stride, 99);
+      const int32_t e = cpu::quantize_activation_row(x.data(), cols, stride, hi.data(), lo.data());
+      int p = 0;
+      std::frexp(*std::max_element(x.begin(), x.end(), [](float a, float b) { return std::fabs(a) < std::fabs(b); }), &p);
+      BOOST_TEST(e == 30 - p);
+      for (int64_t k = 0; k < stride; ++k) {
+        const int32_t want = k < cols ? static_cast<int32_t>(std::lrint(std::ldexp(x[k], e))) : 0;
+        BOOST_TEST(int32_t{hi[k]} * 32768 + lo[k] == want, "2^" << scale_exp << " cols " << cols << " k " << k);
+        BOOST_TEST((lo[k] >= 0 && lo[k] < 32768));
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(zero_and_non_finite_rows) {
