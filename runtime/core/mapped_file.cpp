@@ -1,6 +1,8 @@
 #include "runtime/core/mapped_file.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,7 +13,29 @@
 
 namespace troupe {
 
-mapped_file::mapped_file(const std::string& path) : path_(path) {
+namespace {
+
+// Anonymous memory for `size` bytes starting on a 2 MB boundary, advised MADV_HUGEPAGE.
+// Returns the start; `reserved` gets the mapping's length (for munmap).
+uint8_t* huge_page_region(size_t size, size_t& reserved, const std::string& path) {
+  constexpr size_t huge = size_t{2} << 20;
+  reserved = (size + huge - 1) / huge * huge;
+  const size_t span = reserved + huge;  // room to align the start
+  void* p = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    throw_error(errc::io_error, "cannot allocate " + std::to_string(size) + " bytes to read " + path + " into: " +
+                                    std::strerror(errno));
+  const auto base = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t start = (base + huge - 1) / huge * huge;
+  if (start > base) ::munmap(p, start - base);
+  if (base + span > start + reserved) ::munmap(reinterpret_cast<void*>(start + reserved), base + span - start - reserved);
+  ::madvise(reinterpret_cast<void*>(start), reserved, MADV_HUGEPAGE);  // advice: 4 KB pages if declined
+  return reinterpret_cast<uint8_t*>(start);
+}
+
+}  // namespace
+
+mapped_file::mapped_file(const std::string& path, residency where) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw_error(errc::io_error, "cannot open " + path + ": " + std::strerror(errno));
   struct stat st {};
@@ -21,7 +45,28 @@ mapped_file::mapped_file(const std::string& path) : path_(path) {
     throw_error(errc::io_error, "cannot stat " + path + ": " + std::strerror(e));
   }
   size_ = static_cast<size_t>(st.st_size);
-  if (size_ > 0) {
+  if (size_ > 0 && where == residency::huge_pages) {
+    uint8_t* dst = nullptr;
+    try {
+      dst = huge_page_region(size_, reserved_, path);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    data_ = dst;
+    for (size_t done = 0; done < size_;) {
+      const ssize_t got = ::pread(fd, dst + done, std::min<size_t>(size_ - done, size_t{64} << 20),
+                                  static_cast<off_t>(done));
+      if (got <= 0) {
+        const int e = got < 0 ? errno : EIO;
+        ::close(fd);
+        reset();
+        throw_error(errc::io_error, "cannot read " + path + ": " + (got < 0 ? std::strerror(e) : "file shrank while read"));
+      }
+      done += static_cast<size_t>(got);
+    }
+    ::mprotect(dst, reserved_, PROT_READ);  // read-only, as a file mapping is
+  } else if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       int e = errno;
@@ -36,9 +81,10 @@ mapped_file::mapped_file(const std::string& path) : path_(path) {
 mapped_file::~mapped_file() { reset(); }
 
 mapped_file::mapped_file(mapped_file&& o) noexcept
-    : path_(std::move(o.path_)), data_(o.data_), size_(o.size_) {
+    : path_(std::move(o.path_)), data_(o.data_), size_(o.size_), reserved_(o.reserved_) {
   o.data_ = nullptr;
   o.size_ = 0;
+  o.reserved_ = 0;
 }
 
 mapped_file& mapped_file::operator=(mapped_file&& o) noexcept {
@@ -47,16 +93,19 @@ mapped_file& mapped_file::operator=(mapped_file&& o) noexcept {
     path_ = std::move(o.path_);
     data_ = o.data_;
     size_ = o.size_;
+    reserved_ = o.reserved_;
     o.data_ = nullptr;
     o.size_ = 0;
+    o.reserved_ = 0;
   }
   return *this;
 }
 
 void mapped_file::reset() noexcept {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), reserved_ ? reserved_ : size_);
   data_ = nullptr;
   size_ = 0;
+  reserved_ = 0;
 }
 
 }  // namespace troupe

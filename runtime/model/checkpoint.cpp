@@ -104,12 +104,12 @@ struct weight_files {
   }
 };
 
-weight_files open_weights(const fs::path& root) {
+weight_files open_weights(const fs::path& root, residency where) {
   weight_files w;
   const fs::path single = root / single_name;
   const fs::path index = root / index_name;
   if (path_exists(single)) {
-    w.files.emplace_back(single.string());
+    w.files.emplace_back(single.string(), where);
     return w;
   }
   if (!path_exists(index)) {
@@ -153,7 +153,7 @@ weight_files open_weights(const fs::path& root) {
   if (names.empty())
     throw_error(errc::invalid_checkpoint, w.index_path + ": weight_map is empty; expected the model's tensors");
   w.files.reserve(names.size());
-  for (const auto& n : names) w.files.emplace_back((root / n).string());
+  for (const auto& n : names) w.files.emplace_back((root / n).string(), where);
   return w;
 }
 
@@ -174,7 +174,7 @@ std::vector<float> widen(const tensor_info& t) {
 
 }  // namespace
 
-std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir) {
+std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir, residency where) {
   auto ck = std::make_unique<checkpoint>();
   ck->dir = dir;
   const fs::path root(dir);
@@ -193,7 +193,7 @@ std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir) {
   if (path_exists(gen_path)) ck->generation = parse_generation_config(read_text(gen_path), gen_path.string());
   if (ck->generation.eos_token_ids.empty()) ck->generation.eos_token_ids = c.eos_token_ids;
 
-  weight_files wf = open_weights(root);
+  weight_files wf = open_weights(root, where);
   const std::vector<expected_tensor> expected = expected_tensors(c);
   model_weights& w = ck->weights;
   shape_weights(w, c);

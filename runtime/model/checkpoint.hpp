@@ -65,8 +65,9 @@ struct checkpoint {
 // Throws troupe::error naming the file, the tensor and what was expected.
 // Error codes: invalid_checkpoint (missing/unexpected tensor, wrong shape, corrupt or truncated
 // file, missing config.json or shard), unsupported (architecture, config value, dtype), io_error.
-// Maps the files without reading them: only headers and norm weights are touched.
-std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir);
+// Maps the files without reading them (only headers and norm weights are touched), unless `where`
+// asks for a copy on huge pages (runtime/core/mapped_file.hpp).
+std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir, residency where = residency::mapped);
 
 // Recomputes weights.bytes, active_bytes and num_parameters by model_weights' rules, quantization
 // scales counted with their weights (load_checkpoint calls it; so does runtime/quant after

@@ -39,7 +39,7 @@ class safetensors_file {
   // overlapping. Throws troupe::error naming the path (and the tensor): io_error when the file
   // cannot be read, unsupported for a safetensors dtype Troupe does not hold (F64, ...),
   // invalid_checkpoint for everything else. Touches only the header's pages.
-  explicit safetensors_file(const std::string& path);
+  explicit safetensors_file(const std::string& path, residency where = residency::mapped);
   explicit safetensors_file(mapped_file mapping);
 
   const std::string& path() const noexcept { return map_.path(); }

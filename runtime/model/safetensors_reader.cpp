@@ -199,7 +199,7 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-safetensors_file::safetensors_file(const std::string& path) : map_(path) { parse(); }
+safetensors_file::safetensors_file(const std::string& path, residency where) : map_(path, where) { parse(); }
 
 safetensors_file::safetensors_file(mapped_file mapping) : map_(std::move(mapping)) { parse(); }
 

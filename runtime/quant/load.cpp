@@ -62,7 +62,8 @@ bool ignorable(std::string_view name, const model_config& c) {
 }
 
 std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::path& config_path,
-                                              const std::string& config_text, const quant_config& q) {
+                                              const std::string& config_text, const quant_config& q,
+                                              residency where) {
   auto ck = std::make_unique<checkpoint>();
   ck->dir = dir;
   const fs::path root(dir);
@@ -73,7 +74,7 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
   if (fs::exists(gen_path, ec)) ck->generation = parse_generation_config(read_text(gen_path), gen_path.string());
   if (ck->generation.eos_token_ids.empty()) ck->generation.eos_token_ids = c.eos_token_ids;
 
-  weight_files wf = open_weights(root);
+  weight_files wf = open_weights(root, where);
   const std::vector<expected_tensor> expected = expected_tensors(c);
   model_weights& w = ck->weights;
   shape_weights(w, c);
@@ -169,10 +170,13 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
 
 // Drops the pages of [p, p + bytes) that lie wholly inside it from the resident set, when the
 // range belongs to one of the checkpoint's read-only file mappings (never heap memory).
-void release_pages(const checkpoint& ck, const void* p, size_t bytes) {
+// still_read: the bytes are read again later (a tied embedding table): only a file mapping may drop
+// them, since the kernel reads them back from the file; a huge-page copy would read back zeros.
+void release_pages(const checkpoint& ck, const void* p, size_t bytes, bool still_read) {
   const auto* b = static_cast<const uint8_t*>(p);
   for (const auto& f : ck.files) {
     if (b < f.data() || b + bytes > f.data() + f.size()) continue;
+    if (still_read && f.is_copy()) return;
     const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     const uintptr_t lo = (reinterpret_cast<uintptr_t>(b) + page - 1) / page * page;
     const uintptr_t hi = (reinterpret_cast<uintptr_t>(b) + bytes) / page * page;
@@ -204,24 +208,24 @@ quant_config weight_quantization(const checkpoint& ck) {
 void quantize_weights(checkpoint& ck, const load_options& o) {
   if (o.quantization == method::none) return;
   const bool head = o.quantize_lm_head.value_or(o.quantization == method::int8);
-  auto quantize = [&](kernels::weight_ref& r) {
+  auto quantize = [&](kernels::weight_ref& r, bool still_read) {
     if (!is_float(r.type)) return;
-    quantized_weight q = o.quantization == method::int8 ? quantize_int8(r, o.group_size)
-                                                        : quantize_fp8(r, o.block_rows, o.block_cols);
-    if (o.release_source_pages) release_pages(ck, r.data, r.bytes());
+    quantized_weight q = o.quantization == method::int8 ? quantize_int8(r, o.group_size, o.weights)
+                                                        : quantize_fp8(r, o.block_rows, o.block_cols, o.weights);
+    if (o.release_source_pages) release_pages(ck, r.data, r.bytes(), still_read);
     r = q.ref;
     ck.owned.push_back(q.codes);
     ck.owned.push_back(q.scales);
   };
   for (auto& l : ck.weights.layers) {
     for (auto* r : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      if (r->data) quantize(*r);
+      if (r->data) quantize(*r, false);
     for (auto& e : l.experts)
-      for (auto* r : {&e.gate_proj, &e.up_proj, &e.down_proj}) quantize(*r);
+      for (auto* r : {&e.gate_proj, &e.up_proj, &e.down_proj}) quantize(*r, false);
   }
   if (head && is_float(ck.weights.lm_head.type)) {
     const bool tied = ck.config.tie_word_embeddings;
-    quantize(ck.weights.lm_head);
+    quantize(ck.weights.lm_head, tied);
     // A quantized copy of the embedding table is an untied output projection from now on; the
     // table itself is read a row per token, so its pages need not stay resident.
     if (tied) ck.config.tie_word_embeddings = false;
@@ -243,7 +247,7 @@ std::unique_ptr<checkpoint> load_model(const std::string& dir, const load_option
     }
   }
   if (!quantized) {
-    auto ck = load_checkpoint(dir);
+    auto ck = load_checkpoint(dir, o.weights);
     quantize_weights(*ck, o);
     return ck;
   }
@@ -253,7 +257,7 @@ std::unique_ptr<checkpoint> load_model(const std::string& dir, const load_option
                                             "); --quantization " + method_name(o.quantization) +
                                             " would quantize it twice: load it as stored, or quantize the float checkpoint");
   j.erase("quantization_config");
-  return load_prequantized(dir, config_path, j.dump(), q);
+  return load_prequantized(dir, config_path, j.dump(), q, o.weights);
 }
 
 }  // namespace troupe::quant

@@ -25,6 +25,9 @@ struct load_options {
   // After quantizing, drop the float source pages from this process's resident set (madvise):
   // the model then costs its quantized bytes, not both.
   bool release_source_pages = true;
+  // Where the checkpoint's bytes and the quantized copies live: memory-mapped files and plain
+  // heap (default), or everything on 2 MB pages (runtime/core/mapped_file.hpp, --no-mmap).
+  residency weights = residency::mapped;
 };
 
 // Loads `dir`. Throws troupe::error as load_checkpoint does, plus: unsupported / invalid_checkpoint

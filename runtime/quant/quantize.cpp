@@ -3,11 +3,13 @@
 #include "runtime/quant/quantize.hpp"
 
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -17,10 +19,39 @@
 namespace troupe::quant {
 namespace {
 
-std::shared_ptr<void> aligned_buffer(size_t bytes) {
-  void* p = std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
+// residency::huge_pages: quantized weights go into 2 MB-aligned slabs advised MADV_HUGEPAGE; small
+// tensors share a 64 MB slab (a slab lives while any of its tensors does), large ones get their own.
+std::shared_ptr<char> huge_page_slab(size_t bytes) {
+  constexpr size_t huge = size_t{2} << 20;
+  bytes = (bytes + huge - 1) / huge * huge;
+  void* p = std::aligned_alloc(huge, bytes);
   if (!p) throw std::bad_alloc();
-  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: 4 KB pages if the kernel declines
+  return std::shared_ptr<char>(static_cast<char*>(p), [](char* q) { std::free(q); });
+}
+
+std::shared_ptr<void> aligned_buffer(size_t bytes, residency where) {
+  bytes = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+  if (where == residency::mapped) {
+    void* p = std::aligned_alloc(64, bytes);
+    if (!p) throw std::bad_alloc();
+    return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  }
+  constexpr size_t slab_bytes = size_t{64} << 20;
+  if (bytes > slab_bytes / 4) return huge_page_slab(bytes);
+  static std::mutex mutex;
+  static std::weak_ptr<char> current;
+  static size_t used = 0;
+  std::lock_guard lock(mutex);
+  std::shared_ptr<char> slab = current.lock();
+  if (!slab || used + bytes > slab_bytes) {
+    slab = huge_page_slab(slab_bytes);
+    current = slab;
+    used = 0;
+  }
+  char* p = slab.get() + used;
+  used += bytes;
+  return std::shared_ptr<void>(slab, p);  // shares the slab's ownership
 }
 
 void check_float(const kernels::weight_ref& w, const char* what) {
@@ -88,7 +119,7 @@ float dequantized_at(const kernels::weight_ref& w, int64_t r, int64_t c) {
   throw_error(errc::invalid_argument, "dequantized_at: not a quantized weight");
 }
 
-quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size) {
+quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size, residency where) {
   check_float(w, "quantize_int8");
   if (group_size != 0 && (group_size < 32 || group_size > 4096 || (group_size & (group_size - 1)) != 0))
     throw_error(errc::invalid_argument, "quantize_int8: group size " + std::to_string(group_size) +
@@ -97,8 +128,8 @@ quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size)
   q.ref = {nullptr, dtype::i8, w.rows, w.cols};
   q.ref.group_rows = 1;
   q.ref.group_cols = static_cast<int32_t>(group_size == 0 || group_size >= w.cols ? std::max<int64_t>(w.cols, 1) : group_size);
-  auto codes = aligned_buffer(static_cast<size_t>(w.rows * w.cols));
-  auto scales = aligned_buffer(q.ref.scale_bytes());
+  auto codes = aligned_buffer(static_cast<size_t>(w.rows * w.cols), where);
+  auto scales = aligned_buffer(q.ref.scale_bytes(), where);
   auto* c = static_cast<int8_t*>(codes.get());
   auto* s = static_cast<float*>(scales.get());
   const int64_t g = q.ref.group_cols, groups = q.ref.scale_cols();
@@ -129,7 +160,7 @@ quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size)
   return q;
 }
 
-quantized_weight quantize_fp8(const kernels::weight_ref& w, int32_t block_rows, int32_t block_cols) {
+quantized_weight quantize_fp8(const kernels::weight_ref& w, int32_t block_rows, int32_t block_cols, residency where) {
   check_float(w, "quantize_fp8");
   if (block_rows <= 0 || block_cols <= 0 || block_cols % 16 != 0)
     throw_error(errc::invalid_argument, "quantize_fp8: block " + std::to_string(block_rows) + "x" +
@@ -138,8 +169,8 @@ quantized_weight quantize_fp8(const kernels::weight_ref& w, int32_t block_rows, 
   q.ref = {nullptr, dtype::f8_e4m3, w.rows, w.cols};
   q.ref.group_rows = block_rows;
   q.ref.group_cols = block_cols;
-  auto codes = aligned_buffer(static_cast<size_t>(w.rows * w.cols));
-  auto scales = aligned_buffer(q.ref.scale_bytes());
+  auto codes = aligned_buffer(static_cast<size_t>(w.rows * w.cols), where);
+  auto scales = aligned_buffer(q.ref.scale_bytes(), where);
   auto* c = static_cast<uint8_t*>(codes.get());
   auto* s = static_cast<float*>(scales.get());
   const int64_t srows = q.ref.scale_rows(), scols = q.ref.scale_cols();

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "kernels/kernels.hpp"
+#include "runtime/core/mapped_file.hpp"
 
 namespace troupe::quant {
 
@@ -17,14 +18,16 @@ struct quantized_weight {
   std::shared_ptr<const void> scales;   // [scale_rows, scale_cols] float32
 };
 
+// The codes and scales go to the heap, or to 2 MB pages with residency::huge_pages.
 // INT8: group_size input columns per scale (a power of two in [32, 4096]; 0 or >= cols: one scale
 // per row). scale = max|w| / 127 over the group, code = round_half_even(w / scale) in [-127, 127];
 // an all-zero group has scale 0 and codes 0.
-quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size);
+quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size, residency where = residency::mapped);
 
 // FP8: blocks of block_rows x block_cols; scale = max|w| / 448 over the block (the dequantising
 // multiplier Qwen stores as weight_scale_inv), code = e4m3(w / scale) rounded to nearest even.
-quantized_weight quantize_fp8(const kernels::weight_ref& w, int32_t block_rows, int32_t block_cols);
+quantized_weight quantize_fp8(const kernels::weight_ref& w, int32_t block_rows, int32_t block_cols,
+                              residency where = residency::mapped);
 
 // Element (r, c) of a float weight widened to float32.
 float float_weight_at(const kernels::weight_ref& w, int64_t r, int64_t c);

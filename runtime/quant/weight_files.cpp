@@ -49,11 +49,11 @@ const tensor_info* weight_files::find(const std::string& name, std::string& file
     return files[it->second].find(name);
 }
 
-weight_files open_weights(const fs::path& root) {
+weight_files open_weights(const fs::path& root, residency where) {
   weight_files w;
   std::error_code ec;
   if (fs::exists(root / single_name, ec)) {
-    w.files.emplace_back((root / single_name).string());
+    w.files.emplace_back((root / single_name).string(), where);
     return w;
   }
   const fs::path index = root / index_name;
@@ -88,7 +88,7 @@ weight_files open_weights(const fs::path& root) {
     w.placement.emplace(it.key(), pos->second);
   }
   if (names.empty()) throw_error(errc::invalid_checkpoint, w.index_path + ": weight_map is empty; expected the model's tensors");
-  for (const auto& n : names) w.files.emplace_back((root / n).string());
+  for (const auto& n : names) w.files.emplace_back((root / n).string(), where);
   return w;
 }
 

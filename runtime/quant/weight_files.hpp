@@ -23,7 +23,7 @@ struct weight_files {
 
 // Opens and validates the headers; throws troupe::error(invalid_checkpoint / io_error) naming the
 // file (no weights, a bad index, a missing shard).
-weight_files open_weights(const std::filesystem::path& root);
+weight_files open_weights(const std::filesystem::path& root, residency where = residency::mapped);
 
 std::string read_text(const std::filesystem::path& p);
 // model.safetensors.index.json or a *.safetensors file: what a writer replaces.

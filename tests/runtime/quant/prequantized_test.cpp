@@ -221,3 +221,29 @@ BOOST_AUTO_TEST_CASE(bad_quantized_tensors_name_the_tensor) {
   expect_error([&] { quant::load_model(with_tensors([&](auto& ts) { ts.push_back({"model.norm.weight_scale_inv", dtype::f32, {1, 1}, scales.data(), {}}); })); },
                errc::invalid_checkpoint, {"unexpected tensor 'model.norm.weight_scale_inv'"});
 }
+
+BOOST_AUTO_TEST_CASE(huge_page_residency_gives_the_same_model) {
+  // --no-mmap reads every file into 2 MB pages and puts quantized copies there too. The logits must
+  // be bit-identical to the mapped model's, for a float model, a pre-quantized one and one
+  // quantized on load whose tied embedding table (read again for every token) was the source of
+  // the quantized lm_head: its pages must not be released as a file mapping's are.
+  temp_dir dir("huge_pages");
+  write_quantized("tiny-dense", quant::method::int8, dir.str("q"));
+  const auto prompt = load_golden("tiny-dense").back().prompt;
+  quant::load_options mapped, huge;
+  huge.weights = residency::huge_pages;
+  for (auto m : {quant::method::none, quant::method::int8, quant::method::fp8}) {
+    mapped.quantization = huge.quantization = m;
+    auto a = quant::load_model(golden_dir("tiny-dense"), mapped);
+    auto b = quant::load_model(golden_dir("tiny-dense"), huge);
+    BOOST_TEST(b->files.size() == a->files.size());
+    for (const auto& f : b->files) BOOST_TEST(f.is_copy());
+    const auto la = generator(*a).prompt_logits(prompt), lb = generator(*b).prompt_logits(prompt);
+    BOOST_TEST(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)) == 0, quant::method_name(m));
+  }
+  huge.quantization = quant::method::none;
+  auto a = quant::load_model(dir.str("q")), b = quant::load_model(dir.str("q"), huge);
+  BOOST_TEST(b->owned.empty());  // pre-quantized codes are used in place in the copy
+  const auto la = generator(*a).prompt_logits(prompt), lb = generator(*b).prompt_logits(prompt);
+  BOOST_TEST(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)) == 0);
+}
