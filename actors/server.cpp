@@ -43,6 +43,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   // Float, pre-quantized (Qwen's FP8, Troupe's INT8) or quantized on load (model.quantization).
   quant::load_options lo;
   lo.quantization = quant::parse_method(ctx->cfg.quantization, "model.quantization (--quantization)");
+  if (!ctx->cfg.use_mmap) lo.weights = residency::huge_pages;
   ctx->ckpt = std::shared_ptr<const checkpoint>(quant::load_model(o.model_dir, lo));
   ctx->kv_type = parse_kv_cache_dtype(ctx->cfg.kv_cache_dtype);
   const auto& mc = ctx->ckpt->config;

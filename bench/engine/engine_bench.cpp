@@ -150,6 +150,8 @@ int main(int argc, char** argv) {
   bool skip_limits = false;
   app.add_option("--batches", batches, "decode batch sizes (the first is the ratios' base; 0: no decode)")->delimiter(',');
   app.add_flag("--skip-limits", skip_limits, "do not measure the machine (for profiling; no ratios)");
+  bool no_mmap = false;
+  app.add_flag("--no-mmap", no_mmap, "read the weights into 2 MB pages (troupe --no-mmap) instead of mapping the file");
   std::vector<std::string> compute_names{"f32", "bf16"};
   app.add_option("--compute-dtype", compute_names, "matmul arithmetic(s) for BF16 weights, each measured in turn")
       ->delimiter(',');
@@ -162,8 +164,9 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  auto ck = load_checkpoint(model);
+  auto ck = load_checkpoint(model, no_mmap ? residency::huge_pages : residency::mapped);
   const double load_s = seconds_since(process_start);
+  std::printf("weights: %s\n", no_mmap ? "read into 2 MB pages (--no-mmap)" : "memory-mapped file (4 KB page-cache pages)");
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
 
   const double bw = skip_limits ? 0.0 : bench::measure_read_bandwidth_gbs(threads);

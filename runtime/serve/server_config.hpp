@@ -29,6 +29,7 @@ struct server_config {
   int32_t default_max_tokens = 256;
   std::string quantization = "none";  // quantize float weights on load: none, int8, fp8 (docs/quantization.md)
   std::string compute_dtype = "f32";  // matmul arithmetic for BF16 weights: f32 (exact), bf16 (docs/engine.md)
+  bool use_mmap = true;               // false (--no-mmap): weights read into 2 MB pages (docs/engine.md)
   // [scheduler]
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 512;

@@ -39,7 +39,7 @@ int run_serve(int argc, char** argv) {
   std::optional<std::string> host, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype;
   std::optional<int32_t> port, metrics_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks;
   std::optional<int64_t> kv_bytes;
-  bool static_batching = false, no_prefix_cache = false;
+  bool static_batching = false, no_prefix_cache = false, no_mmap = false;
   app.add_option("--model", opts.model_dir, "Hugging Face Qwen3 checkpoint directory (default: a demo model)");
   app.add_option("--tokenizer", opts.tokenizer_dir, "directory with tokenizer.json (default: the model's)");
   app.add_option("--config", config_file, "TOML config file (see config/troupe.toml)");
@@ -55,6 +55,7 @@ int run_serve(int argc, char** argv) {
   app.add_option("--policy", policy,
                  "scheduling policy: fcfs, priority, fair-share, shortest-first, cache-aware, or a plugin .so path");
   app.add_option("--policy-config", policy_config, "the policy's key=value config, e.g. weight.alice=3,weight.bob=1");
+  app.add_flag("--no-mmap", no_mmap, "read the weights into 2 MB pages instead of mapping the files (model.use_mmap = false)");
   app.add_flag("--no-prefix-cache", no_prefix_cache,
                "do not reuse the K/V of shared prompt prefixes (prefix_cache.enabled = false)");
   app.add_option("--redis", redis,
@@ -88,6 +89,7 @@ int run_serve(int argc, char** argv) {
   if (policy) c.policy = *policy;
   if (policy_config) c.policy_config = *policy_config;
   if (no_prefix_cache) c.enable_prefix_caching = false;
+  if (no_mmap) c.use_mmap = false;
   if (redis) c.redis_url = *redis;
   if (quantization) c.quantization = *quantization;
   if (kv_cache_dtype) c.kv_cache_dtype = *kv_cache_dtype;

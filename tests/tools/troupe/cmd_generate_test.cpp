@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -72,6 +73,27 @@ BOOST_AUTO_TEST_CASE(logits_writes_every_prompt_row) {
     const int64_t pos = c.prompt_logits.index[row];
     BOOST_TEST(troupe::testing::row_error(got.data() + pos * vocab, c.prompt_logits.data.data() + row * vocab, vocab) <=
                1e-4);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(no_mmap_reads_the_same_weights) {
+  // --no-mmap copies every shard into 2 MB pages: the logits must be bit-identical to the mapped
+  // run's, with and without INT8 quantization on load.
+  const std::string set = "tiny-untied-sharded";
+  const auto cases = troupe::testing::load_golden(set);
+  const auto& c = cases[1];
+  for (std::string extra : {"", " --quantization int8"}) {
+    std::vector<std::vector<float>> rows;
+    for (std::string mode : {"", " --no-mmap"}) {
+      const fs::path out = fs::temp_directory_path() / ("troupe_nommap_" + std::to_string(getpid()) + ".f32");
+      auto r = run("logits --model " + troupe::testing::golden_dir(set) + " --ids " + join(c.prompt) + " --out " +
+                   out.string() + extra + mode);
+      BOOST_TEST_REQUIRE(r.exit_code == 0, r.output);
+      rows.push_back(troupe::testing::read_f32(out.string()));
+      fs::remove(out);
+    }
+    BOOST_TEST_REQUIRE(rows[0].size() == rows[1].size());
+    BOOST_TEST(std::memcmp(rows[0].data(), rows[1].data(), rows[0].size() * sizeof(float)) == 0, extra);
   }
 }
 
