@@ -127,7 +127,8 @@ void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t
     return;
   }
   // A block of activation rows against every 8-row tile of the unit: the tile's rows come from
-  // DRAM for the first row group and from L1/L2 for the others.
+  // DRAM for the first row group, which prefetches ahead (and into the next tile) as decode does,
+  // and from L1/L2 for the others.
   for (int64_t ic = 0; ic < n; ic += block_n) {
     const int64_t ie = std::min(n, ic + block_n);
     for (int64_t j = j0; j < j1; j += tile_cols) {
@@ -135,7 +136,10 @@ void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t
       tile_rows(wd, cols, j, live, rows);
       for (int64_t i = ic; i < ie; i += max_tile_rows) {
         const int r = static_cast<int>(std::min<int64_t>(max_tile_rows, ie - i));
-        tile_any<false>(r, xb + i * ldx, ldx, rows, cols, y + i * ldy + j, ldy, live);
+        if (i == ic)
+          tile_any<true>(r, xb + i * ldx, ldx, rows, cols, y + i * ldy + j, ldy, live);
+        else
+          tile_any<false>(r, xb + i * ldx, ldx, rows, cols, y + i * ldy + j, ldy, live);
       }
     }
   }
