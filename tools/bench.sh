@@ -41,7 +41,10 @@ for p in "${parts[@]}"; do
   case "$p" in
     engine)
       step "troupe-bench-engine --model $model --reps 2 --decode-steps 16"
-      "$build/bench/engine/troupe-bench-engine" --model "$model" --reps 2 --decode-steps 16 ;;
+      "$build/bench/engine/troupe-bench-engine" --model "$model" --reps 2 --decode-steps 16
+      # The same with the weights read into 2 MB pages (the page size of the bandwidth ceiling).
+      step "troupe-bench-engine --model $model --reps 2 --decode-steps 16 --no-mmap --compute-dtype f32"
+      "$build/bench/engine/troupe-bench-engine" --model "$model" --reps 2 --decode-steps 16 --no-mmap --compute-dtype f32 ;;
     quant)
       step "troupe-bench-quant --model $model --reps 2"
       work=$(mktemp -d /tmp/troupe-bench-quant-XXXXXX)
