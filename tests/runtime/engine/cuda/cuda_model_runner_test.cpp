@@ -1,0 +1,358 @@
+// The CUDA forward step v0 (runtime/engine/cuda) against the float64 golden references and the CPU
+// engine: prompt logits, greedy continuations, incremental decode and chunked prefill vs one step,
+// a mixed batch vs each sequence alone, and FP8 weights (W8A8 on the device) vs the CPU engine on
+// the same FP8 model. Device cases exit 77 when there is no device (ctest: skipped); the MoE refusal
+// and the batch checks run on any machine.
+// The golden data is found through $TROUPE_TEST_DATA_DIR when set (the device box runs a copy of
+// the tree at another path), else the source tree's tests/data.
+#define BOOST_TEST_MODULE troupe_engine_cuda
+#include <boost/test/unit_test.hpp>
+#include <boost/test/data/test_case.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace {
+const char kCompiledDataDir[] = TROUPE_TEST_DATA_DIR;
+const char* cuda_test_data_dir() {
+  const char* e = std::getenv("TROUPE_TEST_DATA_DIR");
+  return e != nullptr && *e != '\0' ? e : kCompiledDataDir;
+}
+}  // namespace
+#undef TROUPE_TEST_DATA_DIR
+#define TROUPE_TEST_DATA_DIR cuda_test_data_dir()
+
+#include "kernels/cuda/device.hpp"
+#include "runtime/core/error.hpp"
+#include "runtime/engine/cuda/cuda_model_runner.hpp"
+#include "runtime/engine/model_runner.hpp"
+#include "runtime/kv/kv_cache.hpp"
+#include "runtime/quant/load.hpp"
+#include "tests/runtime/engine/golden.hpp"
+
+using namespace troupe;
+using namespace troupe::testing;
+
+namespace {
+
+constexpr int kSkip = 77;
+
+// The CPU engine's tolerance (tests/data/README.md: ~40x the float32 noise) times 2: the device
+// computes the same float32 operations in another order (cuBLAS sgemm blocking, pedantic: no TF32;
+// expf instead of the CPU's exp polynomial; another softmax order), which is float32 noise of the
+// same size, not more. Every typical mistake (a wrong position, head, block, norm) is >= 1e-2.
+constexpr double kTolerance = 2e-4;
+
+const char* kDenseSets[] = {"tiny-dense", "tiny-untied-sharded", "e2e-full-vocab"};
+
+void require_device() {
+  if (kernels::cuda::device_count() == 0) {
+    std::printf("SKIP: no CUDA device (this case needs one)\n");
+    std::fflush(stdout);
+    std::exit(kSkip);
+  }
+  BOOST_TEST_MESSAGE("device: " << kernels::cuda::describe_device(0));
+}
+
+int device_sm() {
+  const std::string d = kernels::cuda::describe_device(0);
+  const auto p = d.find("(sm_");
+  return p == std::string::npos ? 0 : std::atoi(d.c_str() + p + 4);
+}
+
+std::shared_ptr<checkpoint> load(const std::string& name) {
+  static std::map<std::string, std::shared_ptr<checkpoint>> cache;
+  auto& c = cache[name];
+  if (!c) c = load_checkpoint(golden_dir(name));
+  return c;
+}
+
+std::vector<int32_t> iota_table(int32_t n, int32_t offset = 0) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), offset);
+  return t;
+}
+
+int32_t blocks_for(size_t tokens) { return static_cast<int32_t>((tokens + 15) / 16); }
+
+int64_t argmax(std::span<const float> row) {
+  return static_cast<int64_t>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+// All logits of `tokens` from one step of a fresh sequence (blocks 0..).
+std::vector<float> whole_logits(cuda_model_runner& runner, const std::vector<int32_t>& tokens) {
+  auto table = iota_table(blocks_for(tokens.size()));
+  step_sequence sq{0, tokens, 0, table, logits_mode::all};
+  step_result r;
+  runner.step(std::span<const step_sequence>(&sq, 1), r);
+  BOOST_REQUIRE_EQUAL(r.num_rows[0], static_cast<int64_t>(tokens.size()));
+  return r.logits;
+}
+
+}  // namespace
+
+// ---- host-only cases ----------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(moe_is_refused_before_touching_the_device) {
+  auto ck = load("tiny-moe");
+  try {
+    cuda_model_runner runner(*ck, 4);
+    BOOST_FAIL("a MoE checkpoint was accepted");
+  } catch (const troupe::error& e) {
+    BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(errc::unsupported));
+    BOOST_TEST(std::string(e.what()).find("Qwen3MoeForCausalLM (MoE) is not supported") != std::string::npos,
+               e.what());
+  }
+  BOOST_CHECK_NO_THROW(cuda_model_runner::check_supported(load("tiny-dense")->config));
+}
+
+BOOST_AUTO_TEST_CASE(bad_batches_are_refused_before_any_work) {
+  const auto& cfg = load("tiny-dense")->config;
+  std::vector<int32_t> table{0, 1}, ok_tokens{1, 2, 3}, bad_id{1, 4096}, none;
+  auto expect = [&](step_sequence sq, errc code, const std::string& needle) {
+    try {
+      cuda_model_runner::validate(cfg, 4, 16, std::span<const step_sequence>(&sq, 1));
+      BOOST_FAIL("expected an error containing '" << needle << "'");
+    } catch (const troupe::error& e) {
+      BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(code));
+      BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos, e.what());
+    }
+  };
+  expect({7, none, 0, table}, errc::invalid_input, "sequence 7 has no tokens");
+  expect({1, bad_id, 0, table}, errc::out_of_range, "token id 4096 is outside the vocabulary");
+  expect({1, ok_tokens, 30, table}, errc::invalid_input, "block table has 2 blocks");
+  std::vector<int32_t> bad_table{0, 9};
+  expect({1, ok_tokens, 14, bad_table}, errc::out_of_range, "block id 9 is outside the KV pool");
+  expect({1, ok_tokens, 40958, table}, errc::out_of_range, "reaches position 40961");
+  step_sequence fine{1, ok_tokens, 0, table};
+  BOOST_CHECK_NO_THROW(cuda_model_runner::validate(cfg, 4, 16, std::span<const step_sequence>(&fine, 1)));
+}
+
+// ---- device cases -------------------------------------------------------------------------------
+
+BOOST_DATA_TEST_CASE(prompt_logits_match_reference, boost::unit_test::data::make(kDenseSets), set) {
+  require_device();
+  auto ck = load(set);
+  const int64_t vocab = ck->config.vocab_size;
+  int32_t blocks = 0;
+  auto cases = load_golden(set);
+  for (const auto& c : cases) blocks = std::max(blocks, blocks_for(c.prompt.size()));
+  cuda_model_runner runner(*ck, blocks);
+  double worst = 0;
+  for (const auto& c : cases) {
+    auto logits = whole_logits(runner, c.prompt);
+    for (size_t r = 0; r < c.prompt_logits.index.size(); ++r) {
+      const int64_t pos = c.prompt_logits.index[r];
+      const double err = row_error(logits.data() + pos * vocab, c.prompt_logits.data.data() + r * vocab, vocab);
+      worst = std::max(worst, err);
+      BOOST_TEST(err <= kTolerance, set << " " << c.id << " position " << pos << ": relative error " << err);
+    }
+  }
+  BOOST_TEST_MESSAGE(set << ": worst relative logits error vs float64 " << worst << " (tolerance " << kTolerance
+                         << ")");
+}
+
+BOOST_DATA_TEST_CASE(greedy_decode_matches_reference, boost::unit_test::data::make(kDenseSets), set) {
+  require_device();
+  auto ck = load(set);
+  const int64_t vocab = ck->config.vocab_size;
+  double worst = 0;
+  for (const auto& c : load_golden(set)) {
+    const size_t max_len = c.prompt.size() + c.greedy.size();
+    cuda_model_runner runner(*ck, blocks_for(max_len));
+    auto table = iota_table(blocks_for(max_len));
+    step_result res;
+    step_sequence sq{0, c.prompt, 0, table, logits_mode::last};
+    runner.step(std::span<const step_sequence>(&sq, 1), res);
+    std::vector<int32_t> got;
+    for (size_t i = 0; i < c.greedy.size(); ++i) {
+      auto row = res.row(0);
+      auto it = std::find(c.decode_logits.index.begin(), c.decode_logits.index.end(), static_cast<int64_t>(i));
+      if (it != c.decode_logits.index.end()) {
+        const size_t r = static_cast<size_t>(it - c.decode_logits.index.begin());
+        const double err = row_error(row.data(), c.decode_logits.data.data() + r * vocab, vocab);
+        worst = std::max(worst, err);
+        BOOST_TEST(err <= kTolerance, set << " " << c.id << " decode step " << i << ": relative error " << err);
+      }
+      got.push_back(static_cast<int32_t>(argmax(row)));
+      if (i + 1 == c.greedy.size()) break;
+      step_sequence d{0, std::span<const int32_t>(&got.back(), 1), static_cast<int32_t>(c.prompt.size() + i), table,
+                      logits_mode::last};
+      runner.step(std::span<const step_sequence>(&d, 1), res);
+    }
+    BOOST_TEST(got == c.greedy, boost::test_tools::per_element());
+  }
+  BOOST_TEST_MESSAGE(set << ": worst decode-step error vs float64 " << worst);
+}
+
+// Prefill in chunks of 5 (logits all), then token-by-token decode through the KV cache, against
+// one step over the whole sequence: the same logits within the tolerance at every position.
+BOOST_DATA_TEST_CASE(incremental_equals_full_recomputation, boost::unit_test::data::make(kDenseSets), set) {
+  require_device();
+  auto ck = load(set);
+  const int64_t vocab = ck->config.vocab_size;
+  const auto c = load_golden(set).back();
+  std::vector<int32_t> seq = c.prompt;
+  seq.insert(seq.end(), c.greedy.begin(), c.greedy.end());
+  cuda_model_runner runner(*ck, 2 * blocks_for(seq.size()));
+  const auto whole = whole_logits(runner, seq);
+
+  // The second half of the pool, so nothing of the whole run is reused.
+  auto table = iota_table(blocks_for(seq.size()), blocks_for(seq.size()));
+  std::vector<float> inc(whole.size());
+  const size_t prompt = c.prompt.size();
+  size_t pos = 0;
+  while (pos < seq.size()) {
+    const size_t cnt = pos < prompt ? std::min<size_t>(5, prompt - pos) : 1;
+    step_sequence sq{0, std::span<const int32_t>(seq.data() + pos, cnt), static_cast<int32_t>(pos), table,
+                     logits_mode::all};
+    step_result r;
+    runner.step(std::span<const step_sequence>(&sq, 1), r);
+    BOOST_REQUIRE_EQUAL(r.num_rows[0], static_cast<int64_t>(cnt));
+    std::copy(r.logits.begin(), r.logits.end(), inc.begin() + static_cast<int64_t>(pos) * vocab);
+    pos += cnt;
+  }
+  double worst = 0;
+  for (size_t p = 0; p < seq.size(); ++p) {
+    const double err = row_error(inc.data() + p * vocab, whole.data() + p * vocab, vocab);
+    worst = std::max(worst, err);
+    BOOST_TEST(err <= kTolerance, set << " position " << p << ": incremental vs whole " << err);
+  }
+  BOOST_TEST_MESSAGE(set << ": worst incremental-vs-whole error " << worst);
+}
+
+// Three sequences of different lengths in three steps that mix a mid-prompt chunk (logits none),
+// a whole prompt, a short chunk, prompt ends and decodes, with reversed, interleaved block ids:
+// every row equal (within the tolerance) to that sequence computed alone in one step.
+BOOST_DATA_TEST_CASE(mixed_batch_equals_each_alone, boost::unit_test::data::make(kDenseSets), set) {
+  require_device();
+  auto ck = load(set);
+  const int64_t vocab = ck->config.vocab_size;
+  auto cases = load_golden(set);
+  BOOST_REQUIRE_GE(cases.size(), 4u);
+  // A, B, C: the 33-, 7- and 200-token prompts (case 0 has one token), each + 2 decode tokens (the
+  // reference's greedy ids).
+  const size_t pick[3] = {2, 1, 3};
+  std::vector<std::vector<int32_t>> seqs;
+  std::vector<size_t> plen;
+  for (size_t i : pick) {
+    BOOST_REQUIRE_GE(cases[i].prompt.size(), 4u);
+    auto s = cases[i].prompt;
+    plen.push_back(s.size());
+    s.push_back(cases[i].greedy.at(0));
+    s.push_back(cases[i].greedy.size() > 1 ? cases[i].greedy[1] : cases[i].greedy[0]);
+    seqs.push_back(std::move(s));
+  }
+  int32_t total_blocks = 0;
+  for (const auto& s : seqs) total_blocks += blocks_for(s.size());
+  cuda_model_runner runner(*ck, 2 * total_blocks + 4);
+  std::vector<std::vector<float>> alone;
+  for (const auto& s : seqs) alone.push_back(whole_logits(runner, s));
+
+  std::vector<std::vector<int32_t>> tables(3);
+  int32_t next = runner.kv().num_blocks() - 1, max_blocks = 0;
+  for (const auto& s : seqs) max_blocks = std::max(max_blocks, blocks_for(s.size()));
+  for (size_t b = 0; b < static_cast<size_t>(max_blocks); ++b)
+    for (size_t i = 0; i < 3; ++i)
+      if (b < static_cast<size_t>(blocks_for(seqs[i].size()))) tables[i].push_back(next--);
+
+  // Plan per sequence: [start, count, mode] for each of 3 steps. A: chunk, rest of prompt, decode;
+  // B: whole prompt, decode, decode; C: 3 tokens, rest of prompt, decode.
+  struct piece {
+    size_t start, count;
+    logits_mode mode;
+  };
+  const size_t la = plen[0], lb = plen[1], lc = plen[2];
+  const size_t a1 = la / 2, c1 = 3;
+  const piece plan[3][3] = {
+      {{0, a1, logits_mode::none}, {a1, la - a1, logits_mode::all}, {la, 1, logits_mode::last}},
+      {{0, lb, logits_mode::all}, {lb, 1, logits_mode::last}, {lb + 1, 1, logits_mode::last}},
+      {{0, c1, logits_mode::last}, {c1, lc - c1, logits_mode::all}, {lc, 1, logits_mode::last}},
+  };
+  double worst = 0;
+  for (int st = 0; st < 3; ++st) {
+    std::vector<step_sequence> batch;
+    for (size_t i = 0; i < 3; ++i) {
+      const piece& p = plan[i][st];
+      batch.push_back({static_cast<int64_t>(i), std::span<const int32_t>(seqs[i].data() + p.start, p.count),
+                       static_cast<int32_t>(p.start), tables[i], p.mode});
+    }
+    step_result r;
+    runner.step(batch, r);
+    for (size_t i = 0; i < 3; ++i) {
+      const piece& p = plan[i][st];
+      const int64_t want = p.mode == logits_mode::none ? 0 : p.mode == logits_mode::last ? 1 : static_cast<int64_t>(p.count);
+      BOOST_REQUIRE_EQUAL(r.num_rows[i], want);
+      for (int64_t k = 0; k < want; ++k) {
+        const size_t pos = p.mode == logits_mode::last ? p.start + p.count - 1 : p.start + static_cast<size_t>(k);
+        const double err = row_error(r.row(i, k).data(), alone[i].data() + pos * vocab, vocab);
+        worst = std::max(worst, err);
+        BOOST_TEST(err <= kTolerance, set << " step " << st << " sequence " << i << " position " << pos
+                                          << ": batched vs alone " << err);
+      }
+    }
+  }
+  BOOST_TEST_MESSAGE(set << ": worst batched-vs-alone error " << worst);
+}
+
+// FP8 weights quantized on load (Qwen's 128 x 128 blocks; lm_head stays in its float dtype): the
+// device runs W8A8 (matmul_fp8_block rounds each activation row to e4m3 per 128 columns), the CPU
+// engine W8A16 on the same codes and scales, so they differ by the activation rounding alone.
+// Bound: e4m3 rounds to nearest with 3 mantissa bits, a relative error of at most 2^-4 and about
+// 2^-4 / sqrt(3) = 3.6% RMS per activation; independent over a dot product, a matmul output is off by
+// ~3.6% of its RMS. Through the residual stream (embedding and lm_head exact) the logits' RMS error
+// stays of that order, and its maximum over a row (~4 sigma) relative to max|logit| (~4x the RMS)
+// stays near it (an estimate of 0.05 to 0.1): we require <= 0.2 per row, twice the estimate (measured
+// and reported), and top-1 agreement >= 90% (random-weight models have small top-2 margins: a tenth
+// of the golden rows are within 1% of max|logit|, so this is the weaker check).
+// A wrong scale, block index or code gives errors of the order of the logits themselves (~1).
+BOOST_DATA_TEST_CASE(fp8_weights_match_cpu_engine, boost::unit_test::data::make(kDenseSets), set) {
+  require_device();
+  if (device_sm() < 89) {
+    std::printf("SKIP: %s has no FP8 tensor cores (needs sm_89+)\n", kernels::cuda::describe_device(0).c_str());
+    std::fflush(stdout);
+    std::exit(kSkip);
+  }
+  constexpr double kFp8RowBound = 0.2;
+  constexpr double kFp8Top1 = 0.90;
+  quant::load_options lo;
+  lo.quantization = quant::method::fp8;
+  auto ck = quant::load_model(golden_dir(set), lo);
+  const int64_t vocab = ck->config.vocab_size;
+  auto cases = load_golden(set);
+  int32_t blocks = 0;
+  for (const auto& c : cases) blocks = std::max(blocks, blocks_for(c.prompt.size()));
+  kv_cache kv(ck->config, blocks);
+  model_runner cpu(*ck, kv);
+  cuda_model_runner gpu(*ck, blocks);
+  BOOST_TEST_MESSAGE(set << " fp8: device weight bytes per step " << gpu.weight_bytes_per_step());
+  double worst = 0, sum = 0;
+  int64_t rows = 0, agree = 0;
+  for (const auto& c : cases) {
+    auto table = iota_table(blocks_for(c.prompt.size()));
+    step_sequence sq{0, c.prompt, 0, table, logits_mode::all};
+    step_result rc, rg;
+    cpu.step(std::span<const step_sequence>(&sq, 1), rc);
+    gpu.step(std::span<const step_sequence>(&sq, 1), rg);
+    BOOST_REQUIRE_EQUAL(rg.logits.size(), rc.logits.size());
+    for (size_t p = 0; p < c.prompt.size(); ++p) {
+      const double err = row_error(rg.row(0, static_cast<int64_t>(p)).data(), rc.row(0, static_cast<int64_t>(p)).data(), vocab);
+      worst = std::max(worst, err);
+      sum += err;
+      ++rows;
+      agree += argmax(rg.row(0, static_cast<int64_t>(p))) == argmax(rc.row(0, static_cast<int64_t>(p)));
+      BOOST_TEST(err <= kFp8RowBound, set << " " << c.id << " position " << p << ": fp8 device vs CPU " << err);
+    }
+  }
+  const double top1 = static_cast<double>(agree) / static_cast<double>(rows);
+  BOOST_TEST_MESSAGE(set << " fp8 W8A8 (device) vs W8A16 (CPU): max row error " << worst << ", mean "
+                         << sum / static_cast<double>(rows) << ", top-1 agreement " << top1 << " over " << rows
+                         << " rows (bounds " << kFp8RowBound << ", " << kFp8Top1 << ")");
+  BOOST_TEST(top1 >= kFp8Top1, set << ": top-1 agreement " << top1);
+}
