@@ -3,8 +3,9 @@
 // two in separate units stops GCC from fusing madd+add into vpdpwssd in the variant for CPUs
 // without VNNI. The arithmetic is matmul_int8.hpp's, lane for lane.
 //
-// Decode (n <= 3): tiles of n activation rows x C weight rows stream every weight byte once and
-// prefetch the next tile's rows as they go (measured: ~100% of the read bandwidth on 2 cores).
+// Decode (n <= 3): tiles of n activation rows x C weight rows, a page apart (see run_direct), stream
+// every weight byte once and prefetch the next tile's rows as they go (0.6B-shaped model: 75% of
+// the 2 MB-page read ceiling per token, attention and norms included; 65% with adjacent rows).
 // Prefill: panels of 32 weight rows stay in L2 while blocks of 64 activation rows pass over them
 // in 512-column slices; per-row partial lane sums carry across slices in the scratch buffer.
 // Requires: TROUPE_INT8_DP(acc, a, b) = acc + pairwise int16 products, and the target pragma.
@@ -22,13 +23,14 @@ constexpr int64_t panel_rows = 32;
 constexpr int64_t block_n = 64;
 constexpr int64_t slice_cols = 512;  // a multiple of every INT8 block length (matmul_int8.hpp)
 
-// R activation rows x C weight rows over columns [ka, kb) (multiples of the block length, or kb =
-// cols). acc for (r, c) lives at part + r * part_stride + c * 16 (read unless first, written back).
-// pf: base of rows to prefetch (pf_rows rows, cols bytes apart) at the columns this tile reads.
+// R activation rows x C weight rows j, j + rs, ..., j + (C - 1) rs over columns [ka, kb) (multiples
+// of the block length, or kb = cols). acc for (r, c) lives at part + r * part_stride + c * 16 (read
+// unless first, written back). pf: base of rows to prefetch (pf_rows rows, rs * cols bytes apart)
+// at the columns this tile reads.
 template <int R, int C>
 void tile(const quant_activations& a, int64_t i0, const weight_ref& w, int64_t j, int64_t ka, int64_t kb,
-          float* part, int64_t part_stride, bool first, const int8_t* pf, int pf_rows) {
-  const int64_t cols = w.cols, block = int8_block_cols(w), sc_cols = w.scale_cols();
+          float* part, int64_t part_stride, bool first, const int8_t* pf, int pf_rows, int64_t rs = 1) {
+  const int64_t cols = w.cols, block = int8_block_cols(w), sc_cols = w.scale_cols(), step = rs * cols;
   const int64_t group = w.group_cols >= cols ? std::numeric_limits<int64_t>::max() : w.group_cols;
   const auto* q = static_cast<const int8_t*>(w.data) + j * cols;
   __m512 acc[R * C];
@@ -45,7 +47,7 @@ void tile(const quant_activations& a, int64_t i0, const weight_ref& w, int64_t j
     for (int i = 0; i < R * C; ++i) hs[i] = ls[i] = _mm512_setzero_si512();
     for (int64_t k = k0; k < k1; k += 32) {
       if (pf && (k & 63) == 0)
-        for (int p = 0; p < pf_rows; ++p) _mm_prefetch(reinterpret_cast<const char*>(pf + p * cols + k), _MM_HINT_T0);
+        for (int p = 0; p < pf_rows; ++p) _mm_prefetch(reinterpret_cast<const char*>(pf + p * step + k), _MM_HINT_T0);
       __m512i xh[R], xl[R];
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
@@ -56,8 +58,8 @@ void tile(const quant_activations& a, int64_t i0, const weight_ref& w, int64_t j
       const __mmask32 m = full ? ~__mmask32{0} : static_cast<__mmask32>((uint64_t{1} << (cols - k)) - 1);
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
-        const __m256i raw = full ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + c * cols + k))
-                                 : _mm256_maskz_loadu_epi8(m, q + c * cols + k);
+        const __m256i raw = full ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + c * step + k))
+                                 : _mm256_maskz_loadu_epi8(m, q + c * step + k);
         const __m512i wv = _mm512_cvtepi8_epi16(raw);
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
@@ -69,7 +71,7 @@ void tile(const quant_activations& a, int64_t i0, const weight_ref& w, int64_t j
     const int64_t g = k0 / group;
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
-      const __m512 s = _mm512_set1_ps(w.scales[(j + c) * sc_cols + g]);
+      const __m512 s = _mm512_set1_ps(w.scales[(j + c * rs) * sc_cols + g]);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hs[r * C + c]), two15, _mm512_cvtepi32_ps(ls[r * C + c]));
@@ -88,13 +90,28 @@ inline float finish(const float* lanes, int32_t e) {
   return scale_pow2(tree16(lanes), -e);
 }
 
-// Decode: R = n activation rows, tiles of C weight rows, every weight byte read once.
+// Decode: R = n activation rows, tiles of C weight rows, every weight byte read once. A tile's rows
+// lie a page (4 KB) apart where rows are shorter than a page (rows j + c * S, S = 4096 / row bytes),
+// and the S tiles of a group of C * S rows run in order s = 0 .. S-1: each page is then read front
+// to back by one stream, which the L2 streamer (one stream per 4 KB page) follows; C adjacent rows
+// would put up to S streams in one page. Rows of a unit that fill no whole group are tiled plainly.
 template <int R, int C>
 void run_direct(const quant_activations& a, const weight_ref& w, int64_t j0, int64_t j1, float* y, int64_t pf0,
                 int64_t pf1) {
   alignas(64) float part[R * C * 16];
   const auto* codes = static_cast<const int8_t*>(w.data);
+  const int64_t S = w.cols < 4096 ? 4096 / w.cols : 1, span = C * S;
   int64_t j = j0;
+  for (; S > 1 && j + span <= j1; j += span)
+    for (int64_t s = 0; s < S; ++s) {
+      // Prefetch the next tile of this group, else of the next group, else the next unit's start.
+      const int64_t next = s + 1 < S ? j + s + 1 : j + span + span <= j1 ? j + span : pf0;
+      const bool own = s + 1 < S || j + span + span <= j1;
+      const int rows = own ? C : static_cast<int>(std::min<int64_t>(C, (pf1 - pf0) / S));
+      tile<R, C>(a, 0, w, j + s, 0, w.cols, part, C * 16, true, rows > 0 ? codes + next * w.cols : nullptr, rows, S);
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) y[r * w.rows + j + s + c * S] = finish(part + (r * C + c) * 16, a.exp[r]);
+    }
   for (; j + C <= j1; j += C) {
     // Prefetch the next tile of this unit, else the start of the unit this thread takes next.
     const int64_t next = j + C < j1 ? j + C : pf0;
