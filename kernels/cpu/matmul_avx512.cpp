@@ -133,11 +133,12 @@ inline row_prefetch make_prefetch(const void* first, int rows, int64_t piece, in
 // k block, reduce into y). kPack: also leave the widened weights in `pack` (sub-panel layout, see
 // pack_subpanel), so the tiles of the other activation rows read them from L1. The weight loads
 // are demand loads among the FMAs, so out-of-order execution overlaps them with DRAM latency.
-// `row_bytes` (decode only): bytes between weight rows, for the software prefetch.
+// `row_bytes` (decode only): bytes between weight rows, for the software prefetch; `jump_rows`:
+// how many rows past its own the prefetch of each row continues once it runs past the row's end.
 template <int R, class Src, bool kPack>
 void tile_stream(const float* x, int64_t ldx, const typename Src::elem* const* rows, int64_t klen, __mmask16 tail,
                  const float* resume, float* save, float* y, int64_t ldy, int live, float* pack, row_prefetch& pf,
-                 int64_t row_bytes = 0) {
+                 int64_t row_bytes = 0, int64_t jump_rows = tile_cols - 1) {
   constexpr int C = tile_cols;
   __m512 acc[R * C];
 #pragma GCC unroll 4
@@ -151,9 +152,9 @@ void tile_stream(const float* x, int64_t ldx, const typename Src::elem* const* r
     if constexpr (!kPack) {  // decode: each row 512 B ahead (the hardware streamers alone fall ~15% short)
       const int64_t ahead = k * static_cast<int64_t>(sizeof(typename Src::elem)) + 512;
       if (ahead % 64 == 0) {
-        // Past its row's end the stream goes on in the same row of the next tile (the 8 rows after
-        // these): otherwise each tile would start with 8 rows of demand misses.
-        const int64_t jump = ahead >= row_bytes ? (C - 1) * row_bytes : 0;
+        // Past its row's end the stream goes on in the same row of the next tile: otherwise each
+        // tile would start with 8 rows of demand misses.
+        const int64_t jump = ahead >= row_bytes ? jump_rows * row_bytes : 0;
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(rows[c]) + ahead + jump, _MM_HINT_T0);
       }
@@ -201,12 +202,30 @@ void tile_rows(const T* w, int64_t cols, int64_t j, int live, int64_t k0, const 
 // Decode (n <= 3): every weight byte is read once, widened in registers; x stays in L1.
 constexpr int direct_max_n = 3;
 
+// Rows shorter than a 4 KB page are tiled a page apart: tile s of a group of S = 4096 / row bytes
+// tiles takes rows j + s + c * S, and the group's tiles run in order, so each page is read front to
+// back by one stream that the L2 streamer (one stream per page) follows, where 8 adjacent rows
+// would put S streams in a page. Same bits: each output is its own row's dot product.
 template <int R, class Src>
 void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
   const auto* wd = static_cast<const typename Src::elem*>(w.data);
-  const int64_t cols = w.cols;
+  const int64_t cols = w.cols, row_bytes = cols * static_cast<int64_t>(sizeof(typename Src::elem));
   const typename Src::elem* rows[tile_cols];
-  for (int64_t j = j0; j < j1; j += tile_cols) {
+  const int64_t S = row_bytes < 4096 ? 4096 / row_bytes : 1, span = tile_cols * S;
+  int64_t j = j0;
+  for (; S > 1 && j + span <= j1; j += span) {
+    for (int64_t s = 0; s < S; ++s) {
+      alignas(64) float out[R * tile_cols];
+      for (int c = 0; c < tile_cols; ++c) rows[c] = wd + (j + s + c * S) * cols;
+      row_prefetch none;
+      // Within a group the next tile's row c is the next row in memory; after it, the next group's.
+      tile_stream<R, Src, false>(x, cols, rows, padded_cols(cols), tail_mask(cols), nullptr, nullptr, out, tile_cols,
+                                 tile_cols, nullptr, none, row_bytes, s + 1 < S ? 0 : span - S);
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < tile_cols; ++c) y[r * w.rows + j + s + c * S] = out[r * tile_cols + c];
+    }
+  }
+  for (; j < j1; j += tile_cols) {
     const int live = static_cast<int>(std::min<int64_t>(tile_cols, j1 - j));
     tile_rows(wd, cols, j, live, 0, rows);
     row_prefetch none;  // decode prefetches within its own rows (tile_stream)
