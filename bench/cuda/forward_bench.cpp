@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/cuda/device.hpp"
+#include "bench/cuda/device_timing.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/engine/cuda/cuda_model_runner.hpp"
@@ -28,35 +29,14 @@
 
 namespace cu = troupe::kernels::cuda;
 using namespace troupe;
+using bench::cuda::check;
+using bench::cuda::copy_bandwidth_gbs;
 
 namespace {
 
 using clock_type = std::chrono::steady_clock;
 double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw_error(errc::internal, std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-// Device-to-device copy of 1 GiB, 10 times after 3 warm-ups: read + write bytes per second.
-double copy_bandwidth_gbs() {
-  const size_t bytes = size_t{1} << 30;
-  cu::device_buffer src(bytes), dst(bytes);
-  src.fill_zero();
-  for (int i = 0; i < 3; ++i) check(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice), "copy");
-  cudaEvent_t a, b;
-  check(cudaEventCreate(&a), "cudaEventCreate");
-  check(cudaEventCreate(&b), "cudaEventCreate");
-  check(cudaEventRecord(a), "cudaEventRecord");
-  for (int i = 0; i < 10; ++i) check(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice), "copy");
-  check(cudaEventRecord(b), "cudaEventRecord");
-  check(cudaEventSynchronize(b), "cudaEventSynchronize");
-  float ms = 0;
-  check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return 2.0 * static_cast<double>(bytes) / (ms / 10 * 1e-3) / 1e9;
-}
 
 std::vector<int32_t> ids(int64_t n, int64_t vocab, uint64_t seed) {
   std::vector<int32_t> v(static_cast<size_t>(n));

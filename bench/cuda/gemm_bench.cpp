@@ -21,45 +21,18 @@
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/fp8_reference.hpp"
 #include "kernels/cuda/gemm.hpp"
+#include "bench/cuda/device_timing.hpp"
 #include "runtime/core/dtype.hpp"
 #include "runtime/core/error.hpp"
 
 namespace cu = troupe::kernels::cuda;
 namespace ref = troupe::kernels::cuda::reference;
+using troupe::bench::cuda::check;
+using troupe::bench::cuda::copy_bandwidth_gbs;
+using troupe::bench::cuda::time_ms;
 
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) troupe::throw_error(troupe::errc::internal, std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-// Mean milliseconds per call of f(i) (i = repetition index) after warm-up, timed with events.
-template <class F>
-double time_ms(F&& f, int reps) {
-  for (int i = 0; i < 3; ++i) f(i);
-  cudaEvent_t a, b;
-  check(cudaEventCreate(&a), "cudaEventCreate");
-  check(cudaEventCreate(&b), "cudaEventCreate");
-  check(cudaEventRecord(a), "cudaEventRecord");
-  for (int i = 0; i < reps; ++i) f(i);
-  check(cudaEventRecord(b), "cudaEventRecord");
-  check(cudaEventSynchronize(b), "cudaEventSynchronize");
-  float ms = 0;
-  check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  check(cudaGetLastError(), "timed calls");
-  return ms / reps;
-}
-
-// Device-to-device copy of 1 GiB: read + write bytes per second, the practical DRAM ceiling.
-double copy_bandwidth_gbs() {
-  const size_t bytes = size_t{1} << 30;
-  cu::device_buffer src(bytes), dst(bytes);
-  src.fill_zero();
-  const double ms = time_ms([&](int) { check(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice), "copy"); }, 10);
-  return 2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
-}
 
 struct shape {
   const char* name;

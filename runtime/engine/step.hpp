@@ -9,6 +9,8 @@
 #include <span>
 #include <vector>
 
+#include "runtime/model/config.hpp"
+
 namespace troupe {
 
 enum class logits_mode : uint8_t {
@@ -34,5 +36,12 @@ struct step_result {
     return {logits.data() + (first_row[seq] + r) * vocab_size, static_cast<size_t>(vocab_size)};
   }
 };
+
+// Checks a batch before any KV is touched (every runner, CPU or CUDA, calls it): tokens present,
+// positions within max_position_embeddings, ids inside the vocabulary, block tables long enough
+// and naming blocks inside a pool of num_blocks blocks of block_size tokens. Throws
+// troupe::error (invalid_input / out_of_range) naming the sequence and what is wrong.
+void validate_step(std::span<const step_sequence> batch, const model_config& cfg, int64_t num_blocks,
+                   int64_t block_size);
 
 }  // namespace troupe
