@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Prepares .gpu-carry/ (git-ignored) for a GPU machine that lacks this repo's Debian packages: builds
+# the CUDA test and bench binaries here (build dir $TROUPE_BUILD_DIR, default build-cuda) and copies
+# them with the Boost.Test library they link. On the GPU machine, from the repo root:
+#   bash tools/gpu-run-prebuilt.sh        (needs only the NVIDIA driver and the CUDA 13 runtime)
+# docs/cuda.md, "Running it on a GPU machine".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${TROUPE_BUILD_DIR:-build-cuda}
+command -v nvcc >/dev/null || export PATH="$PATH:/usr/local/cuda/bin"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTROUPE_WITH_CUDA=ON >/dev/null
+cmake --build "$build" -j"$(nproc)" --target kernels_cuda_gemm_fp8_test troupe-bench-cuda-gemm \
+  troupe_engine_cuda_test troupe-bench-cuda-forward
+mkdir -p .gpu-carry
+grep -qx '/.gpu-carry/' "$(git rev-parse --git-dir)/info/exclude" 2>/dev/null ||
+  { mkdir -p "$(git rev-parse --git-dir)/info"; echo '/.gpu-carry/' >> "$(git rev-parse --git-dir)/info/exclude"; }
+cp "$build/tests/kernels/cuda/kernels_cuda_gemm_fp8_test" "$build/bench/cuda/troupe-bench-cuda-gemm" \
+   "$build/tests/runtime/engine/cuda/troupe_engine_cuda_test" "$build/bench/cuda/troupe-bench-cuda-forward" .gpu-carry/
+boost=$(ldd .gpu-carry/kernels_cuda_gemm_fp8_test | awk '/libboost_unit_test_framework/ {print $3}')
+[ -n "$boost" ] && cp "$boost" .gpu-carry/
+ls -la .gpu-carry
