@@ -1,6 +1,7 @@
 // The 16-lane dot product's fixed reduction tree (matmul_backend.hpp) for many accumulators at
-// once, shared by the AVX-512 matmul and attention. Include it inside an anonymous namespace, after
-// #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq"), so no AVX-512 code leaks out of the unit.
+// once, and the tile stores built on it, shared by the AVX-512 matmuls (f32 and bf16 compute) and
+// attention. Include it inside an anonymous namespace, after #pragma GCC
+// target("avx512f,avx512bw,avx512vl,avx512dq"), so no AVX-512 code leaks out of the unit.
 #pragma once
 
 // ---- the fixed reduction tree, 8 or 16 accumulators at a time ----
@@ -49,3 +50,27 @@ inline __m256 reduce8(const __m512* a) {
   return _mm512_castps512_ps256(_mm512_permutexvar_ps(idx, w));
 }
 
+// ---- stores ----
+
+// The first `live` (<= 8) floats of v.
+inline void store8(float* dst, __m256 v, int live) {
+  if (live >= 8)
+    _mm256_storeu_ps(dst, v);
+  else
+    _mm256_mask_storeu_ps(dst, static_cast<__mmask8>((1u << live) - 1), v);
+}
+
+// Reduces an R x 8 tile of accumulators (acc[r * 8 + c] for weight row c) and stores the first
+// `live` outputs of each activation row.
+template <int R>
+inline void store_tile(const __m512* acc, float* y, int64_t ldy, int live) {
+  static_assert(R >= 1 && R <= 3);
+  if constexpr (R == 1) {
+    store8(y, reduce8(acc), live);
+  } else {
+    const __m512 v = reduce16(acc);
+    store8(y, _mm512_castps512_ps256(v), live);
+    store8(y + ldy, _mm512_extractf32x8_ps(v, 1), live);
+    if constexpr (R == 3) store8(y + 2 * ldy, reduce8(acc + 16), live);
+  }
+}

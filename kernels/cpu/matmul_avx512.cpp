@@ -42,7 +42,7 @@ struct src_f16 {  // vcvtph2ps is exact (every f16, subnormals included, is an f
   static __m512 load(const uint16_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
 };
 
-#include "kernels/cpu/avx512_tree.hpp"  // reduce16 / reduce8: the fixed tree, many accumulators at once
+#include "kernels/cpu/avx512_tree.hpp"  // reduce16 / reduce8 / store_tile: the fixed tree, many accumulators at once
 
 inline float reduce1(__m512 a) {
   const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
@@ -55,27 +55,6 @@ inline __mmask16 tail_mask(int64_t cols) {
   return static_cast<__mmask16>((1u << (cols % 16)) - 1);  // 0 when cols is a multiple of 16
 }
 
-inline void store8(float* dst, __m256 v, int live) {
-  if (live >= 8)
-    _mm256_storeu_ps(dst, v);
-  else
-    _mm256_mask_storeu_ps(dst, static_cast<__mmask8>((1u << live) - 1), v);
-}
-
-// Reduces an R x 8 tile of accumulators (acc[r * 8 + c] for weight row c) and stores the first
-// `live` outputs of each activation row.
-template <int R>
-inline void store_tile(const __m512* acc, float* y, int64_t ldy, int live) {
-  static_assert(R >= 1 && R <= 3);
-  if constexpr (R == 1) {
-    store8(y, reduce8(acc), live);
-  } else {
-    const __m512 v = reduce16(acc);
-    store8(y, _mm512_castps512_ps256(v), live);
-    store8(y + ldy, _mm512_extractf32x8_ps(v, 1), live);
-    if constexpr (R == 3) store8(y + 2 * ldy, reduce8(acc + 16), live);
-  }
-}
 
 // ---- blocking ----
 constexpr int tile_cols = 8;       // weight rows per register tile: 8 accumulators per activation row

@@ -23,7 +23,7 @@
 namespace troupe::kernels::cpu {
 namespace {  // internal linkage: no AVX-512 code can leak into other units through COMDAT folding
 
-#include "kernels/cpu/avx512_tree.hpp"  // reduce16 / reduce8: matmul's tree, many accumulators at once
+#include "kernels/cpu/avx512_tree.hpp"  // reduce16 / reduce8 / store_tile: matmul's tree, many accumulators at once
 
 constexpr int tile_cols = 8;      // weight rows per tile
 constexpr int max_tile_rows = 3;  // 24 accumulators + 3 x + 1 w of the 32 zmm registers
@@ -31,26 +31,6 @@ constexpr int direct_max_n = 3;   // decode: one tile row group, weights streame
 constexpr int unit_rows_packed = 48;
 constexpr int64_t block_n = 60;   // activation rows per block: 60 x 3072 x 2 B = 360 KB in L2
 
-// The same stores as matmul_avx512.cpp (kept beside the kernel they serve, not shared: that file
-// must not change for this mode).
-inline void store8(float* dst, __m256 v, int live) {
-  if (live >= 8)
-    _mm256_storeu_ps(dst, v);
-  else
-    _mm256_mask_storeu_ps(dst, static_cast<__mmask8>((1u << live) - 1), v);
-}
-
-template <int R>
-inline void store_tile(const __m512* acc, float* y, int64_t ldy, int live) {
-  if constexpr (R == 1) {
-    store8(y, reduce8(acc), live);
-  } else {
-    const __m512 v = reduce16(acc);
-    store8(y, _mm512_castps512_ps256(v), live);
-    store8(y + ldy, _mm512_extractf32x8_ps(v, 1), live);
-    if constexpr (R == 3) store8(y + 2 * ldy, reduce8(acc + 16), live);
-  }
-}
 
 inline __m512bh as_bh(__m512i v) { return (__m512bh)v; }
 
