@@ -7,11 +7,11 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <numeric>
 
 #include "runtime/core/error.hpp"
 #include "runtime/engine/generator.hpp"
 #include "runtime/engine/model_runner.hpp"
+#include "tests/runtime/engine/batch_invariance.hpp"
 #include "tests/runtime/engine/golden.hpp"
 
 using namespace troupe;
@@ -95,35 +95,7 @@ BOOST_AUTO_TEST_CASE(f32_weights_ignore_the_mode) {
 // Batch invariance in bf16 mode: every golden prompt in one batch, blocks scattered and reversed,
 // gives the bits of the prompt alone.
 BOOST_DATA_TEST_CASE(bf16_batch_invariance_bitwise, boost::unit_test::data::make(kBf16Sets), set) {
-  auto ck = load(set);
-  auto cases = load_golden(set);
-  int32_t blocks = 0;
-  for (const auto& c : cases) blocks += static_cast<int32_t>((c.prompt.size() + 15) / 16);
-  kv_cache kv(ck->config, blocks * 2);
-  model_runner runner(*ck, kv, {kBf16});
-  std::vector<std::vector<float>> alone;
-  for (const auto& c : cases) {
-    std::vector<int32_t> t((c.prompt.size() + 15) / 16);
-    std::iota(t.begin(), t.end(), 0);
-    step_sequence sq{0, c.prompt, 0, t, logits_mode::all};
-    step_result r;
-    runner.step(std::span<const step_sequence>(&sq, 1), r);
-    alone.push_back(r.logits);
-  }
-  std::vector<std::vector<int32_t>> tables(cases.size());
-  int32_t next = kv.num_blocks() - 1;
-  for (size_t i = 0; i < cases.size(); ++i)
-    for (size_t b = 0; b < (cases[i].prompt.size() + 15) / 16; ++b) tables[i].push_back(next--);
-  std::vector<step_sequence> batch;
-  for (size_t i = 0; i < cases.size(); ++i)
-    batch.push_back({static_cast<int64_t>(i), cases[i].prompt, 0, tables[i], logits_mode::all});
-  step_result r;
-  runner.step(batch, r);
-  for (size_t i = 0; i < cases.size(); ++i) {
-    BOOST_REQUIRE_EQUAL(r.num_rows[i], static_cast<int64_t>(cases[i].prompt.size()));
-    BOOST_TEST(std::memcmp(r.row(i).data(), alone[i].data(), alone[i].size() * sizeof(float)) == 0,
-               set << " " << cases[i].id << ": batched bf16 logits differ from solo");
-  }
+  check_batch_invariance(*load(set), load_golden(set), set, {kBf16});
 }
 
 // Chunking invariance in bf16 mode: chunks of 1, 7 and 16 give the one-step bits everywhere.

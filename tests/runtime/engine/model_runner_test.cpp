@@ -12,6 +12,7 @@
 #include "runtime/core/error.hpp"
 #include "runtime/engine/generator.hpp"
 #include "runtime/engine/model_runner.hpp"
+#include "tests/runtime/engine/batch_invariance.hpp"
 #include "tests/runtime/engine/golden.hpp"
 
 using namespace troupe;
@@ -104,38 +105,7 @@ BOOST_DATA_TEST_CASE(generator_greedy_equals_reference, boost::unit_test::data::
 // Batch invariance: every golden prompt in one batch, with blocks scattered through the pool,
 // gives logits bit-identical to the prompt alone.
 BOOST_DATA_TEST_CASE(batch_invariance_bitwise, boost::unit_test::data::make(kSets), set) {
-  auto ck = load(set);
-  auto cases = load_golden(set);
-  const int64_t vocab = ck->config.vocab_size;
-  int32_t blocks = 0;
-  for (const auto& c : cases) blocks += static_cast<int32_t>((c.prompt.size() + 1 + 15) / 16);
-  kv_cache kv(ck->config, blocks * 2);
-  model_runner runner(*ck, kv);
-
-  std::vector<std::vector<float>> alone;
-  for (const auto& c : cases) {
-    auto t = identity_table(static_cast<int32_t>((c.prompt.size() + 15) / 16));
-    step_sequence sq{0, c.prompt, 0, t, logits_mode::all};
-    step_result r;
-    runner.step(std::span<const step_sequence>(&sq, 1), r);
-    alone.push_back(r.logits);
-  }
-  // Interleaved, reversed block ids so the batch shares nothing with the solo layout.
-  std::vector<std::vector<int32_t>> tables(cases.size());
-  int32_t next = kv.num_blocks() - 1;
-  for (size_t i = 0; i < cases.size(); ++i)
-    for (size_t b = 0; b < (cases[i].prompt.size() + 15) / 16; ++b) tables[i].push_back(next--);
-  std::vector<step_sequence> batch;
-  for (size_t i = 0; i < cases.size(); ++i)
-    batch.push_back({static_cast<int64_t>(i), cases[i].prompt, 0, tables[i], logits_mode::all});
-  step_result r;
-  runner.step(batch, r);
-  for (size_t i = 0; i < cases.size(); ++i) {
-    BOOST_REQUIRE_EQUAL(r.num_rows[i], static_cast<int64_t>(cases[i].prompt.size()));
-    BOOST_TEST(std::memcmp(r.row(i).data(), alone[i].data(), alone[i].size() * sizeof(float)) == 0,
-               set << " " << cases[i].id << ": batched logits differ from solo logits");
-  }
-  (void)vocab;
+  check_batch_invariance(*load(set), load_golden(set), set);
 }
 
 // Chunking invariance: the longest prompt prefilled in chunks of 1, 7 and 16 gives the same
