@@ -74,6 +74,45 @@ struct q8_0_linear {
   }
 };
 
+// W8A8, the scheme the issue offers for prefill: activations rounded to INT8 on the fly with one
+// scale per `block` values (0: one per token, vLLM's per-token dynamic scales), dot products with
+// the INT8 weights (code x scale) in float64, so the scheme's rounding is all that differs from
+// W8A16. Float weights (embeddings) take the plain float64 product.
+// `block` < 0: activations as they are (W8A16, to float64 rounding).
+double int8_weight_at(const kernels::weight_ref& w, int64_t r, int64_t c) {
+  const auto code = static_cast<const int8_t*>(w.data)[r * w.cols + c];
+  return double{code} * w.scales[(r / w.group_rows) * w.scale_cols() + c / w.group_cols];
+}
+
+struct w8a8_linear {
+  int64_t block = 0;
+  void operator()(const float* x, const kernels::weight_ref& w, float* y) const {
+    if (w.type != dtype::i8) return linear_f64(x, w, y);
+    const int64_t b = block > 0 ? block : w.cols;
+    if (block < 0) {
+      for (int64_t j = 0; j < w.rows; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < w.cols; ++k) acc += double{x[k]} * int8_weight_at(w, j, k);
+        y[j] = static_cast<float>(acc);
+      }
+      return;
+    }
+    std::vector<double> a(static_cast<size_t>(w.cols));
+    for (int64_t c0 = 0; c0 < w.cols; c0 += b) {
+      const int64_t c1 = std::min(w.cols, c0 + b);
+      float amax = 0;
+      for (int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(x[c]));
+      const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+      for (int64_t c = c0; c < c1; ++c) a[static_cast<size_t>(c)] = double{d} * std::round(x[c] * id);
+    }
+    for (int64_t j = 0; j < w.rows; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < w.cols; ++k) acc += a[static_cast<size_t>(k)] * int8_weight_at(w, j, k);
+      y[j] = static_cast<float>(acc);
+    }
+  }
+};
+
 std::vector<int32_t> prompt(int p, int64_t vocab) { return random_ids(kPositions, vocab, 100 + static_cast<uint64_t>(p)); }
 
 std::vector<float> engine_logits(checkpoint& ck) {
@@ -132,4 +171,37 @@ BOOST_AUTO_TEST_CASE(int8_is_at_least_as_accurate_as_q8_0) {
   BOOST_TEST(int8.top1_agreement >= q8_0.top1_agreement);
   // Finer groups must pay off against one scale per output channel (else the scales are waste).
   BOOST_TEST(int8.mean_kl < channel.mean_kl);
+}
+
+// Prefill "may use W8A8 where faster and within accuracy": the measurement behind keeping W8A16
+// for prefill (docs/quantization.md). The INT8 model's prompts run with activations rounded to INT8
+// per token (vLLM's dynamic per-token scales) and per 128 values; within accuracy means at least as
+// accurate as Q8_0, the bound above. Both miss it while W8A16 meets it, so prefill keeps W8A16;
+// should a change of scheme or model make W8A8 meet it, this fails and the choice is to be redone.
+BOOST_AUTO_TEST_CASE(w8a8_prefill_misses_the_q8_0_bound_that_w8a16_meets) {
+  temp_dir dir("accuracy_w8a8");
+  random_checkpoint_options opts;
+  opts.seed = 11;
+  write_random_checkpoint(dir.str("model"), small_random_config(), qwen3_generation_defaults(), opts);
+  auto full = load_checkpoint(dir.str("model"));
+  const auto ref = engine_logits(*full);
+  const int64_t vocab = full->config.vocab_size;
+  quant::load_options o;
+  o.quantization = quant::method::int8;
+  auto q = quant::load_model(dir.str("model"), o);
+  const auto engine = quant::compare_logits(ref, engine_logits(*q), vocab);
+  const auto w8a16 = quant::compare_logits(ref, reference_logits_all(*q, w8a8_linear{-1}), vocab);
+  const auto per_token = quant::compare_logits(ref, reference_logits_all(*q, w8a8_linear{0}), vocab);
+  const auto per_128 = quant::compare_logits(ref, reference_logits_all(*q, w8a8_linear{128}), vocab);
+  q8_0_linear q8;
+  const auto q8_0 = quant::compare_logits(ref, reference_logits_all(*full, std::ref(q8)), vocab);
+  BOOST_TEST_MESSAGE("mean KL / top-1: W8A16 " << w8a16.mean_kl << " / " << w8a16.top1_agreement << ", W8A8 per token "
+                                               << per_token.mean_kl << " / " << per_token.top1_agreement
+                                               << ", W8A8 per 128 " << per_128.mean_kl << " / " << per_128.top1_agreement
+                                               << ", Q8_0 " << q8_0.mean_kl << " / " << q8_0.top1_agreement);
+  // The float64 W8A16 reference is the engine's INT8 path up to float32 noise.
+  BOOST_TEST(std::fabs(w8a16.mean_kl - engine.mean_kl) <= 0.02 * engine.mean_kl);
+  BOOST_TEST(w8a16.mean_kl <= q8_0.mean_kl);
+  BOOST_TEST(per_token.mean_kl > q8_0.mean_kl);
+  BOOST_TEST(per_128.mean_kl > q8_0.mean_kl);
 }
