@@ -36,6 +36,13 @@ void send_out(self_ptr self, std::vector<out_item> items) {
   if (!items.empty()) self->send(self->state.gateway, output_msg{std::move(items)});
 }
 
+// Requests come only from the gateway, and the server opens its port before the supervisor's
+// gateway_msg reaches this worker: a request that won that race was answered to nobody (a client
+// waiting for ever, ~1 start in 5 under test). The sender of a request is the gateway to answer.
+void answer_to_sender(self_ptr self) {
+  if (auto gw = caf::actor_cast<caf::actor>(self->current_sender())) self->state.gateway = std::move(gw);
+}
+
 caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, caf::actor scheduler,
                                caf::actor gateway) {
   auto& st = self->state;
@@ -45,6 +52,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
   st.gateway = std::move(gateway);
   return {
       [=](generate_msg& m) {
+        answer_to_sender(self);
         auto& st = self->state;
         const auto& r = *m.req;
         auto b = serve::build_generate(r, st.ctx->facts);
@@ -69,6 +77,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
       // The gateway does not know the scheduler; its worker does (and hears of its restarts).
       [=](set_policy_msg& m) { return self->delegate(self->state.scheduler, std::move(m)); },
       [=](tokenize_msg& m) {
+        answer_to_sender(self);
         const auto& r = *m.req;
         auto t = serve::prompt_ids(r.kind, r.prompt, r.messages, r.enable_thinking, self->state.ctx->facts);
         if (t.error) return send_out(self, {error_item(m.rid, *t.error, r.id)});
