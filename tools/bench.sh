@@ -4,7 +4,10 @@
 # machine (it refuses to start above a load average of 1.5 unless --force); every figure in
 # docs/benchmarks.md comes from one of these commands.
 #
-#   tools/bench.sh [--force] [--out FILE] [engine quant serving prefix chat]   (default: all)
+#   tools/bench.sh [--force] [--out FILE] [engine quant serving prefix chat peers]   (default: all)
+#
+# peers: llama.cpp built from source on this machine, on the same model (bench/peers/llama_cpp.sh;
+# ~5 minutes of build the first time), so its figures stand beside the engine's from the same run.
 #
 # Builds the benchmark targets into ${TROUPE_BUILD_DIR:-build} first; makes the model once in
 # ${TROUPE_BENCH_MODEL:-/tmp/troupe-qwen3-0.6b}.
@@ -19,12 +22,12 @@ while (($#)); do
   case "$1" in
     --force) force=1 ;;
     --out) out="$2"; shift ;;
-    engine|quant|serving|prefix|chat) parts+=("$1") ;;
+    engine|quant|serving|prefix|chat|peers) parts+=("$1") ;;
     *) echo "tools/bench.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
 done
-((${#parts[@]})) || parts=(engine quant serving prefix chat)
+((${#parts[@]})) || parts=(engine quant serving prefix chat peers)
 [ -n "$out" ] && exec > >(tee "$out") 2>&1
 
 load=$(cut -d' ' -f1 /proc/loadavg)
@@ -53,6 +56,9 @@ for p in "${parts[@]}"; do
     serving)
       step "serving_bench --model $model --scenarios scaling,static,prefill,overhead"
       "$build/bench/serving/serving_bench" --model "$model" --scenarios scaling,static,prefill,overhead ;;
+    peers)
+      step "bench/peers/llama_cpp.sh $model"
+      "$root/bench/peers/llama_cpp.sh" "$model" ;;
     prefix)
       step "troupe-bench-prefix ttft --model $model"
       "$build/bench/prefix/troupe-bench-prefix" ttft --model "$model" ;;
