@@ -13,17 +13,13 @@
 
 namespace troupe {
 
-namespace {
-
-// Anonymous memory for `size` bytes starting on a 2 MB boundary, advised MADV_HUGEPAGE.
-// Returns the start; `reserved` gets the mapping's length (for munmap).
-uint8_t* huge_page_region(size_t size, size_t& reserved, const std::string& path) {
+uint8_t* allocate_huge_pages(size_t bytes, size_t& reserved, const std::string& what) {
   constexpr size_t huge = size_t{2} << 20;
-  reserved = (size + huge - 1) / huge * huge;
+  reserved = (std::max<size_t>(bytes, 1) + huge - 1) / huge * huge;
   const size_t span = reserved + huge;  // room to align the start
   void* p = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)
-    throw_error(errc::io_error, "cannot allocate " + std::to_string(size) + " bytes to read " + path + " into: " +
+    throw_error(errc::io_error, "cannot allocate " + std::to_string(bytes) + " bytes for " + what + ": " +
                                     std::strerror(errno));
   const auto base = reinterpret_cast<uintptr_t>(p);
   const uintptr_t start = (base + huge - 1) / huge * huge;
@@ -33,7 +29,9 @@ uint8_t* huge_page_region(size_t size, size_t& reserved, const std::string& path
   return reinterpret_cast<uint8_t*>(start);
 }
 
-}  // namespace
+void release_huge_pages(void* start, size_t reserved) noexcept {
+  if (start) ::munmap(start, reserved);
+}
 
 mapped_file::mapped_file(const std::string& path, residency where) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -48,7 +46,7 @@ mapped_file::mapped_file(const std::string& path, residency where) : path_(path)
   if (size_ > 0 && where == residency::huge_pages) {
     uint8_t* dst = nullptr;
     try {
-      dst = huge_page_region(size_, reserved_, path);
+      dst = allocate_huge_pages(size_, reserved_, "reading " + path + " into");
     } catch (...) {
       ::close(fd);
       throw;
@@ -102,7 +100,8 @@ mapped_file& mapped_file::operator=(mapped_file&& o) noexcept {
 }
 
 void mapped_file::reset() noexcept {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), reserved_ ? reserved_ : size_);
+  if (data_ && reserved_) release_huge_pages(const_cast<uint8_t*>(data_), reserved_);
+  else if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
   data_ = nullptr;
   size_ = 0;
   reserved_ = 0;

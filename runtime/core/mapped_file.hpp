@@ -16,6 +16,13 @@ namespace troupe {
 //               all weights (fewer TLB misses: bench/machine measures both page sizes).
 enum class residency { mapped, huge_pages };
 
+// Anonymous read-write memory of at least `bytes`, starting on a 2 MB boundary and advised
+// MADV_HUGEPAGE (advice: the kernel may still give 4 KB pages). `reserved` gets the length to hand
+// to release_huge_pages. Throws troupe::error(io_error) naming `what` it was for when there is none.
+// mapped_file reads checkpoints into it; quantize-on-load keeps its codes in it (--no-mmap).
+uint8_t* allocate_huge_pages(size_t bytes, size_t& reserved, const std::string& what);
+void release_huge_pages(void* start, size_t reserved) noexcept;
+
 class mapped_file {
  public:
   mapped_file() = default;

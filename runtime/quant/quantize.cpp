@@ -3,7 +3,6 @@
 #include "runtime/quant/quantize.hpp"
 
 #include <omp.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "runtime/core/error.hpp"
+#include "runtime/core/mapped_file.hpp"
 
 namespace troupe::quant {
 namespace {
@@ -22,12 +22,9 @@ namespace {
 // residency::huge_pages: quantized weights go into 2 MB-aligned slabs advised MADV_HUGEPAGE; small
 // tensors share a 64 MB slab (a slab lives while any of its tensors does), large ones get their own.
 std::shared_ptr<char> huge_page_slab(size_t bytes) {
-  constexpr size_t huge = size_t{2} << 20;
-  bytes = (bytes + huge - 1) / huge * huge;
-  void* p = std::aligned_alloc(huge, bytes);
-  if (!p) throw std::bad_alloc();
-  ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: 4 KB pages if the kernel declines
-  return std::shared_ptr<char>(static_cast<char*>(p), [](char* q) { std::free(q); });
+  size_t reserved = 0;
+  auto* p = reinterpret_cast<char*>(allocate_huge_pages(bytes, reserved, "quantized weights"));
+  return std::shared_ptr<char>(p, [reserved](char* q) { release_huge_pages(q, reserved); });
 }
 
 std::shared_ptr<void> aligned_buffer(size_t bytes, residency where) {
