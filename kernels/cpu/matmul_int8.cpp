@@ -78,16 +78,20 @@ namespace {
 
 // The per-element half of quantize_activation_row, in plain loops the compiler vectorises for the
 // best instruction set present (the scalar libm calls it replaced cost ~2% of an INT8 decode step).
+// max |x[k]|, and whether every x[k] is finite, from the bit patterns: with the sign bit cleared,
+// the unsigned order of the bits is the numeric order, and inf and NaN sort above every finite
+// value. An integer max reduction vectorises; the float one it replaced (max and a NaN-detecting
+// sum) ran scalar under IEEE semantics, ~1 us a call and 1% of an INT8 decode step, on one thread
+// while the other waited.
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 float abs_max(const float* x, int64_t cols, bool& finite) {
-  float amax = 0.0f, inf_or_nan = 0.0f;
+  uint32_t m = 0;
   for (int64_t k = 0; k < cols; ++k) {
-    const float a = std::fabs(x[k]);
-    amax = a > amax ? a : amax;
-    inf_or_nan += a - a;  // 0 for finite a, NaN for inf or NaN
+    const uint32_t b = std::bit_cast<uint32_t>(x[k]) & 0x7fffffffu;
+    m = b > m ? b : m;
   }
-  finite = inf_or_nan == 0.0f;
-  return amax;
+  finite = m < 0x7f800000u;
+  return std::bit_cast<float>(m);
 }
 
 // a = rint(x * 2^e), exact scaling (|a| < 2^30, 2^e a normal float) and round to nearest even,
