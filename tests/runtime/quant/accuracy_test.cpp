@@ -142,10 +142,7 @@ std::vector<float> reference_logits_all(checkpoint& ck, const linear_fn& linear)
 
 BOOST_AUTO_TEST_CASE(int8_is_at_least_as_accurate_as_q8_0) {
   temp_dir dir("accuracy");
-  random_checkpoint_options opts;
-  opts.seed = 11;
-  write_random_checkpoint(dir.str("model"), small_random_config(), qwen3_generation_defaults(), opts);
-  auto full = load_checkpoint(dir.str("model"));
+  auto full = load_checkpoint(write_accuracy_model(dir));
   const auto ref = engine_logits(*full);
   const int64_t vocab = full->config.vocab_size;
 
@@ -180,10 +177,7 @@ BOOST_AUTO_TEST_CASE(int8_is_at_least_as_accurate_as_q8_0) {
 // should a change of scheme or model make W8A8 meet it, this fails and the choice is to be redone.
 BOOST_AUTO_TEST_CASE(w8a8_prefill_misses_the_q8_0_bound_that_w8a16_meets) {
   temp_dir dir("accuracy_w8a8");
-  random_checkpoint_options opts;
-  opts.seed = 11;
-  write_random_checkpoint(dir.str("model"), small_random_config(), qwen3_generation_defaults(), opts);
-  auto full = load_checkpoint(dir.str("model"));
+  auto full = load_checkpoint(write_accuracy_model(dir));
   const auto ref = engine_logits(*full);
   const int64_t vocab = full->config.vocab_size;
   quant::load_options o;

@@ -84,10 +84,7 @@ BOOST_DATA_TEST_CASE(golden_sets_through_a_quantized_cache, boost::unit_test::da
 
 BOOST_AUTO_TEST_CASE(quantized_cache_keeps_kl_within_1_5x_of_weights_only) {
   temp_dir dir("kv_accuracy");
-  random_checkpoint_options opts;
-  opts.seed = 11;
-  write_random_checkpoint(dir.str("model"), small_random_config(), qwen3_generation_defaults(), opts);
-  auto full = load_checkpoint(dir.str("model"));
+  auto full = load_checkpoint(write_accuracy_model(dir));
   auto quantized = [&](quant::method m) {
     quant::load_options o;
     o.quantization = m;

@@ -69,6 +69,14 @@ inline model_config small_random_config() {
   return c;
 }
 
+// The accuracy tests' model: small_random_config() with seed 11, written to `dir` + "/model".
+inline std::string write_accuracy_model(const temp_dir& dir) {
+  random_checkpoint_options opts;
+  opts.seed = 11;
+  write_random_checkpoint(dir.str("model"), small_random_config(), qwen3_generation_defaults(), opts);
+  return dir.str("model");
+}
+
 inline std::vector<int32_t> random_ids(int64_t n, int64_t vocab, uint64_t seed) {
   std::vector<int32_t> ids(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
