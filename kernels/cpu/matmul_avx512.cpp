@@ -367,7 +367,9 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
 
 // ---- the back-end ----
 
-int64_t unit_rows(int64_t n, const weight_ref&) { return n <= direct_max_n ? 64 : panel_rows; }
+// Decode streams 256 weight rows a unit (each new unit restarts the streams): +2-3% per token over
+// 64-row units on the 0.6B shape (22.1 -> 22.5-22.9 tokens/s), as for INT8 (matmul_int8.cpp).
+int64_t unit_rows(int64_t n, const weight_ref&) { return n <= direct_max_n ? 256 : panel_rows; }
 
 size_t scratch_floats(int64_t n, const weight_ref& w) {
   if (n <= direct_max_n) return 0;
