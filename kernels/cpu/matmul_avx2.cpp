@@ -105,35 +105,27 @@ void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1
   const int64_t cols = w.cols, ldy = w.rows;
   float out[R * C];
   int64_t j = j0;
+  // The C rows first, first + stride, ...: y gets their outputs at the same row numbers.
+  auto rows_tile = [&](int64_t first, int64_t stride) {
+    const auto* wr = wd + first * cols;
+    const int64_t rs = stride * cols;
+    auto ahead = [&](int64_t k) {  // the hardware streamers alone fall ~15% short of the bandwidth
+      if ((k * sizeof(*wr)) % 64 == 0)
+        for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(wr + c * rs + k) + 512, _MM_HINT_T0);
+    };
+    tile<R, C>(
+        x, cols, cols, [&](int c, int64_t k) { return Src::load(wr + c * rs + k); },
+        [&](int c, int64_t k) { return load_tail<Src>(wr + c * rs + k, cols - k); }, ahead, out);
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) y[r * ldy + first + c * stride] = out[r * C + c];
+  };
   // Rows shorter than a page: tiles of rows a page apart, as the AVX-512 back-end does (its
   // run_direct_rows says why); past a row's end the 512 B prefetch runs into the next tile's row.
   const int64_t row_bytes = cols * static_cast<int64_t>(sizeof(*wd));
-  const int64_t S = row_bytes < 4096 ? 4096 / row_bytes : 1, span = C * S, rs = S * cols;
+  const int64_t S = row_bytes < 4096 ? 4096 / row_bytes : 1, span = C * S;
   for (; S > 1 && j + span <= j1; j += span)
-    for (int64_t s = 0; s < S; ++s) {
-      const auto* wr = wd + (j + s) * cols;
-      auto ahead = [&](int64_t k) {
-        if ((k * sizeof(*wr)) % 64 == 0)
-          for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(wr + c * rs + k) + 512, _MM_HINT_T0);
-      };
-      tile<R, C>(
-          x, cols, cols, [&](int c, int64_t k) { return Src::load(wr + c * rs + k); },
-          [&](int c, int64_t k) { return load_tail<Src>(wr + c * rs + k, cols - k); }, ahead, out);
-      for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) y[r * ldy + j + s + c * S] = out[r * C + c];
-    }
-  for (; j + C <= j1; j += C) {
-    const auto* wr = wd + j * cols;
-    auto ahead = [&](int64_t k) {  // the hardware streamers alone fall ~15% short of the bandwidth
-      if ((k * sizeof(*wr)) % 64 == 0)
-        for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(wr + c * cols + k) + 512, _MM_HINT_T0);
-    };
-    tile<R, C>(
-        x, cols, cols, [&](int c, int64_t k) { return Src::load(wr + c * cols + k); },
-        [&](int c, int64_t k) { return load_tail<Src>(wr + c * cols + k, cols - k); }, ahead, out);
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < C; ++c) y[r * ldy + j + c] = out[r * C + c];
-  }
+    for (int64_t s = 0; s < S; ++s) rows_tile(j + s, S);
+  for (; j + C <= j1; j += C) rows_tile(j, 1);
   for (; j < j1; ++j) {
     const auto* wr = wd + j * cols;
     tile<R, 1>(
