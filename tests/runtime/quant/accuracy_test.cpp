@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 
+#include "kernels/cpu/matmul_int8.hpp"
 #include "runtime/quant/divergence.hpp"
 #include "runtime/quant/load.hpp"
 #include "tests/runtime/quant/reference_forward.hpp"
@@ -74,40 +75,28 @@ struct q8_0_linear {
   }
 };
 
-// W8A8, the scheme the issue offers for prefill: activations rounded to INT8 on the fly with one
-// scale per `block` values (0: one per token, vLLM's per-token dynamic scales), dot products with
-// the INT8 weights (code x scale) in float64, so the scheme's rounding is all that differs from
-// W8A16. Float weights (embeddings) take the plain float64 product.
-// `block` < 0: activations as they are (W8A16, to float64 rounding).
-double int8_weight_at(const kernels::weight_ref& w, int64_t r, int64_t c) {
-  const auto code = static_cast<const int8_t*>(w.data)[r * w.cols + c];
-  return double{code} * w.scales[(r / w.group_rows) * w.scale_cols() + c / w.group_cols];
-}
-
-struct w8a8_linear {
-  int64_t block = 0;
+// The INT8 model's linears in float64: x times the dequantised weights (code x scale). With
+// `act_block` >= 0 the activations are first rounded to INT8 as W8A8 would, one scale per
+// `act_block` values (0: one per token, vLLM's per-token dynamic scales), so that rounding is all
+// that differs from W8A16 (`act_block` < 0). Float weights (embeddings) take the plain product.
+struct int8_linear {
+  int64_t act_block = -1;
   void operator()(const float* x, const kernels::weight_ref& w, float* y) const {
     if (w.type != dtype::i8) return linear_f64(x, w, y);
-    const int64_t b = block > 0 ? block : w.cols;
-    if (block < 0) {
-      for (int64_t j = 0; j < w.rows; ++j) {
-        double acc = 0;
-        for (int64_t k = 0; k < w.cols; ++k) acc += double{x[k]} * int8_weight_at(w, j, k);
-        y[j] = static_cast<float>(acc);
-      }
-      return;
-    }
-    std::vector<double> a(static_cast<size_t>(w.cols));
-    for (int64_t c0 = 0; c0 < w.cols; c0 += b) {
+    std::vector<double> a(x, x + w.cols);
+    const int64_t b = act_block > 0 ? act_block : w.cols;
+    for (int64_t c0 = 0; act_block >= 0 && c0 < w.cols; c0 += b) {
       const int64_t c1 = std::min(w.cols, c0 + b);
       float amax = 0;
       for (int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(x[c]));
       const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
       for (int64_t c = c0; c < c1; ++c) a[static_cast<size_t>(c)] = double{d} * std::round(x[c] * id);
     }
+    const auto* codes = static_cast<const int8_t*>(w.data);
     for (int64_t j = 0; j < w.rows; ++j) {
       double acc = 0;
-      for (int64_t k = 0; k < w.cols; ++k) acc += a[static_cast<size_t>(k)] * int8_weight_at(w, j, k);
+      for (int64_t k = 0; k < w.cols; ++k)
+        acc += a[static_cast<size_t>(k)] * (double{codes[j * w.cols + k]} * kernels::cpu::scale_of(w, j, k));
       y[j] = static_cast<float>(acc);
     }
   }
@@ -184,9 +173,9 @@ BOOST_AUTO_TEST_CASE(w8a8_prefill_misses_the_q8_0_bound_that_w8a16_meets) {
   o.quantization = quant::method::int8;
   auto q = quant::load_model(dir.str("model"), o);
   const auto engine = quant::compare_logits(ref, engine_logits(*q), vocab);
-  const auto w8a16 = quant::compare_logits(ref, reference_logits_all(*q, w8a8_linear{-1}), vocab);
-  const auto per_token = quant::compare_logits(ref, reference_logits_all(*q, w8a8_linear{0}), vocab);
-  const auto per_128 = quant::compare_logits(ref, reference_logits_all(*q, w8a8_linear{128}), vocab);
+  const auto w8a16 = quant::compare_logits(ref, reference_logits_all(*q, int8_linear{-1}), vocab);
+  const auto per_token = quant::compare_logits(ref, reference_logits_all(*q, int8_linear{0}), vocab);
+  const auto per_128 = quant::compare_logits(ref, reference_logits_all(*q, int8_linear{128}), vocab);
   q8_0_linear q8;
   const auto q8_0 = quant::compare_logits(ref, reference_logits_all(*full, std::ref(q8)), vocab);
   BOOST_TEST_MESSAGE("mean KL / top-1: W8A16 " << w8a16.mean_kl << " / " << w8a16.top1_agreement << ", W8A8 per token "
