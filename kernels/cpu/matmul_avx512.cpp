@@ -1,7 +1,8 @@
 // AVX-512 (F/BW/VL/DQ) matmul back-end: one zmm = the 16 lanes of one dot product (matmul_backend.hpp).
-// Three regimes, one arithmetic (docs/kernels.md): decode (n <= 3) streams the checkpoint rows and
-// widens them in registers; batched decode (n <= 60) streams each 8-row sub-panel once, widening it
-// into L1 for the other activation rows; prefill widens 48-row panels once and reuses them.
+// Four regimes, one arithmetic (docs/kernels.md): decode (n <= 3) streams the checkpoint rows and
+// widens them in registers; small batches (n <= 7) do that once per three rows over an L2-sized
+// unit; batched decode (n <= 60) streams each 8-row sub-panel once, widening it into L1 for the
+// other activation rows; prefill widens 48-row panels once and reuses them.
 // NOTE: no AVX512_BF16 (vdpbf16ps) here: it rounds the fp32 activations to bf16.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_setzero_ps & co., GCC bug 105593).
 #pragma GCC diagnostic push
@@ -213,12 +214,17 @@ void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1
   }
 }
 
+// Decode (n <= 3) in one pass; small batches (unit_rows below) in one pass per three rows.
 template <class Src>
-void run_direct(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
-  switch (n) {
-    case 1: return run_direct_rows<1, Src>(x, w, j0, j1, y);
-    case 2: return run_direct_rows<2, Src>(x, w, j0, j1, y);
-    default: return run_direct_rows<3, Src>(x, w, j0, j1, y);
+void run_passes(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
+  for (int64_t i = 0; i < n; i += direct_max_n) {
+    const float* xi = x + i * w.cols;
+    float* yi = y + i * w.rows;
+    switch (std::min<int64_t>(direct_max_n, n - i)) {
+      case 1: run_direct_rows<1, Src>(xi, w, j0, j1, yi); break;
+      case 2: run_direct_rows<2, Src>(xi, w, j0, j1, yi); break;
+      default: run_direct_rows<3, Src>(xi, w, j0, j1, yi); break;
+    }
   }
 }
 
@@ -369,23 +375,32 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
 
 // Decode streams 256 weight rows a unit (each new unit restarts the streams): +2-3% per token over
 // 64-row units on the 0.6B shape (22.1 -> 22.5-22.9 tokens/s), as for INT8 (matmul_int8.cpp).
-int64_t unit_rows(int64_t n, const weight_ref&) { return n <= direct_max_n ? 256 : panel_rows; }
+// Small batches (4-7 rows) run the decode tiles once per three activation rows over a unit of up
+// to 512 KB of weights: the first pass streams it from memory, the others find it in L2. The packed
+// path below streams only ~50% of the read bandwidth at these sizes; passes took the 0.6B shape's
+// layers (`troupe-bench-matmul --n 4 5 6 7 --shape model`) from 50 / 51 / 53 / 56 ms to 40 / 44 /
+// 45 / 53 ms; from 8 rows the packed path is as fast or faster. Same tiles, so the same bits.
+constexpr int passes_max_n = 7;
+int64_t pass_unit_rows(const weight_ref& w) {
+  const int64_t row_bytes = std::max<int64_t>(1, w.cols * static_cast<int64_t>(dtype_size(w.type)));
+  return std::clamp<int64_t>((int64_t{512} << 10) / row_bytes / 16 * 16, 16, 256);
+}
+
+int64_t unit_rows(int64_t n, const weight_ref& w) {
+  return n <= direct_max_n ? 256 : n <= passes_max_n ? pass_unit_rows(w) : panel_rows;
+}
 
 size_t scratch_floats(int64_t n, const weight_ref& w) {
-  if (n <= direct_max_n) return 0;
+  if (n <= passes_max_n) return 0;
   const int64_t panel = n <= block_n ? tile_cols * std::min(k_block, padded_cols(w.cols)) : panel_rows * padded_cols(w.cols);
   return static_cast<size_t>(block_n * partial_row + panel);
 }
 
 void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
-  const bool direct = n <= direct_max_n;
   switch (w.type) {
-    case dtype::f32:
-      return direct ? run_direct<src_f32>(x, n, w, j0, j1, y) : run_packed<src_f32>(x, n, w, j0, j1, y, scratch);
-    case dtype::bf16:
-      return direct ? run_direct<src_bf16>(x, n, w, j0, j1, y) : run_packed<src_bf16>(x, n, w, j0, j1, y, scratch);
-    case dtype::f16:
-      return direct ? run_direct<src_f16>(x, n, w, j0, j1, y) : run_packed<src_f16>(x, n, w, j0, j1, y, scratch);
+    case dtype::f32: return n <= passes_max_n ? run_passes<src_f32>(x, n, w, j0, j1, y) : run_packed<src_f32>(x, n, w, j0, j1, y, scratch);
+    case dtype::bf16: return n <= passes_max_n ? run_passes<src_bf16>(x, n, w, j0, j1, y) : run_packed<src_bf16>(x, n, w, j0, j1, y, scratch);
+    case dtype::f16: return n <= passes_max_n ? run_passes<src_f16>(x, n, w, j0, j1, y) : run_packed<src_f16>(x, n, w, j0, j1, y, scratch);
     default: return;  // matmul() rejected other dtypes before any thread started
   }
 }
