@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
   app.add_option("--decode-steps", decode_steps);
   app.add_option("--context", context, "tokens each decoding sequence already holds");
   app.add_option("--reps", reps, "repetitions; the best is reported");
-  std::vector<int> batches{1, 8, 32};
+  std::vector<int> batches{1, 4, 8, 32};
   bool skip_limits = false;
   app.add_option("--batches", batches, "decode batch sizes (the first is the ratios' base; 0: no decode)")->delimiter(',');
   app.add_flag("--skip-limits", skip_limits, "do not measure the machine (for profiling; no ratios)");

@@ -24,7 +24,6 @@ namespace {
 constexpr int score_queries = 3;  // 3 x 8 accumulators + 3 q + 1 k of the 32 zmm
 constexpr int score_keys = 8;
 constexpr int sum_queries = 6;   // 6 x 4 accumulators + 4 v + 1 broadcast
-constexpr int sum_floats = 64;   // output floats per weighted-sum pass (4 zmm)
 
 inline __mmask16 lanes_mask(int64_t n) {  // the first min(max(n, 0), 16) lanes
   return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
@@ -66,19 +65,37 @@ void score_tile(const float* const* q, const float* const* kp, int64_t d, float 
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(s + r * lds, _mm256_mul_ps(reduce8(acc + r * C), sc));
 }
 
+// The slot of position p (its block must be in the table).
+inline const float* slot_of(const float* base, const attn_kv& kv, int64_t p) {
+  return base + (static_cast<int64_t>(kv.table[p / kv.block_size]) * kv.block_size + p % kv.block_size) * kv.row + kv.offset;
+}
+
+// Rows read in place from the pool lie kv.row floats apart (4 KB for 8 heads of 128): a few lines
+// per page, which the hardware prefetchers do not follow, so decode read K and V at about half the
+// bandwidth. Prefetching the rows a tile ahead (software, all of each row) lets them stream.
+inline void prefetch_row(const float* r, int64_t floats) {
+  for (int64_t f = 0; f < floats; f += 16) _mm_prefetch(reinterpret_cast<const char*>(r + f), _MM_HINT_T0);
+}
+
 void scores(const float* const* q, const int64_t* limit, int nq, const attn_kv& kv, float scale, float* s,
             int64_t lds) {
   if (nq <= 0) return;
   const int64_t end = limit[nq - 1];
+  const bool strided = kv.row > kv.d;
   kv_cursor cur(kv, 0);
   const float* kp[score_keys];
   int first = 0;  // first query that still sees key j
+  if (strided)
+    for (int64_t p = 0; p < std::min<int64_t>(score_keys, end); ++p) prefetch_row(slot_of(kv.k, kv, p), kv.d);
   for (int64_t j = 0; j < end; j += score_keys) {
     // Keys past `end` repeat the last one: valid memory, their scores are never read.
     for (int c = 0; c < score_keys; ++c) {
       kp[c] = kv.k + cur.at;
       if (j + c + 1 < end) cur.next();
     }
+    if (strided)
+      for (int64_t p = j + score_keys; p < std::min<int64_t>(j + 2 * score_keys, end); ++p)
+        prefetch_row(slot_of(kv.k, kv, p), kv.d);
     while (limit[first] <= j) ++first;
     int i = first;
     for (; i + 3 <= nq; i += 3) score_tile<3>(q + i, kp, kv.d, scale, s + i * lds + j, lds);
@@ -115,30 +132,35 @@ void softmax(float* s, int64_t n) {
   if (t < n) _mm512_mask_storeu_ps(s + t, lanes_mask(n - t), _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes_mask(n - t), s + t), inv));
 }
 
-// out[r][p0 .. p0 + 64) continues (or starts, resume = false) its sums over keys [j0, j1).
-template <int R>
+// out[r][p0 .. p0 + 16 W) continues (or starts, resume = false) its sums over keys [j0, j1).
+template <int R, int W>
 void sum_tile(const float* p, int64_t lds, int64_t j0, int64_t j1, const attn_kv& kv, int64_t p0, float* const* out,
               bool resume) {
-  __mmask16 m[4];
-  for (int c = 0; c < 4; ++c) m[c] = lanes_mask(kv.d - p0 - 16 * c);
-  __m512 acc[R * 4];
+  __mmask16 m[W];
+  for (int c = 0; c < W; ++c) m[c] = lanes_mask(kv.d - p0 - 16 * c);
+  __m512 acc[R * W];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c)
-      acc[r * 4 + c] = resume ? _mm512_maskz_loadu_ps(m[c], out[r] + p0 + 16 * c) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int c = 0; c < W; ++c)
+      acc[r * W + c] = resume ? _mm512_maskz_loadu_ps(m[c], out[r] + p0 + 16 * c) : _mm512_setzero_ps();
   if (j1 > j0) {
     kv_cursor cur(kv, j0);
+    const bool strided = kv.row > kv.d;
+    const int64_t ahead = 8, piece = std::min<int64_t>(16 * W, kv.d - p0);
+    if (strided)
+      for (int64_t p = j0; p < std::min(j0 + ahead, j1); ++p) prefetch_row(slot_of(kv.v, kv, p) + p0, piece);
     for (int64_t j = j0;;) {
+      if (strided && j + ahead < j1) prefetch_row(slot_of(kv.v, kv, j + ahead) + p0, piece);
       const float* vp = kv.v + cur.at + p0;
-      __m512 vv[4];
-#pragma GCC unroll 4
-      for (int c = 0; c < 4; ++c) vv[c] = _mm512_maskz_loadu_ps(m[c], vp + 16 * c);
+      __m512 vv[W];
+#pragma GCC unroll 8
+      for (int c = 0; c < W; ++c) vv[c] = _mm512_maskz_loadu_ps(m[c], vp + 16 * c);
 #pragma GCC unroll 6
       for (int r = 0; r < R; ++r) {
         const __m512 pb = _mm512_set1_ps(p[r * lds + j]);
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) acc[r * 4 + c] = _mm512_fmadd_ps(pb, vv[c], acc[r * 4 + c]);
+#pragma GCC unroll 8
+        for (int c = 0; c < W; ++c) acc[r * W + c] = _mm512_fmadd_ps(pb, vv[c], acc[r * W + c]);
       }
       if (++j == j1) break;
       cur.next();
@@ -146,17 +168,21 @@ void sum_tile(const float* p, int64_t lds, int64_t j0, int64_t j1, const attn_kv
   }
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) _mm512_mask_storeu_ps(out[r] + p0 + 16 * c, m[c], acc[r * 4 + c]);
+#pragma GCC unroll 8
+    for (int c = 0; c < W; ++c) _mm512_mask_storeu_ps(out[r] + p0 + 16 * c, m[c], acc[r * W + c]);
 }
 
+// Up to 2 queries (decode with 2 query heads per kv head, as Qwen3-0.6B) take 128 output floats a
+// pass (2 x 8 accumulators + 8 v): a head_dim of 128 then reads each V row once, not in two halves
+// of 256 bytes that are each a separate trip to memory. Same FMAs in the same order per output.
 template <int R>
 void sum_group(const float* p, int64_t lds, const int64_t* limit, const attn_kv& kv, float* const* out) {
+  constexpr int W = R <= 2 ? 8 : 4;
   // Every query of the group sees keys [0, limit[0]); the later ones continue alone (same order).
-  for (int64_t p0 = 0; p0 < kv.d; p0 += sum_floats) {
-    sum_tile<R>(p, lds, 0, limit[0], kv, p0, out, false);
+  for (int64_t p0 = 0; p0 < kv.d; p0 += 16 * W) {
+    sum_tile<R, W>(p, lds, 0, limit[0], kv, p0, out, false);
     for (int r = 1; r < R; ++r)
-      if (limit[r] > limit[0]) sum_tile<1>(p + r * lds, lds, limit[0], limit[r], kv, p0, out + r, true);
+      if (limit[r] > limit[0]) sum_tile<1, W>(p + r * lds, lds, limit[0], limit[r], kv, p0, out + r, true);
   }
 }
 

@@ -1,8 +1,10 @@
 #include "runtime/kv/kv_cache.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "runtime/core/error.hpp"
+#include "runtime/core/mapped_file.hpp"
 
 namespace troupe {
 
@@ -39,31 +41,37 @@ kv_cache::kv_cache(const model_config& config, int32_t num_blocks, int32_t block
                                             " is not F32, I8 or F8_E4M3");
   const size_t rows = static_cast<size_t>(num_blocks) * block_size * config.num_key_value_heads;
   const size_t per_layer = rows * config.head_dim;
-  // NOTE: value-initialised so that a block read before it is written is zeros, not garbage.
-  if (kv_type == dtype::f32) {
-    storage_.assign(per_layer * 2 * config.num_hidden_layers, 0.0f);
-  } else {
-    codes_.assign(per_layer * 2 * config.num_hidden_layers, 0);
-    scales_.assign(rows * 2 * config.num_hidden_layers, 0.0f);
-  }
+  const size_t planes = 2 * static_cast<size_t>(config.num_hidden_layers);
+  const size_t codes_bytes = kv_type == dtype::f32 ? per_layer * planes * sizeof(float) : per_layer * planes;
+  const size_t scales_at = (codes_bytes + 63) / 64 * 64;
+  bytes_ = kv_type == dtype::f32 ? codes_bytes : scales_at + rows * planes * sizeof(float);
+  size_t reserved = 0;
+  slab_ = {allocate_huge_pages(bytes_, reserved, "the KV cache"), slab_release{reserved}};
+  // NOTE: zeroed so that a block read before it is written is zeros, not garbage; writing it now
+  // also commits the pages, so no decode step pays for their first touch.
+  std::memset(slab_.get(), 0, bytes_);
+  auto* floats = reinterpret_cast<float*>(slab_.get());
+  auto* scales = reinterpret_cast<float*>(slab_.get() + scales_at);
   layers_.resize(config.num_hidden_layers);
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
     auto& kv = layers_[l];
     if (kv_type == dtype::f32) {
-      kv.k = storage_.data() + per_layer * (2 * l);
-      kv.v = storage_.data() + per_layer * (2 * l + 1);
+      kv.k = floats + per_layer * (2 * l);
+      kv.v = floats + per_layer * (2 * l + 1);
     } else {
       kv.type = kv_type;
-      kv.k_codes = codes_.data() + per_layer * (2 * l);
-      kv.v_codes = codes_.data() + per_layer * (2 * l + 1);
-      kv.k_scales = scales_.data() + rows * (2 * l);
-      kv.v_scales = scales_.data() + rows * (2 * l + 1);
+      kv.k_codes = slab_.get() + per_layer * (2 * l);
+      kv.v_codes = slab_.get() + per_layer * (2 * l + 1);
+      kv.k_scales = scales + rows * (2 * l);
+      kv.v_scales = scales + rows * (2 * l + 1);
     }
     kv.block_size = block_size;
     kv.n_kv_heads = static_cast<int32_t>(config.num_key_value_heads);
     kv.head_dim = static_cast<int32_t>(config.head_dim);
   }
 }
+
+void kv_cache::slab_release::operator()(uint8_t* p) const noexcept { release_huge_pages(p, reserved); }
 
 int32_t kv_cache::blocks_for_budget(const model_config& config, size_t budget_bytes, int32_t block_size, dtype kv_type) {
   const size_t per_block = token_bytes(config, kv_type) * block_size;

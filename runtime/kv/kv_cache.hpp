@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,7 +29,7 @@ class kv_cache {
   std::string_view dtype_name() const noexcept { return kv_dtype_name(type_); }
   // Bytes of K+V one token occupies across all layers (scales included).
   size_t bytes_per_token() const noexcept { return bytes_per_token_; }
-  size_t bytes() const noexcept { return storage_.size() * sizeof(float) + codes_.size() + scales_.size() * sizeof(float); }
+  size_t bytes() const noexcept { return bytes_; }
   // Blocks a pool of `budget_bytes` holds for this model (at least 1).
   static int32_t blocks_for_budget(const model_config& config, size_t budget_bytes, int32_t block_size = 16,
                                    dtype kv_type = dtype::f32);
@@ -42,9 +43,14 @@ class kv_cache {
   int32_t block_size_;
   dtype type_;
   size_t bytes_per_token_;
-  std::vector<float> storage_;   // float32 pool
-  std::vector<uint8_t> codes_;   // quantized pool: K and V codes of every layer
-  std::vector<float> scales_;    // quantized pool: their scales
+  // The pool (float32 K and V, or codes then scales) on 2 MB pages where the kernel grants them:
+  // decode reads each head's rows 4 KB apart, one TLB entry per row on 4 KB pages.
+  struct slab_release {
+    size_t reserved;
+    void operator()(uint8_t* p) const noexcept;
+  };
+  std::unique_ptr<uint8_t, slab_release> slab_;
+  size_t bytes_ = 0;
   std::vector<kernels::paged_kv_layer> layers_;
 };
 

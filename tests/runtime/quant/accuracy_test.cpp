@@ -96,7 +96,7 @@ struct int8_linear {
     for (int64_t j = 0; j < w.rows; ++j) {
       double acc = 0;
       for (int64_t k = 0; k < w.cols; ++k)
-        acc += a[static_cast<size_t>(k)] * (double{codes[j * w.cols + k]} * kernels::cpu::scale_of(w, j, k));
+        acc += a[static_cast<size_t>(k)] * (static_cast<double>(codes[j * w.cols + k]) * kernels::cpu::scale_of(w, j, k));
       y[j] = static_cast<float>(acc);
     }
   }
