@@ -49,11 +49,13 @@ struct attn_backend {
   // entries up to the next multiple of 8 past limit[i] (< lds) may be written with garbage.
   void (*scores)(const float* const* q, const int64_t* limit, int nq, const attn_kv& kv, float scale, float* s,
                  int64_t lds);
-  // out[i][:] = sum over j < limit[i], in order, of p[i * lds + j] * v_j (fused multiply-adds from +0).
   // s[0 .. n) <- softmax in place (see the top of this file).
   void (*softmax)(float* s, int64_t n);
+  // out[i][:] = sum over j < limit[i], in order, of p[i * lds + j] * v_j (fused multiply-adds from +0,
+  // or with `resume` from out[i]'s values: a sum over keys split into ranges, each range's kv
+  // starting at its first key, chains the same FMAs as one call over all of them).
   void (*weighted_sum)(const float* p, int64_t lds, const int64_t* limit, int nq, const attn_kv& kv,
-                       float* const* out);
+                       float* const* out, bool resume);
 };
 
 const attn_backend& attn_backend_avx512();

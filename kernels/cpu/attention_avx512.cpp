@@ -176,25 +176,26 @@ void sum_tile(const float* p, int64_t lds, int64_t j0, int64_t j1, const attn_kv
 // pass (2 x 8 accumulators + 8 v): a head_dim of 128 then reads each V row once, not in two halves
 // of 256 bytes that are each a separate trip to memory. Same FMAs in the same order per output.
 template <int R>
-void sum_group(const float* p, int64_t lds, const int64_t* limit, const attn_kv& kv, float* const* out) {
+void sum_group(const float* p, int64_t lds, const int64_t* limit, const attn_kv& kv, float* const* out, bool resume) {
   constexpr int W = R <= 2 ? 8 : 4;
   // Every query of the group sees keys [0, limit[0]); the later ones continue alone (same order).
   for (int64_t p0 = 0; p0 < kv.d; p0 += 16 * W) {
-    sum_tile<R, W>(p, lds, 0, limit[0], kv, p0, out, false);
+    sum_tile<R, W>(p, lds, 0, limit[0], kv, p0, out, resume);
     for (int r = 1; r < R; ++r)
       if (limit[r] > limit[0]) sum_tile<1, W>(p + r * lds, lds, limit[0], limit[r], kv, p0, out + r, true);
   }
 }
 
-void weighted_sum(const float* p, int64_t lds, const int64_t* limit, int nq, const attn_kv& kv, float* const* out) {
+void weighted_sum(const float* p, int64_t lds, const int64_t* limit, int nq, const attn_kv& kv, float* const* out,
+                  bool resume) {
   int i = 0;
-  for (; i + sum_queries <= nq; i += sum_queries) sum_group<sum_queries>(p + i * lds, lds, limit + i, kv, out + i);
+  for (; i + sum_queries <= nq; i += sum_queries) sum_group<sum_queries>(p + i * lds, lds, limit + i, kv, out + i, resume);
   switch (nq - i) {
-    case 5: return sum_group<5>(p + i * lds, lds, limit + i, kv, out + i);
-    case 4: return sum_group<4>(p + i * lds, lds, limit + i, kv, out + i);
-    case 3: return sum_group<3>(p + i * lds, lds, limit + i, kv, out + i);
-    case 2: return sum_group<2>(p + i * lds, lds, limit + i, kv, out + i);
-    case 1: return sum_group<1>(p + i * lds, lds, limit + i, kv, out + i);
+    case 5: return sum_group<5>(p + i * lds, lds, limit + i, kv, out + i, resume);
+    case 4: return sum_group<4>(p + i * lds, lds, limit + i, kv, out + i, resume);
+    case 3: return sum_group<3>(p + i * lds, lds, limit + i, kv, out + i, resume);
+    case 2: return sum_group<2>(p + i * lds, lds, limit + i, kv, out + i, resume);
+    case 1: return sum_group<1>(p + i * lds, lds, limit + i, kv, out + i, resume);
     default: return;
   }
 }

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include <omp.h>
+
 #include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/kv_quant.hpp"
 #include "kernels/cpu/vec_math.hpp"
@@ -202,10 +204,11 @@ TROUPE_CLONES void scores_generic(const float* const* q, const int64_t* limit, i
 }
 
 TROUPE_CLONES void weighted_sum_generic(const float* p, int64_t lds, const int64_t* limit, int nq, const attn_kv& kv,
-                                        float* const* out) {
+                                        float* const* out, bool resume) {
   for (int i = 0; i < nq; ++i) {
     float* o = out[i];
-    for (int64_t x = 0; x < kv.d; ++x) o[x] = 0.0f;
+    if (!resume)
+      for (int64_t x = 0; x < kv.d; ++x) o[x] = 0.0f;
     if (limit[i] == 0) continue;
     kv_cursor cur(kv, 0);
     for (int64_t j = 0;;) {
@@ -327,8 +330,48 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
       }
     be.scores(qs, limit, nq, a, scale, s, lds);
     for (int i = 0; i < nq; ++i) be.softmax(s + i * lds, limit[i]);
-    be.weighted_sum(s, lds, limit, nq, a, outs);
+    be.weighted_sum(s, lds, limit, nq, a, outs, false);
   };
+  // Decode (one query token): an item is a range of kv heads, walked one KV block of keys at a
+  // time through all of its heads. A slot holds the rows of every head side by side, so each block
+  // is read as one contiguous piece per item instead of one 512-byte row per 4 KB per head. Per
+  // (query, head) the arithmetic is unchanged: a score per key, one softmax over all of them, and
+  // the weighted sum chained over the blocks in key order (attention.hpp, `resume`).
+  if (n_q == 1 && kv.n_kv_heads > 1) {
+    const int64_t n_keys = start_pos + 1, bs = kv.block_size, row = static_cast<int64_t>(kv.n_kv_heads) * d;
+    const int64_t lds_pad = lds + 16;  // a block's garbage past its keys (scores) stays in its own row
+    const int parts = static_cast<int>(std::min<int64_t>(kv.n_kv_heads, omp_get_max_threads()));
+#pragma omp parallel for schedule(static) if (parts > 1)
+    for (int part = 0; part < parts; ++part) {
+      const int64_t g0 = kv.n_kv_heads * part / parts, g1 = kv.n_kv_heads * (part + 1) / parts;
+      const int64_t nh = (g1 - g0) * group;  // query heads of this item, head g0 * group first
+      thread_local std::vector<float> s;
+      s.resize(static_cast<size_t>(nh * lds_pad));
+      std::vector<const float*> qs(nh);
+      std::vector<float*> outs(nh);
+      std::vector<int64_t> limit(group);
+      for (int64_t h = 0; h < nh; ++h) {
+        qs[h] = q + (g0 * group + h) * d;
+        outs[h] = out + (g0 * group + h) * d;
+      }
+      auto each_block = [&](auto&& fn) {
+        for (int64_t j0 = 0; j0 < n_keys; j0 += bs) {
+          std::fill(limit.begin(), limit.end(), std::min(bs, n_keys - j0));
+          for (int64_t g = g0; g < g1; ++g)
+            fn(j0, (g - g0) * group, cpu::attn_kv{kv.k, kv.v, block_table + j0 / bs, bs, row, g * d, d});
+        }
+      };
+      each_block([&](int64_t j0, int64_t h, const cpu::attn_kv& a) {
+        be.scores(qs.data() + h, limit.data(), static_cast<int>(group), a, scale, s.data() + h * lds_pad + j0, lds_pad);
+      });
+      for (int64_t h = 0; h < nh; ++h) be.softmax(s.data() + h * lds_pad, n_keys);
+      each_block([&](int64_t j0, int64_t h, const cpu::attn_kv& a) {
+        be.weighted_sum(s.data() + h * lds_pad + j0, lds_pad, limit.data(), static_cast<int>(group), a, outs.data() + h,
+                        j0 > 0);
+      });
+    }
+    return;
+  }
 #pragma omp parallel if (items > 1)
   {
     thread_local std::vector<float> scratch, keys, values;

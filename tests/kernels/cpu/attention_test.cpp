@@ -129,8 +129,8 @@ BOOST_AUTO_TEST_CASE(avx512_and_portable_inner_loops_agree_bitwise) {
       std::vector<float> oa(nq * d, -1.0f), og(nq * d, -2.0f);
       std::vector<float*> pa(nq), pg(nq);
       for (int i = 0; i < nq; ++i) pa[i] = oa.data() + i * d, pg[i] = og.data() + i * d;
-      a.weighted_sum(sg.data(), lds, limit.data(), nq, kv, pa.data());
-      g.weighted_sum(sg.data(), lds, limit.data(), nq, kv, pg.data());
+      a.weighted_sum(sg.data(), lds, limit.data(), nq, kv, pa.data(), false);
+      g.weighted_sum(sg.data(), lds, limit.data(), nq, kv, pg.data(), false);
       BOOST_TEST(oa == og, "weighted sum, d " << d << " block " << bs);
     }
   }
