@@ -94,7 +94,7 @@ inline void tile(const float* x, int64_t ldx, int64_t cols, WLoad wload, WTail w
   for (int i = 0; i < R * C; ++i) out[i] = reduce(acc[i]);
 }
 
-// ---- direct path (n <= 3): weights streamed from the checkpoint, widened in registers ----
+// ---- direct path (n <= 3; in passes up to 15): weights streamed from the checkpoint, widened in registers ----
 
 constexpr int direct_max_n = 3;
 
@@ -136,11 +136,15 @@ void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1
 }
 
 template <class Src>
-void run_direct(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
-  switch (n) {
-    case 1: return run_direct_rows<1, Src>(x, w, j0, j1, y);
-    case 2: return run_direct_rows<2, Src>(x, w, j0, j1, y);
-    default: return run_direct_rows<3, Src>(x, w, j0, j1, y);
+void run_passes(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
+  for (int64_t i = 0; i < n; i += direct_max_n) {
+    const float* xi = x + i * w.cols;
+    float* yi = y + i * w.rows;
+    switch (std::min<int64_t>(direct_max_n, n - i)) {
+      case 1: run_direct_rows<1, Src>(xi, w, j0, j1, yi); break;
+      case 2: run_direct_rows<2, Src>(xi, w, j0, j1, yi); break;
+      default: run_direct_rows<3, Src>(xi, w, j0, j1, yi); break;
+    }
   }
 }
 
@@ -254,18 +258,31 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
 
 // Decode streams 256 weight rows a unit, as the AVX-512 and INT8 back-ends do (17.9 -> 18.1 tokens/s
 // on the 0.6B shape with TROUPE_ISA=avx2: fewer restarts of the weight streams).
-int64_t unit_rows(int64_t n, const weight_ref&) { return n <= direct_max_n ? 256 : panel_rows; }
+// Small batches run the decode tiles once per three activation rows over a unit of at most 512 KB
+// of weights (the first pass streams it, the others find it in L2), as the AVX-512 back-end does
+// up to 7 rows. Here the packed path is slower still, so passes pay up to 15 rows: the 0.6B layers
+// (`TROUPE_ISA=avx2 troupe-bench-matmul --threads 2 --n ... --shape model`) at n = 4 / 8 / 12 / 15
+// took 79 / 109 / 144 / 166 ms packed and take 59 / 91 / 129 / 159 ms in passes; at 16 they tie,
+// from 20 the packed path wins. Same tiles, same bits.
+constexpr int64_t passes_max_n = 15;
+int64_t pass_unit_rows(const weight_ref& w) {
+  const int64_t row_bytes = std::max<int64_t>(1, w.cols * static_cast<int64_t>(dtype_size(w.type)));
+  return std::clamp<int64_t>((int64_t{512} << 10) / row_bytes / 16 * 16, 16, 256);
+}
+int64_t unit_rows(int64_t n, const weight_ref& w) {
+  return n <= direct_max_n ? 256 : n <= passes_max_n ? pass_unit_rows(w) : panel_rows;
+}
 
 size_t scratch_floats(int64_t n, const weight_ref& w) {
-  return n <= direct_max_n ? 0 : static_cast<size_t>(panel_rows * padded_cols(w.cols));
+  return n <= passes_max_n ? 0 : static_cast<size_t>(panel_rows * padded_cols(w.cols));
 }
 
 void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
-  const bool direct = n <= direct_max_n;
+  const bool passes = n <= passes_max_n;
   switch (w.type) {
-    case dtype::f32: return direct ? run_direct<src_f32>(x, n, w, j0, j1, y) : run_packed<src_f32>(x, n, w, j0, j1, y, scratch);
-    case dtype::bf16: return direct ? run_direct<src_bf16>(x, n, w, j0, j1, y) : run_packed<src_bf16>(x, n, w, j0, j1, y, scratch);
-    case dtype::f16: return direct ? run_direct<src_f16>(x, n, w, j0, j1, y) : run_packed<src_f16>(x, n, w, j0, j1, y, scratch);
+    case dtype::f32: return passes ? run_passes<src_f32>(x, n, w, j0, j1, y) : run_packed<src_f32>(x, n, w, j0, j1, y, scratch);
+    case dtype::bf16: return passes ? run_passes<src_bf16>(x, n, w, j0, j1, y) : run_packed<src_bf16>(x, n, w, j0, j1, y, scratch);
+    case dtype::f16: return passes ? run_passes<src_f16>(x, n, w, j0, j1, y) : run_packed<src_f16>(x, n, w, j0, j1, y, scratch);
     default: return;
   }
 }
