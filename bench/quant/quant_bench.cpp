@@ -39,25 +39,32 @@ std::vector<int32_t> random_ids(int64_t n, int64_t vocab, uint64_t seed) {
   return ids;
 }
 
-// Decodes `steps` tokens after a `context`-token prompt at batch 1; tokens/s of the decode steps.
-double decode_rate(const checkpoint& ck, int context, int steps, dtype kv = dtype::f32) {
+// Decodes `steps` tokens after a `context`-token prompt for `batch` sequences in one batch; tokens/s
+// of the decode steps.
+double decode_rate(const checkpoint& ck, int context, int steps, dtype kv = dtype::f32, int batch = 1) {
   const int bs = 16, blocks = (context + steps + bs - 1) / bs;
-  kv_cache cache(ck.config, blocks, bs, kv);
+  kv_cache cache(ck.config, blocks * batch, bs, kv);
   model_runner runner(ck, cache);
-  std::vector<int32_t> table(blocks), prompt = random_ids(context, ck.config.vocab_size, 3);
-  std::iota(table.begin(), table.end(), 0);
+  std::vector<std::vector<int32_t>> tables(batch, std::vector<int32_t>(blocks));
+  const std::vector<int32_t> prompt = random_ids(context, ck.config.vocab_size, 3);
+  std::vector<step_sequence> b(batch);
+  for (int s = 0; s < batch; ++s) {
+    std::iota(tables[s].begin(), tables[s].end(), s * blocks);
+    b[s] = {s, prompt, 0, tables[s], logits_mode::last};
+  }
   step_result res;
-  step_sequence sq{0, prompt, 0, table, logits_mode::last};
-  runner.step(std::span<const step_sequence>(&sq, 1), res);
-  int32_t next = 0;
+  runner.step(b, res);
+  std::vector<int32_t> next(batch);
   const auto t0 = clk::now();
   for (int i = 0; i < steps; ++i) {
-    auto row = res.row(0);
-    next = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-    step_sequence d{0, std::span<const int32_t>(&next, 1), context + i, table, logits_mode::last};
-    runner.step(std::span<const step_sequence>(&d, 1), res);
+    for (int s = 0; s < batch; ++s) {
+      auto row = res.row(s);
+      next[s] = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+      b[s] = {s, std::span<const int32_t>(&next[s], 1), context + i, tables[s], logits_mode::last};
+    }
+    runner.step(b, res);
   }
-  return steps / since(t0);
+  return batch * steps / since(t0);
 }
 
 double prefill_rate(const checkpoint& ck, int len) {
@@ -229,6 +236,15 @@ int main(int argc, char** argv) {
   double kv8 = 0;
   for (int r = 0; r < reps; ++r) kv8 = std::max(kv8, decode_rate(*int8, context, steps, dtype::i8));
   std::printf("decode batch 1, INT8 weights + INT8 KV cache: %.1f tokens/s\n", kv8);
+  for (int batch : {4, 8, 16}) {
+    double b16 = 0, i8 = 0;
+    for (int r = 0; r < reps; ++r) {
+      b16 = std::max(b16, decode_rate(*bf16, context, steps, dtype::f32, batch));
+      i8 = std::max(i8, decode_rate(*int8, context, steps, dtype::f32, batch));
+    }
+    std::printf("decode batch %d: BF16 %.1f tokens/s (%.1fx batch 1), INT8 %.1f tokens/s (%.1fx batch 1) = %.2fx BF16\n", batch,
+                b16, b16 / best_bf16, i8, i8 / best_int8, i8 / b16);
+  }
   {
     // The same models read into anonymous 2 MB pages (--no-mmap): the page size the bandwidth
     // probe uses, so these are the figures comparable with its ceiling.

@@ -171,8 +171,9 @@ void matmul_quantized(const float* x, int64_t n, const weight_ref& w, float* y, 
   // Units of weight rows taken by the threads in turn. Decode (n <= 3) streams 256 rows a unit:
   // each new unit starts streams afresh, and 64-row units measured 2-4% slower per token (0.6B
   // shape: 39.5 vs 40.5 tokens/s; 32 rows 37.3); 256 rows still leave q/k/v and down_proj 4-8
-  // units to balance two threads. A prefill unit is two 32-row panels.
-  const int64_t unit = n <= 3 ? 256 : 64;
+  // units to balance two threads. INT8 small batches (int8_passes_max_n) stream the same units, a
+  // pass per three rows. A prefill unit is two 32-row panels.
+  const int64_t unit = n <= 3 || (w.type == dtype::i8 && n <= int8_passes_max_n) ? 256 : 64;
   const int64_t units = (w.rows + unit - 1) / unit;
   const size_t scratch = b.scratch_floats(n, w);
   const bool parallel = units > 1 && n * w.rows * w.cols >= (int64_t{1} << 17);

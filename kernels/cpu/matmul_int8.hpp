@@ -39,6 +39,11 @@ struct quant_activations {
   const float* x = nullptr;     // FP8 path: [n, stride], zero-padded copy of x
 };
 inline constexpr int32_t kNonFinite = INT32_MIN;
+// INT8 batches up to this size run the decode tiles once per <= 3 activation rows (AVX-512
+// back-ends; each pass after the first finds the unit's 256 rows in L2). The 64-row-panel path
+// built for prefill made small batches slower than BF16: on the 0.6B shape (`troupe-bench-quant`)
+// batch 4 / 8 / 16 went from 48 / 65 / 84 to 86 / 88-94 / 90 tokens/s. Same tiles, same bits.
+inline constexpr int64_t int8_passes_max_n = 16;
 inline constexpr int64_t kBlockCols = 512;  // largest INT8 integer block (no int32 overflow)
 
 // One back-end: y[i][j] for every i < n and j0 <= j < j1 (y has row stride w.rows). `scratch` is

@@ -97,7 +97,8 @@ inline float finish(const float* lanes, int32_t e) {
 // would put up to S streams in one page. Rows of a unit that fill no whole group are tiled plainly.
 template <int R, int C>
 void run_direct(const quant_activations& a, const weight_ref& w, int64_t j0, int64_t j1, float* y, int64_t pf0,
-                int64_t pf1) {
+                int64_t pf1, int64_t i0 = 0) {
+  y += i0 * w.rows;  // activation rows i0 .. i0 + R - 1
   alignas(64) float part[R * C * 16];
   const auto* codes = static_cast<const int8_t*>(w.data);
   const int64_t S = w.cols < 4096 ? 4096 / w.cols : 1, span = C * S;
@@ -108,21 +109,21 @@ void run_direct(const quant_activations& a, const weight_ref& w, int64_t j0, int
       const int64_t next = s + 1 < S ? j + s + 1 : j + span + span <= j1 ? j + span : pf0;
       const bool own = s + 1 < S || j + span + span <= j1;
       const int rows = own ? C : static_cast<int>(std::min<int64_t>(C, (pf1 - pf0) / S));
-      tile<R, C>(a, 0, w, j + s, 0, w.cols, part, C * 16, true, rows > 0 ? codes + next * w.cols : nullptr, rows, S);
+      tile<R, C>(a, i0, w, j + s, 0, w.cols, part, C * 16, true, rows > 0 ? codes + next * w.cols : nullptr, rows, S);
       for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) y[r * w.rows + j + s + c * S] = finish(part + (r * C + c) * 16, a.exp[r]);
+        for (int c = 0; c < C; ++c) y[r * w.rows + j + s + c * S] = finish(part + (r * C + c) * 16, a.exp[i0 + r]);
     }
   for (; j + C <= j1; j += C) {
     // Prefetch the next tile of this unit, else the start of the unit this thread takes next.
     const int64_t next = j + C < j1 ? j + C : pf0;
     const int rows = static_cast<int>(std::min<int64_t>(C, (j + C < j1 ? j1 : pf1) - next));
-    tile<R, C>(a, 0, w, j, 0, w.cols, part, C * 16, true, rows > 0 ? codes + next * w.cols : nullptr, rows);
+    tile<R, C>(a, i0, w, j, 0, w.cols, part, C * 16, true, rows > 0 ? codes + next * w.cols : nullptr, rows);
     for (int r = 0; r < R; ++r)
-      for (int c = 0; c < C; ++c) y[r * w.rows + j + c] = finish(part + (r * C + c) * 16, a.exp[r]);
+      for (int c = 0; c < C; ++c) y[r * w.rows + j + c] = finish(part + (r * C + c) * 16, a.exp[i0 + r]);
   }
   for (; j < j1; ++j) {
-    tile<R, 1>(a, 0, w, j, 0, w.cols, part, 16, true, nullptr, 0);
-    for (int r = 0; r < R; ++r) y[r * w.rows + j] = finish(part + r * 16, a.exp[r]);
+    tile<R, 1>(a, i0, w, j, 0, w.cols, part, 16, true, nullptr, 0);
+    for (int r = 0; r < R; ++r) y[r * w.rows + j] = finish(part + r * 16, a.exp[i0 + r]);
   }
 }
 
@@ -167,6 +168,16 @@ size_t scratch_floats(int64_t n, const weight_ref&) {
 
 void run(const quant_activations& a, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch,
          int64_t pf0, int64_t pf1) {
+  if (a.n > 3 && a.n <= int8_passes_max_n) {  // small batch: the decode tiles a pass per <= 3 rows
+    for (int64_t i = 0; i < a.n; i += 3) {
+      switch (std::min<int64_t>(3, a.n - i)) {
+        case 1: run_direct<1, 8>(a, w, j0, j1, y, pf0, pf1, i); break;
+        case 2: run_direct<2, 4>(a, w, j0, j1, y, pf0, pf1, i); break;
+        default: run_direct<3, 2>(a, w, j0, j1, y, pf0, pf1, i); break;
+      }
+    }
+    return;
+  }
   switch (a.n) {
     case 1: return run_direct<1, 8>(a, w, j0, j1, y, pf0, pf1);
     case 2: return run_direct<2, 4>(a, w, j0, j1, y, pf0, pf1);
