@@ -265,10 +265,6 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
 // took 79 / 109 / 144 / 166 ms packed and take 59 / 91 / 129 / 159 ms in passes; at 16 they tie,
 // from 20 the packed path wins. Same tiles, same bits.
 constexpr int64_t passes_max_n = 15;
-int64_t pass_unit_rows(const weight_ref& w) {
-  const int64_t row_bytes = std::max<int64_t>(1, w.cols * static_cast<int64_t>(dtype_size(w.type)));
-  return std::clamp<int64_t>((int64_t{512} << 10) / row_bytes / 16 * 16, 16, 256);
-}
 int64_t unit_rows(int64_t n, const weight_ref& w) {
   return n <= direct_max_n ? 256 : n <= passes_max_n ? pass_unit_rows(w) : panel_rows;
 }

@@ -381,10 +381,6 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
 // layers (`troupe-bench-matmul --n 4 5 6 7 --shape model`) from 50 / 51 / 53 / 56 ms to 40 / 44 /
 // 45 / 53 ms; from 8 rows the packed path is as fast or faster. Same tiles, so the same bits.
 constexpr int passes_max_n = 7;
-int64_t pass_unit_rows(const weight_ref& w) {
-  const int64_t row_bytes = std::max<int64_t>(1, w.cols * static_cast<int64_t>(dtype_size(w.type)));
-  return std::clamp<int64_t>((int64_t{512} << 10) / row_bytes / 16 * 16, 16, 256);
-}
 
 int64_t unit_rows(int64_t n, const weight_ref& w) {
   return n <= direct_max_n ? 256 : n <= passes_max_n ? pass_unit_rows(w) : panel_rows;
@@ -397,10 +393,11 @@ size_t scratch_floats(int64_t n, const weight_ref& w) {
 }
 
 void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
+  const bool passes = n <= passes_max_n;
   switch (w.type) {
-    case dtype::f32: return n <= passes_max_n ? run_passes<src_f32>(x, n, w, j0, j1, y) : run_packed<src_f32>(x, n, w, j0, j1, y, scratch);
-    case dtype::bf16: return n <= passes_max_n ? run_passes<src_bf16>(x, n, w, j0, j1, y) : run_packed<src_bf16>(x, n, w, j0, j1, y, scratch);
-    case dtype::f16: return n <= passes_max_n ? run_passes<src_f16>(x, n, w, j0, j1, y) : run_packed<src_f16>(x, n, w, j0, j1, y, scratch);
+    case dtype::f32: return passes ? run_passes<src_f32>(x, n, w, j0, j1, y) : run_packed<src_f32>(x, n, w, j0, j1, y, scratch);
+    case dtype::bf16: return passes ? run_passes<src_bf16>(x, n, w, j0, j1, y) : run_packed<src_bf16>(x, n, w, j0, j1, y, scratch);
+    case dtype::f16: return passes ? run_passes<src_f16>(x, n, w, j0, j1, y) : run_packed<src_f16>(x, n, w, j0, j1, y, scratch);
     default: return;  // matmul() rejected other dtypes before any thread started
   }
 }

@@ -9,6 +9,7 @@
 // split or the thread count, and all back-ends agree bit for bit.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -26,6 +27,15 @@ struct matmul_backend {
   void (*run)(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y,
               float* scratch);
 };
+
+// Small batches that a back-end runs as passes of its decode tiles (a few activation rows a pass)
+// take units of at most 512 KB of weight rows: the first pass streams a unit from memory, the later
+// ones find it in L2. (Defined here, before any back-end's target pragma: baseline code in every
+// unit that includes it.)
+inline int64_t pass_unit_rows(const weight_ref& w) {
+  const int64_t row_bytes = std::max<int64_t>(1, w.cols * static_cast<int64_t>(dtype_size(w.type)));
+  return std::clamp<int64_t>((int64_t{512} << 10) / row_bytes / 16 * 16, 16, 256);
+}
 
 const matmul_backend& matmul_backend_avx512();
 const matmul_backend& matmul_backend_avx2();
