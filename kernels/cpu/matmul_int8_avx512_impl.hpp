@@ -163,26 +163,19 @@ void run_packed(const quant_activations& a, const weight_ref& w, int64_t j0, int
 }
 
 size_t scratch_floats(int64_t n, const weight_ref&) {
-  return n <= 3 ? 0 : static_cast<size_t>(block_n * panel_rows * 16);
+  return n <= int8_passes_max_n ? 0 : static_cast<size_t>(block_n * panel_rows * 16);
 }
 
 void run(const quant_activations& a, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch,
          int64_t pf0, int64_t pf1) {
-  if (a.n > 3 && a.n <= int8_passes_max_n) {  // small batch: the decode tiles a pass per <= 3 rows
-    for (int64_t i = 0; i < a.n; i += 3) {
-      switch (std::min<int64_t>(3, a.n - i)) {
-        case 1: run_direct<1, 8>(a, w, j0, j1, y, pf0, pf1, i); break;
-        case 2: run_direct<2, 4>(a, w, j0, j1, y, pf0, pf1, i); break;
-        default: run_direct<3, 2>(a, w, j0, j1, y, pf0, pf1, i); break;
-      }
+  if (a.n > int8_passes_max_n) return run_packed(a, w, j0, j1, y, scratch);
+  // Decode in one pass; small batches in one pass of the decode tiles per <= 3 rows.
+  for (int64_t i = 0; i < a.n; i += 3) {
+    switch (std::min<int64_t>(3, a.n - i)) {
+      case 1: run_direct<1, 8>(a, w, j0, j1, y, pf0, pf1, i); break;
+      case 2: run_direct<2, 4>(a, w, j0, j1, y, pf0, pf1, i); break;
+      default: run_direct<3, 2>(a, w, j0, j1, y, pf0, pf1, i); break;
     }
-    return;
-  }
-  switch (a.n) {
-    case 1: return run_direct<1, 8>(a, w, j0, j1, y, pf0, pf1);
-    case 2: return run_direct<2, 4>(a, w, j0, j1, y, pf0, pf1);
-    case 3: return run_direct<3, 2>(a, w, j0, j1, y, pf0, pf1);
-    default: return run_packed(a, w, j0, j1, y, scratch);
   }
 }
 
