@@ -65,10 +65,8 @@ void score_tile(const float* const* q, const float* const* kp, int64_t d, float 
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(s + r * lds, _mm256_mul_ps(reduce8(acc + r * C), sc));
 }
 
-// The slot of position p (its block must be in the table).
-inline const float* slot_of(const float* base, const attn_kv& kv, int64_t p) {
-  return base + (static_cast<int64_t>(kv.table[p / kv.block_size]) * kv.block_size + p % kv.block_size) * kv.row + kv.offset;
-}
+// The row of position p (its block must be in the table).
+inline const float* slot_of(const float* base, const attn_kv& kv, int64_t p) { return base + kv_cursor(kv, p).at; }
 
 // Rows read in place from the pool lie kv.row floats apart (4 KB for 8 heads of 128): a few lines
 // per page, which the hardware prefetchers do not follow, so decode read K and V at about half the
