@@ -33,6 +33,12 @@ void release_huge_pages(void* start, size_t reserved) noexcept {
   if (start) ::munmap(start, reserved);
 }
 
+std::shared_ptr<uint8_t> huge_page_buffer(size_t bytes, const std::string& what) {
+  size_t reserved = 0;
+  uint8_t* p = allocate_huge_pages(bytes, reserved, what);
+  return std::shared_ptr<uint8_t>(p, [reserved](uint8_t* q) { release_huge_pages(q, reserved); });
+}
+
 mapped_file::mapped_file(const std::string& path, residency where) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw_error(errc::io_error, "cannot open " + path + ": " + std::strerror(errno));

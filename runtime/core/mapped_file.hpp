@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace troupe {
@@ -22,6 +23,8 @@ enum class residency { mapped, huge_pages };
 // mapped_file reads checkpoints into it; quantize-on-load keeps its codes in it (--no-mmap).
 uint8_t* allocate_huge_pages(size_t bytes, size_t& reserved, const std::string& what);
 void release_huge_pages(void* start, size_t reserved) noexcept;
+// The same memory owned: released when the last copy goes (quantized weight slabs, the KV pool).
+std::shared_ptr<uint8_t> huge_page_buffer(size_t bytes, const std::string& what);
 
 class mapped_file {
  public:

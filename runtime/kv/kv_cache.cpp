@@ -45,8 +45,7 @@ kv_cache::kv_cache(const model_config& config, int32_t num_blocks, int32_t block
   const size_t codes_bytes = kv_type == dtype::f32 ? per_layer * planes * sizeof(float) : per_layer * planes;
   const size_t scales_at = (codes_bytes + 63) / 64 * 64;
   bytes_ = kv_type == dtype::f32 ? codes_bytes : scales_at + rows * planes * sizeof(float);
-  size_t reserved = 0;
-  slab_ = {allocate_huge_pages(bytes_, reserved, "the KV cache"), slab_release{reserved}};
+  slab_ = huge_page_buffer(bytes_, "the KV cache");
   // NOTE: zeroed so that a block read before it is written is zeros, not garbage; writing it now
   // also commits the pages, so no decode step pays for their first touch.
   std::memset(slab_.get(), 0, bytes_);
@@ -70,8 +69,6 @@ kv_cache::kv_cache(const model_config& config, int32_t num_blocks, int32_t block
     kv.head_dim = static_cast<int32_t>(config.head_dim);
   }
 }
-
-void kv_cache::slab_release::operator()(uint8_t* p) const noexcept { release_huge_pages(p, reserved); }
 
 int32_t kv_cache::blocks_for_budget(const model_config& config, size_t budget_bytes, int32_t block_size, dtype kv_type) {
   const size_t per_block = token_bytes(config, kv_type) * block_size;

@@ -19,6 +19,11 @@ class kv_cache {
  public:
   // kv_type: f32, i8 or f8_e4m3 (parse_kv_cache_dtype); throws invalid_argument otherwise.
   kv_cache(const model_config& config, int32_t num_blocks, int32_t block_size = 16, dtype kv_type = dtype::f32);
+  // One owner of the pool: the layer views point into it, so a copy would alias it.
+  kv_cache(const kv_cache&) = delete;
+  kv_cache& operator=(const kv_cache&) = delete;
+  kv_cache(kv_cache&&) = default;
+  kv_cache& operator=(kv_cache&&) = default;
 
   int32_t num_blocks() const noexcept { return num_blocks_; }
   int32_t block_size() const noexcept { return block_size_; }
@@ -45,11 +50,7 @@ class kv_cache {
   size_t bytes_per_token_;
   // The pool (float32 K and V, or codes then scales) on 2 MB pages where the kernel grants them:
   // decode reads each head's rows 4 KB apart, one TLB entry per row on 4 KB pages.
-  struct slab_release {
-    size_t reserved;
-    void operator()(uint8_t* p) const noexcept;
-  };
-  std::unique_ptr<uint8_t, slab_release> slab_;
+  std::shared_ptr<uint8_t> slab_;
   size_t bytes_ = 0;
   std::vector<kernels::paged_kv_layer> layers_;
 };

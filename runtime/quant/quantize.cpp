@@ -22,9 +22,7 @@ namespace {
 // residency::huge_pages: quantized weights go into 2 MB-aligned slabs advised MADV_HUGEPAGE; small
 // tensors share a 64 MB slab (a slab lives while any of its tensors does), large ones get their own.
 std::shared_ptr<char> huge_page_slab(size_t bytes) {
-  size_t reserved = 0;
-  auto* p = reinterpret_cast<char*>(allocate_huge_pages(bytes, reserved, "quantized weights"));
-  return std::shared_ptr<char>(p, [reserved](char* q) { release_huge_pages(q, reserved); });
+  return std::reinterpret_pointer_cast<char>(huge_page_buffer(bytes, "quantized weights"));
 }
 
 std::shared_ptr<void> aligned_buffer(size_t bytes, residency where) {
