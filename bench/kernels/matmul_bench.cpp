@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/machine/machine_limits.hpp"
+#include "runtime/core/aligned_vector.hpp"
 #include "kernels/kernels.hpp"
 
 #ifdef TROUPE_HAVE_OPENBLAS
@@ -52,8 +53,9 @@ struct arena {
   }
 };
 
-std::vector<float> random_x(int64_t count) {
-  std::vector<float> x(static_cast<size_t>(count));
+// Cache-line aligned, as the engine's activation rows are (runtime/core/aligned_vector.hpp).
+troupe::aligned_vector<float> random_x(int64_t count) {
+  troupe::aligned_vector<float> x(static_cast<size_t>(count));
   uint32_t s = 12345;
   for (auto& v : x) s = s * 1664525u + 1013904223u, v = static_cast<float>(s >> 8) / 16777216.0f - 0.5f;
   return x;

@@ -12,8 +12,8 @@
 namespace troupe {
 
 namespace {
-template <class T>
-void ensure(std::vector<T>& v, size_t n) {
+template <class T, class A>
+void ensure(std::vector<T, A>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/core/aligned_vector.hpp"
 #include "runtime/engine/step.hpp"
 #include "runtime/kv/kv_cache.hpp"
 #include "runtime/model/checkpoint.hpp"
@@ -57,9 +58,10 @@ class model_runner {
   std::vector<int32_t> ids_, positions_;
   std::vector<int64_t> seq_rows_;     // each sequence's first query row in q_ / attn_
   std::vector<int64_t> seq_queries_;  // and how many queries it has there
-  std::vector<float> x_, h_, q_, k_, v_, attn_, tmp_, gate_, up_;
-  std::vector<float> router_, moe_out_, expert_in_, expert_gate_, expert_up_, expert_out_;
-  std::vector<float> final_;
+  // 64-byte aligned: the matmul tiles load these rows a cache line at a time (aligned_vector.hpp).
+  aligned_vector<float> x_, h_, q_, k_, v_, attn_, tmp_, gate_, up_;
+  aligned_vector<float> router_, moe_out_, expert_in_, expert_gate_, expert_up_, expert_out_;
+  aligned_vector<float> final_;
 };
 
 }  // namespace troupe
