@@ -22,11 +22,16 @@ void prefill_pacer::decode_fit::add(double d, double t) {
   sdt = sdt * kDecay + d * t;
 }
 
-double prefill_pacer::decode_fit::at(double d) const {
+bool prefill_pacer::decode_fit::has_slope() const {
+  if (w <= 0) return false;
+  const double md = sd / w;
+  return sdd / w - md * md >= 1e-6;
+}
+
+double prefill_pacer::decode_fit::at(double d, double row_s) const {
   if (w <= 0) return 0;
   const double md = sd / w, mt = st / w, var = sdd / w - md * md;
-  if (var < 1e-6) return mt;  // one batch size seen lately: its average
-  const double slope = std::max((sdt / w - md * mt) / var, 0.0);
+  const double slope = var < 1e-6 ? row_s : std::max((sdt / w - md * mt) / var, 0.0);
   return std::max(mt + slope * (d - md), mt * 0.1);
 }
 
@@ -43,11 +48,22 @@ void prefill_pacer::observe(int32_t num_decodes, int32_t num_prompt_tokens, doub
   // A prompt-only step says nothing about the decode part; one with decodes, before a decode-only
   // step was seen, cannot be split either.
   if (num_decodes == 0 || decode_.w <= 0) return;
-  const double extra = std::max(seconds - decode_.at(num_decodes), 0.0) / num_prompt_tokens;
-  per_token_s_ = average(per_token_s_, extra);
+  double base = 0, rows = num_prompt_tokens;
+  if (decode_.has_slope()) {
+    base = decode_.at(num_decodes, 0);
+  } else {
+    // One decode-only size seen (md): the decodes past it are priced like prompt tokens, so they
+    // join the rows this step's extra time is spread over. Fewer decodes than md cannot be split
+    // without the price being sought (a feedback that need not settle): such a step is skipped.
+    const double md = decode_.mean_decodes();
+    if (num_decodes < md - 1e-9) return;
+    base = decode_.at(md, 0);
+    rows += num_decodes - md;
+  }
+  per_token_s_ = average(per_token_s_, std::max(seconds - base, 0.0) / rows);
 }
 
-double prefill_pacer::decode_step_seconds() const noexcept { return decode_.at(last_decodes_); }
+double prefill_pacer::decode_step_seconds() const noexcept { return decode_.at(last_decodes_, per_token_s_); }
 
 int32_t prefill_pacer::cap() const noexcept {
   const double decode_s = decode_step_seconds();

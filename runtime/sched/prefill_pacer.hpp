@@ -9,6 +9,13 @@
 // and b (one more prompt token) are running fits of what the engine reported. Before a decode-only step is seen the
 // cap is the configured maximum; with a known and b not yet, the floor (the first mixed step
 // measures b without a latency spike).
+//
+// When the decode-only steps seen lately all had one size (one stream decoding alone, then many
+// arriving at once: every later step also prefills, so no decode-only step of the new size comes),
+// a(d) has no slope to go on. A decode then costs what a prompt token costs (each is one more row
+// through every linear layer, which dominates the step): a(d) = a(seen) + b * (d - seen). Without
+// that, a(1) stood for a(16), b took the 15 extra decodes' time, and the cap fell to the floor:
+// 16 streams got a new 64-token prompt in only after 8 steps (docs/benchmarks.md, Serving).
 #pragma once
 
 #include <cstdint>
@@ -37,7 +44,10 @@ class prefill_pacer {
   struct decode_fit {
     double w = 0, sd = 0, st = 0, sdd = 0, sdt = 0;
     void add(double d, double t);
-    double at(double d) const;
+    bool has_slope() const;  // more than one number of decodes seen lately
+    double mean_decodes() const { return w > 0 ? sd / w : 0; }
+    // row_s: the slope to assume when there is none (has_slope() false).
+    double at(double d, double row_s) const;
   };
   decode_fit decode_;
   int32_t last_decodes_ = 1;

@@ -55,6 +55,32 @@ BOOST_AUTO_TEST_CASE(a_decode_step_is_priced_by_its_number_of_decodes) {
   BOOST_TEST(p.cap() == 13);  // 0.054 / 0.004
 }
 
+BOOST_AUTO_TEST_CASE(decodes_past_the_only_size_seen_are_priced_like_prompt_tokens) {
+  // Every row costs 5 ms over 40 ms of fixed cost, decode or prompt. One stream decoded alone
+  // (45 ms steps); then six streams arrive together, and every later step also prefills, so no
+  // decode-only step of six is ever seen. The six decodes' extra 25 ms must not be charged to the
+  // prompt tokens: that priced a prompt token at 5 + 25/p ms and pinned the cap to the floor (8).
+  prefill_pacer p(1.0, 256, 8);
+  for (int i = 0; i < 20; ++i) p.observe(1, 0, 0.045);
+  auto step = [](int32_t decodes, int32_t prompt) { return 0.040 + 0.005 * (decodes + prompt); };
+  for (int i = 0; i < 40; ++i) {
+    const int32_t n = p.cap();
+    p.observe(6, n, step(6, n));
+  }
+  BOOST_TEST(p.seconds_per_prompt_token() == 0.005, boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(p.decode_step_seconds() == step(6, 0), boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(p.cap() == 14);  // a(6) = 70 ms of room at 5 ms a token
+  BOOST_TEST(step(6, p.cap()) <= 2 * step(6, 0));
+  // A step with fewer decodes than the one size seen cannot be split: it leaves the price alone.
+  prefill_pacer q(1.0, 256, 8);
+  for (int i = 0; i < 5; ++i) q.observe(16, 0, step(16, 0));
+  q.observe(16, 8, step(16, 8));
+  const double price = q.seconds_per_prompt_token();
+  BOOST_TEST(price == 0.005, boost::test_tools::tolerance(1e-9));
+  q.observe(2, 8, step(2, 8));
+  BOOST_TEST(q.seconds_per_prompt_token() == price);
+}
+
 BOOST_AUTO_TEST_CASE(the_cap_follows_a_prompt_token_that_gets_dearer) {
   // Attention over a growing context makes each prompt token dearer as a long prompt prefills.
   prefill_pacer p(1.0, 64);
