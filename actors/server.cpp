@@ -2,6 +2,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/atom.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
@@ -182,6 +183,11 @@ server::server(server_options opts) : impl_(std::make_unique<impl>()) {
   m.ctx = make_context(opts, m.max_len_clamped);
   m.sys_cfg = std::make_unique<caf::actor_system_config>();
   m.sys_cfg->set("scheduler.max-threads", static_cast<size_t>(m.ctx->cfg.actor_threads));
+  // Work sharing: idle workers wait on a condition variable. CAF's default, work stealing, polls
+  // (every 50 us for ~25 ms after each burst of messages, i.e. after every step), and on a
+  // machine whose cores the engine's threads fill, each wake-up stalls the engine's thread team:
+  // one stream decoded at 54 ms a token instead of 42 (docs/benchmarks.md, Serving).
+  m.sys_cfg->set("scheduler.policy", caf::atom_from_string(m.ctx->cfg.actor_scheduling));
   m.sys_cfg->load<caf::io::middleman>();
   m.sys = std::make_unique<caf::actor_system>(*m.sys_cfg);
   context_ptr ctx = m.ctx;

@@ -44,6 +44,7 @@ const std::vector<knob>& knobs() {
       {"server", "shutdown_grace_ms", &server_config::shutdown_grace_ms, 0, i32max},
       {"server", "tokenizer_workers", &server_config::tokenizer_workers, 1, 64},
       {"server", "actor_threads", &server_config::actor_threads, 1, 256},
+      {"server", "actor_scheduling", &server_config::actor_scheduling},
       {"server", "admin_token", &server_config::admin_token},
       {"model", "served_model_name", &server_config::served_model_name},
       {"model", "max_model_len", &server_config::max_model_len, 0, i32max},
@@ -193,6 +194,8 @@ void validate(const server_config& c) {
   }
   if (c.max_model_len != 0 && c.max_model_len < 2) bad2("model.max_model_len must be 0 (model default) or >= 2");
   if (c.host.empty()) bad2("server.host must not be empty");
+  if (c.actor_scheduling != "sharing" && c.actor_scheduling != "stealing")
+    bad2("server.actor_scheduling = '" + c.actor_scheduling + "'; expected sharing or stealing");
   try {
     quant::parse_method(c.quantization, "model.quantization (--quantization)");
     parse_kv_cache_dtype(c.kv_cache_dtype);

@@ -22,6 +22,9 @@ struct server_config {
   int32_t shutdown_grace_ms = 10000;
   int32_t tokenizer_workers = 2;
   int32_t actor_threads = 2;
+  // CAF's scheduler for them: "sharing" (idle workers block) or "stealing" (idle workers poll;
+  // on a machine with as many cores as engine threads they took ~25% of the engine's time).
+  std::string actor_scheduling = "sharing";
   std::string admin_token;         // "" = admin requests (set_policy) are refused
   // [model]
   std::string served_model_name;   // "" = the model directory's name

@@ -76,6 +76,10 @@ BOOST_AUTO_TEST_CASE(bad_input_names_the_key) {
   expect_error([&] { validate(c); }, "model.compute_dtype (--compute-dtype): 'fp16' is not one of f32, bf16");
   apply_override(c, "model.compute_dtype=bf16");
   validate(c);
+  apply_override(c, "server.actor_scheduling=polling");
+  expect_error([&] { validate(c); }, "server.actor_scheduling = 'polling'; expected sharing or stealing");
+  apply_override(c, "server.actor_scheduling=stealing");
+  validate(c);
 }
 
 BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
@@ -92,6 +96,7 @@ BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   BOOST_TEST(from_file.shutdown_grace_ms == d.shutdown_grace_ms);
   BOOST_TEST(from_file.tokenizer_workers == d.tokenizer_workers);
   BOOST_TEST(from_file.actor_threads == d.actor_threads);
+  BOOST_TEST(from_file.actor_scheduling == d.actor_scheduling);
   BOOST_TEST(from_file.max_model_len == d.max_model_len);
   BOOST_TEST(from_file.default_max_tokens == d.default_max_tokens);
   BOOST_TEST(from_file.quantization == d.quantization);
