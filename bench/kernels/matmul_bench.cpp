@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "bench/machine/machine_limits.hpp"
-#include "runtime/core/aligned_vector.hpp"
 #include "kernels/kernels.hpp"
+#include "runtime/core/aligned_vector.hpp"
 
 #ifdef TROUPE_HAVE_OPENBLAS
 #include <cblas.h>

@@ -22,16 +22,17 @@ void prefill_pacer::decode_fit::add(double d, double t) {
   sdt = sdt * kDecay + d * t;
 }
 
-bool prefill_pacer::decode_fit::has_slope() const {
-  if (w <= 0) return false;
+double prefill_pacer::decode_fit::variance() const {
   const double md = sd / w;
-  return sdd / w - md * md >= 1e-6;
+  return sdd / w - md * md;
 }
+
+bool prefill_pacer::decode_fit::has_slope() const { return w > 0 && variance() >= 1e-6; }
 
 double prefill_pacer::decode_fit::at(double d, double row_s) const {
   if (w <= 0) return 0;
-  const double md = sd / w, mt = st / w, var = sdd / w - md * md;
-  const double slope = var < 1e-6 ? row_s : std::max((sdt / w - md * mt) / var, 0.0);
+  const double md = sd / w, mt = st / w;
+  const double slope = has_slope() ? std::max((sdt / w - md * mt) / variance(), 0.0) : row_s;
   return std::max(mt + slope * (d - md), mt * 0.1);
 }
 

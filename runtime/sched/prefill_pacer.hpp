@@ -44,7 +44,8 @@ class prefill_pacer {
   struct decode_fit {
     double w = 0, sd = 0, st = 0, sdd = 0, sdt = 0;
     void add(double d, double t);
-    bool has_slope() const;  // more than one number of decodes seen lately
+    double variance() const;  // of the numbers of decodes seen (w > 0)
+    bool has_slope() const;   // more than one number of decodes seen lately
     double mean_decodes() const { return w > 0 ? sd / w : 0; }
     // row_s: the slope to assume when there is none (has_slope() false).
     double at(double d, double row_s) const;
