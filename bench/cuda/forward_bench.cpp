@@ -19,8 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/device.hpp"
+#include "bench/common/greedy.hpp"
 #include "bench/cuda/device_timing.hpp"
+#include "kernels/cuda/device.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/engine/cuda/cuda_model_runner.hpp"
@@ -86,9 +87,8 @@ void run(const char* name, const checkpoint& ckpt, double bw_gbs) {
     runner.step(seqs, r);
     std::vector<int32_t> next(static_cast<size_t>(batch));
     auto decode_step = [&](int32_t s) {
+      bench::greedy_next(r, next);
       for (int32_t i = 0; i < batch; ++i) {
-        auto row = r.row(static_cast<size_t>(i));
-        next[static_cast<size_t>(i)] = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
         seqs[static_cast<size_t>(i)] = {i, std::span<const int32_t>(&next[static_cast<size_t>(i)], 1), kContext + s,
                                         tables[static_cast<size_t>(i)], logits_mode::last};
       }

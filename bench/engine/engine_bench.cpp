@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/decode_rate.hpp"
 #include "bench/machine/machine_limits.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/engine/model_runner.hpp"
@@ -30,20 +31,6 @@ using namespace troupe;
 using clk = std::chrono::steady_clock;
 
 static double seconds_since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
-
-// CPU seconds of the whole process (all threads). Under OMP_WAIT_POLICY=passive, idle threads sleep
-// instead of spinning, so CPU time / threads estimates what an idle machine would take when other
-// processes share the cores (the "cpu" figures below).
-static double process_cpu_seconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-}
-
-struct rate {
-  double wall = 0, cpu = 0;  // tokens per second of wall time / of CPU time per thread
-};
 
 // Multiply-adds x 2 of the linear layers for one token (MoE: the router and top-k experts).
 static double layer_flops_per_token(const checkpoint& ck) {
@@ -98,41 +85,6 @@ static double peak_rss_mb() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss / 1024.0;
-}
-
-// Decodes `steps` tokens for `batch` sequences that each already hold `context` tokens.
-static rate decode_tokens_per_s(const checkpoint& ck, int batch, int context, int steps, int threads,
-                                model_runner_options opts) {
-  const int bs = 16;
-  const int per_seq = (context + steps + bs - 1) / bs;
-  kv_cache kv(ck.config, per_seq * batch, bs);
-  model_runner runner(ck, kv, opts);
-  std::mt19937 rng(1);
-  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(ck.config.vocab_size - 1));
-  std::vector<std::vector<int32_t>> tables(batch), prompts(batch);
-  for (int s = 0; s < batch; ++s) {
-    tables[s].resize(per_seq);
-    std::iota(tables[s].begin(), tables[s].end(), s * per_seq);
-    prompts[s].resize(context);
-    for (auto& t : prompts[s]) t = tok(rng);
-  }
-  step_result res;
-  std::vector<step_sequence> b(batch);
-  for (int s = 0; s < batch; ++s) b[s] = {s, prompts[s], 0, tables[s], logits_mode::last};
-  runner.step(b, res);  // prefill all contexts
-  std::vector<int32_t> next(batch);
-  auto t0 = clk::now();
-  const double c0 = process_cpu_seconds();
-  for (int i = 0; i < steps; ++i) {
-    for (int s = 0; s < batch; ++s) {
-      auto row = res.row(s);
-      next[s] = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-      b[s] = {s, std::span<const int32_t>(&next[s], 1), context + i, tables[s], logits_mode::last};
-    }
-    runner.step(b, res);
-  }
-  const double wall = seconds_since(t0), cpu = process_cpu_seconds() - c0;
-  return {batch * steps / wall, batch * steps / (cpu / threads)};
 }
 
 int main(int argc, char** argv) {
@@ -200,10 +152,10 @@ int main(int argc, char** argv) {
       for (int r = 0; r < reps; ++r) {
         step_sequence sq{0, prompt, 0, table, logits_mode::last};
         auto t0 = clk::now();
-        const double c0 = process_cpu_seconds();
+        const double c0 = bench::process_cpu_seconds();
         runner.step(std::span<const step_sequence>(&sq, 1), res);
         best = std::min(best, seconds_since(t0));
-        best_cpu = std::min(best_cpu, (process_cpu_seconds() - c0) / threads);
+        best_cpu = std::min(best_cpu, (bench::process_cpu_seconds() - c0) / threads);
       }
       // The layers for every prompt token, the vocabulary projection for the last one only.
       const double flops = layer_flops_per_token(*ck) * prefill_len + 2.0 * static_cast<double>(ck->weights.lm_head.rows) *
@@ -222,7 +174,7 @@ int main(int argc, char** argv) {
       if (batch <= 0) continue;
       double best = 0, best_cpu = 0;
       for (int r = 0; r < reps; ++r) {
-        const rate got = decode_tokens_per_s(*ck, batch, context, decode_steps, threads, {compute});
+        const bench::decode_speed got = bench::measure_decode(*ck, batch, context, decode_steps, threads, {compute});
         best = std::max(best, got.wall);
         best_cpu = std::max(best_cpu, got.cpu);
       }

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "bench/common/decode_rate.hpp"
 #include "bench/machine/machine_limits.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/engine/generator.hpp"
@@ -39,32 +40,9 @@ std::vector<int32_t> random_ids(int64_t n, int64_t vocab, uint64_t seed) {
   return ids;
 }
 
-// Decodes `steps` tokens after a `context`-token prompt for `batch` sequences in one batch; tokens/s
-// of the decode steps.
+// Decode tokens/s (wall) of `batch` sequences holding `context` tokens (bench/common/decode_rate.hpp).
 double decode_rate(const checkpoint& ck, int context, int steps, dtype kv = dtype::f32, int batch = 1) {
-  const int bs = 16, blocks = (context + steps + bs - 1) / bs;
-  kv_cache cache(ck.config, blocks * batch, bs, kv);
-  model_runner runner(ck, cache);
-  std::vector<std::vector<int32_t>> tables(batch, std::vector<int32_t>(blocks));
-  const std::vector<int32_t> prompt = random_ids(context, ck.config.vocab_size, 3);
-  std::vector<step_sequence> b(batch);
-  for (int s = 0; s < batch; ++s) {
-    std::iota(tables[s].begin(), tables[s].end(), s * blocks);
-    b[s] = {s, prompt, 0, tables[s], logits_mode::last};
-  }
-  step_result res;
-  runner.step(b, res);
-  std::vector<int32_t> next(batch);
-  const auto t0 = clk::now();
-  for (int i = 0; i < steps; ++i) {
-    for (int s = 0; s < batch; ++s) {
-      auto row = res.row(s);
-      next[s] = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-      b[s] = {s, std::span<const int32_t>(&next[s], 1), context + i, tables[s], logits_mode::last};
-    }
-    runner.step(b, res);
-  }
-  return batch * steps / since(t0);
+  return bench::measure_decode(ck, batch, context, steps, 1, {}, kv).wall;
 }
 
 double prefill_rate(const checkpoint& ck, int len) {

@@ -1,0 +1,25 @@
+// The timed decode loop of the engine and quantization benches (bench/engine, bench/quant).
+#pragma once
+
+#include "runtime/core/dtype.hpp"
+#include "runtime/engine/model_runner.hpp"
+
+namespace troupe::bench {
+
+struct decode_speed {
+  double wall = 0;  // tokens per second of wall time
+  double cpu = 0;   // tokens per second of CPU time per thread (see process_cpu_seconds)
+};
+
+// CPU seconds of the whole process (all threads). Under OMP_WAIT_POLICY=passive idle threads sleep
+// instead of spinning, so CPU time / threads estimates what an idle machine would take when other
+// processes share the cores.
+double process_cpu_seconds();
+
+// Decodes `steps` tokens for `batch` sequences that each already hold `context` random tokens (one
+// batched prefill step, untimed), each next token picked greedily as the engine does
+// (greedy_next). `threads`: the OpenMP threads, for the CPU-time figure.
+decode_speed measure_decode(const checkpoint& ck, int batch, int context, int steps, int threads,
+                           model_runner_options opts = {}, dtype kv_dtype = dtype::f32);
+
+}  // namespace troupe::bench
