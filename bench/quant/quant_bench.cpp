@@ -142,13 +142,14 @@ void report_accuracy(const std::string& model, const checkpoint& bf16, int posit
 int main(int argc, char** argv) {
   CLI::App app{"Troupe quantization benchmark (INT8 / FP8 weights and KV cache vs the float model)"};
   std::string model, work = std::filesystem::temp_directory_path() / "troupe-bench-quant";
-  int threads = 0, context = 64, steps = 32, reps = 3, prefill_len = 128, positions = 64;
+  int threads = 0, context = 64, steps = 32, reps = 3, prefill_len = 128, positions = 64, long_context = 1500;
   bool skip_accuracy = false, accuracy_only = false;
   app.add_option("--model", model, "float checkpoint (troupe make-checkpoint --preset qwen3-0.6b)")->required();
   app.add_option("--work-dir", work, "where the pre-quantized INT8 copy is written (removed at the end)");
   app.add_option("--threads", threads, "threads for the bandwidth probe (default: all cores)");
   app.add_option("--context", context);
   app.add_option("--decode-steps", steps);
+  app.add_option("--long-context", long_context, "context of the KV-dtype decode comparison (0: skip it; one run each)");
   app.add_option("--reps", reps, "interleaved repetitions; the best of each model is reported");
   app.add_option("--prefill-len", prefill_len);
   app.add_option("--positions", positions, "random-id positions for the accuracy measurement");
@@ -214,6 +215,13 @@ int main(int argc, char** argv) {
   double kv8 = 0;
   for (int r = 0; r < reps; ++r) kv8 = std::max(kv8, decode_rate(*int8, context, steps, dtype::i8));
   std::printf("decode batch 1, INT8 weights + INT8 KV cache: %.1f tokens/s\n", kv8);
+  // A long context, where the KV cache's bytes rival the weights' (float: 229 KB per token).
+  if (long_context > 0) {
+    std::printf("decode batch 1 at context %d, INT8 weights, KV cache", long_context);
+    for (auto [kv, name] : {std::pair{dtype::f32, "float"}, std::pair{dtype::i8, "INT8"}, std::pair{dtype::f8_e4m3, "FP8"}})
+      std::printf(" %s %.1f", name, decode_rate(*int8, long_context, steps, kv));
+    std::printf(" tokens/s\n");
+  }
   for (int batch : {4, 8, 16}) {
     double b16 = 0, i8 = 0;
     for (int r = 0; r < reps; ++r) {

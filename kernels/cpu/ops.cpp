@@ -2,6 +2,7 @@
 // Reductions use explicit 16-lane partial sums combined in a fixed order, so results do not
 // depend on the vector width the compiler picks, on threads, or on batch composition.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -52,6 +53,37 @@ TROUPE_CLONES void widen_row(const void* src, dtype t, int64_t n, float* out) {
     }
     default: throw_error(errc::unsupported, "embedding: unsupported table dtype " + std::string(to_string(t)));
   }
+}
+
+// Every E4M3 code's f8e4m3_to_f32, looked up per element: selects on the code's bits measured
+// 2x slower per FP8-cache decode token at context 1500 than this table (GCC 12, -O3).
+const std::array<float, 256>& fp8_values() {
+  static const auto table = [] {
+    std::array<float, 256> t{};
+    for (int c = 0; c < 256; ++c) t[static_cast<size_t>(c)] = f8e4m3_to_f32(static_cast<uint8_t>(c));
+    return t;
+  }();
+  return table;
+}
+
+// Rows [0, n) of one block of a quantized pool, kv heads [g0, g1), into `out` laid out as the float
+// pool would be but with (g1 - g0) heads per slot: value = code * scale, exactly as
+// cpu::dequantize_kv_row, so attention on `out` is attention on the stored values.
+TROUPE_CLONES void dequantize_block(const uint8_t* codes, const float* scales, int64_t n, int64_t n_kv_heads, int64_t g0,
+                                    int64_t g1, int64_t d, dtype type, float* out) {
+  const float* fp8 = fp8_values().data();
+  for (int64_t slot = 0; slot < n; ++slot)
+    for (int64_t g = g0; g < g1; ++g) {
+      const int64_t at = slot * n_kv_heads + g;
+      const uint8_t* c = codes + at * d;
+      const float scale = scales[at];
+      float* o = out + (slot * (g1 - g0) + (g - g0)) * d;
+      if (type == dtype::i8) {
+        for (int64_t i = 0; i < d; ++i) o[i] = static_cast<float>(static_cast<int8_t>(c[i])) * scale;
+      } else {
+        for (int64_t i = 0; i < d; ++i) o[i] = fp8[c[i]] * scale;
+      }
+    }
 }
 
 }  // namespace
@@ -270,10 +302,11 @@ const cpu::attn_backend& choose_attn_backend() {
 
 void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start_pos,
                      const paged_kv_layer& kv, const int32_t* block_table, float scale, float* out) {
-  if (kv.type != dtype::f32) {
-    // Quantized pool: dequantise the keys this chunk sees into a float pool laid out position by
-    // position, then run the float attention on it unchanged (so the result is exactly the float
-    // attention on the stored values).
+  const bool decode = n_q == 1 && kv.n_kv_heads > 1;  // the decode path below (quantized pools too)
+  if (kv.type != dtype::f32 && !decode) {
+    // Quantized pool, a prompt chunk: dequantise the keys this chunk sees into a float pool laid out
+    // position by position, then run the float attention on it unchanged (so the result is exactly
+    // the float attention on the stored values). Its queries share that cost.
     struct scratch {
       std::vector<float> k, v;
       std::vector<int32_t> table;
@@ -292,11 +325,10 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
 #pragma omp parallel for schedule(static) if (n_keys * row >= (int64_t{1} << 15))
     for (int64_t p = 0; p < n_keys; ++p) {
       const int64_t slot = static_cast<int64_t>(block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
-      for (int64_t h = 0; h < kv.n_kv_heads; ++h) {
-        const int64_t at = slot * kv.n_kv_heads + h;
-        cpu::dequantize_kv_row(kv.k_codes + at * kv.head_dim, kv.k_scales[at], kv.head_dim, kv.type, kd + p * row + h * kv.head_dim);
-        cpu::dequantize_kv_row(kv.v_codes + at * kv.head_dim, kv.v_scales[at], kv.head_dim, kv.type, vd + p * row + h * kv.head_dim);
-      }
+      dequantize_block(kv.k_codes + slot * row, kv.k_scales + slot * kv.n_kv_heads, 1, kv.n_kv_heads, 0, kv.n_kv_heads,
+                       kv.head_dim, kv.type, kd + p * row);
+      dequantize_block(kv.v_codes + slot * row, kv.v_scales + slot * kv.n_kv_heads, 1, kv.n_kv_heads, 0, kv.n_kv_heads,
+                       kv.head_dim, kv.type, vd + p * row);
     }
     paged_kv_layer f{s.k.data(), s.v.data(), kv.block_size, kv.n_kv_heads, kv.head_dim};
     return paged_attention(q, n_q, n_heads, start_pos, f, s.table.data(), scale, out);
@@ -337,8 +369,14 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
   // is read as one contiguous piece per item instead of one 512-byte row per 4 KB per head. Per
   // (query, head) the arithmetic is unchanged: a score per key, one softmax over all of them, and
   // the weighted sum chained over the blocks in key order (attention.hpp, `resume`).
-  if (n_q == 1 && kv.n_kv_heads > 1) {
+  // A quantized pool is dequantised here a block at a time, this item's heads only, K in the first
+  // pass and V in the last, into a block-sized float buffer the same kernels read: one decode token
+  // reads each code once and writes no pool-sized float copy (the prompt path's whole-pool copy
+  // made an INT8 cache slower than a float one, and grew with the context). The values, and so
+  // every result, are those of the whole-pool copy.
+  if (decode) {
     const int64_t n_keys = start_pos + 1, bs = kv.block_size, row = static_cast<int64_t>(kv.n_kv_heads) * d;
+    const bool quantized = kv.type != dtype::f32;
     const int64_t lds_pad = lds + 16;  // a block's garbage past its keys (scores) stays in its own row
     const int parts = static_cast<int>(std::min<int64_t>(kv.n_kv_heads, omp_get_max_threads()));
 #pragma omp parallel for schedule(static) if (parts > 1)
@@ -354,18 +392,31 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
         qs[h] = q + (g0 * group + h) * d;
         outs[h] = out + (g0 * group + h) * d;
       }
-      auto each_block = [&](auto&& fn) {
+      thread_local std::vector<float> deq;  // one block of this item's heads (quantized pools)
+      if (quantized) deq.resize(static_cast<size_t>(bs * (g1 - g0) * d));
+      auto each_block = [&](bool values, auto&& fn) {
         for (int64_t j0 = 0; j0 < n_keys; j0 += bs) {
-          std::fill(limit.begin(), limit.end(), std::min(bs, n_keys - j0));
+          const int64_t nb = std::min(bs, n_keys - j0);
+          std::fill(limit.begin(), limit.end(), nb);
+          if (!quantized) {
+            for (int64_t g = g0; g < g1; ++g)
+              fn(j0, (g - g0) * group, cpu::attn_kv{kv.k, kv.v, block_table + j0 / bs, bs, row, g * d, d});
+            continue;
+          }
+          const int64_t block = block_table[j0 / bs];
+          dequantize_block((values ? kv.v_codes : kv.k_codes) + block * bs * row,
+                           (values ? kv.v_scales : kv.k_scales) + block * bs * kv.n_kv_heads, nb, kv.n_kv_heads, g0, g1, d,
+                           kv.type, deq.data());
           for (int64_t g = g0; g < g1; ++g)
-            fn(j0, (g - g0) * group, cpu::attn_kv{kv.k, kv.v, block_table + j0 / bs, bs, row, g * d, d});
+            fn(j0, (g - g0) * group,
+               cpu::attn_kv{deq.data(), deq.data(), zero_table, bs, (g1 - g0) * d, (g - g0) * d, d});
         }
       };
-      each_block([&](int64_t j0, int64_t h, const cpu::attn_kv& a) {
+      each_block(false, [&](int64_t j0, int64_t h, const cpu::attn_kv& a) {
         be.scores(qs.data() + h, limit.data(), static_cast<int>(group), a, scale, s.data() + h * lds_pad + j0, lds_pad);
       });
       for (int64_t h = 0; h < nh; ++h) be.softmax(s.data() + h * lds_pad, n_keys);
-      each_block([&](int64_t j0, int64_t h, const cpu::attn_kv& a) {
+      each_block(true, [&](int64_t j0, int64_t h, const cpu::attn_kv& a) {
         be.weighted_sum(s.data() + h * lds_pad + j0, lds_pad, limit.data(), static_cast<int>(group), a, outs.data() + h,
                         j0 > 0);
       });

@@ -1,9 +1,12 @@
 // The quantized KV pool (INT8 / FP8 codes, one scale per token and head): kv_write's rounding, and
 // paged_attention on it equal, bit for bit, to the float attention on the values it stores.
+#include <omp.h>
+
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -92,5 +95,84 @@ BOOST_AUTO_TEST_CASE(quantized_attention_is_float_attention_on_the_stored_values
         }
       }
     BOOST_TEST(worst <= (t == dtype::i8 ? 0.5 + 1e-5 : 1.0 / 16 + 1e-5), troupe::to_string(t) << ": worst rounding " << worst);
+  }
+}
+
+// A decode token reads a quantized pool a block at a time (ops.cpp): every block boundary, items
+// of several kv heads (1, 2 or 3 threads over 4 heads), a partial last block, extreme codes
+// (signed zero, subnormal and largest E4M3, -127) and a non-finite row, all bit for bit as the
+// float attention on the stored values.
+BOOST_AUTO_TEST_CASE(decode_on_a_quantized_pool_is_float_decode_on_its_values) {
+  const int32_t heads = 4, hq = 8, d = 128, len = 70;
+  for (dtype t : {dtype::i8, dtype::f8_e4m3}) {
+    pools p(t, 6, 16, heads, d);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<int32_t> table{4, 0, 5, 2, 1};
+    std::vector<float> k(static_cast<size_t>(len) * heads * d), v(k.size()), q(static_cast<size_t>(len) * hq * d);
+    for (auto* a : {&k, &v, &q})
+      for (auto& x : *a) x = nd(rng);
+    k[(33 * heads + 2) * d + 5] = INFINITY;  // position 33, head 2: codes 0, scale NaN
+    for (int32_t at = 0; at < len; ++at) tk::kv_write(p.q, table.data(), at, 1, k.data() + at * heads * d, v.data() + at * heads * d);
+    // Extreme codes in position 20's rows (slot 4 of block table[1] = 0).
+    const uint8_t special[] = {0x80, 0x01, 0x81, 0x07, 0x7e, 0xfe};
+    for (size_t i = 0; i < std::size(special); ++i) {
+      const size_t at = ((0 * 16 + 4) * heads + i % heads) * d + i;
+      p.kc[at] = t == dtype::i8 ? static_cast<uint8_t>(int8_t{-127}) : special[i];
+      p.vc[at + 7] = t == dtype::i8 ? uint8_t{127} : special[i];
+    }
+    p.mirror();
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      for (int32_t start : {0, 1, 15, 16, 17, 20, 31, 32, 47, 48, 69}) {
+        std::vector<float> a(static_cast<size_t>(hq) * d), b(a.size());
+        tk::paged_attention(q.data() + start * hq * d, 1, hq, start, p.q, table.data(), 0.0883883f, a.data());
+        tk::paged_attention(q.data() + start * hq * d, 1, hq, start, p.f, table.data(), 0.0883883f, b.data());
+        BOOST_TEST(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
+                   troupe::to_string(t) << ", " << threads << " threads, position " << start);
+        // Only heads 4-5 (kv head 2) see the non-finite row, from position 33 on.
+        bool finite = true;
+        for (int64_t i = 0; i < 4 * d; ++i) finite = finite && std::isfinite(a[i]);
+        BOOST_TEST(finite, troupe::to_string(t) << " position " << start << ": heads 0-3 must stay finite");
+        BOOST_TEST(std::isnan(a[4 * d]) == (start >= 33), troupe::to_string(t) << " position " << start);
+      }
+    }
+    omp_set_num_threads(omp_get_num_procs());
+  }
+}
+
+// Every code of both types, as values (V of kv head 0, NaN codes included) and as keys (K of kv
+// head 1, the NaN codes left out so that head's scores stay finite), in a decode step and in a
+// prompt chunk: the same bits as the float attention on the reference dequantisation.
+BOOST_AUTO_TEST_CASE(every_code_reads_as_the_reference_dequantisation) {
+  const int32_t heads = 2, hq = 4, d = 128, len = 3;
+  for (dtype t : {dtype::i8, dtype::f8_e4m3}) {
+    pools p(t, 1, 16, heads, d);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> k(static_cast<size_t>(len) * heads * d), v(k.size()), q(static_cast<size_t>(len) * hq * d);
+    for (auto* a : {&k, &v, &q})
+      for (auto& x : *a) x = nd(rng);
+    const std::vector<int32_t> table{0};
+    tk::kv_write(p.q, table.data(), 0, len, k.data(), v.data());
+    for (int c = 0; c < 256; ++c) {
+      const size_t pos = static_cast<size_t>(c) / d, e = static_cast<size_t>(c) % d;
+      p.vc[(pos * heads + 0) * d + e] = static_cast<uint8_t>(c);
+      const bool nan_code = t == dtype::f8_e4m3 && (c & 0x7f) == 0x7f;
+      p.kc[(pos * heads + 1) * d + e] = nan_code ? uint8_t{0} : static_cast<uint8_t>(c);
+    }
+    p.mirror();
+    for (int32_t start : {2, 0}) {  // decode at position 2; a prompt chunk of all three
+      const int32_t nq = len - start;
+      std::vector<float> a(static_cast<size_t>(nq) * hq * d), b(a.size());
+      tk::paged_attention(q.data() + start * hq * d, nq, hq, start, p.q, table.data(), 0.0883883f, a.data());
+      tk::paged_attention(q.data() + start * hq * d, nq, hq, start, p.f, table.data(), 0.0883883f, b.data());
+      BOOST_TEST(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0, troupe::to_string(t) << " start " << start);
+      // Kv head 1 (query heads 2, 3) read every finite key code and stayed finite.
+      bool finite = true;
+      for (int32_t r = 0; r < nq; ++r)
+        for (int64_t i = 2 * d; i < 4 * d; ++i) finite = finite && std::isfinite(a[r * hq * d + i]);
+      BOOST_TEST(finite, troupe::to_string(t) << " start " << start);
+    }
   }
 }
