@@ -41,6 +41,18 @@ struct pools {
   }
 };
 
+// Normal random keys and values [len, heads, d] and queries [len, hq, d].
+struct qkv {
+  std::vector<float> k, v, q;
+  qkv(int32_t len, int32_t heads, int32_t hq, int32_t d, uint32_t seed)
+      : k(static_cast<size_t>(len) * heads * d), v(k.size()), q(static_cast<size_t>(len) * hq * d) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (auto* a : {&k, &v, &q})
+      for (auto& x : *a) x = nd(rng);
+  }
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(kv_rows_round_to_the_nearest_code) {
@@ -62,14 +74,10 @@ BOOST_AUTO_TEST_CASE(kv_rows_round_to_the_nearest_code) {
 BOOST_AUTO_TEST_CASE(quantized_attention_is_float_attention_on_the_stored_values) {
   for (dtype t : {dtype::i8, dtype::f8_e4m3}) {
     pools p(t, 12, 16, 2, 64);
-    std::mt19937 rng(3);
-    std::normal_distribution<float> nd(0.f, 1.f);
     const int32_t len = 150, hq = 4;
     std::vector<int32_t> table(12);
     std::iota(table.rbegin(), table.rend(), 0);  // reversed: blocks scattered through the pool
-    std::vector<float> k(static_cast<size_t>(len) * 2 * 64), v(k.size()), q(static_cast<size_t>(len) * hq * 64);
-    for (auto* a : {&k, &v, &q})
-      for (auto& x : *a) x = nd(rng);
+    auto [k, v, q] = qkv(len, 2, hq, 64, 3);
     // Write in uneven chunks, as chunked prefill and decode do.
     for (int32_t at = 0; at < len;) {
       const int32_t n = std::min(len - at, 1 + at % 23);
@@ -106,12 +114,8 @@ BOOST_AUTO_TEST_CASE(decode_on_a_quantized_pool_is_float_decode_on_its_values) {
   const int32_t heads = 4, hq = 8, d = 128, len = 70;
   for (dtype t : {dtype::i8, dtype::f8_e4m3}) {
     pools p(t, 6, 16, heads, d);
-    std::mt19937 rng(11);
-    std::normal_distribution<float> nd(0.f, 1.f);
     std::vector<int32_t> table{4, 0, 5, 2, 1};
-    std::vector<float> k(static_cast<size_t>(len) * heads * d), v(k.size()), q(static_cast<size_t>(len) * hq * d);
-    for (auto* a : {&k, &v, &q})
-      for (auto& x : *a) x = nd(rng);
+    auto [k, v, q] = qkv(len, heads, hq, d, 11);
     k[(33 * heads + 2) * d + 5] = INFINITY;  // position 33, head 2: codes 0, scale NaN
     for (int32_t at = 0; at < len; ++at) tk::kv_write(p.q, table.data(), at, 1, k.data() + at * heads * d, v.data() + at * heads * d);
     // Extreme codes in position 20's rows (slot 4 of block table[1] = 0).
@@ -148,11 +152,7 @@ BOOST_AUTO_TEST_CASE(every_code_reads_as_the_reference_dequantisation) {
   const int32_t heads = 2, hq = 4, d = 128, len = 3;
   for (dtype t : {dtype::i8, dtype::f8_e4m3}) {
     pools p(t, 1, 16, heads, d);
-    std::mt19937 rng(5);
-    std::normal_distribution<float> nd(0.f, 1.f);
-    std::vector<float> k(static_cast<size_t>(len) * heads * d), v(k.size()), q(static_cast<size_t>(len) * hq * d);
-    for (auto* a : {&k, &v, &q})
-      for (auto& x : *a) x = nd(rng);
+    auto [k, v, q] = qkv(len, heads, hq, d, 5);
     const std::vector<int32_t> table{0};
     tk::kv_write(p.q, table.data(), 0, len, k.data(), v.data());
     for (int c = 0; c < 256; ++c) {
