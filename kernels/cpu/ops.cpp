@@ -2,7 +2,6 @@
 // Reductions use explicit 16-lane partial sums combined in a fixed order, so results do not
 // depend on the vector width the compiler picks, on threads, or on batch composition.
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -55,34 +54,15 @@ TROUPE_CLONES void widen_row(const void* src, dtype t, int64_t n, float* out) {
   }
 }
 
-// Every E4M3 code's f8e4m3_to_f32, looked up per element: selects on the code's bits measured
-// 2x slower per FP8-cache decode token at context 1500 than this table (GCC 12, -O3).
-const std::array<float, 256>& fp8_values() {
-  static const auto table = [] {
-    std::array<float, 256> t{};
-    for (int c = 0; c < 256; ++c) t[static_cast<size_t>(c)] = f8e4m3_to_f32(static_cast<uint8_t>(c));
-    return t;
-  }();
-  return table;
-}
-
 // Rows [0, n) of one block of a quantized pool, kv heads [g0, g1), into `out` laid out as the float
-// pool would be but with (g1 - g0) heads per slot: value = code * scale, exactly as
-// cpu::dequantize_kv_row, so attention on `out` is attention on the stored values.
+// pool would be but with (g1 - g0) heads per slot (cpu::dequantize_kv_row per row, vectorised for
+// the best instruction set here), so attention on `out` is attention on the stored values.
 TROUPE_CLONES void dequantize_block(const uint8_t* codes, const float* scales, int64_t n, int64_t n_kv_heads, int64_t g0,
                                     int64_t g1, int64_t d, dtype type, float* out) {
-  const float* fp8 = fp8_values().data();
   for (int64_t slot = 0; slot < n; ++slot)
     for (int64_t g = g0; g < g1; ++g) {
       const int64_t at = slot * n_kv_heads + g;
-      const uint8_t* c = codes + at * d;
-      const float scale = scales[at];
-      float* o = out + (slot * (g1 - g0) + (g - g0)) * d;
-      if (type == dtype::i8) {
-        for (int64_t i = 0; i < d; ++i) o[i] = static_cast<float>(static_cast<int8_t>(c[i])) * scale;
-      } else {
-        for (int64_t i = 0; i < d; ++i) o[i] = fp8[c[i]] * scale;
-      }
+      cpu::dequantize_kv_row(codes + at * d, scales[at], d, type, out + (slot * (g1 - g0) + (g - g0)) * d);
     }
 }
 

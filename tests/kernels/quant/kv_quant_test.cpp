@@ -32,12 +32,17 @@ struct pools {
     q.type = t, q.k_codes = kc.data(), q.v_codes = vc.data(), q.k_scales = ks.data(), q.v_scales = vs.data();
     f = {kf.data(), vf.data(), bs, heads, d};
   }
-  // The float pool holding exactly the quantized pool's values.
+  // The float pool holding exactly the quantized pool's values, code by code through the scalar
+  // conversions (not the kernels' own dequantize_kv_row).
   void mirror() {
-    for (size_t r = 0; r < ks.size(); ++r) {
-      troupe::kernels::cpu::dequantize_kv_row(kc.data() + r * d, ks[r], d, q.type, kf.data() + r * d);
-      troupe::kernels::cpu::dequantize_kv_row(vc.data() + r * d, vs[r], d, q.type, vf.data() + r * d);
-    }
+    auto value = [this](uint8_t c) {
+      return q.type == dtype::i8 ? static_cast<float>(static_cast<int8_t>(c)) : troupe::f8e4m3_to_f32(c);
+    };
+    for (size_t r = 0; r < ks.size(); ++r)
+      for (int32_t e = 0; e < d; ++e) {
+        kf[r * d + e] = value(kc[r * d + e]) * ks[r];
+        vf[r * d + e] = value(vc[r * d + e]) * vs[r];
+      }
   }
 };
 
