@@ -51,8 +51,10 @@ const quant_backend& best_quant_backend(dtype type) {
     throw_error(errc::invalid_argument, "matmul: TROUPE_ISA names an instruction set this CPU or build cannot run");
   static const bool vnni = __builtin_cpu_supports("avx512vnni");
   const bool avx512 = isa == "avx512";
-  if (type == dtype::f8_e4m3) return avx512 ? fp8_backend_avx512() : fp8_backend_generic();
-  return avx512 && vnni ? int8_backend_avx512_vnni() : avx512 ? int8_backend_avx512() : int8_backend_generic();
+  if (type == dtype::f8_e4m3)
+    return avx512 ? fp8_backend_avx512() : isa == "avx2" ? fp8_backend_avx2() : fp8_backend_generic();
+  if (avx512) return vnni ? int8_backend_avx512_vnni() : int8_backend_avx512();
+  return isa == "avx2" ? int8_backend_avx2() : int8_backend_generic();
 }
 
 void check_quantized_weight(const weight_ref& w) {

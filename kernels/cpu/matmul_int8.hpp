@@ -58,12 +58,14 @@ struct quant_backend {
 
 const quant_backend& int8_backend_avx512_vnni();  // AVX512-VNNI vpdpwssd
 const quant_backend& int8_backend_avx512();       // the same with vpmaddwd + vpaddd
+const quant_backend& int8_backend_avx2();         // vpmaddwd + vpaddd on ymm
 const quant_backend& int8_backend_generic();
 const quant_backend& fp8_backend_avx512();
+const quant_backend& fp8_backend_avx2();
 const quant_backend& fp8_backend_generic();
 
 // The back-ends this CPU can run for `type` (i8 or f8_e4m3), best first; honours TROUPE_ISA as
-// matmul() does (avx2 and generic select the generic back-end).
+// matmul() does (generic selects the portable back-ends; avx2 the AVX2 INT8 one).
 const quant_backend& best_quant_backend(dtype type);
 
 // Checks a quantized weight_ref (codes, scales, group shape); throws troupe::error naming what is

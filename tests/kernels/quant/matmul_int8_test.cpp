@@ -75,9 +75,11 @@ std::vector<const cpu::quant_backend*> backends(dtype t) {
     out.push_back(&cpu::int8_backend_generic());
     if (avx512) out.push_back(&cpu::int8_backend_avx512());
     if (avx512 && __builtin_cpu_supports("avx512vnni")) out.push_back(&cpu::int8_backend_avx512_vnni());
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out.push_back(&cpu::int8_backend_avx2());
   } else {
     out.push_back(&cpu::fp8_backend_generic());
     if (avx512) out.push_back(&cpu::fp8_backend_avx512());
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out.push_back(&cpu::fp8_backend_avx2());
   }
   return out;
 }
