@@ -3,9 +3,9 @@
 //   score[j] = dot16(q, k_j) * scale   dot16: matmul's 16-lane FMA dot product and tree
 //                                      (matmul_backend.hpp), the tail lanes as if zero-padded
 //   p[j]     = e[j] / sum(e)   e[j] = exp(score[j] - max score) by the fused-multiply-add polynomial
-//                              of softmax_exp (ops.cpp); sum over 16 lanes (j mod 16) and the tree
+//                              of exp_approx (vec_math.hpp); sum over 16 lanes (j mod 16) and the tree
 //   out[i]   = fma(p[j], v_j[i], out[i]) for j = 0, 1, ... in key order, out starting at +0
-// so the AVX-512 and the portable back-ends agree bit for bit.
+// so the AVX-512, AVX2 and portable back-ends agree bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -59,9 +59,13 @@ struct attn_backend {
 };
 
 const attn_backend& attn_backend_avx512();
-
-// silu(gate) * up with exp16 (vec_math_avx512.hpp); call only where the CPU has AVX-512.
-void silu_mul_avx512(const float* gate, const float* up, int64_t count, float* out);
+const attn_backend& attn_backend_avx2();  // call its functions only where the CPU has AVX2 and FMA
 const attn_backend& attn_backend_generic();
+
+// out = silu(gate) * up = gate / (1 + exp(-gate)) * up, exp by the fused sequence of exp_approx
+// (vec_math.hpp), the same bits from each: AVX-512 (exp16), AVX2 (exp8), portable.
+void silu_mul_avx512(const float* gate, const float* up, int64_t count, float* out);
+void silu_mul_avx2(const float* gate, const float* up, int64_t count, float* out);
+void silu_mul_generic(const float* gate, const float* up, int64_t count, float* out);
 
 }  // namespace troupe::kernels::cpu

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include <omp.h>
@@ -123,14 +124,27 @@ TROUPE_CLONES void rope_token(float* x, int64_t n_heads, int64_t head_dim, const
   }
 }
 
-TROUPE_CLONES void silu_mul_range(const float* gate, const float* up, int64_t count, float* out) {
-  for (int64_t i = 0; i < count; ++i) {
-    float g = gate[i];
-    out[i] = g / (1.0f + cpu::exp_approx(-g)) * up[i];
-  }
+// The instruction set of the attention and SiLU loops: the one matmul chose (matmul.cpp), so one
+// TROUPE_ISA setting moves every kernel together.
+enum class isa { generic, avx2, avx512 };
+isa kernel_isa() {
+  static const isa chosen = [] {
+    const std::string_view m = matmul_isa();
+    return m == "avx512" ? isa::avx512 : m == "avx2" ? isa::avx2 : isa::generic;
+  }();
+  return chosen;
 }
 
 }  // namespace
+
+namespace cpu {
+TROUPE_CLONES void silu_mul_generic(const float* gate, const float* up, int64_t count, float* out) {
+  for (int64_t i = 0; i < count; ++i) {
+    float g = gate[i];
+    out[i] = g / (1.0f + exp_approx(-g)) * up[i];
+  }
+}
+}  // namespace cpu
 
 void rmsnorm(const float* x, const float* weight, int64_t n, int64_t dim, float eps, float* out) {
 #pragma omp parallel for schedule(static) if (n * dim >= kParallelFloats && n > 1)
@@ -151,10 +165,9 @@ void rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const i
 void silu_mul(const float* gate, const float* up, int64_t count, float* out) {
   constexpr int64_t chunk = 4096;
   const int64_t chunks = (count + chunk - 1) / chunk;
-  // GCC leaves exp_approx's clamps as branches (scalar code): AVX-512 gets its own loop.
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  const auto body = avx512 ? cpu::silu_mul_avx512 : silu_mul_range;
+  static const auto body = kernel_isa() == isa::avx512 ? cpu::silu_mul_avx512
+                            : kernel_isa() == isa::avx2 ? cpu::silu_mul_avx2
+                                                        : cpu::silu_mul_generic;
 #pragma omp parallel for schedule(static) if (count >= kParallelFloats)
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t i0 = c * chunk;
@@ -233,34 +246,13 @@ TROUPE_CLONES void weighted_sum_generic(const float* p, int64_t lds, const int64
   }
 }
 
-// exp(x) for softmax: vec_math.hpp's exp_approx with every multiply-add written as one fused
-// operation, so that the AVX-512 back-end (exp16) computes the same bits.
-inline float softmax_exp(float x) {
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-  const float n = __builtin_roundevenf(x * 1.44269504088896341f);
-  float r = std::fma(-n, 0.693359375f, x);
-  r = std::fma(-n, -2.12194440e-4f, r);
-  float p = 1.9875691500e-4f;
-  p = std::fma(p, r, 1.3981999507e-3f);
-  p = std::fma(p, r, 8.3334519073e-3f);
-  p = std::fma(p, r, 4.1665795894e-2f);
-  p = std::fma(p, r, 1.6666665459e-1f);
-  p = std::fma(p, r, 5.0000001201e-1f);
-  const float pr = p * r;
-  p = std::fma(pr, r, r) + 1.0f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-
 // Softmax of one query's scores in place: max, exp, a 16-lane sum with the fixed tree, e / sum.
 TROUPE_CLONES void softmax_generic(float* s, int64_t n) {
   float mx = -INFINITY;
   for (int64_t t = 0; t < n; ++t) mx = s[t] > mx ? s[t] : mx;
   float lanes[kLanes] = {};
   for (int64_t t = 0; t < n; ++t) {
-    s[t] = softmax_exp(s[t] - mx);
+    s[t] = cpu::exp_approx(s[t] - mx);
     lanes[t % kLanes] += s[t];
   }
   for (int w = kLanes / 2; w > 0; w /= 2)
@@ -270,12 +262,11 @@ TROUPE_CLONES void softmax_generic(float* s, int64_t n) {
 }
 
 const cpu::attn_backend& choose_attn_backend() {
-  // Same rule as matmul (matmul.cpp): AVX-512 F/BW/VL/DQ unless TROUPE_ISA asks for less.
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  const char* env = std::getenv("TROUPE_ISA");
-  const bool lower = env && (std::strcmp(env, "avx2") == 0 || std::strcmp(env, "generic") == 0);
-  return avx512 && !lower ? cpu::attn_backend_avx512() : cpu::attn_backend_generic();
+  switch (kernel_isa()) {
+    case isa::avx512: return cpu::attn_backend_avx512();
+    case isa::avx2: return cpu::attn_backend_avx2();
+    default: return cpu::attn_backend_generic();
+  }
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// exp(x) on 16 floats for AVX-512 kernels: vec_math.hpp's polynomial with every multiply-add one
-// fused instruction, the same operation sequence as softmax_exp in ops.cpp (so the AVX-512 and
-// portable attention agree bit for bit). Include inside a #pragma GCC target("avx512f,...") region.
+// exp(x) on 16 floats for AVX-512 kernels: the operation sequence of exp_approx (vec_math.hpp), every
+// multiply-add one fused instruction, so the AVX-512 and portable softmax and SiLU agree bit for bit.
+// Include inside a #pragma GCC target("avx512f,...") region.
 #pragma once
 
 inline __m512 exp16(__m512 x) {
