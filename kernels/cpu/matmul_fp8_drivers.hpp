@@ -17,8 +17,7 @@
 namespace troupe::kernels::cpu {
 namespace {
 
-constexpr int64_t panel_rows = 32;
-constexpr int64_t block_n = 64;
+#include "kernels/cpu/matmul_quant_panels.hpp"
 
 template <int R, int C>
 void run_direct(const quant_activations& a, const weight_ref& w, int64_t j0, int64_t j1, float* y, int64_t pf0,
@@ -39,42 +38,11 @@ void run_direct(const quant_activations& a, const weight_ref& w, int64_t j0, int
   }
 }
 
-template <int R>
-void panel_tiles(const quant_activations& a, int64_t i, const weight_ref& w, int64_t jc, int64_t nc, int64_t ka,
-                 int64_t kb, float* part, bool first) {
-  constexpr int64_t stride = panel_rows * 16;
-  int64_t c = 0;
-  for (; c + kPanelTileCols <= nc; c += kPanelTileCols)
-    tile<R, kPanelTileCols>(a, i, w, jc + c, ka, kb, part + c * 16, stride, first, nullptr, 0);
-  for (; c < nc; ++c) tile<R, 1>(a, i, w, jc + c, ka, kb, part + c * 16, stride, first, nullptr, 0);
-}
-
 void run_packed(const quant_activations& a, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
-  const int64_t n = a.n, cols = w.cols;
   // Column slices of whole groups, about 512 wide, so a tile's x rows stay in L1.
-  const int64_t group = std::min<int64_t>(w.group_cols, cols);
+  const int64_t group = std::min<int64_t>(w.group_cols, w.cols);
   const int64_t slice = std::max<int64_t>(1, 512 / group) * group;
-  for (int64_t jc = j0; jc < j1; jc += panel_rows) {
-    const int64_t nc = std::min(panel_rows, j1 - jc);
-    for (int64_t ic = 0; ic < n; ic += block_n) {
-      const int64_t ie = std::min(n, ic + block_n);
-      for (int64_t ka = 0; ka < cols; ka += slice) {
-        const int64_t kb = std::min(cols, ka + slice);
-        for (int64_t i = ic; i < ie; i += kPanelTileRows) {
-          float* part = scratch + (i - ic) * panel_rows * 16;
-          static_assert(kPanelTileRows == 3 || kPanelTileRows == 4);
-          switch (std::min<int64_t>(kPanelTileRows, ie - i)) {
-            case 4: if constexpr (kPanelTileRows == 4) panel_tiles<4>(a, i, w, jc, nc, ka, kb, part, ka == 0); break;
-            case 3: panel_tiles<3>(a, i, w, jc, nc, ka, kb, part, ka == 0); break;
-            case 2: panel_tiles<2>(a, i, w, jc, nc, ka, kb, part, ka == 0); break;
-            default: panel_tiles<1>(a, i, w, jc, nc, ka, kb, part, ka == 0); break;
-          }
-        }
-      }
-      for (int64_t i = ic; i < ie; ++i)
-        for (int64_t c = 0; c < nc; ++c) y[i * w.rows + jc + c] = tree16(scratch + ((i - ic) * panel_rows + c) * 16);
-    }
-  }
+  run_panels(a, w, j0, j1, y, scratch, slice, [](const float* lanes, int64_t) { return tree16(lanes); });
 }
 
 size_t scratch_floats(int64_t n, const weight_ref&) {

@@ -117,7 +117,7 @@ void check_all(dtype t, const shape& s) {
   const std::string what = std::string(troupe::to_string(t)) + " [" + std::to_string(s.rows) + "x" +
                            std::to_string(s.cols) + "] groups " + std::to_string(s.group_rows) + "x" +
                            std::to_string(s.group_cols);
-  for (int64_t n : {1, 2, 3, 4, 5, 9, 70}) {
+  for (int64_t n : {1, 2, 3, 4, 5, 7, 9, 16, 70}) {  // passes of 2 + 2, 3 + 2, 3 + 2 + 2, ...; panels
     const auto x = random_x(n, s.cols, static_cast<uint32_t>(n));
     std::vector<float> ref(static_cast<size_t>(n * s.rows));
     cpu::matmul_dequant_reference(x.data(), n, w.ref, ref.data());
