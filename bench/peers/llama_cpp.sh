@@ -31,6 +31,8 @@ fi
 name="$(basename "$model")"
 bf16="$work/$name-bf16.gguf"
 q8="$work/$name-q8_0.gguf"
+# The converter (and llama.cpp's gguf-py it imports) needs numpy, which a fresh machine may lack.
+python3 -c 'import numpy' 2>/dev/null || python3 -m pip install --quiet numpy >/dev/null
 [ -f "$bf16" ] || PYTHONPATH="$src/gguf-py" python3 "$here/hf_to_gguf.py" "$model" "$bf16"
 [ -f "$q8" ] || "$src/build/bin/llama-quantize" "$bf16" "$q8" Q8_0 >/dev/null 2>&1
 threads="$(nproc)"
