@@ -20,7 +20,8 @@ namespace {  // internal linkage: no AVX2 code can leak into other units through
 #include "kernels/cpu/vec_math_avx2.hpp"
 
 constexpr int score_queries = 3;  // 2 halves x 3 x 2 accumulators + 3 q + 1 k of the 16 ymm
-constexpr int score_keys = 2;     // a tile writes past a query's last key at most to the next even one
+constexpr int score_keys = 2;
+constexpr int score_ahead = 8;  // keys whose rows are prefetched ahead (4 tiles)
 
 // The first min(max(n, 0), 8) lanes, for maskload / maskstore.
 inline __m256i lanes_mask(int64_t n) {
@@ -79,42 +80,7 @@ void score_tile(const float* const* q, const float* const* kp, int64_t d, float 
     for (int c = 0; c < C; ++c) s[r * lds + c] = reduce(acc[0][r * C + c], acc[1][r * C + c]) * scale;
 }
 
-// The row of position p (its block must be in the table).
-inline const float* slot_of(const float* base, const attn_kv& kv, int64_t p) { return base + kv_cursor(kv, p).at; }
-
-// Rows read in place from the pool lie kv.row floats apart, which the hardware prefetchers do not
-// follow (attention_avx512.cpp): prefetch them a few keys ahead, all of each row.
-inline void prefetch_row(const float* r, int64_t floats) {
-  for (int64_t f = 0; f < floats; f += 16) _mm_prefetch(reinterpret_cast<const char*>(r + f), _MM_HINT_T0);
-}
-
-void scores(const float* const* q, const int64_t* limit, int nq, const attn_kv& kv, float scale, float* s,
-            int64_t lds) {
-  if (nq <= 0) return;
-  constexpr int ahead = 8;  // keys
-  const int64_t end = limit[nq - 1];
-  const bool strided = kv.row > kv.d;
-  kv_cursor cur(kv, 0);
-  const float* kp[score_keys];
-  int first = 0;  // first query that still sees key j
-  if (strided)
-    for (int64_t p = 0; p < std::min<int64_t>(ahead, end); ++p) prefetch_row(slot_of(kv.k, kv, p), kv.d);
-  for (int64_t j = 0; j < end; j += score_keys) {
-    // A key past `end` repeats the last one: valid memory, its score is never read.
-    for (int c = 0; c < score_keys; ++c) {
-      kp[c] = kv.k + cur.at;
-      if (j + c + 1 < end) cur.next();
-    }
-    if (strided)
-      for (int64_t p = j + ahead; p < std::min<int64_t>(j + ahead + score_keys, end); ++p)
-        prefetch_row(slot_of(kv.k, kv, p), kv.d);
-    while (limit[first] <= j) ++first;
-    int i = first;
-    for (; i + 3 <= nq; i += 3) score_tile<3>(q + i, kp, kv.d, scale, s + i * lds + j, lds);
-    if (nq - i == 2) score_tile<2>(q + i, kp, kv.d, scale, s + i * lds + j, lds);
-    if (nq - i == 1) score_tile<1>(q + i, kp, kv.d, scale, s + i * lds + j, lds);
-  }
-}
+#include "kernels/cpu/attention_scores.hpp"
 
 void softmax(float* s, int64_t n) {
   __m256 mx8 = _mm256_set1_ps(-INFINITY);

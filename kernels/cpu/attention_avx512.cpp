@@ -23,6 +23,7 @@ namespace {
 
 constexpr int score_queries = 3;  // 3 x 8 accumulators + 3 q + 1 k of the 32 zmm
 constexpr int score_keys = 8;
+constexpr int score_ahead = 8;  // the next tile's keys
 constexpr int sum_queries = 6;   // 6 x 4 accumulators + 4 v + 1 broadcast
 
 inline __mmask16 lanes_mask(int64_t n) {  // the first min(max(n, 0), 16) lanes
@@ -65,42 +66,7 @@ void score_tile(const float* const* q, const float* const* kp, int64_t d, float 
   for (int r = 0; r < R; ++r) _mm256_storeu_ps(s + r * lds, _mm256_mul_ps(reduce8(acc + r * C), sc));
 }
 
-// The row of position p (its block must be in the table).
-inline const float* slot_of(const float* base, const attn_kv& kv, int64_t p) { return base + kv_cursor(kv, p).at; }
-
-// Rows read in place from the pool lie kv.row floats apart (4 KB for 8 heads of 128): a few lines
-// per page, which the hardware prefetchers do not follow, so decode read K and V at about half the
-// bandwidth. Prefetching the rows a tile ahead (software, all of each row) lets them stream.
-inline void prefetch_row(const float* r, int64_t floats) {
-  for (int64_t f = 0; f < floats; f += 16) _mm_prefetch(reinterpret_cast<const char*>(r + f), _MM_HINT_T0);
-}
-
-void scores(const float* const* q, const int64_t* limit, int nq, const attn_kv& kv, float scale, float* s,
-            int64_t lds) {
-  if (nq <= 0) return;
-  const int64_t end = limit[nq - 1];
-  const bool strided = kv.row > kv.d;
-  kv_cursor cur(kv, 0);
-  const float* kp[score_keys];
-  int first = 0;  // first query that still sees key j
-  if (strided)
-    for (int64_t p = 0; p < std::min<int64_t>(score_keys, end); ++p) prefetch_row(slot_of(kv.k, kv, p), kv.d);
-  for (int64_t j = 0; j < end; j += score_keys) {
-    // Keys past `end` repeat the last one: valid memory, their scores are never read.
-    for (int c = 0; c < score_keys; ++c) {
-      kp[c] = kv.k + cur.at;
-      if (j + c + 1 < end) cur.next();
-    }
-    if (strided)
-      for (int64_t p = j + score_keys; p < std::min<int64_t>(j + 2 * score_keys, end); ++p)
-        prefetch_row(slot_of(kv.k, kv, p), kv.d);
-    while (limit[first] <= j) ++first;
-    int i = first;
-    for (; i + 3 <= nq; i += 3) score_tile<3>(q + i, kp, kv.d, scale, s + i * lds + j, lds);
-    if (nq - i == 2) score_tile<2>(q + i, kp, kv.d, scale, s + i * lds + j, lds);
-    if (nq - i == 1) score_tile<1>(q + i, kp, kv.d, scale, s + i * lds + j, lds);
-  }
-}
+#include "kernels/cpu/attention_scores.hpp"
 
 void softmax(float* s, int64_t n) {
   __m512 mx = _mm512_set1_ps(-INFINITY);
