@@ -1,6 +1,8 @@
 // prefill_pacer: the prompt-token cap of steps that also decode follows measured step times.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+
 #include "runtime/sched/prefill_pacer.hpp"
 
 using troupe::sched::prefill_pacer;
@@ -122,3 +124,14 @@ BOOST_AUTO_TEST_CASE(bounds_and_bad_measurements) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_CASE(the_floor_is_the_configured_minimum) {
+  // Dear prompt tokens (40 ms each against a 100 ms decode step): 2 fit in the slowdown. The floor
+  // (scheduler.min_prefill_tokens_while_decoding) wins where it is higher.
+  for (int32_t floor : {1, 2, 8}) {
+    prefill_pacer p(1.0, 64, floor);
+    p.observe(15, 0, 0.100);
+    p.observe(15, 8, 0.100 + 0.040 * 8);
+    BOOST_TEST(p.cap() == std::max(floor, 2), "floor " << floor);
+  }
+}
