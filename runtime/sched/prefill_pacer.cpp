@@ -59,19 +59,12 @@ void prefill_pacer::observe(int32_t num_decodes, int32_t num_prompt_tokens, doub
     const double md = decode_.mean_decodes();
     if (num_decodes < md - 1e-9) return;
     base = decode_.at(md, 0);
-    // Once a row's price is known, the extra decodes pay it and the prompt tokens the rest: late in
-    // a long prompt its tokens carry attention over thousands of keys, and spreading that over the
-    // decodes priced a decode-only step of 15 at 2x what one took (docs/benchmarks.md, Serving).
-    if (row_s_ > 0)
-      base += row_s_ * (num_decodes - md);
-    else
-      rows += num_decodes - md;
+    rows += num_decodes - md;
   }
   per_token_s_ = average(per_token_s_, std::max(seconds - base, 0.0) / rows);
-  row_s_ = row_s_ > 0 ? std::min(row_s_, per_token_s_) : per_token_s_;
 }
 
-double prefill_pacer::decode_step_seconds() const noexcept { return decode_.at(last_decodes_, row_s_); }
+double prefill_pacer::decode_step_seconds() const noexcept { return decode_.at(last_decodes_, per_token_s_); }
 
 int32_t prefill_pacer::cap() const noexcept {
   const double decode_s = decode_step_seconds();

@@ -16,9 +16,6 @@
 // through every linear layer, which dominates the step): a(d) = a(seen) + b * (d - seen). Without
 // that, a(1) stood for a(16), b took the 15 extra decodes' time, and the cap fell to the floor:
 // 16 streams got a new 64-token prompt in only after 8 steps (docs/benchmarks.md, Serving).
-// That row price is the cheapest prompt-token price seen (running averages, so one fast step does
-// not set it): a decode of a short context costs what a prompt token near the start of its prompt
-// does, not what one late in a 4,000-token prompt does (attention over every earlier key).
 #pragma once
 
 #include <cstdint>
@@ -56,7 +53,6 @@ class prefill_pacer {
   decode_fit decode_;
   int32_t last_decodes_ = 1;
   double per_token_s_ = 0;
-  double row_s_ = 0;  // the cheapest per_token_s_ seen: what one more decode row costs
 };
 
 }  // namespace troupe::sched
