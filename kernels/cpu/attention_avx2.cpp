@@ -17,6 +17,7 @@
 namespace troupe::kernels::cpu {
 namespace {  // internal linkage: no AVX2 code can leak into other units through COMDAT folding
 
+#include "kernels/cpu/avx2_tree.hpp"
 #include "kernels/cpu/vec_math_avx2.hpp"
 
 constexpr int score_queries = 3;  // 2 halves x 3 x 2 accumulators + 3 q + 1 k of the 16 ymm
@@ -27,14 +28,6 @@ constexpr int score_ahead = 8;  // keys whose rows are prefetched ahead (4 tiles
 inline __m256i lanes_mask(int64_t n) {
   const int64_t c = std::clamp<int64_t>(n, 0, 8);
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(c)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-// The fixed tree of matmul_backend.hpp: l + l+8, then l + l+4, l + l+2, l + l+1.
-inline float reduce(__m256 lo, __m256 hi) {
-  const __m256 s8 = _mm256_add_ps(lo, hi);
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, _MM_SHUFFLE(1, 1, 1, 1))));
 }
 
 template <int R>
@@ -77,7 +70,7 @@ void score_tile(const float* const* q, const float* const* kp, int64_t d, float 
 #pragma GCC unroll 3
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-    for (int c = 0; c < C; ++c) s[r * lds + c] = reduce(acc[0][r * C + c], acc[1][r * C + c]) * scale;
+    for (int c = 0; c < C; ++c) s[r * lds + c] = tree16(acc[0][r * C + c], acc[1][r * C + c]) * scale;
 }
 
 #include "kernels/cpu/attention_scores.hpp"
@@ -111,7 +104,7 @@ void softmax(float* s, int64_t n) {
     lo = _mm256_add_ps(lo, e0);
     hi = _mm256_add_ps(hi, e1);
   }
-  const float inv_f = 1.0f / reduce(lo, hi);
+  const float inv_f = 1.0f / tree16(lo, hi);
   const __m256 inv = _mm256_set1_ps(inv_f);
   for (t = 0; t + 8 <= n; t += 8) _mm256_storeu_ps(s + t, _mm256_mul_ps(_mm256_loadu_ps(s + t), inv));
   for (; t < n; ++t) s[t] *= inv_f;

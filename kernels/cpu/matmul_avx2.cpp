@@ -46,13 +46,9 @@ v16 load_tail(const typename Src::elem* p, int64_t count) {
   return Src::load(buf);
 }
 
-// The fixed tree of matmul_backend.hpp for one accumulator.
-inline float reduce(const v16& a) {
-  const __m256 s8 = _mm256_add_ps(a.lo, a.hi);                                                // l + l+8
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));     // l + l+4
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));                                    // l + l+2
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, _MM_SHUFFLE(1, 1, 1, 1))));      // 0 + 1
-}
+#include "kernels/cpu/avx2_tree.hpp"
+
+inline float reduce(const v16& a) { return tree16(a.lo, a.hi); }
 
 inline void fma16(const v16& x, const v16& w, v16& acc) {
   acc.lo = _mm256_fmadd_ps(x.lo, w.lo, acc.lo);
