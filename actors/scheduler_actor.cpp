@@ -5,6 +5,7 @@
 // publisher; it never waits for either.
 #include "actors/scheduler_actor.hpp"
 
+#include <algorithm>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
@@ -207,9 +208,12 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
       st.ctx->prefix_cost->observe_prefill(plan.num_batched_tokens, out.engine_seconds);
     if (st.prefix && !out.saved.empty()) publish_blocks(*st.prefix, std::move(out.saved), *st.ctx->prefix_metrics);
     if (st.pacer) {
-      int32_t decodes = 0, prompt_tokens = 0;
-      for (const auto& e : plan.seqs) (e.num_tokens == 1 ? decodes : prompt_tokens) += e.num_tokens;
-      st.pacer->observe(decodes, prompt_tokens, out.engine_seconds);
+      int32_t decodes = 0, prompt_tokens = 0, prompt_span = 0;
+      for (const auto& e : plan.seqs) {
+        (e.num_tokens == 1 ? decodes : prompt_tokens) += e.num_tokens;
+        if (e.num_tokens > 1) prompt_span = std::max(prompt_span, e.start_pos + e.num_tokens);
+      }
+      st.pacer->observe(decodes, prompt_tokens, out.engine_seconds, prompt_span);
       const int32_t cap = st.pacer->cap();
       st.core->set_max_prefill_tokens_while_decoding(cap);
       st.ctx->metrics->set_prefill_pacing(cap, st.pacer->decode_step_seconds(), st.pacer->seconds_per_prompt_token());

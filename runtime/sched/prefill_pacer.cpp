@@ -39,7 +39,7 @@ double prefill_pacer::decode_fit::at(double d, double row_s) const {
 prefill_pacer::prefill_pacer(double slowdown, int32_t max_tokens, int32_t min_tokens)
     : slowdown_(slowdown), max_tokens_(std::max(max_tokens, 1)), min_tokens_(std::clamp(min_tokens, 1, max_tokens_)) {}
 
-void prefill_pacer::observe(int32_t num_decodes, int32_t num_prompt_tokens, double seconds) {
+void prefill_pacer::observe(int32_t num_decodes, int32_t num_prompt_tokens, double seconds, int32_t prompt_span) {
   if (!(seconds > 0) || !std::isfinite(seconds) || num_decodes < 0 || num_prompt_tokens < 0) return;
   if (num_decodes > 0) last_decodes_ = num_decodes;
   if (num_prompt_tokens == 0) {
@@ -49,22 +49,32 @@ void prefill_pacer::observe(int32_t num_decodes, int32_t num_prompt_tokens, doub
   // A prompt-only step says nothing about the decode part; one with decodes, before a decode-only
   // step was seen, cannot be split either.
   if (num_decodes == 0 || decode_.w <= 0) return;
-  double base = 0, rows = num_prompt_tokens;
+  const bool short_span = prompt_span <= kShortSpan;
   if (decode_.has_slope()) {
-    base = decode_.at(num_decodes, 0);
-  } else {
-    // One decode-only size seen (md): the decodes past it are priced like prompt tokens, so they
-    // join the rows this step's extra time is spread over. Fewer decodes than md cannot be split
-    // without the price being sought (a feedback that need not settle): such a step is skipped.
-    const double md = decode_.mean_decodes();
-    if (num_decodes < md - 1e-9) return;
-    base = decode_.at(md, 0);
-    rows += num_decodes - md;
+    per_token_s_ = average(per_token_s_, std::max(seconds - decode_.at(num_decodes, 0), 0.0) / num_prompt_tokens);
+    return;
   }
-  per_token_s_ = average(per_token_s_, std::max(seconds - base, 0.0) / rows);
+  // One decode-only size seen (md): the decodes past it are priced like short-context prompt
+  // tokens. Fewer decodes than md cannot be split without the price being sought (a feedback that
+  // need not settle): such a step is skipped.
+  const double md = decode_.mean_decodes();
+  if (num_decodes < md - 1e-9) return;
+  const double extra_time = std::max(seconds - decode_.at(md, 0), 0.0), extra_rows = num_decodes - md;
+  if (short_span || row_s_ <= 0) {
+    // Every row of the step costs about the same (or r is not known yet): spread the time evenly.
+    const double price = extra_time / (num_prompt_tokens + extra_rows);
+    per_token_s_ = average(per_token_s_, price);
+    if (short_span) row_s_ = average(row_s_, price);
+  } else {
+    // Long-context prompt tokens beside decodes: the decodes keep the short-row price, the prompt
+    // tokens pay the rest.
+    per_token_s_ = average(per_token_s_, std::max(extra_time - row_s_ * extra_rows, 0.0) / num_prompt_tokens);
+  }
 }
 
-double prefill_pacer::decode_step_seconds() const noexcept { return decode_.at(last_decodes_, per_token_s_); }
+double prefill_pacer::decode_step_seconds() const noexcept {
+  return decode_.at(last_decodes_, seconds_per_decode_row());
+}
 
 int32_t prefill_pacer::cap() const noexcept {
   const double decode_s = decode_step_seconds();
