@@ -127,10 +127,9 @@ void sum_tile(const float* p, int64_t lds, int64_t j0, int64_t j1, const attn_kv
     kv_cursor cur(kv, j0);
     const bool strided = kv.row > kv.d;
     const int64_t ahead = 8, piece = std::min<int64_t>(8 * W, kv.d - p0);
-    if (strided)
-      for (int64_t q = j0; q < std::min(j0 + ahead, j1); ++q) prefetch_row(slot_of(kv.v, kv, q) + p0, piece);
+    row_prefetcher pre(kv.v, kv, j0, strided ? j1 : j0, ahead, p0, piece);
     for (int64_t j = j0;;) {
-      if (strided && j + ahead < j1) prefetch_row(slot_of(kv.v, kv, j + ahead) + p0, piece);
+      pre.advance();
       const float* vp = kv.v + cur.at + p0;
       __m256 pb[R];
 #pragma GCC unroll 2

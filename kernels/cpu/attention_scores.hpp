@@ -12,15 +12,32 @@
 
 static_assert(8 % score_keys == 0 && score_ahead % score_keys == 0);
 
-// The row of position p (its block must be in the table).
-inline const float* slot_of(const float* base, const attn_kv& kv, int64_t p) { return base + kv_cursor(kv, p).at; }
-
 // Rows read in place from the pool lie kv.row floats apart (4 KB for 8 heads of 128): a few lines
 // per page, which the hardware prefetchers do not follow, so decode read K and V at about half the
 // bandwidth. Prefetching the rows ahead (software, all of each row) lets them stream.
 inline void prefetch_row(const float* r, int64_t floats) {
   for (int64_t f = 0; f < floats; f += 16) _mm_prefetch(reinterpret_cast<const char*>(r + f), _MM_HINT_T0);
 }
+
+// Prefetches the rows `ahead` positions in front of a walk over keys [j0, j1), each from `off`
+// for `floats`, with a cursor of its own: a kv_cursor built per key divided by the block size
+// each time (an idiv per key in the weighted sum's inner loop).
+struct row_prefetcher {
+  kv_cursor cur;
+  int64_t pos, end, off, floats;
+  const float* base;
+  row_prefetcher(const float* base_, const attn_kv& kv, int64_t j0, int64_t j1, int64_t ahead, int64_t off_,
+                 int64_t floats_)
+      : cur(kv, j0), pos(j0), end(j1), off(off_), floats(floats_), base(base_) {
+    for (int64_t n = 0; n < ahead; ++n) advance();
+  }
+  // Prefetches the row at pos (while pos < end) and moves one key on.
+  void advance() {
+    if (pos >= end) return;
+    prefetch_row(base + cur.at + off, floats);
+    if (++pos < end) cur.next();
+  }
+};
 
 void scores(const float* const* q, const int64_t* limit, int nq, const attn_kv& kv, float scale, float* s,
             int64_t lds) {
@@ -30,17 +47,14 @@ void scores(const float* const* q, const int64_t* limit, int nq, const attn_kv& 
   kv_cursor cur(kv, 0);
   const float* kp[score_keys];
   int first = 0;  // first query that still sees key j
-  if (strided)
-    for (int64_t p = 0; p < std::min<int64_t>(score_ahead, end); ++p) prefetch_row(slot_of(kv.k, kv, p), kv.d);
+  row_prefetcher ahead(kv.k, kv, 0, strided ? end : 0, score_ahead, 0, kv.d);
   for (int64_t j = 0; j < end; j += score_keys) {
     // Keys past `end` repeat the last one: valid memory, their scores are never read.
     for (int c = 0; c < score_keys; ++c) {
       kp[c] = kv.k + cur.at;
       if (j + c + 1 < end) cur.next();
     }
-    if (strided)
-      for (int64_t p = j + score_ahead; p < std::min<int64_t>(j + score_ahead + score_keys, end); ++p)
-        prefetch_row(slot_of(kv.k, kv, p), kv.d);
+    for (int c = 0; c < score_keys; ++c) ahead.advance();
     while (limit[first] <= j) ++first;
     int i = first;
     for (; i + 3 <= nq; i += 3) score_tile<3>(q + i, kp, kv.d, scale, s + i * lds + j, lds);

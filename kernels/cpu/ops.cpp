@@ -313,7 +313,8 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
   // Tokens per item: 16, fewer when the scores would outgrow ~512 KB (long contexts).
   const int64_t tb = std::clamp<int64_t>((int64_t{1} << 17) / std::max<int64_t>(1, group * n_keys_max), 1, 16);
   const int64_t blocks = (n_q + tb - 1) / tb, items = blocks * kv.n_kv_heads;
-  const int64_t lds = (n_keys_max + 15) / 16 * 16;
+  // + 16: a key range's garbage past its keys (scores) stays in its own row.
+  const int64_t lds = (n_keys_max + 15) / 16 * 16 + 16;
   // A prompt chunk reads each K/V row of a head from every item of that head. In the pool the rows
   // of one head lie 4 KB apart (n_kv_heads * head_dim floats): they alias in L1 and the prefetchers
   // do not follow them, and a layer's K and V outgrow L2. So each thread copies a head's keys into a
@@ -321,8 +322,9 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
   // The values are the same, so is every result. Decode (few queries per row read) reads in place.
   const bool gather = n_q >= 16 && kv.n_kv_heads > 1;
   static const int32_t zero_table[1] = {0};
+  const int64_t kr = std::max<int64_t>(1, 32 / kv.block_size) * kv.block_size;  // whole pool blocks, >= 32 keys
   auto run_item = [&](int64_t g, int64_t blk, const cpu::attn_kv& a, float* s, const float** qs, float** outs,
-                      int64_t* limit) {
+                      int64_t* limit, int64_t* range_limit) {
     const int64_t t0 = blk * tb, t1 = std::min(n_q, t0 + tb);
     int nq = 0;
     for (int64_t t = t0; t < t1; ++t)
@@ -331,9 +333,28 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
         outs[nq] = out + (t * n_heads + h) * d;
         limit[nq] = start_pos + t + 1;
       }
-    be.scores(qs, limit, nq, a, scale, s, lds);
+    // Keys in ranges of kr: every query of the item scores a range's K rows, later sums its V rows,
+    // while they sit in L1/L2. One call over all keys made a pass over the whole context per tile
+    // of queries (6 for K, 32 for V at 16 rows of 128), from L3 or DRAM once the context outgrows
+    // L2: a prompt token at 3,000 keys cost 3x a short one (docs/benchmarks.md, Serving). The
+    // per-key arithmetic and the order of each sum are unchanged (attention.hpp, `resume`).
+    const int64_t end = limit[nq - 1];
+    auto each_range = [&](auto&& fn) {
+      int first = 0;  // first query that still sees key j0
+      for (int64_t j0 = 0; j0 < end; j0 += kr) {
+        while (limit[first] <= j0) ++first;
+        for (int i = first; i < nq; ++i) range_limit[i] = std::min(limit[i] - j0, kr);
+        fn(j0, first, a.table == zero_table ? cpu::attn_kv{a.k + j0 * a.row, a.v + j0 * a.row, zero_table, a.block_size, a.row, 0, d}
+                                            : cpu::attn_kv{a.k, a.v, a.table + j0 / a.block_size, a.block_size, a.row, a.offset, d});
+      }
+    };
+    each_range([&](int64_t j0, int first, const cpu::attn_kv& r) {
+      be.scores(qs + first, range_limit + first, nq - first, r, scale, s + first * lds + j0, lds);
+    });
     for (int i = 0; i < nq; ++i) be.softmax(s + i * lds, limit[i]);
-    be.weighted_sum(s, lds, limit, nq, a, outs, false);
+    each_range([&](int64_t j0, int first, const cpu::attn_kv& r) {
+      be.weighted_sum(s + first * lds + j0, lds, range_limit + first, nq - first, r, outs + first, j0 > 0);
+    });
   };
   // Decode (one query token): an item is a range of kv heads, walked one KV block of keys at a
   // time through all of its heads. A slot holds the rows of every head side by side, so each block
@@ -348,14 +369,13 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
   if (decode) {
     const int64_t n_keys = start_pos + 1, bs = kv.block_size, row = static_cast<int64_t>(kv.n_kv_heads) * d;
     const bool quantized = kv.type != dtype::f32;
-    const int64_t lds_pad = lds + 16;  // a block's garbage past its keys (scores) stays in its own row
     const int parts = static_cast<int>(std::min<int64_t>(kv.n_kv_heads, omp_get_max_threads()));
 #pragma omp parallel for schedule(static) if (parts > 1)
     for (int part = 0; part < parts; ++part) {
       const int64_t g0 = kv.n_kv_heads * part / parts, g1 = kv.n_kv_heads * (part + 1) / parts;
       const int64_t nh = (g1 - g0) * group;  // query heads of this item, head g0 * group first
       thread_local std::vector<float> s;
-      s.resize(static_cast<size_t>(nh * lds_pad));
+      s.resize(static_cast<size_t>(nh * lds));
       std::vector<const float*> qs(nh);
       std::vector<float*> outs(nh);
       std::vector<int64_t> limit(group);
@@ -384,11 +404,11 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
         }
       };
       each_block(false, [&](int64_t j0, int64_t h, const cpu::attn_kv& a) {
-        be.scores(qs.data() + h, limit.data(), static_cast<int>(group), a, scale, s.data() + h * lds_pad + j0, lds_pad);
+        be.scores(qs.data() + h, limit.data(), static_cast<int>(group), a, scale, s.data() + h * lds + j0, lds);
       });
-      for (int64_t h = 0; h < nh; ++h) be.softmax(s.data() + h * lds_pad, n_keys);
+      for (int64_t h = 0; h < nh; ++h) be.softmax(s.data() + h * lds, n_keys);
       each_block(true, [&](int64_t j0, int64_t h, const cpu::attn_kv& a) {
-        be.weighted_sum(s.data() + h * lds_pad + j0, lds_pad, limit.data(), static_cast<int>(group), a, outs.data() + h,
+        be.weighted_sum(s.data() + h * lds + j0, lds, limit.data(), static_cast<int>(group), a, outs.data() + h,
                         j0 > 0);
       });
     }
@@ -400,7 +420,7 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
     scratch.resize(static_cast<size_t>(tb * group * lds));
     std::vector<const float*> qs(tb * group);
     std::vector<float*> outs(tb * group);
-    std::vector<int64_t> limit(tb * group);
+    std::vector<int64_t> limit(tb * group), range_limit(tb * group);
     if (gather) {
       keys.resize(static_cast<size_t>(n_keys_max * d));
       values.resize(keys.size());
@@ -420,7 +440,7 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
           have = g;
         }
         const cpu::attn_kv packed{keys.data(), values.data(), zero_table, n_keys_max, d, 0, d};
-        run_item(g, blk, packed, scratch.data(), qs.data(), outs.data(), limit.data());
+        run_item(g, blk, packed, scratch.data(), qs.data(), outs.data(), limit.data(), range_limit.data());
       }
     } else {
       // Later tokens see more keys: hand out the longest items first.
@@ -428,7 +448,7 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
       for (int64_t item = items - 1; item >= 0; --item) {
         const int64_t g = item % kv.n_kv_heads, blk = item / kv.n_kv_heads;
         const cpu::attn_kv pooled{kv.k, kv.v, block_table, kv.block_size, static_cast<int64_t>(kv.n_kv_heads) * d, g * d, d};
-        run_item(g, blk, pooled, scratch.data(), qs.data(), outs.data(), limit.data());
+        run_item(g, blk, pooled, scratch.data(), qs.data(), outs.data(), limit.data(), range_limit.data());
       }
     }
   }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/attention.hpp"
@@ -42,8 +43,10 @@ struct pool {
 
 BOOST_AUTO_TEST_CASE(matches_float64_reference_and_chunking_is_bitwise_invisible) {
   std::mt19937 rng(3);
-  for (int32_t d : {8, 40, 64, 128}) {
-    const int32_t kvh = 2, hq = 4, bs = 16, n = 53;
+  // 100 keys: several of paged_attention's key ranges (32 keys for 16-token blocks, 35 for 5), and
+  // chunks that run in place (7), gathered (16, 20) or as decode (1).
+  for (auto [d, bs] : {std::pair{8, 16}, {40, 5}, {64, 16}, {128, 16}, {128, 5}}) {
+    const int32_t kvh = 2, hq = 4, n = 100;
     pool p((n + bs - 1) / bs + 1, bs, kvh, d, rng);
     std::vector<float> q(static_cast<size_t>(n) * hq * d);
     std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -72,14 +75,14 @@ BOOST_AUTO_TEST_CASE(matches_float64_reference_and_chunking_is_bitwise_invisible
           worst = std::max(worst, std::abs(o - whole[(t * hq + h) * d + i]));
         }
       }
-    BOOST_TEST(worst < 1e-5, "d " << d << ": worst abs error " << worst);
-    for (int chunk : {1, 7, 16}) {
+    BOOST_TEST(worst < 1e-5, "d " << d << ", bs " << bs << ": worst abs error " << worst);
+    for (int chunk : {1, 7, 16, 20}) {
       for (int32_t start = 0; start < n; start += chunk) {
         const int32_t m = std::min(chunk, n - start);
         tk::paged_attention(q.data() + start * hq * d, m, hq, start, lay, p.table.data(), scale,
                             pieces.data() + start * hq * d);
       }
-      BOOST_TEST(std::equal(whole.begin(), whole.end(), pieces.begin()), "d " << d << ", chunks of " << chunk);
+      BOOST_TEST(std::equal(whole.begin(), whole.end(), pieces.begin()), "d " << d << ", bs " << bs << ", chunks of " << chunk);
     }
   }
 }
