@@ -4,6 +4,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -147,6 +148,13 @@ BOOST_AUTO_TEST_CASE(decode_on_a_quantized_pool_is_float_decode_on_its_values) {
       }
     }
     omp_set_num_threads(omp_get_num_procs());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fp8_codes_decode_by_their_bits_as_the_reference_does) {
+  for (uint32_t c = 0; c < 256; ++c) {
+    const float got = troupe::kernels::cpu::f8e4m3_bits_to_f32(c), want = troupe::f8e4m3_to_f32(static_cast<uint8_t>(c));
+    BOOST_TEST(std::bit_cast<uint32_t>(got) == std::bit_cast<uint32_t>(want), "code " << c << ": " << got << " vs " << want);
   }
 }
 
