@@ -68,4 +68,8 @@ void silu_mul_avx512(const float* gate, const float* up, int64_t count, float* o
 void silu_mul_avx2(const float* gate, const float* up, int64_t count, float* out);
 void silu_mul_generic(const float* gate, const float* up, int64_t count, float* out);
 
+// out[0 .. n) = the E4M3 codes' values times scale: kv_quant.hpp's dequantize_kv_row for an FP8
+// row, the same bits, by F16C (AVX2 + F16C CPUs, AVX-512 ones too).
+void dequantize_fp8_avx2(const uint8_t* codes, float scale, int64_t n, float* out);
+
 }  // namespace troupe::kernels::cpu

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "kernels/cpu/attention.hpp"
+#include "kernels/cpu/kv_quant.hpp"  // before the target pragma: its inline functions stay baseline
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,bmi,bmi2")
@@ -184,6 +185,32 @@ void silu_mul_avx2(const float* gate, const float* up, int64_t count, float* out
     const __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), g))));
     _mm256_maskstore_ps(out + i, m, _mm256_mul_ps(s, _mm256_maskload_ps(up + i, m)));
   }
+}
+
+// The codes widened to f16 equal to value * 2^-8 (matmul_fp8_avx2.cpp's widening: sign-extend,
+// shift left 7, clear bit 14) and F16C's exact vcvtph2ps, times 256 * scale: the same real product
+// as value * scale, rounded once, so the same bits as dequantize_kv_row. S.1111.111 is NaN there
+// and here. ~12 instructions per 16 codes against ~13 per 8 for the vectorised bit arithmetic.
+void dequantize_fp8_avx2(const uint8_t* codes, float scale, int64_t n, float* out) {
+  const __m256 s = _mm256_set1_ps(scale * 256.0f);
+  const __m128i mag = _mm_set1_epi8(0x7f);
+  const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000));
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + i));
+    const __m256i h = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(raw), 7),
+                                       _mm256_set1_epi16(static_cast<short>(0xbfff)));
+    __m256 lo = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), s);
+    __m256 hi = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), s);
+    const __m128i nan = _mm_cmpeq_epi8(_mm_and_si128(raw, mag), mag);
+    if (!_mm_testz_si128(nan, nan)) {  // never written by kv_write; exact all the same
+      lo = _mm256_blendv_ps(lo, qnan, _mm256_castsi256_ps(_mm256_cvtepi8_epi32(nan)));
+      hi = _mm256_blendv_ps(hi, qnan, _mm256_castsi256_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(nan, 8))));
+    }
+    _mm256_storeu_ps(out + i, lo);
+    _mm256_storeu_ps(out + i + 8, hi);
+  }
+  for (; i < n; ++i) out[i] = f8e4m3_bits_to_f32(codes[i]) * scale;
 }
 
 }  // namespace troupe::kernels::cpu

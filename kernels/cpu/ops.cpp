@@ -57,13 +57,23 @@ TROUPE_CLONES void widen_row(const void* src, dtype t, int64_t n, float* out) {
 
 // Rows [0, n) of one block of a quantized pool, kv heads [g0, g1), into `out` laid out as the float
 // pool would be but with (g1 - g0) heads per slot (cpu::dequantize_kv_row per row, vectorised for
-// the best instruction set here), so attention on `out` is attention on the stored values.
+// the best instruction set here; FP8 by F16C where the CPU has AVX2, the same bits), so attention
+// on `out` is attention on the stored values.
+using fp8_row_fn = void (*)(const uint8_t* codes, float scale, int64_t n, float* out);
+TROUPE_CLONES void fp8_row_generic(const uint8_t* codes, float scale, int64_t n, float* out) {
+  cpu::dequantize_kv_row(codes, scale, n, dtype::f8_e4m3, out);
+}
+
 TROUPE_CLONES void dequantize_block(const uint8_t* codes, const float* scales, int64_t n, int64_t n_kv_heads, int64_t g0,
-                                    int64_t g1, int64_t d, dtype type, float* out) {
+                                    int64_t g1, int64_t d, dtype type, fp8_row_fn fp8_row, float* out) {
   for (int64_t slot = 0; slot < n; ++slot)
     for (int64_t g = g0; g < g1; ++g) {
       const int64_t at = slot * n_kv_heads + g;
-      cpu::dequantize_kv_row(codes + at * d, scales[at], d, type, out + (slot * (g1 - g0) + (g - g0)) * d);
+      float* row = out + (slot * (g1 - g0) + (g - g0)) * d;
+      if (type == dtype::f8_e4m3)
+        fp8_row(codes + at * d, scales[at], d, row);
+      else
+        cpu::dequantize_kv_row(codes + at * d, scales[at], d, type, row);
     }
 }
 
@@ -274,6 +284,8 @@ const cpu::attn_backend& choose_attn_backend() {
 void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start_pos,
                      const paged_kv_layer& kv, const int32_t* block_table, float scale, float* out) {
   const bool decode = n_q == 1 && kv.n_kv_heads > 1;  // the decode path below (quantized pools too)
+  // AVX2 and AVX-512 CPUs have F16C (matmul_isa() requires it with AVX2).
+  static const fp8_row_fn fp8_row = kernel_isa() == isa::generic ? fp8_row_generic : cpu::dequantize_fp8_avx2;
   if (kv.type != dtype::f32 && !decode) {
     // Quantized pool, a prompt chunk: dequantise the keys this chunk sees into a float pool laid out
     // position by position, then run the float attention on it unchanged (so the result is exactly
@@ -297,9 +309,9 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
     for (int64_t p = 0; p < n_keys; ++p) {
       const int64_t slot = static_cast<int64_t>(block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
       dequantize_block(kv.k_codes + slot * row, kv.k_scales + slot * kv.n_kv_heads, 1, kv.n_kv_heads, 0, kv.n_kv_heads,
-                       kv.head_dim, kv.type, kd + p * row);
+                       kv.head_dim, kv.type, fp8_row, kd + p * row);
       dequantize_block(kv.v_codes + slot * row, kv.v_scales + slot * kv.n_kv_heads, 1, kv.n_kv_heads, 0, kv.n_kv_heads,
-                       kv.head_dim, kv.type, vd + p * row);
+                       kv.head_dim, kv.type, fp8_row, vd + p * row);
     }
     paged_kv_layer f{s.k.data(), s.v.data(), kv.block_size, kv.n_kv_heads, kv.head_dim};
     return paged_attention(q, n_q, n_heads, start_pos, f, s.table.data(), scale, out);
@@ -397,7 +409,7 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
           const int64_t block = block_table[j0 / bs];
           dequantize_block((values ? kv.v_codes : kv.k_codes) + block * bs * row,
                            (values ? kv.v_scales : kv.k_scales) + block * bs * kv.n_kv_heads, nb, kv.n_kv_heads, g0, g1, d,
-                           kv.type, deq.data());
+                           kv.type, fp8_row, deq.data());
           for (int64_t g = g0; g < g1; ++g)
             fn(j0, (g - g0) * group,
                cpu::attn_kv{deq.data(), deq.data(), zero_table, bs, (g1 - g0) * d, (g - g0) * d, d});

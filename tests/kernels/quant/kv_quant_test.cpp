@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/kv_quant.hpp"
 #include "kernels/kernels.hpp"
 
@@ -155,6 +156,24 @@ BOOST_AUTO_TEST_CASE(fp8_codes_decode_by_their_bits_as_the_reference_does) {
   for (uint32_t c = 0; c < 256; ++c) {
     const float got = troupe::kernels::cpu::f8e4m3_bits_to_f32(c), want = troupe::f8e4m3_to_f32(static_cast<uint8_t>(c));
     BOOST_TEST(std::bit_cast<uint32_t>(got) == std::bit_cast<uint32_t>(want), "code " << c << ": " << got << " vs " << want);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fp8_rows_by_f16c_are_the_portable_rows_bit_for_bit) {
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))) {
+    BOOST_TEST_MESSAGE("no AVX2 + F16C on this CPU: nothing to compare");
+    return;
+  }
+  // Every code (NaN ones too) in every lane and in the scalar tail, at scales from subnormal up.
+  std::vector<uint8_t> codes(256 + 16 + 7);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>(i * 37 + i / 256);
+  for (float scale : {1.0f, 0.013f, 3.7e-39f, 6.1e5f, 0.0f}) {
+    for (int64_t n : {int64_t{256}, int64_t{256 + 16 + 7}, int64_t{9}, int64_t{0}}) {
+      std::vector<float> want(static_cast<size_t>(n)), got(want.size());
+      troupe::kernels::cpu::dequantize_kv_row(codes.data(), scale, n, dtype::f8_e4m3, want.data());
+      troupe::kernels::cpu::dequantize_fp8_avx2(codes.data(), scale, n, got.data());
+      BOOST_TEST(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0, "scale " << scale << ", n " << n);
+    }
   }
 }
 
