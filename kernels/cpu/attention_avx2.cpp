@@ -1,6 +1,7 @@
-// AVX2 inner loops of paged attention (attention.hpp) and SiLU, for CPUs without AVX-512. The 16
-// lanes of a dot product live in two ymm (lanes 0-7, 8-15), as in matmul_avx2.cpp, so results match
-// the AVX-512 and portable back-ends bit for bit. With 16 registers instead of 32 the tiles are
+// AVX2 inner loops of paged attention (attention.hpp), SiLU and FP8 KV rows, for CPUs without
+// AVX-512 (FP8 KV rows on AVX-512 CPUs too). The 16 lanes of a dot product live in two ymm (lanes
+// 0-7, 8-15), as in matmul_avx2.cpp, so results match the AVX-512 and portable back-ends bit for
+// bit. With 16 registers instead of 32 the tiles are
 // smaller: 3 queries x 2 keys of scores (12 accumulators), 2 queries x 32 output floats of the
 // weighted sum. Before this file AVX2 machines ran the portable loops: 40% of a 512-token prefill.
 #include <immintrin.h>
