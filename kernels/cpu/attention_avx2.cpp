@@ -112,19 +112,46 @@ void softmax(float* s, int64_t n) {
   for (; t < n; ++t) s[t] *= inv_f;
 }
 
-// out[r][p0 .. p0 + 8 W) continues (or starts, resume = false) its sums over keys [j0, j1).
+// The weighted sum's tile, out[r][p0 .. p0 + 8 W) for R queries, as masks and accumulators, with
+// one key's step: acc[r][c] += p[r][j] * v_j[p0 + 8 c ..] (masked past the row's d floats).
+template <int R, int W>
+struct sum_acc {
+  __m256i m[W];
+  __m256 acc[R * W];
+  sum_acc(int64_t d, int64_t p0, float* const* out, bool resume) {
+#pragma GCC unroll 8
+    for (int c = 0; c < W; ++c) m[c] = lanes_mask(d - p0 - 8 * c);
+#pragma GCC unroll 2
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < W; ++c)
+        acc[r * W + c] = resume ? _mm256_maskload_ps(out[r] + p0 + 8 * c, m[c]) : _mm256_setzero_ps();
+  }
+  void key(const float* p, int64_t lds, int64_t j, const float* vp) {
+    __m256 pb[R];
+#pragma GCC unroll 2
+    for (int r = 0; r < R; ++r) pb[r] = _mm256_broadcast_ss(p + r * lds + j);
+#pragma GCC unroll 8
+    for (int c = 0; c < W; ++c) {
+      const __m256 vv = _mm256_maskload_ps(vp + 8 * c, m[c]);
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) acc[r * W + c] = _mm256_fmadd_ps(pb[r], vv, acc[r * W + c]);
+    }
+  }
+  void store(int64_t p0, float* const* out) const {
+#pragma GCC unroll 2
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < W; ++c) _mm256_maskstore_ps(out[r] + p0 + 8 * c, m[c], acc[r * W + c]);
+  }
+};
+
+// out[r][p0 .. p0 + 8 W) continues (or starts, resume = false) its sums over keys [j0, j1), rows
+// walked through the block table.
 template <int R, int W>
 void sum_tile(const float* p, int64_t lds, int64_t j0, int64_t j1, const attn_kv& kv, int64_t p0, float* const* out,
               bool resume) {
-  __m256i m[W];
-#pragma GCC unroll 8
-  for (int c = 0; c < W; ++c) m[c] = lanes_mask(kv.d - p0 - 8 * c);
-  __m256 acc[R * W];
-#pragma GCC unroll 2
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int c = 0; c < W; ++c)
-      acc[r * W + c] = resume ? _mm256_maskload_ps(out[r] + p0 + 8 * c, m[c]) : _mm256_setzero_ps();
+  sum_acc<R, W> t(kv.d, p0, out, resume);
   if (j1 > j0) {
     kv_cursor cur(kv, j0);
     const bool strided = kv.row > kv.d;
@@ -132,42 +159,72 @@ void sum_tile(const float* p, int64_t lds, int64_t j0, int64_t j1, const attn_kv
     row_prefetcher pre(kv.v, kv, j0, strided ? j1 : j0, ahead, p0, piece);
     for (int64_t j = j0;;) {
       pre.advance();
-      const float* vp = kv.v + cur.at + p0;
-      __m256 pb[R];
-#pragma GCC unroll 2
-      for (int r = 0; r < R; ++r) pb[r] = _mm256_broadcast_ss(p + r * lds + j);
-#pragma GCC unroll 8
-      for (int c = 0; c < W; ++c) {
-        const __m256 vv = _mm256_maskload_ps(vp + 8 * c, m[c]);
-#pragma GCC unroll 2
-        for (int r = 0; r < R; ++r) acc[r * W + c] = _mm256_fmadd_ps(pb[r], vv, acc[r * W + c]);
-      }
+      t.key(p, lds, j, kv.v + cur.at + p0);
       if (++j == j1) break;
       cur.next();
     }
   }
-#pragma GCC unroll 2
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int c = 0; c < W; ++c) _mm256_maskstore_ps(out[r] + p0 + 8 * c, m[c], acc[r * W + c]);
+  t.store(p0, out);
+}
+
+// The same over rows listed once per call (`rows[j]`: key j's V row): no cursor per key and pass,
+// and prefetching only where asked (the first pair of queries brings a range's rows in; the others
+// find them in L1/L2).
+template <int R, int W>
+void sum_tile_rows(const float* p, int64_t lds, int64_t j0, int64_t j1, const float* const* rows, int64_t d, int64_t p0,
+                   float* const* out, bool resume, bool prefetch) {
+  sum_acc<R, W> t(d, p0, out, resume);
+  const int64_t ahead = 8, piece = std::min<int64_t>(8 * W, d - p0);
+  if (prefetch)
+    for (int64_t j = j0; j < std::min(j0 + ahead, j1); ++j) prefetch_row(rows[j] + p0, piece);
+  for (int64_t j = j0; j < j1; ++j) {
+    if (prefetch && j + ahead < j1) prefetch_row(rows[j + ahead] + p0, piece);
+    t.key(p, lds, j, rows[j] + p0);
+  }
+  t.store(p0, out);
 }
 
 // A pair of queries (decode with 2 query heads per kv head, as Qwen3-0.6B) or one: every query sees
 // keys [0, limit[0]); the second continues alone (same FMAs in the same order per output).
 template <int R>
-void sum_group(const float* p, int64_t lds, const int64_t* limit, const attn_kv& kv, float* const* out, bool resume) {
+void sum_group(const float* p, int64_t lds, const int64_t* limit, const attn_kv& kv, const float* const* rows,
+               bool prefetch, float* const* out, bool resume) {
   constexpr int W = R == 1 ? 8 : 4;
   for (int64_t p0 = 0; p0 < kv.d; p0 += 8 * W) {
-    sum_tile<R, W>(p, lds, 0, limit[0], kv, p0, out, resume);
-    if (R == 2 && limit[1] > limit[0]) sum_tile<1, W>(p + lds, lds, limit[0], limit[1], kv, p0, out + 1, true);
+    if (rows) {
+      sum_tile_rows<R, W>(p, lds, 0, limit[0], rows, kv.d, p0, out, resume, prefetch);
+      if (R == 2 && limit[1] > limit[0])
+        sum_tile_rows<1, W>(p + lds, lds, limit[0], limit[1], rows, kv.d, p0, out + 1, true, prefetch);
+    } else {
+      sum_tile<R, W>(p, lds, 0, limit[0], kv, p0, out, resume);
+      if (R == 2 && limit[1] > limit[0]) sum_tile<1, W>(p + lds, lds, limit[0], limit[1], kv, p0, out + 1, true);
+    }
   }
 }
 
+// Calls over up to kListedRows keys (paged_attention's key ranges and decode blocks) list their V
+// rows once; longer ones walk the block table per tile pass.
+constexpr int64_t kListedRows = 64;
+
 void weighted_sum(const float* p, int64_t lds, const int64_t* limit, int nq, const attn_kv& kv, float* const* out,
                   bool resume) {
+  if (nq <= 0) return;
+  const int64_t end = limit[nq - 1];
+  const float* listed[kListedRows];
+  const float* const* rows = nullptr;
+  if (end > 0 && end <= kListedRows) {
+    kv_cursor cur(kv, 0);
+    for (int64_t j = 0;;) {
+      listed[j] = kv.v + cur.at;
+      if (++j == end) break;
+      cur.next();
+    }
+    rows = listed;
+  }
+  const bool strided = kv.row > kv.d;
   int i = 0;
-  for (; i + 2 <= nq; i += 2) sum_group<2>(p + i * lds, lds, limit + i, kv, out + i, resume);
-  if (i < nq) sum_group<1>(p + i * lds, lds, limit + i, kv, out + i, resume);
+  for (; i + 2 <= nq; i += 2) sum_group<2>(p + i * lds, lds, limit + i, kv, rows, strided && i == 0, out + i, resume);
+  if (i < nq) sum_group<1>(p + i * lds, lds, limit + i, kv, rows, strided && i == 0, out + i, resume);
 }
 
 }  // namespace
