@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/kv_quant.hpp"  // before the target pragma: its inline functions stay baseline
@@ -146,85 +147,69 @@ struct sum_acc {
   }
 };
 
-// out[r][p0 .. p0 + 8 W) continues (or starts, resume = false) its sums over keys [j0, j1), rows
-// walked through the block table.
+// out[r][p0 .. p0 + 8 W) continues (or starts, resume = false) its sums over keys [j0, j1) of a
+// run of keys from c0 whose V rows are listed (`rows[j - c0]`), prefetching them where asked.
 template <int R, int W>
-void sum_tile(const float* p, int64_t lds, int64_t j0, int64_t j1, const attn_kv& kv, int64_t p0, float* const* out,
-              bool resume) {
-  sum_acc<R, W> t(kv.d, p0, out, resume);
-  if (j1 > j0) {
-    kv_cursor cur(kv, j0);
-    const bool strided = kv.row > kv.d;
-    const int64_t ahead = 8, piece = std::min<int64_t>(8 * W, kv.d - p0);
-    row_prefetcher pre(kv.v, kv, j0, strided ? j1 : j0, ahead, p0, piece);
-    for (int64_t j = j0;;) {
-      pre.advance();
-      t.key(p, lds, j, kv.v + cur.at + p0);
-      if (++j == j1) break;
-      cur.next();
-    }
-  }
-  t.store(p0, out);
-}
-
-// The same over rows listed once per call (`rows[j]`: key j's V row): no cursor per key and pass,
-// and prefetching only where asked (the first pair of queries brings a range's rows in; the others
-// find them in L1/L2).
-template <int R, int W>
-void sum_tile_rows(const float* p, int64_t lds, int64_t j0, int64_t j1, const float* const* rows, int64_t d, int64_t p0,
-                   float* const* out, bool resume, bool prefetch) {
+void sum_tile(const float* p, int64_t lds, int64_t j0, int64_t j1, const float* const* rows, int64_t c0, int64_t d,
+              int64_t p0, float* const* out, bool resume, bool prefetch) {
   sum_acc<R, W> t(d, p0, out, resume);
   const int64_t ahead = 8, piece = std::min<int64_t>(8 * W, d - p0);
   if (prefetch)
-    for (int64_t j = j0; j < std::min(j0 + ahead, j1); ++j) prefetch_row(rows[j] + p0, piece);
+    for (int64_t j = j0; j < std::min(j0 + ahead, j1); ++j) prefetch_row(rows[j - c0] + p0, piece);
   for (int64_t j = j0; j < j1; ++j) {
-    if (prefetch && j + ahead < j1) prefetch_row(rows[j + ahead] + p0, piece);
-    t.key(p, lds, j, rows[j] + p0);
+    if (prefetch && j + ahead < j1) prefetch_row(rows[j + ahead - c0] + p0, piece);
+    t.key(p, lds, j, rows[j - c0] + p0);
   }
   t.store(p0, out);
 }
 
-// A pair of queries (decode with 2 query heads per kv head, as Qwen3-0.6B) or one: every query sees
-// keys [0, limit[0]); the second continues alone (same FMAs in the same order per output).
+// A pair of queries (decode with 2 query heads per kv head, as Qwen3-0.6B) or one, over the keys
+// [c0, c1) of a run: the first sees keys up to limit[0]; the second continues alone up to limit[1]
+// (same FMAs in the same order per output).
 template <int R>
-void sum_group(const float* p, int64_t lds, const int64_t* limit, const attn_kv& kv, const float* const* rows,
-               bool prefetch, float* const* out, bool resume) {
+void sum_group(const float* p, int64_t lds, const int64_t* limit, int64_t c0, int64_t c1, const float* const* rows,
+               int64_t d, bool prefetch, float* const* out, bool resume) {
   constexpr int W = R == 1 ? 8 : 4;
-  for (int64_t p0 = 0; p0 < kv.d; p0 += 8 * W) {
-    if (rows) {
-      sum_tile_rows<R, W>(p, lds, 0, limit[0], rows, kv.d, p0, out, resume, prefetch);
-      if (R == 2 && limit[1] > limit[0])
-        sum_tile_rows<1, W>(p + lds, lds, limit[0], limit[1], rows, kv.d, p0, out + 1, true, prefetch);
-    } else {
-      sum_tile<R, W>(p, lds, 0, limit[0], kv, p0, out, resume);
-      if (R == 2 && limit[1] > limit[0]) sum_tile<1, W>(p + lds, lds, limit[0], limit[1], kv, p0, out + 1, true);
-    }
+  for (int64_t p0 = 0; p0 < d; p0 += 8 * W) {
+    sum_tile<R, W>(p, lds, c0, std::min(limit[0], c1), rows, c0, d, p0, out, resume, prefetch);
+    if (R == 2 && limit[1] > limit[0])
+      sum_tile<1, W>(p + lds, lds, std::max(limit[0], c0), std::min(limit[1], c1), rows, c0, d, p0, out + 1, true,
+                     prefetch);
   }
 }
 
-// Calls over up to kListedRows keys (paged_attention's key ranges and decode blocks) list their V
-// rows once; longer ones walk the block table per tile pass.
+// Keys in runs of up to kListedRows (paged_attention's key ranges and decode blocks are one run):
+// a run's V rows are listed once, not walked through the block table in each of the 8 tile passes
+// per pair of queries, and only its first pair prefetches them (the others find them in L1/L2).
 constexpr int64_t kListedRows = 64;
 
 void weighted_sum(const float* p, int64_t lds, const int64_t* limit, int nq, const attn_kv& kv, float* const* out,
                   bool resume) {
   if (nq <= 0) return;
   const int64_t end = limit[nq - 1];
-  const float* listed[kListedRows];
-  const float* const* rows = nullptr;
-  if (end > 0 && end <= kListedRows) {
-    kv_cursor cur(kv, 0);
-    for (int64_t j = 0;;) {
-      listed[j] = kv.v + cur.at;
-      if (++j == end) break;
-      cur.next();
-    }
-    rows = listed;
-  }
   const bool strided = kv.row > kv.d;
-  int i = 0;
-  for (; i + 2 <= nq; i += 2) sum_group<2>(p + i * lds, lds, limit + i, kv, rows, strided && i == 0, out + i, resume);
-  if (i < nq) sum_group<1>(p + i * lds, lds, limit + i, kv, rows, strided && i == 0, out + i, resume);
+  const float* rows[kListedRows];
+  std::optional<kv_cursor> cur;  // built at key 0 only: a call with no keys may have no block
+  for (int64_t c0 = 0;; c0 += kListedRows) {
+    const int64_t c1 = std::min(end, c0 + kListedRows);
+    for (int64_t j = c0; j < c1; ++j) {
+      if (j == 0)
+        cur.emplace(kv, 0);
+      else
+        cur->next();
+      rows[j - c0] = kv.v + cur->at;
+    }
+    // Past the first run, queries whose keys all came before it are done.
+    int i = 0;
+    if (c0 > 0)
+      while (limit[i] <= c0) ++i;
+    const int first = i;
+    for (; i + 2 <= nq; i += 2)
+      sum_group<2>(p + i * lds, lds, limit + i, c0, c1, rows, kv.d, strided && i == first, out + i, resume || c0 > 0);
+    if (i < nq)
+      sum_group<1>(p + i * lds, lds, limit + i, c0, c1, rows, kv.d, strided && i == first, out + i, resume || c0 > 0);
+    if (c1 >= end) break;
+  }
 }
 
 }  // namespace
