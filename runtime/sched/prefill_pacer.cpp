@@ -49,7 +49,6 @@ void prefill_pacer::observe(int32_t num_decodes, int32_t num_prompt_tokens, doub
   // A prompt-only step says nothing about the decode part; one with decodes, before a decode-only
   // step was seen, cannot be split either.
   if (num_decodes == 0 || decode_.w <= 0) return;
-  const bool short_span = prompt_span <= kShortSpan;
   if (decode_.has_slope()) {
     per_token_s_ = average(per_token_s_, std::max(seconds - decode_.at(num_decodes, 0), 0.0) / num_prompt_tokens);
     return;
@@ -60,6 +59,7 @@ void prefill_pacer::observe(int32_t num_decodes, int32_t num_prompt_tokens, doub
   const double md = decode_.mean_decodes();
   if (num_decodes < md - 1e-9) return;
   const double extra_time = std::max(seconds - decode_.at(md, 0), 0.0), extra_rows = num_decodes - md;
+  const bool short_span = prompt_span <= kShortSpan;
   if (short_span || row_s_ <= 0) {
     // Every row of the step costs about the same (or r is not known yet): spread the time evenly.
     const double price = extra_time / (num_prompt_tokens + extra_rows);
