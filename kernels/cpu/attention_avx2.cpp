@@ -1,8 +1,8 @@
 // AVX2 inner loops of paged attention (attention.hpp), SiLU and FP8 KV rows, for CPUs without
 // AVX-512 (FP8 KV rows on AVX-512 CPUs too). The 16 lanes of a dot product live in two ymm (lanes
 // 0-7, 8-15), as in matmul_avx2.cpp, so results match the AVX-512 and portable back-ends bit for
-// bit. With 16 registers instead of 32 the tiles are
-// smaller: 3 queries x 2 keys of scores (12 accumulators), 2 queries x 32 output floats of the
+// bit. With 16 registers instead of 32 the tiles are smaller: 3 queries x 4 keys of scores, one
+// half of the 16 lanes at a time (12 accumulators), and 3 queries x 32 output floats of the
 // weighted sum. Before this file AVX2 machines ran the portable loops: 40% of a 512-token prefill.
 #include <immintrin.h>
 
@@ -23,9 +23,9 @@ namespace {  // internal linkage: no AVX2 code can leak into other units through
 #include "kernels/cpu/avx2_tree.hpp"
 #include "kernels/cpu/vec_math_avx2.hpp"
 
-constexpr int score_queries = 3;  // 2 halves x 3 x 2 accumulators + 3 q + 1 k of the 16 ymm
-constexpr int score_keys = 2;
-constexpr int score_ahead = 8;  // keys whose rows are prefetched ahead (4 tiles)
+constexpr int score_queries = 3;  // 3 x 4 accumulators + 3 q + 1 k of the 16 ymm
+constexpr int score_keys = 4;
+constexpr int score_ahead = 8;  // keys whose rows are prefetched ahead (2 tiles)
 
 // The first min(max(n, 0), 8) lanes, for maskload / maskstore.
 inline __m256i lanes_mask(int64_t n) {
@@ -33,47 +33,77 @@ inline __m256i lanes_mask(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(c)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-template <int R>
-void score_tile(const float* const* q, const float* const* kp, int64_t d, float scale, float* s, int64_t lds) {
-  constexpr int C = score_keys;
-  __m256 acc[2][R * C];
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h)
-#pragma GCC unroll 6
-    for (int i = 0; i < R * C; ++i) acc[h][i] = _mm256_setzero_ps();
+// One half of a score tile's 16-lane sums: acc[r * C + c][l] = sum over blocks b of q[r][16b + 8h + l] *
+// k[c][16b + 8h + l] (h = 0: lanes 0-7, h = 1: lanes 8-15). The halves are independent sums, so
+// the tile runs them one after the other: 12 accumulators + 3 q + 1 k fit the 16 ymm with 3
+// queries x 4 keys (7 loads per 12 FMAs; both halves live allowed 3 x 2 at 10 per 12).
+template <int R, int C>
+void score_half(const float* const* q_, const float* const* kp_, int64_t d, int h, __m256* out) {
+  // Locals, so that the compiler keeps the sums in registers and the row pointers out of the
+  // loop: through `out` and q_ / kp_ it stored every sum and reloaded every pointer per block.
+  const float* q[R];
+  const float* kp[C];
+#pragma GCC unroll 3
+  for (int r = 0; r < R; ++r) q[r] = q_[r];
+#pragma GCC unroll 4
+  for (int c = 0; c < C; ++c) kp[c] = kp_[c];
+  __m256 acc[R * C];
+#pragma GCC unroll 12
+  for (int i = 0; i < R * C; ++i) acc[i] = _mm256_setzero_ps();
   const int64_t full = d / 16 * 16;
-  for (int64_t b = 0; b < full; b += 16) {
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      __m256 xv[R];
+  for (int64_t b = 8 * h; b < full; b += 16) {
+    __m256 xv[R];
 #pragma GCC unroll 3
-      for (int r = 0; r < R; ++r) xv[r] = _mm256_loadu_ps(q[r] + b + 8 * h);
-#pragma GCC unroll 2
-      for (int c = 0; c < C; ++c) {
-        __m256 kv = _mm256_loadu_ps(kp[c] + b + 8 * h);
-        asm("" : "+x"(kv));  // one load, not a memory operand per FMA (as in matmul_avx2.cpp)
+    for (int r = 0; r < R; ++r) xv[r] = _mm256_loadu_ps(q[r] + b);
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      __m256 kv = _mm256_loadu_ps(kp[c] + b);
+      asm("" : "+x"(kv));  // one load, not a memory operand per FMA (as in matmul_avx2.cpp)
 #pragma GCC unroll 3
-        for (int r = 0; r < R; ++r) acc[h][r * C + c] = _mm256_fmadd_ps(xv[r], kv, acc[h][r * C + c]);
-      }
+      for (int r = 0; r < R; ++r) acc[r * C + c] = _mm256_fmadd_ps(xv[r], kv, acc[r * C + c]);
     }
   }
   if (full < d) {  // masked tail: fma(0, 0, acc) = acc, as if zero-padded
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m256i m = lanes_mask(d - full - 8 * h);
-#pragma GCC unroll 2
-      for (int c = 0; c < C; ++c) {
-        const __m256 kv = _mm256_maskload_ps(kp[c] + full + 8 * h, m);
+    const __m256i m = lanes_mask(d - full - 8 * h);
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      const __m256 kv = _mm256_maskload_ps(kp[c] + full + 8 * h, m);
 #pragma GCC unroll 3
-        for (int r = 0; r < R; ++r)
-          acc[h][r * C + c] = _mm256_fmadd_ps(_mm256_maskload_ps(q[r] + full + 8 * h, m), kv, acc[h][r * C + c]);
-      }
+      for (int r = 0; r < R; ++r)
+        acc[r * C + c] = _mm256_fmadd_ps(_mm256_maskload_ps(q[r] + full + 8 * h, m), kv, acc[r * C + c]);
     }
   }
+#pragma GCC unroll 12
+  for (int i = 0; i < R * C; ++i) out[i] = acc[i];
+}
+
+// tree16 (avx2_tree.hpp) of four keys' lanes at once, in its order: l + l+8, l + l+4, l + l+2,
+// l + l+1 per key (float addition commutes, so the operands' order within each add is free).
+inline __m128 tree16x4(const __m256* lo, const __m256* hi) {
+  const __m256 a = _mm256_add_ps(lo[0], hi[0]), b = _mm256_add_ps(lo[1], hi[1]);
+  const __m256 c = _mm256_add_ps(lo[2], hi[2]), e = _mm256_add_ps(lo[3], hi[3]);
+  // [a0+a4 .. a3+a7 | b0+b4 .. b3+b7] and the same for c, e
+  const __m256 ab = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+  const __m256 ce = _mm256_add_ps(_mm256_permute2f128_ps(c, e, 0x20), _mm256_permute2f128_ps(c, e, 0x31));
+  // [a'0+a'2, a'1+a'3, c'0+c'2, c'1+c'3 | b'.., e'..]
+  const __m256 z = _mm256_add_ps(_mm256_shuffle_ps(ab, ce, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(ab, ce, _MM_SHUFFLE(3, 2, 3, 2)));
+  // [a, c, a, c | b, e, b, e]
+  const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(z, z, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm256_shuffle_ps(z, z, _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm_unpacklo_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));  // [a, b, c, e]
+}
+
+template <int R>
+void score_tile(const float* const* q, const float* const* kp, int64_t d, float scale, float* s, int64_t lds) {
+  constexpr int C = score_keys;
+  static_assert(C == 4, "tree16x4 reduces four keys");
+  __m256 lo[R * C], hi[R * C];
+  score_half<R, C>(q, kp, d, 0, lo);
+  score_half<R, C>(q, kp, d, 1, hi);
+  const __m128 sc = _mm_set1_ps(scale);
 #pragma GCC unroll 3
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-    for (int c = 0; c < C; ++c) s[r * lds + c] = tree16(acc[0][r * C + c], acc[1][r * C + c]) * scale;
+  for (int r = 0; r < R; ++r) _mm_storeu_ps(s + r * lds, _mm_mul_ps(tree16x4(lo + r * C, hi + r * C), sc));
 }
 
 #include "kernels/cpu/attention_scores.hpp"
@@ -113,74 +143,103 @@ void softmax(float* s, int64_t n) {
   for (; t < n; ++t) s[t] *= inv_f;
 }
 
-// The weighted sum's tile, out[r][p0 .. p0 + 8 W) for R queries, as masks and accumulators, with
-// one key's step: acc[r][c] += p[r][j] * v_j[p0 + 8 c ..] (masked past the row's d floats).
-template <int R, int W>
+// The weighted sum's tile, out[r][p0 .. p0 + 8 W) for R queries, as accumulators, with one key's
+// step: acc[r][c] += p[r][j] * v_j[p0 + 8 c ..]. Full: all 8 W floats lie within the row (plain
+// loads and stores); otherwise masks stop at its d floats.
+template <int R, int W, bool Full>
 struct sum_acc {
   __m256i m[W];
   __m256 acc[R * W];
   sum_acc(int64_t d, int64_t p0, float* const* out, bool resume) {
 #pragma GCC unroll 8
-    for (int c = 0; c < W; ++c) m[c] = lanes_mask(d - p0 - 8 * c);
-#pragma GCC unroll 2
+    for (int c = 0; c < W; ++c) m[c] = Full ? _mm256_set1_epi32(-1) : lanes_mask(d - p0 - 8 * c);
+#pragma GCC unroll 3
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
       for (int c = 0; c < W; ++c)
-        acc[r * W + c] = resume ? _mm256_maskload_ps(out[r] + p0 + 8 * c, m[c]) : _mm256_setzero_ps();
+        acc[r * W + c] = !resume ? _mm256_setzero_ps() : load(out[r] + p0 + 8 * c, c);
   }
+  __m256 load(const float* at, int c) const { return Full ? _mm256_loadu_ps(at) : _mm256_maskload_ps(at, m[c]); }
   void key(const float* p, int64_t lds, int64_t j, const float* vp) {
     __m256 pb[R];
-#pragma GCC unroll 2
+#pragma GCC unroll 3
     for (int r = 0; r < R; ++r) pb[r] = _mm256_broadcast_ss(p + r * lds + j);
 #pragma GCC unroll 8
     for (int c = 0; c < W; ++c) {
-      const __m256 vv = _mm256_maskload_ps(vp + 8 * c, m[c]);
-#pragma GCC unroll 2
+      __m256 vv = load(vp + 8 * c, c);
+      asm("" : "+x"(vv));  // one load per V piece, not a memory operand per FMA
+#pragma GCC unroll 3
       for (int r = 0; r < R; ++r) acc[r * W + c] = _mm256_fmadd_ps(pb[r], vv, acc[r * W + c]);
     }
   }
   void store(int64_t p0, float* const* out) const {
-#pragma GCC unroll 2
+#pragma GCC unroll 3
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-      for (int c = 0; c < W; ++c) _mm256_maskstore_ps(out[r] + p0 + 8 * c, m[c], acc[r * W + c]);
+      for (int c = 0; c < W; ++c) {
+        if (Full)
+          _mm256_storeu_ps(out[r] + p0 + 8 * c, acc[r * W + c]);
+        else
+          _mm256_maskstore_ps(out[r] + p0 + 8 * c, m[c], acc[r * W + c]);
+      }
   }
 };
 
 // out[r][p0 .. p0 + 8 W) continues (or starts, resume = false) its sums over keys [j0, j1) of a
-// run of keys from c0 whose V rows are listed (`rows[j - c0]`), prefetching them where asked.
-template <int R, int W>
+// run of keys from c0 whose V rows are listed (`rows[j - c0]`). With `prefetch` (the first group
+// of queries of a strided pool) the pass at p0 = 0 prefetches whole rows 8 keys ahead: each row
+// lies in a page of its own, which the hardware prefetchers do not enter, and the later passes
+// and groups find it in L1/L2. (Prefetching each pass's own piece stalled every pass of the first
+// group: 8q at 3,000 keys 8.8 -> 7.6 ms a layer.)
+template <int R, int W, bool Full>
 void sum_tile(const float* p, int64_t lds, int64_t j0, int64_t j1, const float* const* rows, int64_t c0, int64_t d,
               int64_t p0, float* const* out, bool resume, bool prefetch) {
-  sum_acc<R, W> t(d, p0, out, resume);
-  const int64_t ahead = 8, piece = std::min<int64_t>(8 * W, d - p0);
+  sum_acc<R, W, Full> t(d, p0, out, resume);
+  constexpr int64_t ahead = 8;
+  prefetch = prefetch && p0 == 0;
   if (prefetch)
-    for (int64_t j = j0; j < std::min(j0 + ahead, j1); ++j) prefetch_row(rows[j - c0] + p0, piece);
+    for (int64_t j = j0; j < std::min(j0 + ahead, j1); ++j) prefetch_row(rows[j - c0], d);
   for (int64_t j = j0; j < j1; ++j) {
-    if (prefetch && j + ahead < j1) prefetch_row(rows[j + ahead - c0] + p0, piece);
+    if (prefetch && j + ahead < j1) prefetch_row(rows[j + ahead - c0], d);
     t.key(p, lds, j, rows[j - c0] + p0);
   }
   t.store(p0, out);
 }
 
-// A pair of queries (decode with 2 query heads per kv head, as Qwen3-0.6B) or one, over the keys
-// [c0, c1) of a run: the first sees keys up to limit[0]; the second continues alone up to limit[1]
-// (same FMAs in the same order per output).
+template <int R, int W>
+void sum_tile_at(const float* p, int64_t lds, int64_t j0, int64_t j1, const float* const* rows, int64_t c0, int64_t d,
+                 int64_t p0, float* const* out, bool resume, bool prefetch) {
+  if (d - p0 >= 8 * W)
+    sum_tile<R, W, true>(p, lds, j0, j1, rows, c0, d, p0, out, resume, prefetch);
+  else
+    sum_tile<R, W, false>(p, lds, j0, j1, rows, c0, d, p0, out, resume, prefetch);
+}
+
+// R queries (3: 12 accumulators + 3 broadcasts + 1 V piece of the 16 ymm, 7 loads per 12 FMAs;
+// 2: decode with 2 query heads per kv head, as Qwen3-0.6B) over the keys [c0, c1) of a run. The
+// limits are nondecreasing: all R sum the keys up to limit[0], then the last R - 1 continue up to
+// limit[1], and so on (same FMAs in the same order per output).
 template <int R>
 void sum_group(const float* p, int64_t lds, const int64_t* limit, int64_t c0, int64_t c1, const float* const* rows,
                int64_t d, bool prefetch, float* const* out, bool resume) {
   constexpr int W = R == 1 ? 8 : 4;
   for (int64_t p0 = 0; p0 < d; p0 += 8 * W) {
-    sum_tile<R, W>(p, lds, c0, std::min(limit[0], c1), rows, c0, d, p0, out, resume, prefetch);
-    if (R == 2 && limit[1] > limit[0])
-      sum_tile<1, W>(p + lds, lds, std::max(limit[0], c0), std::min(limit[1], c1), rows, c0, d, p0, out + 1, true,
-                     prefetch);
+    sum_tile_at<R, W>(p, lds, c0, std::min(limit[0], c1), rows, c0, d, p0, out, resume, prefetch);
+    for (int t = 1; t < R; ++t) {  // the queries that see keys past limit[t - 1]
+      const int64_t j0 = std::max(limit[t - 1], c0), j1 = std::min(limit[t], c1);
+      if (j1 <= j0) continue;
+      const float* pt = p + t * lds;
+      if (R - t == 2)
+        sum_tile_at<2, W>(pt, lds, j0, j1, rows, c0, d, p0, out + t, true, prefetch);
+      else
+        sum_tile_at<1, W>(pt, lds, j0, j1, rows, c0, d, p0, out + t, true, prefetch);
+    }
   }
 }
 
 // Keys in runs of up to kListedRows (paged_attention's key ranges and decode blocks are one run):
-// a run's V rows are listed once, not walked through the block table in each of the 8 tile passes
-// per pair of queries, and only its first pair prefetches them (the others find them in L1/L2).
+// a run's V rows are listed once, not walked through the block table in each of the tile passes
+// per group of queries, and only its first group prefetches them (the others find them in L1/L2).
 constexpr int64_t kListedRows = 64;
 
 void weighted_sum(const float* p, int64_t lds, const int64_t* limit, int nq, const attn_kv& kv, float* const* out,
@@ -204,10 +263,13 @@ void weighted_sum(const float* p, int64_t lds, const int64_t* limit, int nq, con
     if (c0 > 0)
       while (limit[i] <= c0) ++i;
     const int first = i;
+    const bool more = resume || c0 > 0;
+    // Threes, with a pair at the end rather than a single (4 = 2 + 2, not 3 + 1).
+    for (; nq - i >= 3 && nq - i != 4; i += 3)
+      sum_group<3>(p + i * lds, lds, limit + i, c0, c1, rows, kv.d, strided && i == first, out + i, more);
     for (; i + 2 <= nq; i += 2)
-      sum_group<2>(p + i * lds, lds, limit + i, c0, c1, rows, kv.d, strided && i == first, out + i, resume || c0 > 0);
-    if (i < nq)
-      sum_group<1>(p + i * lds, lds, limit + i, c0, c1, rows, kv.d, strided && i == first, out + i, resume || c0 > 0);
+      sum_group<2>(p + i * lds, lds, limit + i, c0, c1, rows, kv.d, strided && i == first, out + i, more);
+    if (i < nq) sum_group<1>(p + i * lds, lds, limit + i, c0, c1, rows, kv.d, strided && i == first, out + i, more);
     if (c1 >= end) break;
   }
 }
