@@ -286,36 +286,6 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
   const bool decode = n_q == 1 && kv.n_kv_heads > 1;  // the decode path below (quantized pools too)
   // AVX2 and AVX-512 CPUs have F16C (matmul_isa() requires it with AVX2).
   static const fp8_row_fn fp8_row = kernel_isa() == isa::generic ? fp8_row_generic : cpu::dequantize_fp8_avx2;
-  if (kv.type != dtype::f32 && !decode) {
-    // Quantized pool, a prompt chunk: dequantise the keys this chunk sees into a float pool laid out
-    // position by position, then run the float attention on it unchanged (so the result is exactly
-    // the float attention on the stored values). Its queries share that cost.
-    struct scratch {
-      std::vector<float> k, v;
-      std::vector<int32_t> table;
-    };
-    thread_local scratch s;
-    const int64_t n_keys = start_pos + n_q, row = static_cast<int64_t>(kv.n_kv_heads) * kv.head_dim;
-    const int64_t blocks = (n_keys + kv.block_size - 1) / kv.block_size;
-    s.k.resize(static_cast<size_t>(blocks * kv.block_size * row));
-    s.v.resize(s.k.size());
-    s.table.resize(static_cast<size_t>(blocks));
-    for (int64_t b = 0; b < blocks; ++b) s.table[static_cast<size_t>(b)] = static_cast<int32_t>(b);
-    // NOTE: `s` is thread_local: the OpenMP workers must write through these pointers, not their
-    // own (empty) `s`.
-    float* const kd = s.k.data();
-    float* const vd = s.v.data();
-#pragma omp parallel for schedule(static) if (n_keys * row >= (int64_t{1} << 15))
-    for (int64_t p = 0; p < n_keys; ++p) {
-      const int64_t slot = static_cast<int64_t>(block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
-      dequantize_block(kv.k_codes + slot * row, kv.k_scales + slot * kv.n_kv_heads, 1, kv.n_kv_heads, 0, kv.n_kv_heads,
-                       kv.head_dim, kv.type, fp8_row, kd + p * row);
-      dequantize_block(kv.v_codes + slot * row, kv.v_scales + slot * kv.n_kv_heads, 1, kv.n_kv_heads, 0, kv.n_kv_heads,
-                       kv.head_dim, kv.type, fp8_row, vd + p * row);
-    }
-    paged_kv_layer f{s.k.data(), s.v.data(), kv.block_size, kv.n_kv_heads, kv.head_dim};
-    return paged_attention(q, n_q, n_heads, start_pos, f, s.table.data(), scale, out);
-  }
   // Work items: (kv head, block of up to 16 tokens). The group's query heads of those tokens share
   // every K and V row they read; each (token, head) still gets the arithmetic of attention.hpp alone.
   static const cpu::attn_backend& be = choose_attn_backend();
@@ -332,7 +302,12 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
   // do not follow them, and a layer's K and V outgrow L2. So each thread copies a head's keys into a
   // contiguous buffer once and runs all of that head's items on it (static chunks of whole heads).
   // The values are the same, so is every result. Decode (few queries per row read) reads in place.
-  const bool gather = n_q >= 16 && kv.n_kv_heads > 1;
+  // A quantized pool's prompt chunk always gathers, dequantising each head's keys and values into
+  // the same buffers: the float attention then runs on exactly the stored values. (It dequantised
+  // the whole pool into a float copy first, pool-sized writes and reads for every chunk: with an
+  // INT8 cache a chunk of 8 tokens after 3,000 keys wrote and read back 25 MB a layer.)
+  const bool quantized = kv.type != dtype::f32;
+  const bool gather = quantized || (n_q >= 16 && kv.n_kv_heads > 1);
   static const int32_t zero_table[1] = {0};
   const int64_t kr = std::max<int64_t>(1, 32 / kv.block_size) * kv.block_size;  // whole pool blocks, >= 32 keys
   auto run_item = [&](int64_t g, int64_t blk, const cpu::attn_kv& a, float* s, const float** qs, float** outs,
@@ -377,12 +352,11 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
   // the weighted sum chained over the blocks in key order (attention.hpp, `resume`).
   // A quantized pool is dequantised here a block at a time, this item's heads only, K in the first
   // pass and V in the last, into a block-sized float buffer the same kernels read: one decode token
-  // reads each code once and writes no pool-sized float copy (the prompt path's whole-pool copy
-  // made an INT8 cache slower than a float one, and grew with the context). The values, and so
-  // every result, are those of the whole-pool copy.
+  // reads each code once and writes no pool-sized float copy (a whole-pool copy made an INT8
+  // cache slower than a float one, and grew with the context). The values, and so every result,
+  // are those dequantize_kv_row gives every path.
   if (decode) {
     const int64_t n_keys = start_pos + 1, bs = kv.block_size, row = static_cast<int64_t>(kv.n_kv_heads) * d;
-    const bool quantized = kv.type != dtype::f32;
     const int parts = static_cast<int>(std::min<int64_t>(kv.n_kv_heads, omp_get_max_threads()));
 #pragma omp parallel for schedule(static) if (parts > 1)
     for (int part = 0; part < parts; ++part) {
@@ -446,8 +420,16 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
         if (have != g) {
           cpu::kv_cursor cur(pooled, 0);
           for (int64_t p = 0;;) {
-            std::memcpy(keys.data() + p * d, kv.k + cur.at, static_cast<size_t>(d) * sizeof(float));
-            std::memcpy(values.data() + p * d, kv.v + cur.at, static_cast<size_t>(d) * sizeof(float));
+            if (quantized) {
+              const int64_t slot = cur.at / pooled.row, nh = kv.n_kv_heads;  // cur.at = slot * row + g * d
+              dequantize_block(kv.k_codes + slot * pooled.row, kv.k_scales + slot * nh, 1, nh, g, g + 1, d, kv.type,
+                               fp8_row, keys.data() + p * d);
+              dequantize_block(kv.v_codes + slot * pooled.row, kv.v_scales + slot * nh, 1, nh, g, g + 1, d, kv.type,
+                               fp8_row, values.data() + p * d);
+            } else {
+              std::memcpy(keys.data() + p * d, kv.k + cur.at, static_cast<size_t>(d) * sizeof(float));
+              std::memcpy(values.data() + p * d, kv.v + cur.at, static_cast<size_t>(d) * sizeof(float));
+            }
             if (++p == n_keys_max) break;
             cur.next();
           }

@@ -92,7 +92,7 @@ BOOST_AUTO_TEST_CASE(quantized_attention_is_float_attention_on_the_stored_values
       at += n;
     }
     p.mirror();
-    for (int32_t start : {0, 100, 149}) {
+    for (int32_t start : {0, 100, 140, 147, 149}) {  // 150, 50, 10, 3 and 1 queries
       const int32_t nq = len - start;
       std::vector<float> a(static_cast<size_t>(nq) * hq * 64), b(a.size());
       tk::paged_attention(q.data() + start * hq * 64, nq, hq, start, p.q, table.data(), 0.125f, a.data());
