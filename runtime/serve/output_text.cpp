@@ -7,12 +7,16 @@ namespace troupe::serve {
 output_text::output_text(const tokenizer* tok, std::vector<std::string> stop_strings)
     : stop_(std::move(stop_strings)) {
   // vLLM's default: special tokens (<|im_end|>, <|endoftext|>) are not part of the text.
-  if (tok) dec_.emplace(*tok, /*skip_special_tokens=*/true);
+  if (tok) {
+    dec_.emplace(*tok, /*skip_special_tokens=*/true);
+    id_limit_ = tok->id_limit();
+  }
 }
 
 output_text::delta output_text::push(int32_t id) {
   delta d;
   if (stopped_ || !dec_) return d;
+  if (id >= 0 && static_cast<size_t>(id) >= id_limit_) return d;  // a padded row: no text (header)
   dec_->push(id, held_);
   if (stop_.empty()) {
     d.text.swap(held_);

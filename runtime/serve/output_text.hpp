@@ -21,7 +21,11 @@ class output_text {
     std::string text;      // safe to send now
     bool stopped = false;  // a stop string matched: `text` ends before it and the stream is over
   };
-  // Throws troupe::error(out_of_range) for an id the tokenizer does not know.
+  // An id past the tokenizer's last (a padded row of the model's vocabulary: Qwen3 checkpoints have
+  // 151,936 rows for 151,669 ids) has no text, as in Hugging Face's decode: the delta is empty and
+  // the stream goes on. A random-weight model samples them often (the demo model did within a
+  // few tokens and failed the request). Throws troupe::error(out_of_range) for any other id the
+  // tokenizer does not know (a negative one).
   delta push(int32_t id);
   // End of the stream (not stopped): everything held back, an incomplete character as U+FFFD.
   std::string finish();
@@ -29,6 +33,7 @@ class output_text {
 
  private:
   std::optional<stream_decoder> dec_;
+  size_t id_limit_ = 0;  // the tokenizer's id_limit()
   std::vector<std::string> stop_;
   std::string held_;
   bool stopped_ = false;

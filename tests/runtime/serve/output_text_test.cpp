@@ -3,6 +3,7 @@
 // when the match spans several tokens.
 #include <boost/test/unit_test.hpp>
 
+#include "runtime/core/error.hpp"
 #include "runtime/serve/output_text.hpp"
 #include "runtime/wire/utf8.hpp"
 
@@ -80,6 +81,23 @@ BOOST_AUTO_TEST_CASE(text_that_may_start_a_stop_string_is_held_back_then_release
   BOOST_TEST(first.text == "");
   for (size_t i = 1; i < ids.size(); ++i) got += o.push(ids[i]).text;
   BOOST_TEST(got == "Hello there");
+}
+
+// A model's padded vocabulary rows (Qwen3: ids 151,669 .. 151,935) have no text: a random-weight
+// model samples them, and the request must go on (it failed with an internal error).
+BOOST_AUTO_TEST_CASE(ids_past_the_tokenizer_have_no_text_and_the_stream_goes_on) {
+  output_text o(&qwen3(), {"world"});
+  auto ids = qwen3().encode("Hello there, world");
+  std::string got;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    got += o.push(ids[i]).text;
+    if (i == 0) BOOST_TEST(o.push(static_cast<int32_t>(qwen3().id_limit())).text == "");
+    if (i == 1) BOOST_TEST(o.push(151935).text == "");
+  }
+  BOOST_TEST(got == "Hello there, ");
+  BOOST_TEST(o.stopped());
+  output_text bad(&qwen3(), {});
+  BOOST_CHECK_THROW(bad.push(-1), troupe::error);
 }
 
 BOOST_AUTO_TEST_CASE(no_tokenizer_means_empty_text) {
