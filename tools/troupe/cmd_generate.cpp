@@ -125,7 +125,10 @@ int run_generate(int argc, char** argv) {
   if (tok) text.emplace(*tok, /*skip_special_tokens=*/true);
   std::string full_text;
   auto out = gen.generate(prompt, o, [&](int32_t id) {
-    if (text) {
+    if (text && id >= 0 && static_cast<size_t>(id) >= tok->id_limit()) {
+      // A padded vocabulary row (past the tokenizer's last id): no text, as in Hugging Face's decode
+      // and the server's output_text; a random-weight model samples them now and then.
+    } else if (text) {
       std::string delta = text->push(id);
       full_text += delta;
       if (!json) std::fputs(delta.c_str(), stdout);
