@@ -11,6 +11,7 @@
 #include "runtime/core/error.hpp"
 #include "runtime/engine/generator.hpp"
 #include "runtime/quant/load.hpp"
+#include "runtime/serve/output_text.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 #include "tools/troupe/command.hpp"
 
@@ -121,15 +122,14 @@ int run_generate(int argc, char** argv) {
   o.sampling.ignore_eos = ignore_eos;
 
   generator gen(*ck);
-  std::optional<stream_decoder> text;
-  if (tok) text.emplace(*tok, /*skip_special_tokens=*/true);
+  // The server's output text (no stop strings): special tokens and a model's padded vocabulary
+  // rows have no text there, so `generate` prints what a client of `troupe serve` receives.
+  std::optional<serve::output_text> text;
+  if (tok) text.emplace(tok.get(), std::vector<std::string>{});
   std::string full_text;
   auto out = gen.generate(prompt, o, [&](int32_t id) {
-    if (text && id >= 0 && static_cast<size_t>(id) >= tok->id_limit()) {
-      // A padded vocabulary row (past the tokenizer's last id): no text, as in Hugging Face's decode
-      // and the server's output_text; a random-weight model samples them now and then.
-    } else if (text) {
-      std::string delta = text->push(id);
+    if (text) {
+      std::string delta = text->push(id).text;
       full_text += delta;
       if (!json) std::fputs(delta.c_str(), stdout);
     } else if (!json) {
