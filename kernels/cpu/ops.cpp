@@ -421,7 +421,7 @@ void paged_attention(const float* q, int64_t n_q, int64_t n_heads, int32_t start
           cpu::kv_cursor cur(pooled, 0);
           for (int64_t p = 0;;) {
             if (quantized) {
-              const int64_t slot = cur.at / pooled.row, nh = kv.n_kv_heads;  // cur.at = slot * row + g * d
+              const int64_t slot = int64_t{block_table[cur.block]} * kv.block_size + cur.slot, nh = kv.n_kv_heads;
               dequantize_block(kv.k_codes + slot * pooled.row, kv.k_scales + slot * nh, 1, nh, g, g + 1, d, kv.type,
                                fp8_row, keys.data() + p * d);
               dequantize_block(kv.v_codes + slot * pooled.row, kv.v_scales + slot * nh, 1, nh, g, g + 1, d, kv.type,
