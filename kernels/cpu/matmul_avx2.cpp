@@ -1,6 +1,8 @@
 // AVX2+FMA+F16C matmul back-end: the 16 lanes of one dot product live in two ymm (lanes 0-7, 8-15),
 // so results match the AVX-512 and scalar back-ends bit for bit (matmul_backend.hpp).
-// Same two paths as AVX-512 with smaller tiles: 16 ymm registers instead of 32 zmm.
+// Same two paths as AVX-512 with smaller tiles: 16 ymm registers instead of 32 zmm. INT8 weights
+// come here too on CPUs whose best back-end this is (matmul_int8.hpp's dequantised arithmetic):
+// each code is widened to float32 code * scale, then the same tiles run.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -45,6 +47,48 @@ v16 load_tail(const typename Src::elem* p, int64_t count) {
   std::memcpy(buf, p, static_cast<size_t>(count) * sizeof(buf[0]));
   return Src::load(buf);
 }
+
+// One weight row as the tiles read it: load(k) its 16 widened weights at k, tail(k, count) the
+// last partial block zero-padded, bytes(k) where a prefetch for k aims.
+template <class Src>
+struct row_of {
+  using elem = typename Src::elem;
+  const elem* p;
+  static row_of at(const weight_ref& w, int64_t j) { return {static_cast<const elem*>(w.data) + j * w.cols}; }
+  v16 load(int64_t k) const { return Src::load(p + k); }
+  v16 tail(int64_t k, int64_t count) const { return load_tail<Src>(p + k, count); }
+  const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
+};
+
+// An INT8 row in the dequantised arithmetic (matmul_int8.hpp): each code becomes the float32
+// code * scale (exact widening, one rounding in the multiply), then the float kernels' dot product.
+// Groups are powers of two of at least 32 columns, or the whole row, so a 16-block has one scale.
+struct row_i8 {
+  using elem = int8_t;
+  const int8_t* p;
+  const float* s;
+  int shift;
+  static row_i8 at(const weight_ref& w, int64_t j) {
+    const bool one = w.group_cols >= w.cols;
+    return {static_cast<const int8_t*>(w.data) + j * w.cols, w.scales + j * w.scale_cols(),
+            one ? 62 : __builtin_ctz(static_cast<unsigned>(w.group_cols))};
+  }
+  static v16 widen(__m128i raw, __m256 scale) {
+    return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(raw)), scale),
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(raw, 8))), scale)};
+  }
+  v16 load(int64_t k) const {  // two sign-extending loads: no shuffle to reach the upper 8 codes
+    const __m256 scale = _mm256_broadcast_ss(s + (k >> shift));
+    return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + k)))), scale),
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + k + 8)))), scale)};
+  }
+  v16 tail(int64_t k, int64_t count) const {
+    alignas(16) int8_t buf[16] = {};
+    std::memcpy(buf, p + k, static_cast<size_t>(count));
+    return widen(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)), _mm256_broadcast_ss(s + (k >> shift)));
+  }
+  const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
+};
 
 #include "kernels/cpu/avx2_tree.hpp"
 
@@ -94,39 +138,40 @@ inline void tile(const float* x, int64_t ldx, int64_t cols, WLoad wload, WTail w
 
 constexpr int direct_max_n = 3;
 
-template <int R, class Src>
+template <int R, class Row>
 void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
   constexpr int C = R == 1 ? 4 : R == 2 ? 3 : 2;  // 2*R*C accumulator registers of 16
-  const auto* wd = static_cast<const typename Src::elem*>(w.data);
+  constexpr int64_t elem_bytes = sizeof(typename Row::elem);
   const int64_t cols = w.cols, ldy = w.rows;
   float out[R * C];
   int64_t j = j0;
   // The C rows first, first + stride, ...: y gets their outputs at the same row numbers.
   auto rows_tile = [&](int64_t first, int64_t stride) {
-    const auto* wr = wd + first * cols;
-    const int64_t rs = stride * cols;
+    Row wr[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) wr[c] = Row::at(w, first + c * stride);
     auto ahead = [&](int64_t k) {  // the hardware streamers alone fall ~15% short of the bandwidth
-      if ((k * sizeof(*wr)) % 64 == 0)
-        for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(wr + c * rs + k) + 512, _MM_HINT_T0);
+      if ((k * elem_bytes) % 64 == 0)
+        for (int c = 0; c < C; ++c) _mm_prefetch(wr[c].bytes(k) + 512, _MM_HINT_T0);
     };
     tile<R, C>(
-        x, cols, cols, [&](int c, int64_t k) { return Src::load(wr + c * rs + k); },
-        [&](int c, int64_t k) { return load_tail<Src>(wr + c * rs + k, cols - k); }, ahead, out);
+        x, cols, cols, [&](int c, int64_t k) { return wr[c].load(k); },
+        [&](int c, int64_t k) { return wr[c].tail(k, cols - k); }, ahead, out);
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) y[r * ldy + first + c * stride] = out[r * C + c];
   };
   // Rows shorter than a page: tiles of rows a page apart, as the AVX-512 back-end does (its
   // run_direct_rows says why); past a row's end the 512 B prefetch runs into the next tile's row.
-  const int64_t row_bytes = cols * static_cast<int64_t>(sizeof(*wd));
+  const int64_t row_bytes = cols * elem_bytes;
   const int64_t S = row_bytes < 4096 ? 4096 / row_bytes : 1, span = C * S;
   for (; S > 1 && j + span <= j1; j += span)
     for (int64_t s = 0; s < S; ++s) rows_tile(j + s, S);
   for (; j + C <= j1; j += C) rows_tile(j, 1);
   for (; j < j1; ++j) {
-    const auto* wr = wd + j * cols;
+    const Row wr = Row::at(w, j);
     tile<R, 1>(
-        x, cols, cols, [&](int, int64_t k) { return Src::load(wr + k); },
-        [&](int, int64_t k) { return load_tail<Src>(wr + k, cols - k); }, [](int64_t) {}, out);
+        x, cols, cols, [&](int, int64_t k) { return wr.load(k); }, [&](int, int64_t k) { return wr.tail(k, cols - k); },
+        [](int64_t) {}, out);
     for (int r = 0; r < R; ++r) y[r * ldy + j] = out[r];
   }
 }
@@ -134,7 +179,7 @@ void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1
 // The fewest passes, rows spread evenly (4 = 2 + 2, 7 = 3 + 2 + 2): each pass widens every weight
 // again, so a pass of one row costs nearly what a pass of three does (5-9% less time at n = 7, 10,
 // 13 than 3 + 3 + ... + 1).
-template <class Src>
+template <class Row>
 void run_passes(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
   const int64_t passes = (n + direct_max_n - 1) / direct_max_n;
   for (int64_t p = 0, i = 0; p < passes; ++p) {
@@ -143,9 +188,9 @@ void run_passes(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
     float* yi = y + i * w.rows;
     i += rows;
     switch (rows) {
-      case 1: run_direct_rows<1, Src>(xi, w, j0, j1, yi); break;
-      case 2: run_direct_rows<2, Src>(xi, w, j0, j1, yi); break;
-      default: run_direct_rows<3, Src>(xi, w, j0, j1, yi); break;
+      case 1: run_direct_rows<1, Row>(xi, w, j0, j1, yi); break;
+      case 2: run_direct_rows<2, Row>(xi, w, j0, j1, yi); break;
+      default: run_direct_rows<3, Row>(xi, w, j0, j1, yi); break;
     }
   }
 }
@@ -159,24 +204,24 @@ constexpr int panel_rows = 48;  // weight rows widened per unit
 int64_t padded_cols(int64_t cols) { return (cols + 15) / 16 * 16; }
 
 // For each 16-wide k block, the pack_cols rows' 16 fp32 side by side; missing rows are zeros.
-template <class Src>
-void pack_subpanel(const typename Src::elem* w, int64_t ldw, int64_t live_rows, int64_t cols, float* dst) {
-  const int64_t full = cols / 16 * 16;
+template <class Row>
+void pack_subpanel(const weight_ref& w, int64_t j, int64_t live_rows, float* dst) {
+  const int64_t cols = w.cols, full = cols / 16 * 16;
   for (int c = 0; c < pack_cols; ++c) {
     float* d = dst + c * 16;
     if (c >= live_rows) {
       for (int64_t k = 0; k < padded_cols(cols); k += 16, d += pack_cols * 16) std::memset(d, 0, 16 * sizeof(float));
       continue;
     }
-    const auto* s = w + c * ldw;
+    const Row s = Row::at(w, j + c);
     int64_t k = 0;
     for (; k < full; k += 16, d += pack_cols * 16) {
-      const v16 v = Src::load(s + k);
+      const v16 v = s.load(k);
       _mm256_store_ps(d, v.lo);
       _mm256_store_ps(d + 8, v.hi);
     }
     if (full < cols) {
-      const v16 v = load_tail<Src>(s + k, cols - k);
+      const v16 v = s.tail(k, cols - k);
       _mm256_store_ps(d, v.lo);
       _mm256_store_ps(d + 8, v.hi);
     }
@@ -227,9 +272,8 @@ void tile_packed(const float* x, int64_t cols, const float* wp, float* out) {
   for (int i = 0; i < R * C; ++i) out[i] = reduce(v16{acc[0][i], acc[1][i]});
 }
 
-template <class Src>
+template <class Row>
 void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* panel) {
-  const auto* wd = static_cast<const typename Src::elem*>(w.data);
   const int64_t cols = w.cols, ldy = w.rows, sub_floats = pack_cols * padded_cols(cols);
   const int64_t block_n = std::max<int64_t>(pack_rows, (int64_t{1} << 18) / cols / pack_rows * pack_rows);
   float out[pack_rows * pack_cols];
@@ -237,7 +281,7 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
     const int64_t nc = std::min<int64_t>(panel_rows, j1 - jc);
     const int64_t subs = (nc + pack_cols - 1) / pack_cols;
     for (int64_t s = 0; s < subs; ++s)
-      pack_subpanel<Src>(wd + (jc + s * pack_cols) * cols, cols, nc - s * pack_cols, cols, panel + s * sub_floats);
+      pack_subpanel<Row>(w, jc + s * pack_cols, nc - s * pack_cols, panel + s * sub_floats);
     for (int64_t ic = 0; ic < n; ic += block_n) {
       const int64_t ie = std::min(n, ic + block_n);
       for (int64_t s = 0; s < subs; ++s) {
@@ -278,9 +322,10 @@ size_t scratch_floats(int64_t n, const weight_ref& w) {
 void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
   const bool passes = n <= passes_max_n;
   switch (w.type) {
-    case dtype::f32: return passes ? run_passes<src_f32>(x, n, w, j0, j1, y) : run_packed<src_f32>(x, n, w, j0, j1, y, scratch);
-    case dtype::bf16: return passes ? run_passes<src_bf16>(x, n, w, j0, j1, y) : run_packed<src_bf16>(x, n, w, j0, j1, y, scratch);
-    case dtype::f16: return passes ? run_passes<src_f16>(x, n, w, j0, j1, y) : run_packed<src_f16>(x, n, w, j0, j1, y, scratch);
+    case dtype::f32: return passes ? run_passes<row_of<src_f32>>(x, n, w, j0, j1, y) : run_packed<row_of<src_f32>>(x, n, w, j0, j1, y, scratch);
+    case dtype::bf16: return passes ? run_passes<row_of<src_bf16>>(x, n, w, j0, j1, y) : run_packed<row_of<src_bf16>>(x, n, w, j0, j1, y, scratch);
+    case dtype::f16: return passes ? run_passes<row_of<src_f16>>(x, n, w, j0, j1, y) : run_packed<row_of<src_f16>>(x, n, w, j0, j1, y, scratch);
+    case dtype::i8: return passes ? run_passes<row_i8>(x, n, w, j0, j1, y) : run_packed<row_i8>(x, n, w, j0, j1, y, scratch);
     default: return;
   }
 }

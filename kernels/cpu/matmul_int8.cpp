@@ -54,7 +54,7 @@ const quant_backend& best_quant_backend(dtype type) {
   if (type == dtype::f8_e4m3)
     return avx512 ? fp8_backend_avx512() : isa == "avx2" ? fp8_backend_avx2() : fp8_backend_generic();
   if (avx512) return vnni ? int8_backend_avx512_vnni() : int8_backend_avx512();
-  return isa == "avx2" ? int8_backend_avx2() : int8_backend_generic();
+  return int8_backend_generic();
 }
 
 void check_quantized_weight(const weight_ref& w) {

@@ -13,6 +13,12 @@
 //   y = ldexp(tree(acc), -e), tree = the 16-lane tree of matmul_backend.hpp (acc[l] + acc[l+8], ...).
 // Integer sums are exact, so the result depends only on x's row, w's row and the shape: never on
 // n, tiles, threads or the back-end. A row holding inf or NaN gives NaN outputs.
+// That is INT8's "fixed" arithmetic (AVX-512 and portable back-ends). CPUs whose best back-end is
+// AVX2 (no vpdpwssd, no zmm: the two planes cost 10 instructions per 32 weights and row) run the
+// "dequant" one instead (kernels::int8_arithmetic(), matmul.cpp): every weight is the float32
+// product float(q[j][k]) * scale, and y is the float kernels' 16-lane dot product of x with those
+// weights (matmul_backend.hpp), bit-identical to the portable float back-end on the dequantised
+// matrix. Also exact per row, so batch and chunking invariance hold the same way.
 //
 // FP8 (e4m3, block scales): every code widens exactly to v' = value * 2^-8 (the f16 bit trick);
 // per group of group_cols columns, lane l accumulates p[l] = fma(x[k], v'[k], p[l]) in increasing k
@@ -58,14 +64,14 @@ struct quant_backend {
 
 const quant_backend& int8_backend_avx512_vnni();  // AVX512-VNNI vpdpwssd
 const quant_backend& int8_backend_avx512();       // the same with vpmaddwd + vpaddd
-const quant_backend& int8_backend_avx2();         // vpmaddwd + vpaddd on ymm
 const quant_backend& int8_backend_generic();
 const quant_backend& fp8_backend_avx512();
 const quant_backend& fp8_backend_avx2();
 const quant_backend& fp8_backend_generic();
 
-// The back-ends this CPU can run for `type` (i8 or f8_e4m3), best first; honours TROUPE_ISA as
-// matmul() does (generic selects the portable back-ends; avx2 the AVX2 INT8 one).
+// The best back-end this CPU can run for `type` (i8 or f8_e4m3) in its fixed arithmetic; honours
+// TROUPE_ISA as matmul() does (generic selects the portable back-ends; with avx2, INT8 in the fixed
+// arithmetic is the portable back-end's: matmul() runs the dequantised one there).
 const quant_backend& best_quant_backend(dtype type);
 
 // Checks a quantized weight_ref (codes, scales, group shape); throws troupe::error naming what is

@@ -1,4 +1,4 @@
-// The drivers of the SIMD INT8 back-ends (AVX-512 with and without VNNI, AVX2), shared: decode
+// The drivers of the SIMD INT8 back-ends (AVX-512 with and without VNNI), shared: decode
 // and small batches stream tiles of weight rows a page apart, prefill passes blocks of activation
 // rows over L2-resident panels. Include inside the back-end's target pragma, after defining in
 // namespace troupe::kernels::cpu::{anonymous}:
@@ -84,9 +84,8 @@ void run(const quant_activations& a, const weight_ref& w, int64_t j0, int64_t j1
          int64_t pf0, int64_t pf1) {
   if (a.n > int8_passes_max_n) return run_packed(a, w, j0, j1, y, scratch);
   // Decode in one pass; small batches in one pass of the decode tiles per <= 3 rows. (Spreading the
-  // rows evenly, 4 = 2 + 2 as matmul_avx2.cpp does, measured no faster on an AVX2 CPU: batch 4 / 16
-  // 34.2 / 33.6 -> 33.2 / 32.0 tokens/s, one run each; its INT8 tiles of 2 or 3 activation rows
-  // take one weight row, so a pass there costs about its rows' share anyway.)
+  // rows evenly, 4 = 2 + 2 as matmul_avx2.cpp does, measured no faster with the fixed-arithmetic
+  // AVX2 back-end this once had: batch 4 / 16 34.2 / 33.6 -> 33.2 / 32.0 tokens/s, one run each.)
   for (int64_t i = 0; i < a.n; i += 3) {
     switch (std::min<int64_t>(3, a.n - i)) {
       case 1: run_direct<1, kDecodeCols[1]>(a, w, j0, j1, y, pf0, pf1, i); break;

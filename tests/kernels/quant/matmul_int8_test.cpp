@@ -1,7 +1,8 @@
 // kernels::matmul on quantized weights (INT8 per-group scales, FP8 e4m3 block scales): every
-// back-end this CPU runs bit-identical to the portable one, all within float32 noise of the float64
-// product with the dequantised weights, bitwise batch invariance (a row's result never depends on
-// n, its neighbours or the thread count), and the errors for malformed quantized weights.
+// back-end this CPU runs bit-identical to the portable one of its arithmetic (INT8's fixed one, or
+// the dequantised one of AVX2 CPUs: the float reference on code * scale), all within float32 noise
+// of the float64 product with the dequantised weights, bitwise batch invariance (a row's result
+// never depends on n, its neighbours or the thread count), and the errors for malformed weights.
 #define BOOST_TEST_MODULE kernels_quant
 #include <omp.h>
 
@@ -9,11 +10,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/matmul_backend.hpp"
 #include "kernels/cpu/matmul_int8.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/core/error.hpp"
@@ -75,7 +78,6 @@ std::vector<const cpu::quant_backend*> backends(dtype t) {
     out.push_back(&cpu::int8_backend_generic());
     if (avx512) out.push_back(&cpu::int8_backend_avx512());
     if (avx512 && __builtin_cpu_supports("avx512vnni")) out.push_back(&cpu::int8_backend_avx512_vnni());
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out.push_back(&cpu::int8_backend_avx2());
   } else {
     out.push_back(&cpu::fp8_backend_generic());
     if (avx512) out.push_back(&cpu::fp8_backend_avx512());
@@ -99,6 +101,21 @@ void check_close(const std::vector<float>& y, const std::vector<float>& ref, int
       }
     }
   }
+}
+
+// The dequantised INT8 arithmetic's definition: the portable float back-end on float32 code * scale.
+std::vector<float> dequantised_reference(const float* x, int64_t n, const tk::weight_ref& w) {
+  std::vector<float> wf(static_cast<size_t>(w.rows * w.cols));
+  const auto* codes = static_cast<const int8_t*>(w.data);
+  for (int64_t j = 0; j < w.rows; ++j)
+    for (int64_t k = 0; k < w.cols; ++k)
+      wf[static_cast<size_t>(j * w.cols + k)] = static_cast<float>(codes[j * w.cols + k]) * cpu::scale_of(w, j, k);
+  std::vector<float> y(static_cast<size_t>(n * w.rows));
+  const tk::weight_ref wr{wf.data(), dtype::f32, w.rows, w.cols};
+  const auto& generic = cpu::matmul_backend_generic();  // the 16-lane dot product in scalar C++
+  std::vector<float> scratch(generic.scratch_floats(n, wr));
+  generic.run(x, n, wr, 0, w.rows, y.data(), scratch.data());
+  return y;
 }
 
 struct shape {
@@ -135,10 +152,13 @@ void check_all(dtype t, const shape& s) {
                    what << " n=" << n << " row " << i << ": " << b->name << " depends on the batch");
       }
     }
-    // The public entry point picks the best back-end and is the same.
+    // The public entry point picks the best back-end and is the same (INT8 in the dequantised
+    // arithmetic: the float reference on the dequantised weights).
     std::vector<float> y(static_cast<size_t>(n * s.rows));
     tk::matmul(x.data(), n, w.ref, y.data());
-    BOOST_TEST(std::memcmp(y.data(), base.data(), y.size() * sizeof(float)) == 0, what << " n=" << n << ": matmul()");
+    const bool dequant = t == dtype::i8 && std::string(tk::int8_arithmetic()) == "dequant";
+    const auto want = dequant ? dequantised_reference(x.data(), n, w.ref) : base;
+    BOOST_TEST(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0, what << " n=" << n << ": matmul()");
   }
 }
 
@@ -146,6 +166,47 @@ void check_all(dtype t, const shape& s) {
 
 BOOST_AUTO_TEST_CASE(int8_backends_agree_bitwise_and_match_the_dequantised_product) {
   for (const auto& s : kInt8Shapes) check_all(dtype::i8, s);
+}
+
+// The AVX2 float back-end on INT8 weights (the dequantised arithmetic; matmul() uses it where AVX2
+// is the best back-end): the float reference's bits on code * scale, within float32 noise of the
+// float64 product, each row alone as in its batch. Called directly, single-threaded, on every CPU
+// that has AVX2.
+BOOST_AUTO_TEST_CASE(int8_dequantised_arithmetic_is_the_float_kernel_on_code_times_scale) {
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))) return;
+  const auto& b = cpu::matmul_backend_avx2();
+  auto run_avx2 = [&](const float* x, int64_t n, const tk::weight_ref& w) {
+    std::vector<float> y(static_cast<size_t>(n * w.rows), -7.f);
+    std::vector<float> scratch(b.scratch_floats(n, w) + 16);
+    float* aligned = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
+    const int64_t unit = b.unit_rows(n, w);
+    for (int64_t j0 = 0; j0 < w.rows; j0 += unit) b.run(x, n, w, j0, std::min(j0 + unit, w.rows), y.data(), aligned);
+    return y;
+  };
+  for (const auto& s : kInt8Shapes) {
+    const qweight w(dtype::i8, s.rows, s.cols, s.group_rows, s.group_cols, static_cast<uint32_t>(s.rows * 5 + s.cols));
+    const std::string what = "i8 [" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "] group " +
+                             std::to_string(s.group_cols);
+    for (int64_t n : {1, 2, 3, 4, 7, 15, 16, 40}) {  // decode tiles, passes, packed panels
+      const auto x = random_x(n, s.cols, static_cast<uint32_t>(n + 11));
+      const auto y = run_avx2(x.data(), n, w.ref);
+      const auto want = dequantised_reference(x.data(), n, w.ref);
+      BOOST_TEST(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0, what << " n=" << n);
+      std::vector<float> ref(static_cast<size_t>(n * s.rows));
+      cpu::matmul_dequant_reference(x.data(), n, w.ref, ref.data());
+      check_close(y, ref, n, s.rows, 1e-5, what + " n=" + std::to_string(n) + " vs float64");
+      for (int64_t i = 0; i < n; i += std::max<int64_t>(1, n / 3)) {
+        const auto alone = run_avx2(x.data() + i * s.cols, 1, w.ref);
+        BOOST_TEST(std::memcmp(alone.data(), y.data() + i * s.rows, alone.size() * sizeof(float)) == 0,
+                   what << " n=" << n << " row " << i << " depends on the batch");
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(int8_arithmetic_follows_the_matmul_back_end) {
+  const std::string isa = tk::matmul_isa(), arithmetic = tk::int8_arithmetic();
+  BOOST_TEST(arithmetic == (isa == "avx2" ? "dequant" : "fixed"), "isa " << isa);
 }
 
 BOOST_AUTO_TEST_CASE(fp8_backends_agree_bitwise_and_match_the_dequantised_product) {
@@ -185,9 +246,11 @@ BOOST_AUTO_TEST_CASE(int8_activations_are_exact_within_64x_of_the_row_maximum) {
     x[k] = std::ldexp(1.0f + static_cast<float>(k) / 1024, -static_cast<int>(k % 6)) * (k % 2 ? -1.f : 1.f);
     exact += x[k];
   }
-  float y = 0;
-  tk::matmul(x.data(), 1, w, &y);
-  BOOST_TEST(y == static_cast<float>(exact));
+  for (const auto* b : backends(dtype::i8)) {
+    float y = 0;
+    cpu::matmul_quantized(x.data(), 1, w, &y, *b);
+    BOOST_TEST(y == static_cast<float>(exact), b->name);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(activation_rows_are_lrint_of_ldexp_split_in_halves) {
