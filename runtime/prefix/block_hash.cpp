@@ -66,11 +66,13 @@ std::string cache_identity::key_component() const {
   check_part("model fingerprint", model_fingerprint, false);
   check_part("kv dtype", kv_dtype, false);
   check_part("adapter", adapter, true);
+  check_part("arithmetic", arithmetic, true);
   if (block_size < 1)
     throw_error(errc::invalid_argument, "prefix cache identity: block_size must be >= 1; got " +
                                             std::to_string(block_size));
   std::string s = model_fingerprint + ":kv-" + kv_dtype;
   if (!adapter.empty()) s += ":lora-" + adapter;
+  if (!arithmetic.empty()) s += ":" + arithmetic;
   return s;
 }
 

@@ -34,10 +34,12 @@ struct cache_identity {
   std::string model_fingerprint;  // troupe::model_fingerprint(checkpoint)
   std::string kv_dtype = "f32";   // the pool's element type ("f32"; later "int8", "fp8")
   std::string adapter;            // a LoRA adapter's identity; empty for the base model
+  std::string arithmetic;         // quant::kernel_arithmetic(checkpoint): "int8-dequant", ... or empty
   int32_t block_size = 16;        // tokens per block
 
-  // "<model_fingerprint>:kv-<kv_dtype>[:lora-<adapter>]". Throws troupe::error(invalid_argument)
-  // when a part is empty (fingerprint, dtype), holds ':' or white space, or block_size < 1.
+  // "<model_fingerprint>:kv-<kv_dtype>[:lora-<adapter>][:<arithmetic>]". Throws
+  // troupe::error(invalid_argument) when a part is empty (fingerprint, dtype), holds ':' or white
+  // space, or block_size < 1.
   std::string key_component() const;
 };
 

@@ -205,6 +205,10 @@ quant_config weight_quantization(const checkpoint& ck) {
   return q;
 }
 
+std::string kernel_arithmetic(const checkpoint& ck) {
+  return weight_quantization(ck).kind == method::int8 ? std::string("int8-") + kernels::int8_arithmetic() : "";
+}
+
 void quantize_weights(checkpoint& ck, const load_options& o) {
   if (o.quantization == method::none) return;
   const bool head = o.quantize_lm_head.value_or(o.quantization == method::int8);

@@ -59,6 +59,7 @@ BOOST_AUTO_TEST_CASE(every_identity_field_changes_the_root) {
   BOOST_TEST(!(with([](cache_identity& i) { i.model_fingerprint += "x"; }) == base));
   BOOST_TEST(!(with([](cache_identity& i) { i.kv_dtype = "fp8"; }) == base));
   BOOST_TEST(!(with([](cache_identity& i) { i.adapter = "a"; }) == base));
+  BOOST_TEST(!(with([](cache_identity& i) { i.arithmetic = "int8-dequant"; }) == base));
   BOOST_TEST(!(with([](cache_identity& i) { i.block_size = 32; }) == base));
   BOOST_TEST(with([](cache_identity&) {}) == base);
 }
@@ -86,6 +87,8 @@ BOOST_AUTO_TEST_CASE(keys_and_hex_round_trip) {
   BOOST_TEST(store_key("troupe", id, h) == "troupe:v1:qwen3-test-fp:kv-f32:ccfa368b2ec16b50610d695d466eed9f");
   id.adapter = "sql";
   BOOST_TEST(store_key("ns2", id, h) == "ns2:v1:qwen3-test-fp:kv-f32:lora-sql:ccfa368b2ec16b50610d695d466eed9f");
+  id.arithmetic = "int8-dequant";
+  BOOST_TEST(id.key_component() == "qwen3-test-fp:kv-f32:lora-sql:int8-dequant");
   BOOST_TEST(block_hash::from_hex(h.hex()) == h);
   BOOST_TEST(block_hash::from_hex("CCFA368B2EC16B50610D695D466EED9F") == h);
 }
@@ -98,6 +101,9 @@ BOOST_AUTO_TEST_CASE(bad_identities_and_hex_are_refused) {
   BOOST_TEST(fails_with([&] { (void)root_hash(id); }, "model fingerprint is empty"));
   id.model_fingerprint = "has space";
   BOOST_TEST(fails_with([&] { (void)root_hash(id); }, "\"has space\" holds ':' or white space"));
+  id = test_identity();
+  id.arithmetic = "int8:x";
+  BOOST_TEST(fails_with([&] { (void)root_hash(id); }, "\"int8:x\" holds ':' or white space"));
   id = test_identity();
   id.block_size = 0;
   BOOST_TEST(fails_with([&] { (void)root_hash(id); }, "block_size must be >= 1; got 0"));
