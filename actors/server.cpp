@@ -130,7 +130,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
 }
 
 // Prefix caching (docs/prefix_cache.md): blocks are keyed by the model fingerprint, the KV
-// dtype of the executor's pool (float32: batch_executor's kv_cache) and the INT8 arithmetic, so
+// dtype of the executor's pool (float32: batch_executor's kv_cache) and the quantized arithmetic, so
 // replicas agree exactly when their K/V would. With a Redis URL, the settings of the prefix-cache actors.
 void set_prefix_caching(server_context& ctx) {
   const auto& c = ctx.cfg;
@@ -139,7 +139,7 @@ void set_prefix_caching(server_context& ctx) {
   s.enable_prefix_caching = true;
   s.prefix_identity.model_fingerprint = model_fingerprint(*ctx.ckpt);
   s.prefix_identity.kv_dtype = std::string(kv_cache::kv_dtype_name(ctx.kv_type));
-  s.prefix_identity.arithmetic = quant::kernel_arithmetic(*ctx.ckpt);  // INT8 differs between CPUs
+  s.prefix_identity.arithmetic = quant::kernel_arithmetic(*ctx.ckpt);  // quantized: differs between CPUs
   s.prefix_identity.block_size = c.block_size;
   if (!c.redis_url.empty()) {
     auto& p = ctx.prefix;

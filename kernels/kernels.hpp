@@ -68,11 +68,12 @@ void matmul_reference(const float* x, int64_t n, const weight_ref& w, float* y);
 // Name of the instruction set matmul() dispatches to on this machine ("avx512", "avx2", ...).
 const char* matmul_isa() noexcept;
 
-// The arithmetic of INT8 weights on this machine (kernels/cpu/matmul_int8.hpp): "fixed" (W8A16,
-// activations in 30-bit fixed point, exact integer dot products: AVX-512 and portable back-ends)
-// or "dequant" (float32 on code * scale through the float dot product: CPUs with AVX2 only).
+// The arithmetic of quantized (INT8, FP8) weights on this machine (kernels/cpu/matmul_int8.hpp):
+// "grouped" (sums per scale group, then one multiply by the scale: INT8 as W8A16 with activations
+// in 30-bit fixed point and exact integer sums, FP8 in float32; AVX-512 and portable back-ends) or
+// "dequant" (float32 on code * scale through the float dot product: CPUs with AVX2 only).
 // Machines with the same arithmetic give the same bits; across the two, float32 noise apart.
-const char* int8_arithmetic() noexcept;
+const char* quant_arithmetic() noexcept;
 
 // out[i] = x[i] / sqrt(mean(x²) + eps) * weight[i]   for each of n rows of length dim.
 // x and out may alias.

@@ -199,9 +199,9 @@ int main(int argc, char** argv) {
   // ---- decode / prefill ----
   const double bw = bench::measure_read_bandwidth_gbs(threads);
   const double gb_bf16 = static_cast<double>(bf16->weights.bytes) / 1e9, gb_int8 = static_cast<double>(int8->weights.bytes) / 1e9;
-  std::printf("machine: %d threads, read bandwidth %.1f GB/s, matmul ISA %s (INT8 arithmetic %s); weights read per token: "
+  std::printf("machine: %d threads, read bandwidth %.1f GB/s, matmul ISA %s (quantized arithmetic %s); weights read per token: "
               "BF16 %.3f GB, INT8 %.3f GB\n",
-              threads, bw, kernels::matmul_isa(), kernels::int8_arithmetic(), gb_bf16, gb_int8);
+              threads, bw, kernels::matmul_isa(), kernels::quant_arithmetic(), gb_bf16, gb_int8);
   double best_bf16 = 0, best_int8 = 0;
   decode_rate(*int8, context, 2);  // first touch of the mapped pages
   decode_rate(*bf16, context, 2);

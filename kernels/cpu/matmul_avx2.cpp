@@ -1,8 +1,8 @@
 // AVX2+FMA+F16C matmul back-end: the 16 lanes of one dot product live in two ymm (lanes 0-7, 8-15),
 // so results match the AVX-512 and scalar back-ends bit for bit (matmul_backend.hpp).
-// Same two paths as AVX-512 with smaller tiles: 16 ymm registers instead of 32 zmm. INT8 weights
-// come here too on CPUs whose best back-end this is (matmul_int8.hpp's dequantised arithmetic):
-// each code is widened to float32 code * scale, then the same tiles run.
+// Same two paths as AVX-512 with smaller tiles: 16 ymm registers instead of 32 zmm. INT8 and FP8
+// weights come here too on CPUs whose best back-end this is (matmul_int8.hpp's dequantised
+// arithmetic): each code is widened to the float32 value * scale, then the same tiles run.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -60,32 +60,67 @@ struct row_of {
   const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
 };
 
-// An INT8 row in the dequantised arithmetic (matmul_int8.hpp): each code becomes the float32
-// code * scale (exact widening, one rounding in the multiply), then the float kernels' dot product.
-// Groups are powers of two of at least 32 columns, or the whole row, so a 16-block has one scale.
+// Quantized rows in the dequantised arithmetic (matmul_int8.hpp): each code becomes the float32
+// value * scale (exact widening, one rounding in the multiply), then the float kernels' dot
+// product. A 16-block lies in one scale group: INT8 groups are powers of two of at least 32
+// columns or the whole row; FP8 groups are multiples of 16 or the whole row.
+struct scale_cursor {
+  const float* s;  // the row's scales
+  int shift;       // group = 2^shift columns; -1: divide by group
+  int64_t group;
+  static scale_cursor at(const weight_ref& w, int64_t j) {
+    const int64_t g = std::min<int64_t>(w.group_cols, w.cols);
+    const bool pow2 = (g & (g - 1)) == 0;
+    return {w.scales + (j / w.group_rows) * w.scale_cols(), pow2 ? __builtin_ctzll(static_cast<uint64_t>(g)) : -1, g};
+  }
+  const float* of(int64_t k) const { return s + (shift >= 0 ? k >> shift : k / group); }
+};
+
 struct row_i8 {
   using elem = int8_t;
   const int8_t* p;
-  const float* s;
-  int shift;
+  scale_cursor sc;
   static row_i8 at(const weight_ref& w, int64_t j) {
-    const bool one = w.group_cols >= w.cols;
-    return {static_cast<const int8_t*>(w.data) + j * w.cols, w.scales + j * w.scale_cols(),
-            one ? 62 : __builtin_ctz(static_cast<unsigned>(w.group_cols))};
+    return {static_cast<const int8_t*>(w.data) + j * w.cols, scale_cursor::at(w, j)};
   }
   static v16 widen(__m128i raw, __m256 scale) {
     return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(raw)), scale),
             _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(raw, 8))), scale)};
   }
   v16 load(int64_t k) const {  // two sign-extending loads: no shuffle to reach the upper 8 codes
-    const __m256 scale = _mm256_broadcast_ss(s + (k >> shift));
+    const __m256 scale = _mm256_broadcast_ss(sc.of(k));
     return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + k)))), scale),
             _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + k + 8)))), scale)};
   }
   v16 tail(int64_t k, int64_t count) const {
     alignas(16) int8_t buf[16] = {};
     std::memcpy(buf, p + k, static_cast<size_t>(count));
-    return widen(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)), _mm256_broadcast_ss(s + (k >> shift)));
+    return widen(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)), _mm256_broadcast_ss(sc.of(k)));
+  }
+  const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
+};
+
+// FP8 e4m3: each code widened exactly to an f16 equal to value * 2^-8 (sign-extend to 16 bits,
+// shift left 7, clear bit 14; vcvtph2ps is exact), times scale * 256: the float32 value * scale.
+struct row_fp8 {
+  using elem = uint8_t;
+  const uint8_t* p;
+  scale_cursor sc;
+  static row_fp8 at(const weight_ref& w, int64_t j) {
+    return {static_cast<const uint8_t*>(w.data) + j * w.cols, scale_cursor::at(w, j)};
+  }
+  static v16 widen(__m128i raw, const float* scale) {
+    const __m256 s = _mm256_mul_ps(_mm256_broadcast_ss(scale), _mm256_set1_ps(256.0f));
+    const __m256i h = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(raw), 7),
+                                       _mm256_set1_epi16(static_cast<short>(0xbfff)));
+    return {_mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), s),
+            _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), s)};
+  }
+  v16 load(int64_t k) const { return widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + k)), sc.of(k)); }
+  v16 tail(int64_t k, int64_t count) const {
+    alignas(16) uint8_t buf[16] = {};
+    std::memcpy(buf, p + k, static_cast<size_t>(count));
+    return widen(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)), sc.of(k));
   }
   const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
 };
@@ -326,6 +361,7 @@ void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1,
     case dtype::bf16: return passes ? run_passes<row_of<src_bf16>>(x, n, w, j0, j1, y) : run_packed<row_of<src_bf16>>(x, n, w, j0, j1, y, scratch);
     case dtype::f16: return passes ? run_passes<row_of<src_f16>>(x, n, w, j0, j1, y) : run_packed<row_of<src_f16>>(x, n, w, j0, j1, y, scratch);
     case dtype::i8: return passes ? run_passes<row_i8>(x, n, w, j0, j1, y) : run_packed<row_i8>(x, n, w, j0, j1, y, scratch);
+    case dtype::f8_e4m3: return passes ? run_passes<row_fp8>(x, n, w, j0, j1, y) : run_packed<row_fp8>(x, n, w, j0, j1, y, scratch);
     default: return;
   }
 }

@@ -1,4 +1,4 @@
-// The drivers of the SIMD FP8 back-ends (AVX-512, AVX2), shared: decode (n <= 3) streams tiles of
+// The drivers of the SIMD FP8 back-ends (AVX-512; once AVX2 too), shared: decode (n <= 3) streams tiles of
 // weight rows and prefetches the next tile's; larger batches pass blocks of activation rows over
 // L2-resident panels of 32 weight rows in column slices of whole groups. Include inside the
 // back-end's target pragma, after defining in namespace troupe::kernels::cpu::{anonymous}:

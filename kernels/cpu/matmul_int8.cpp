@@ -52,7 +52,7 @@ const quant_backend& best_quant_backend(dtype type) {
   static const bool vnni = __builtin_cpu_supports("avx512vnni");
   const bool avx512 = isa == "avx512";
   if (type == dtype::f8_e4m3)
-    return avx512 ? fp8_backend_avx512() : isa == "avx2" ? fp8_backend_avx2() : fp8_backend_generic();
+    return avx512 ? fp8_backend_avx512() : fp8_backend_generic();
   if (avx512) return vnni ? int8_backend_avx512_vnni() : int8_backend_avx512();
   return int8_backend_generic();
 }

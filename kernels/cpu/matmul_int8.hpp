@@ -13,16 +13,18 @@
 //   y = ldexp(tree(acc), -e), tree = the 16-lane tree of matmul_backend.hpp (acc[l] + acc[l+8], ...).
 // Integer sums are exact, so the result depends only on x's row, w's row and the shape: never on
 // n, tiles, threads or the back-end. A row holding inf or NaN gives NaN outputs.
-// That is INT8's "fixed" arithmetic (AVX-512 and portable back-ends). CPUs whose best back-end is
-// AVX2 (no vpdpwssd, no zmm: the two planes cost 10 instructions per 32 weights and row) run the
-// "dequant" one instead (kernels::int8_arithmetic(), matmul.cpp): every weight is the float32
-// product float(q[j][k]) * scale, and y is the float kernels' 16-lane dot product of x with those
-// weights (matmul_backend.hpp), bit-identical to the portable float back-end on the dequantised
-// matrix. Also exact per row, so batch and chunking invariance hold the same way.
 //
 // FP8 (e4m3, block scales): every code widens exactly to v' = value * 2^-8 (the f16 bit trick);
 // per group of group_cols columns, lane l accumulates p[l] = fma(x[k], v'[k], p[l]) in increasing k
 // over k % 16 == l (zero-padded tail), then acc[l] = fma(p[l], scale * 256, acc[l]); y = tree(acc).
+//
+// Those two are the "grouped" arithmetic (kernels::quant_arithmetic(); AVX-512 and portable
+// back-ends, these files). CPUs whose best back-end is AVX2 (no vpdpwssd, no zmm: INT8's planes
+// cost 10 instructions per 32 weights and row) run the "dequant" one instead (matmul.cpp): every
+// weight is the float32 product value(q[j][k]) * scale (INT8: float(code); FP8: the e4m3 value,
+// NaN codes as +-480 as above), and y is the float kernels' 16-lane dot product of x with those
+// weights (matmul_backend.hpp, matmul_avx2.cpp), bit-identical to the portable float back-end on
+// the dequantised matrix. Also exact per row: batch and chunking invariance hold the same way.
 #pragma once
 
 #include <bit>
@@ -66,12 +68,11 @@ const quant_backend& int8_backend_avx512_vnni();  // AVX512-VNNI vpdpwssd
 const quant_backend& int8_backend_avx512();       // the same with vpmaddwd + vpaddd
 const quant_backend& int8_backend_generic();
 const quant_backend& fp8_backend_avx512();
-const quant_backend& fp8_backend_avx2();
 const quant_backend& fp8_backend_generic();
 
-// The best back-end this CPU can run for `type` (i8 or f8_e4m3) in its fixed arithmetic; honours
-// TROUPE_ISA as matmul() does (generic selects the portable back-ends; with avx2, INT8 in the fixed
-// arithmetic is the portable back-end's: matmul() runs the dequantised one there).
+// The best back-end this CPU can run for `type` (i8 or f8_e4m3) in the grouped arithmetic; honours
+// TROUPE_ISA as matmul() does (generic, or avx2 where matmul() runs the dequantised arithmetic
+// instead, select the portable back-ends).
 const quant_backend& best_quant_backend(dtype type);
 
 // Checks a quantized weight_ref (codes, scales, group shape); throws troupe::error naming what is

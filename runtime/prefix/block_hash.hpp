@@ -34,7 +34,7 @@ struct cache_identity {
   std::string model_fingerprint;  // troupe::model_fingerprint(checkpoint)
   std::string kv_dtype = "f32";   // the pool's element type ("f32"; later "int8", "fp8")
   std::string adapter;            // a LoRA adapter's identity; empty for the base model
-  std::string arithmetic;         // quant::kernel_arithmetic(checkpoint): "int8-dequant", ... or empty
+  std::string arithmetic;         // quant::kernel_arithmetic(checkpoint): "int8-dequant", ..., or empty
   int32_t block_size = 16;        // tokens per block
 
   // "<model_fingerprint>:kv-<kv_dtype>[:lora-<adapter>][:<arithmetic>]". Throws

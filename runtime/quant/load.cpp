@@ -206,7 +206,9 @@ quant_config weight_quantization(const checkpoint& ck) {
 }
 
 std::string kernel_arithmetic(const checkpoint& ck) {
-  return weight_quantization(ck).kind == method::int8 ? std::string("int8-") + kernels::int8_arithmetic() : "";
+  const method m = weight_quantization(ck).kind;
+  if (m == method::none) return "";
+  return std::string(m == method::int8 ? "int8-" : "fp8-") + kernels::quant_arithmetic();
 }
 
 void quantize_weights(checkpoint& ck, const load_options& o) {

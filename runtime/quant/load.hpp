@@ -44,10 +44,9 @@ void quantize_weights(checkpoint& ckpt, const load_options& options);
 // The quantization the loaded weights carry: method and parameters (none for a float model).
 quant_config weight_quantization(const checkpoint& ckpt);
 
-// What besides the model decides its outputs' bits on this machine: "int8-fixed" or
-// "int8-dequant" (kernels::int8_arithmetic()) when a weight is INT8, else "" (float and FP8
-// weights give the same bits on every back-end). Replicas share prefix-cache entries only when
-// this matches too.
+// What besides the model decides its outputs' bits on this machine: "<int8|fp8>-<grouped|dequant>"
+// (kernels::quant_arithmetic()) for quantized weights, "" for float ones (the same bits on every
+// back-end). Replicas share prefix-cache entries only when this matches too.
 std::string kernel_arithmetic(const checkpoint& ckpt);
 
 }  // namespace troupe::quant

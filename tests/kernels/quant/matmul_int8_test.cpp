@@ -81,7 +81,6 @@ std::vector<const cpu::quant_backend*> backends(dtype t) {
   } else {
     out.push_back(&cpu::fp8_backend_generic());
     if (avx512) out.push_back(&cpu::fp8_backend_avx512());
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out.push_back(&cpu::fp8_backend_avx2());
   }
   return out;
 }
@@ -103,13 +102,16 @@ void check_close(const std::vector<float>& y, const std::vector<float>& ref, int
   }
 }
 
-// The dequantised INT8 arithmetic's definition: the portable float back-end on float32 code * scale.
+// The dequantised arithmetic's definition: the portable float back-end on float32 value * scale.
 std::vector<float> dequantised_reference(const float* x, int64_t n, const tk::weight_ref& w) {
   std::vector<float> wf(static_cast<size_t>(w.rows * w.cols));
-  const auto* codes = static_cast<const int8_t*>(w.data);
+  const auto* codes = static_cast<const uint8_t*>(w.data);
   for (int64_t j = 0; j < w.rows; ++j)
-    for (int64_t k = 0; k < w.cols; ++k)
-      wf[static_cast<size_t>(j * w.cols + k)] = static_cast<float>(codes[j * w.cols + k]) * cpu::scale_of(w, j, k);
+    for (int64_t k = 0; k < w.cols; ++k) {
+      const uint8_t c = codes[j * w.cols + k];
+      const float v = w.type == dtype::i8 ? static_cast<float>(static_cast<int8_t>(c)) : troupe::f8e4m3_to_f32(c);
+      wf[static_cast<size_t>(j * w.cols + k)] = v * cpu::scale_of(w, j, k);
+    }
   std::vector<float> y(static_cast<size_t>(n * w.rows));
   const tk::weight_ref wr{wf.data(), dtype::f32, w.rows, w.cols};
   const auto& generic = cpu::matmul_backend_generic();  // the 16-lane dot product in scalar C++
@@ -152,28 +154,21 @@ void check_all(dtype t, const shape& s) {
                    what << " n=" << n << " row " << i << ": " << b->name << " depends on the batch");
       }
     }
-    // The public entry point picks the best back-end and is the same (INT8 in the dequantised
+    // The public entry point picks the best back-end and is the same (in the dequantised
     // arithmetic: the float reference on the dequantised weights).
     std::vector<float> y(static_cast<size_t>(n * s.rows));
     tk::matmul(x.data(), n, w.ref, y.data());
-    const bool dequant = t == dtype::i8 && std::string(tk::int8_arithmetic()) == "dequant";
+    const bool dequant = std::string(tk::quant_arithmetic()) == "dequant";
     const auto want = dequant ? dequantised_reference(x.data(), n, w.ref) : base;
     BOOST_TEST(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0, what << " n=" << n << ": matmul()");
   }
 }
 
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(int8_backends_agree_bitwise_and_match_the_dequantised_product) {
-  for (const auto& s : kInt8Shapes) check_all(dtype::i8, s);
-}
-
-// The AVX2 float back-end on INT8 weights (the dequantised arithmetic; matmul() uses it where AVX2
-// is the best back-end): the float reference's bits on code * scale, within float32 noise of the
-// float64 product, each row alone as in its batch. Called directly, single-threaded, on every CPU
-// that has AVX2.
-BOOST_AUTO_TEST_CASE(int8_dequantised_arithmetic_is_the_float_kernel_on_code_times_scale) {
-  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))) return;
+// The AVX2 float back-end on INT8 and FP8 weights (the dequantised arithmetic; matmul() uses it
+// where AVX2 is the best back-end): the float reference's bits on value * scale, within float32
+// noise of the float64 product, each row alone as in its batch. Called directly, single-threaded,
+// on every CPU that has AVX2.
+void check_dequantised(dtype t, const shape& s) {
   const auto& b = cpu::matmul_backend_avx2();
   auto run_avx2 = [&](const float* x, int64_t n, const tk::weight_ref& w) {
     std::vector<float> y(static_cast<size_t>(n * w.rows), -7.f);
@@ -183,30 +178,49 @@ BOOST_AUTO_TEST_CASE(int8_dequantised_arithmetic_is_the_float_kernel_on_code_tim
     for (int64_t j0 = 0; j0 < w.rows; j0 += unit) b.run(x, n, w, j0, std::min(j0 + unit, w.rows), y.data(), aligned);
     return y;
   };
-  for (const auto& s : kInt8Shapes) {
-    const qweight w(dtype::i8, s.rows, s.cols, s.group_rows, s.group_cols, static_cast<uint32_t>(s.rows * 5 + s.cols));
-    const std::string what = "i8 [" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "] group " +
-                             std::to_string(s.group_cols);
-    for (int64_t n : {1, 2, 3, 4, 7, 15, 16, 40}) {  // decode tiles, passes, packed panels
-      const auto x = random_x(n, s.cols, static_cast<uint32_t>(n + 11));
-      const auto y = run_avx2(x.data(), n, w.ref);
-      const auto want = dequantised_reference(x.data(), n, w.ref);
-      BOOST_TEST(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0, what << " n=" << n);
-      std::vector<float> ref(static_cast<size_t>(n * s.rows));
-      cpu::matmul_dequant_reference(x.data(), n, w.ref, ref.data());
-      check_close(y, ref, n, s.rows, 1e-5, what + " n=" + std::to_string(n) + " vs float64");
-      for (int64_t i = 0; i < n; i += std::max<int64_t>(1, n / 3)) {
-        const auto alone = run_avx2(x.data() + i * s.cols, 1, w.ref);
-        BOOST_TEST(std::memcmp(alone.data(), y.data() + i * s.rows, alone.size() * sizeof(float)) == 0,
-                   what << " n=" << n << " row " << i << " depends on the batch");
-      }
+  const qweight w(t, s.rows, s.cols, s.group_rows, s.group_cols, static_cast<uint32_t>(s.rows * 5 + s.cols));
+  const std::string what = std::string(troupe::to_string(t)) + " [" + std::to_string(s.rows) + "x" +
+                           std::to_string(s.cols) + "] groups " + std::to_string(s.group_rows) + "x" +
+                           std::to_string(s.group_cols);
+  for (int64_t n : {1, 2, 3, 4, 7, 15, 16, 40}) {  // decode tiles, passes, packed panels
+    const auto x = random_x(n, s.cols, static_cast<uint32_t>(n + 11));
+    const auto y = run_avx2(x.data(), n, w.ref);
+    const auto want = dequantised_reference(x.data(), n, w.ref);
+    BOOST_TEST(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0, what << " n=" << n);
+    std::vector<float> ref(static_cast<size_t>(n * s.rows));
+    cpu::matmul_dequant_reference(x.data(), n, w.ref, ref.data());
+    check_close(y, ref, n, s.rows, 1e-5, what + " n=" + std::to_string(n) + " vs float64");
+    for (int64_t i = 0; i < n; i += std::max<int64_t>(1, n / 3)) {
+      const auto alone = run_avx2(x.data() + i * s.cols, 1, w.ref);
+      BOOST_TEST(std::memcmp(alone.data(), y.data() + i * s.rows, alone.size() * sizeof(float)) == 0,
+                 what << " n=" << n << " row " << i << " depends on the batch");
     }
   }
 }
 
-BOOST_AUTO_TEST_CASE(int8_arithmetic_follows_the_matmul_back_end) {
-  const std::string isa = tk::matmul_isa(), arithmetic = tk::int8_arithmetic();
-  BOOST_TEST(arithmetic == (isa == "avx2" ? "dequant" : "fixed"), "isa " << isa);
+bool has_avx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(int8_backends_agree_bitwise_and_match_the_dequantised_product) {
+  for (const auto& s : kInt8Shapes) check_all(dtype::i8, s);
+}
+
+BOOST_AUTO_TEST_CASE(int8_dequantised_arithmetic_is_the_float_kernel_on_code_times_scale) {
+  if (has_avx2())
+    for (const auto& s : kInt8Shapes) check_dequantised(dtype::i8, s);
+}
+
+BOOST_AUTO_TEST_CASE(fp8_dequantised_arithmetic_is_the_float_kernel_on_value_times_scale) {
+  if (has_avx2())
+    for (const auto& s : kFp8Shapes) check_dequantised(dtype::f8_e4m3, s);
+}
+
+BOOST_AUTO_TEST_CASE(quant_arithmetic_follows_the_matmul_back_end) {
+  const std::string isa = tk::matmul_isa(), arithmetic = tk::quant_arithmetic();
+  BOOST_TEST(arithmetic == (isa == "avx2" ? "dequant" : "grouped"), "isa " << isa);
 }
 
 BOOST_AUTO_TEST_CASE(fp8_backends_agree_bitwise_and_match_the_dequantised_product) {

@@ -106,8 +106,8 @@ BOOST_AUTO_TEST_CASE(int8_checkpoint_layout_and_reload) {
   BOOST_TEST(model_fingerprint(*stored) == model_fingerprint(*on_load));
   BOOST_TEST(model_fingerprint(*stored).find("-mixed-") != std::string::npos);
   BOOST_TEST(model_fingerprint(*stored) != model_fingerprint(*load_checkpoint(golden_dir("tiny-dense"))));
-  // INT8 outputs depend on this CPU's INT8 arithmetic; a float model's do not.
-  BOOST_TEST(quant::kernel_arithmetic(*stored) == std::string("int8-") + kernels::int8_arithmetic());
+  // Quantized outputs depend on this CPU's arithmetic for them; a float model's do not.
+  BOOST_TEST(quant::kernel_arithmetic(*stored) == std::string("int8-") + kernels::quant_arithmetic());
   BOOST_TEST(quant::kernel_arithmetic(*load_checkpoint(golden_dir("tiny-dense"))) == "");
   const auto prompt = load_golden("tiny-dense").back().prompt;
   const auto a = generator(*stored).prompt_logits(prompt), b = generator(*on_load).prompt_logits(prompt);
@@ -144,7 +144,7 @@ BOOST_AUTO_TEST_CASE(fp8_checkpoint_is_qwens_format) {
   o.quantization = quant::method::fp8;
   auto on_load = quant::load_model(golden_dir("tiny-moe"), o);
   BOOST_TEST(model_fingerprint(*stored) == model_fingerprint(*on_load));
-  BOOST_TEST(quant::kernel_arithmetic(*stored) == "");  // FP8: the same bits on every back-end
+  BOOST_TEST(quant::kernel_arithmetic(*stored) == std::string("fp8-") + kernels::quant_arithmetic());
   const auto prompt = load_golden("tiny-moe").back().prompt;
   const auto a = generator(*stored).prompt_logits(prompt), b = generator(*on_load).prompt_logits(prompt);
   BOOST_TEST(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
