@@ -1,8 +1,9 @@
-// troupe-bench-matmul: kernels::matmul on the Qwen3-0.6B shapes (BF16 weights) for n = 1, 8, 32, 512,
-// as time, weight GB/s (% of the read bandwidth measured in the same run) and GFLOP/s (% of the
-// FMA peak measured in the same run), next to OpenBLAS sgemm/sgemv with the bf16 -> f32 widening
-// of the weights counted. Weights cycle through copies filling >= 1 GiB, as the 28 layers of a
-// real model do, so n = 1 reads them from DRAM and not from the 260 MB last-level cache.
+// troupe-bench-matmul: kernels::matmul on the Qwen3-0.6B shapes (BF16 weights, or INT8 / FP8 with
+// --dtype) for n = 1, 8, 32, 512, as time, weight GB/s (% of the read bandwidth measured in the same
+// run) and GFLOP/s (% of the FMA peak measured in the same run), next to OpenBLAS sgemm/sgemv with
+// the bf16 -> f32 widening of the weights counted (BF16 only). Weights cycle through copies filling
+// >= 1 GiB, as the 28 layers of a real model do, so n = 1 reads them from DRAM and not from the
+// 260 MB last-level cache.
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
@@ -134,11 +135,29 @@ int main(int argc, char** argv) {
   app.add_option("--shape", only, "run only this shape (q_proj, ..., lm_head, model)");
   app.add_flag("!--no-blas", blas, "skip the OpenBLAS comparison");
   app.add_option("--budget", budget_s, "seconds of timing per measurement");
+  std::string dtype_name = "bf16";
+  app.add_option("--dtype", dtype_name, "weight dtype: bf16, int8 (scales per row and 128 columns) or fp8 (128x128 blocks)")
+      ->check(CLI::IsMember({"bf16", "int8", "fp8"}));
   bool cpu_time = false;
   app.add_flag("--cpu-time", cpu_time,
                "time by the thread's CPU time (implies --threads 1): kernel efficiency on a machine shared with others");
   CLI11_PARSE(app, argc, argv);
   if (cpu_time) threads = 1, bench_clock = timing::thread_cpu;
+  // Quantized weights view the arena's random bytes as codes (FP8's NaN codes read as +-480: a
+  // timing, not a result), with one scale array shared by every copy (scales are ~3% of the bytes).
+  const troupe::dtype wtype = dtype_name == "int8" ? troupe::dtype::i8 : dtype_name == "fp8" ? troupe::dtype::f8_e4m3 : troupe::dtype::bf16;
+  const int64_t esize = static_cast<int64_t>(troupe::dtype_size(wtype));
+  if (wtype != troupe::dtype::bf16) blas = false;
+  std::vector<float> scales(static_cast<size_t>(151936) * (3072 / 128), 1.0f / 127);
+  auto view = [&](const void* data, int64_t rows, int64_t cols) {
+    tk::weight_ref w{data, wtype, rows, cols};
+    if (wtype != troupe::dtype::bf16) {
+      w.scales = scales.data();
+      w.group_rows = wtype == troupe::dtype::i8 ? 1 : 128;
+      w.group_cols = 128;
+    }
+    return w;
+  };
   omp_set_num_threads(threads);
 #ifdef TROUPE_HAVE_OPENBLAS
   openblas_set_num_threads(threads);
@@ -148,8 +167,9 @@ int main(int argc, char** argv) {
 
   const double bw = troupe::bench::measure_read_bandwidth_gbs(threads, bench_clock);
   const double peak = troupe::bench::measure_fma_gflops(threads, false, bench_clock);
-  std::printf("matmul isa %s, %d threads, %s time; machine: read %.1f GB/s, fp32 FMA peak %.1f GFLOP/s\n",
-              tk::matmul_isa(), threads, cpu_time ? "thread CPU" : "wall", bw, peak);
+  std::printf("matmul isa %s (quantized arithmetic %s), %s weights, %d threads, %s time; machine: read %.1f GB/s, fp32 FMA peak "
+              "%.1f GFLOP/s\n",
+              tk::matmul_isa(), tk::quant_arithmetic(), dtype_name.c_str(), threads, cpu_time ? "thread CPU" : "wall", bw, peak);
 
   arena weights(size_t{1} << 30);
   std::vector<float> blas_w;
@@ -166,9 +186,9 @@ int main(int argc, char** argv) {
   for (const shape& s : qwen3_0_6b) {
     if (!only.empty() && only != s.name) continue;
     const int64_t per = s.rows * s.cols;
-    const int64_t copies = std::max<int64_t>(1, static_cast<int64_t>(weights.data.size()) / per);
+    const int64_t copies = std::max<int64_t>(1, static_cast<int64_t>(weights.data.size()) * 2 / (per * esize));
     auto ref = [&](int64_t c) {
-      return tk::weight_ref{weights.data.data() + (c % copies) * per, troupe::dtype::bf16, s.rows, s.cols};
+      return view(reinterpret_cast<const char*>(weights.data.data()) + (c % copies) * per * esize, s.rows, s.cols);
     };
     struct result {
       double ours = 0, theirs = 0;
@@ -197,7 +217,7 @@ int main(int argc, char** argv) {
 #endif
     for (size_t t = 0; t < ns.size(); ++t) {
       const int64_t n = ns[t];
-      const double sec = res[t].ours, gbs = per * 2.0 / sec / 1e9, gflops = 2.0 * n * per / sec / 1e9;
+      const double sec = res[t].ours, gbs = static_cast<double>(per * esize) / sec / 1e9, gflops = 2.0 * n * per / sec / 1e9;
       std::printf("%-10s %4lld %9.3f %7.1f %4.0f%% %8.1f %5.0f%%", s.name, static_cast<long long>(n), sec * 1e3, gbs,
                   100 * gbs / bw, gflops, 100 * gflops / peak);
       if (res[t].theirs > 0)
@@ -215,11 +235,12 @@ int main(int argc, char** argv) {
   // looked like an engine overhead that was not there). Prefill's rate bounds the engine's tokens/s.
   if (only.empty() || only == "model") {
     std::vector<tk::weight_ref> layers;
-    size_t offset = 0;
+    size_t offset = 0;  // bytes
+    const size_t arena_bytes = weights.data.size() * 2;
     auto add = [&](const shape& s) {
-      const size_t count = static_cast<size_t>(s.rows * s.cols);
-      if (offset + count > weights.data.size()) offset = 0;  // lm_head re-reads the arena's start: DRAM all the same
-      layers.push_back({weights.data.data() + offset, troupe::dtype::bf16, s.rows, s.cols});
+      const size_t count = static_cast<size_t>(s.rows * s.cols * esize);
+      if (offset + count > arena_bytes) offset = 0;  // lm_head re-reads the arena's start: DRAM all the same
+      layers.push_back(view(reinterpret_cast<const char*>(weights.data.data()) + offset, s.rows, s.cols));
       offset += count;
     };
     for (int l = 0; l < num_layers; ++l)
