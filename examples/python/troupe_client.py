@@ -14,7 +14,11 @@ import itertools
 import socket
 import struct
 
-import msgpack
+try:
+    import msgpack
+except ImportError as e:  # e.g. a pyenv or venv python3 that does not see Debian's packages
+    raise ImportError("troupe_client needs msgpack: `apt-get install python3-msgpack` (then run it "
+                      "with /usr/bin/python3) or `pip install msgpack`") from e
 
 PROTOCOL_VERSION = 1
 
