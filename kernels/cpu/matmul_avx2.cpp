@@ -66,12 +66,12 @@ struct row_of {
 // columns or the whole row; FP8 groups are multiples of 16 or the whole row.
 struct scale_cursor {
   const float* s;  // the row's scales
-  int shift;       // group = 2^shift columns; -1: divide by group
+  int shift;       // group = 2^shift columns (62: one group a row); -1: divide by group
   int64_t group;
   static scale_cursor at(const weight_ref& w, int64_t j) {
-    const int64_t g = std::min<int64_t>(w.group_cols, w.cols);
-    const bool pow2 = (g & (g - 1)) == 0;
-    return {w.scales + (j / w.group_rows) * w.scale_cols(), pow2 ? __builtin_ctzll(static_cast<uint64_t>(g)) : -1, g};
+    const int64_t g = w.group_cols;
+    const int shift = g >= w.cols ? 62 : (g & (g - 1)) == 0 ? __builtin_ctzll(static_cast<uint64_t>(g)) : -1;
+    return {w.scales + (j / w.group_rows) * w.scale_cols(), shift, g};
   }
   const float* of(int64_t k) const { return s + (shift >= 0 ? k >> shift : k / group); }
 };
