@@ -292,7 +292,7 @@ void silu_mul_avx2(const float* gate, const float* up, int64_t count, float* out
   }
 }
 
-// The codes widened to f16 equal to value * 2^-8 (matmul_avx2.cpp's row_fp8 widening: sign-extend,
+// The codes widened to f16 equal to value * 2^-8 (matmul_avx2.cpp's codes_fp8 widening: sign-extend,
 // shift left 7, clear bit 14) and F16C's exact vcvtph2ps, times 256 * scale: the same real product
 // as value * scale, rounded once, so the same bits as dequantize_kv_row. S.1111.111 is NaN there
 // and here. ~12 instructions per 16 codes against ~13 per 8 for the vectorised bit arithmetic.

@@ -76,51 +76,44 @@ struct scale_cursor {
   const float* of(int64_t k) const { return s + (shift >= 0 ? k >> shift : k / group); }
 };
 
-struct row_i8 {
+// INT8: sign-extend and convert (exact), times the scale. Two 8-code loads: no shuffle to reach
+// the upper half.
+struct codes_i8 {
   using elem = int8_t;
-  const int8_t* p;
-  scale_cursor sc;
-  static row_i8 at(const weight_ref& w, int64_t j) {
-    return {static_cast<const int8_t*>(w.data) + j * w.cols, scale_cursor::at(w, j)};
+  static v16 widen(const int8_t* p, const float* scale) {
+    const __m256 s = _mm256_broadcast_ss(scale);
+    return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))), s),
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)))), s)};
   }
-  static v16 widen(__m128i raw, __m256 scale) {
-    return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(raw)), scale),
-            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(raw, 8))), scale)};
-  }
-  v16 load(int64_t k) const {  // two sign-extending loads: no shuffle to reach the upper 8 codes
-    const __m256 scale = _mm256_broadcast_ss(sc.of(k));
-    return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + k)))), scale),
-            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + k + 8)))), scale)};
-  }
-  v16 tail(int64_t k, int64_t count) const {
-    alignas(16) int8_t buf[16] = {};
-    std::memcpy(buf, p + k, static_cast<size_t>(count));
-    return widen(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)), _mm256_broadcast_ss(sc.of(k)));
-  }
-  const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
 };
 
 // FP8 e4m3: each code widened exactly to an f16 equal to value * 2^-8 (sign-extend to 16 bits,
 // shift left 7, clear bit 14; vcvtph2ps is exact), times scale * 256: the float32 value * scale.
-struct row_fp8 {
+struct codes_fp8 {
   using elem = uint8_t;
-  const uint8_t* p;
-  scale_cursor sc;
-  static row_fp8 at(const weight_ref& w, int64_t j) {
-    return {static_cast<const uint8_t*>(w.data) + j * w.cols, scale_cursor::at(w, j)};
-  }
-  static v16 widen(__m128i raw, const float* scale) {
+  static v16 widen(const uint8_t* p, const float* scale) {
     const __m256 s = _mm256_mul_ps(_mm256_broadcast_ss(scale), _mm256_set1_ps(256.0f));
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     const __m256i h = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(raw), 7),
                                        _mm256_set1_epi16(static_cast<short>(0xbfff)));
     return {_mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), s),
             _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), s)};
   }
-  v16 load(int64_t k) const { return widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + k)), sc.of(k)); }
+};
+
+template <class Codes>
+struct quant_row {
+  using elem = typename Codes::elem;
+  const elem* p;
+  scale_cursor sc;
+  static quant_row at(const weight_ref& w, int64_t j) {
+    return {static_cast<const elem*>(w.data) + j * w.cols, scale_cursor::at(w, j)};
+  }
+  v16 load(int64_t k) const { return Codes::widen(p + k, sc.of(k)); }
   v16 tail(int64_t k, int64_t count) const {
-    alignas(16) uint8_t buf[16] = {};
+    alignas(16) elem buf[16] = {};
     std::memcpy(buf, p + k, static_cast<size_t>(count));
-    return widen(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)), sc.of(k));
+    return Codes::widen(buf, sc.of(k));
   }
   const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
 };
@@ -360,8 +353,8 @@ void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1,
     case dtype::f32: return passes ? run_passes<row_of<src_f32>>(x, n, w, j0, j1, y) : run_packed<row_of<src_f32>>(x, n, w, j0, j1, y, scratch);
     case dtype::bf16: return passes ? run_passes<row_of<src_bf16>>(x, n, w, j0, j1, y) : run_packed<row_of<src_bf16>>(x, n, w, j0, j1, y, scratch);
     case dtype::f16: return passes ? run_passes<row_of<src_f16>>(x, n, w, j0, j1, y) : run_packed<row_of<src_f16>>(x, n, w, j0, j1, y, scratch);
-    case dtype::i8: return passes ? run_passes<row_i8>(x, n, w, j0, j1, y) : run_packed<row_i8>(x, n, w, j0, j1, y, scratch);
-    case dtype::f8_e4m3: return passes ? run_passes<row_fp8>(x, n, w, j0, j1, y) : run_packed<row_fp8>(x, n, w, j0, j1, y, scratch);
+    case dtype::i8: return passes ? run_passes<quant_row<codes_i8>>(x, n, w, j0, j1, y) : run_packed<quant_row<codes_i8>>(x, n, w, j0, j1, y, scratch);
+    case dtype::f8_e4m3: return passes ? run_passes<quant_row<codes_fp8>>(x, n, w, j0, j1, y) : run_packed<quant_row<codes_fp8>>(x, n, w, j0, j1, y, scratch);
     default: return;
   }
 }
