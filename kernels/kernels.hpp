@@ -62,6 +62,11 @@ void matmul(const float* x, int64_t n, const weight_ref& w, float* y, compute_dt
 // the tests' reference for matmul(..., compute_dtype::bf16) on BF16 weights.
 void matmul_bf16_reference(const float* x, int64_t n, const weight_ref& w, float* y);
 
+// Element (r, c) of a quantized weight (i8 / f8_e4m3) in float32: value(code) * scale, rounded once,
+// as the weight_ref comment defines it (the weight the dequantised arithmetic multiplies by).
+// Throws troupe::error(invalid_argument) for a float weight.
+float dequantized_at(const weight_ref& w, int64_t r, int64_t c);
+
 // The portable scalar version with the same contract; the tests' reference for matmul().
 void matmul_reference(const float* x, int64_t n, const weight_ref& w, float* y);
 

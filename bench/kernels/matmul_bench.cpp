@@ -148,7 +148,8 @@ int main(int argc, char** argv) {
   const troupe::dtype wtype = dtype_name == "int8" ? troupe::dtype::i8 : dtype_name == "fp8" ? troupe::dtype::f8_e4m3 : troupe::dtype::bf16;
   const int64_t esize = static_cast<int64_t>(troupe::dtype_size(wtype));
   if (wtype != troupe::dtype::bf16) blas = false;
-  std::vector<float> scales(static_cast<size_t>(151936) * (3072 / 128), 1.0f / 127);
+  std::vector<float> scales;  // the most rows (lm_head) times the most INT8 groups (down_proj)
+  if (wtype != troupe::dtype::bf16) scales.assign(static_cast<size_t>(151936) * (3072 / 128), 1.0f / 127);
   auto view = [&](const void* data, int64_t rows, int64_t cols) {
     tk::weight_ref w{data, wtype, rows, cols};
     if (wtype != troupe::dtype::bf16) {

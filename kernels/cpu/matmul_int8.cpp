@@ -224,3 +224,16 @@ void matmul_dequant_reference(const float* x, int64_t n, const weight_ref& w, fl
 }
 
 }  // namespace troupe::kernels::cpu
+
+namespace troupe::kernels {
+
+float dequantized_at(const weight_ref& w, int64_t r, int64_t c) {
+  // The dtype first: a float weight has no scales or groups to index (group_rows 0).
+  if (w.type != dtype::i8 && w.type != dtype::f8_e4m3)
+    throw_error(errc::invalid_argument, "dequantized_at: not a quantized weight");
+  const uint8_t code = static_cast<const uint8_t*>(w.data)[r * w.cols + c];
+  const float s = cpu::scale_of(w, r, c);
+  return (w.type == dtype::i8 ? static_cast<float>(static_cast<int8_t>(code)) : f8e4m3_to_f32(code)) * s;
+}
+
+}  // namespace troupe::kernels

@@ -106,14 +106,6 @@ float float_weight_at(const kernels::weight_ref& w, int64_t r, int64_t c) {
   }
 }
 
-float dequantized_at(const kernels::weight_ref& w, int64_t r, int64_t c) {
-  const uint8_t code = static_cast<const uint8_t*>(w.data)[r * w.cols + c];
-  const float s = w.scales[(r / w.group_rows) * w.scale_cols() + c / w.group_cols];
-  if (w.type == dtype::i8) return static_cast<float>(static_cast<int8_t>(code)) * s;
-  if (w.type == dtype::f8_e4m3) return f8e4m3_to_f32(code) * s;
-  throw_error(errc::invalid_argument, "dequantized_at: not a quantized weight");
-}
-
 quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size, residency where) {
   check_float(w, "quantize_int8");
   if (group_size != 0 && (group_size < 32 || group_size > 4096 || (group_size & (group_size - 1)) != 0))

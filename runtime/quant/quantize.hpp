@@ -29,9 +29,7 @@ quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size,
 quantized_weight quantize_fp8(const kernels::weight_ref& w, int32_t block_rows, int32_t block_cols,
                               residency where = residency::mapped);
 
-// Element (r, c) of a float weight widened to float32.
+// Element (r, c) of a float weight widened to float32 (a quantized one: kernels::dequantized_at).
 float float_weight_at(const kernels::weight_ref& w, int64_t r, int64_t c);
-// Element (r, c) of a quantized weight: code * scale.
-float dequantized_at(const kernels::weight_ref& w, int64_t r, int64_t c);
 
 }  // namespace troupe::quant

@@ -1,5 +1,5 @@
 // kernels::matmul on quantized weights (INT8 per-group scales, FP8 e4m3 block scales): every
-// back-end this CPU runs bit-identical to the portable one of its arithmetic (INT8's fixed one, or
+// back-end this CPU runs bit-identical to the portable one of its arithmetic (the grouped one, or
 // the dequantised one of AVX2 CPUs: the float reference on code * scale), all within float32 noise
 // of the float64 product with the dequantised weights, bitwise batch invariance (a row's result
 // never depends on n, its neighbours or the thread count), and the errors for malformed weights.
@@ -105,13 +105,8 @@ void check_close(const std::vector<float>& y, const std::vector<float>& ref, int
 // The dequantised arithmetic's definition: the portable float back-end on float32 value * scale.
 std::vector<float> dequantised_reference(const float* x, int64_t n, const tk::weight_ref& w) {
   std::vector<float> wf(static_cast<size_t>(w.rows * w.cols));
-  const auto* codes = static_cast<const uint8_t*>(w.data);
   for (int64_t j = 0; j < w.rows; ++j)
-    for (int64_t k = 0; k < w.cols; ++k) {
-      const uint8_t c = codes[j * w.cols + k];
-      const float v = w.type == dtype::i8 ? static_cast<float>(static_cast<int8_t>(c)) : troupe::f8e4m3_to_f32(c);
-      wf[static_cast<size_t>(j * w.cols + k)] = v * cpu::scale_of(w, j, k);
-    }
+    for (int64_t k = 0; k < w.cols; ++k) wf[static_cast<size_t>(j * w.cols + k)] = tk::dequantized_at(w, j, k);
   std::vector<float> y(static_cast<size_t>(n * w.rows));
   const tk::weight_ref wr{wf.data(), dtype::f32, w.rows, w.cols};
   const auto& generic = cpu::matmul_backend_generic();  // the 16-lane dot product in scalar C++
@@ -332,4 +327,11 @@ BOOST_AUTO_TEST_CASE(malformed_quantized_weights_are_refused) {
   expect(w, "INT8 group_cols 48 must be a power of two in [32, 4096]");
   w.type = dtype::f8_e4m3, w.group_rows = 128, w.group_cols = 40;
   expect(w, "FP8 group_cols 40 must be a multiple of 16");
+  try {
+    (void)tk::dequantized_at(tk::weight_ref{x.data(), dtype::f32, 1, 64}, 0, 0);
+    BOOST_ERROR("dequantized_at accepted a float weight");
+  } catch (const troupe::error& e) {
+    BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(troupe::errc::invalid_argument));
+    BOOST_TEST(std::string(e.what()).find("not a quantized weight") != std::string::npos, e.what());
+  }
 }

@@ -29,7 +29,7 @@ inline std::unique_ptr<checkpoint> dequantized_copy(const checkpoint& q) {
     if (!r || !r->scales) continue;
     auto buf = std::make_shared<std::vector<float>>(static_cast<size_t>(r->rows * r->cols));
     for (int64_t i = 0; i < r->rows; ++i)
-      for (int64_t j = 0; j < r->cols; ++j) (*buf)[static_cast<size_t>(i * r->cols + j)] = quant::dequantized_at(*r, i, j);
+      for (int64_t j = 0; j < r->cols; ++j) (*buf)[static_cast<size_t>(i * r->cols + j)] = kernels::dequantized_at(*r, i, j);
     *r = kernels::weight_ref{buf->data(), dtype::f32, r->rows, r->cols};
     out->owned.push_back(buf);
   }
