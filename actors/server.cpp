@@ -45,6 +45,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   quant::load_options lo;
   lo.quantization = quant::parse_method(ctx->cfg.quantization, "model.quantization (--quantization)");
   if (!ctx->cfg.use_mmap) lo.weights = residency::huge_pages;
+  lo.rope_scaling = ctx->cfg.rope_scaling;
   ctx->ckpt = std::shared_ptr<const checkpoint>(quant::load_model(o.model_dir, lo));
   ctx->kv_type = parse_kv_cache_dtype(ctx->cfg.kv_cache_dtype);
   const auto& mc = ctx->ckpt->config;
@@ -85,12 +86,15 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
                         : kv_cache::blocks_for_budget(mc, static_cast<size_t>(ctx->cfg.kv_cache_memory_bytes), bs,
                                                                     ctx->kv_type);
   int64_t pool_tokens = int64_t{ctx->num_blocks} * bs;
-  int64_t model_len = mc.max_position_embeddings > 0 ? mc.max_position_embeddings : pool_tokens;
+  int64_t model_len = mc.context_length() > 0 ? mc.context_length() : pool_tokens;
   int64_t max_len = ctx->cfg.max_model_len > 0 ? ctx->cfg.max_model_len : model_len;
   if (max_len > model_len)
-    throw_error(errc::invalid_argument, "max_model_len " + std::to_string(max_len) +
-                                            " exceeds the model's max_position_embeddings (" +
-                                            std::to_string(model_len) + ")");
+    throw_error(errc::invalid_argument,
+                "max_model_len " + std::to_string(max_len) + " exceeds the model's context length (" +
+                    std::to_string(model_len) +
+                    (mc.rope.type == rope_scaling_type::none
+                         ? std::string(": max_position_embeddings; config.json's rope_scaling can extend it)")
+                         : std::string(" with ") + rope_scaling_name(mc.rope.type) + " RoPE scaling)"));
   if (pool_tokens < max_len) {
     if (ctx->cfg.max_model_len > 0)
       throw_error(errc::invalid_argument,
@@ -259,6 +263,12 @@ std::string server::banner() const {
   b += "  weights: " + std::string(q.kind == quant::method::none ? "as stored" : quant::method_name(q.kind)) + ", " +
        mib(double(m.ctx->ckpt->weights.bytes)) + " read per token\n";
   b += "  tokenizer: " + std::string(f.tok ? f.tok->model_dir() : "none (prompt_ids only)") + "\n";
+  if (const rope_scaling& r = m.ctx->ckpt->config.rope; r.type != rope_scaling_type::none) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  RoPE scaling: %s x%g (context %lld tokens)\n", rope_scaling_name(r.type), r.factor,
+                  static_cast<long long>(m.ctx->ckpt->config.context_length()));
+    b += buf;
+  }
   b += "  KV pool: " + std::to_string(m.ctx->num_blocks) + " blocks x " + std::to_string(c.block_size) + " tokens (" +
        std::string(kv_cache::kv_dtype_name(m.ctx->kv_type)) + ", " + mib(pool_bytes) + "); max_num_seqs " + std::to_string(c.max_num_seqs) + ", max_num_batched_tokens " +
        std::to_string(c.max_num_batched_tokens) + (c.static_batching ? ", STATIC batching" : "") + "\n";

@@ -85,9 +85,10 @@ const char* quant_arithmetic() noexcept;
 void rmsnorm(const float* x, const float* weight, int64_t n, int64_t dim, float eps, float* out);
 
 // Rotary embedding, "rotate half" layout, in place on x: [n_tokens, n_heads, head_dim];
-// token t is at position positions[t]. inv_freq: [head_dim / 2].
+// token t is at position positions[t]. inv_freq: [head_dim / 2]. cos and sin are multiplied by
+// `scale` (YaRN's attention factor; 1 for plain RoPE).
 void rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const int32_t* positions,
-          const float* inv_freq);
+          const float* inv_freq, float scale);
 
 // out[i] = silu(gate[i]) * up[i] for i < count. out may alias gate.
 void silu_mul(const float* gate, const float* up, int64_t count, float* out);

@@ -96,16 +96,19 @@ TROUPE_CLONES void rmsnorm_row(const float* xr, const float* weight, int64_t dim
 struct rope_table {
   std::vector<int32_t> positions;
   std::vector<float> inv_freq, cs, sn;
+  float scale = 1.0f;
 };
 
-const rope_table& rope_angles(const int32_t* positions, int64_t n, const float* inv_freq, int64_t half) {
+const rope_table& rope_angles(const int32_t* positions, int64_t n, const float* inv_freq, int64_t half,
+                              float scale) {
   thread_local rope_table tab;
   if (tab.positions.size() == static_cast<size_t>(n) && tab.inv_freq.size() == static_cast<size_t>(half) &&
-      std::equal(positions, positions + n, tab.positions.begin()) &&
+      tab.scale == scale && std::equal(positions, positions + n, tab.positions.begin()) &&
       std::equal(inv_freq, inv_freq + half, tab.inv_freq.begin()))
     return tab;
   tab.positions.assign(positions, positions + n);
   tab.inv_freq.assign(inv_freq, inv_freq + half);
+  tab.scale = scale;
   tab.cs.resize(static_cast<size_t>(n * half));
   tab.sn.resize(tab.cs.size());
   // NOTE: `tab` is thread_local: the OpenMP workers write through these pointers, not their own `tab`.
@@ -116,8 +119,8 @@ const rope_table& rope_angles(const int32_t* positions, int64_t n, const float* 
     for (int64_t i = 0; i < half; ++i) {
       // NOTE: angle in double then rounded: float32 pos*inv_freq loses digits at long context.
       double angle = static_cast<double>(positions[t]) * static_cast<double>(inv_freq[i]);
-      cs[t * half + i] = static_cast<float>(std::cos(angle));
-      sn[t * half + i] = static_cast<float>(std::sin(angle));
+      cs[t * half + i] = static_cast<float>(std::cos(angle) * scale);
+      sn[t * half + i] = static_cast<float>(std::sin(angle) * scale);
     }
   return tab;
 }
@@ -162,9 +165,9 @@ void rmsnorm(const float* x, const float* weight, int64_t n, int64_t dim, float 
 }
 
 void rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const int32_t* positions,
-          const float* inv_freq) {
+          const float* inv_freq, float scale) {
   const int64_t half = head_dim / 2;
-  const rope_table& tab = rope_angles(positions, n_tokens, inv_freq, half);
+  const rope_table& tab = rope_angles(positions, n_tokens, inv_freq, half, scale);
   const float* cs = tab.cs.data();
   const float* sn = tab.sn.data();
 #pragma omp parallel for schedule(static) if (n_tokens * n_heads * head_dim >= kParallelFloats && n_tokens > 1)

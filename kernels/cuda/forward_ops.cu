@@ -84,7 +84,7 @@ __global__ void rmsnorm_kernel(const float* x, const float* w, int64_t dim, floa
 }
 
 __global__ void rope_kernel(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const int32_t* positions,
-                            const float* inv_freq) {
+                            const float* inv_freq, float scale) {
   const int64_t half = head_dim / 2;
   const int64_t total = n_tokens * n_heads * half;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
@@ -93,7 +93,7 @@ __global__ void rope_kernel(float* x, int64_t n_tokens, int64_t n_heads, int64_t
     const int64_t rem = idx % (n_heads * half);
     const int64_t h = rem / half, i = rem % half;
     const double angle = static_cast<double>(positions[t]) * static_cast<double>(inv_freq[i]);
-    const float c = static_cast<float>(cos(angle)), s = static_cast<float>(sin(angle));
+    const float c = static_cast<float>(cos(angle) * scale), s = static_cast<float>(sin(angle) * scale);
     float* v = x + (t * n_heads + h) * head_dim;
     const float a = v[i], b = v[i + half];
     v[i] = a * c - b * s;
@@ -229,10 +229,10 @@ void rmsnorm_f32(const float* x, const float* weight, int64_t n, int64_t dim, fl
 }
 
 void rope_f32(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const int32_t* positions,
-              const float* inv_freq, stream_t stream) {
+              const float* inv_freq, float scale, stream_t stream) {
   const int64_t total = n_tokens * n_heads * (head_dim / 2);
   if (total <= 0) return;
-  rope_kernel<<<grid_for(total, 256), 256, 0, stream>>>(x, n_tokens, n_heads, head_dim, positions, inv_freq);
+  rope_kernel<<<grid_for(total, 256), 256, 0, stream>>>(x, n_tokens, n_heads, head_dim, positions, inv_freq, scale);
   check_launch("rope_f32");
 }
 

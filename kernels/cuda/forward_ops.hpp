@@ -25,10 +25,10 @@ void rmsnorm_f32(const float* x, const float* weight, int64_t n, int64_t dim, fl
                  stream_t stream);
 
 // Rotary embedding, rotate-half, in place. x: [n_tokens, n_heads, head_dim]; positions: [n_tokens];
-// inv_freq: [head_dim / 2]. Angle = position * inv_freq in double, cos/sin in double, rounded to
-// float (as kernels/cpu/ops.cpp does).
+// inv_freq: [head_dim / 2]. Angle = position * inv_freq in double, cos/sin in double times
+// `scale` (YaRN's attention factor), rounded to float (as kernels/cpu/ops.cpp does).
 void rope_f32(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const int32_t* positions,
-              const float* inv_freq, stream_t stream);
+              const float* inv_freq, float scale, stream_t stream);
 
 // K/V of n tokens into a paged float32 pool layer [num_blocks * block_size, n_kv_heads, head_dim]:
 // token t goes to slot slots[t] = block_table[pos / block_size] * block_size + pos % block_size.

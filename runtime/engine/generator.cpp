@@ -24,10 +24,10 @@ struct single_sequence_pool {
 void check_prompt(const std::vector<int32_t>& prompt, const model_config& cfg, int64_t extra) {
   if (prompt.empty()) throw_error(errc::invalid_input, "the prompt has no tokens");
   const int64_t len = static_cast<int64_t>(prompt.size()) + extra;
-  if (cfg.max_position_embeddings > 0 && len > cfg.max_position_embeddings)
+  if (cfg.context_length() > 0 && len > cfg.context_length())
     throw_error(errc::out_of_range, "prompt (" + std::to_string(prompt.size()) + " tokens) plus max_tokens (" +
                                         std::to_string(extra) + ") exceeds the model's context of " +
-                                        std::to_string(cfg.max_position_embeddings) + " tokens");
+                                        std::to_string(cfg.context_length()) + " tokens");
 }
 }  // namespace
 

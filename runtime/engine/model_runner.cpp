@@ -38,10 +38,7 @@ model_runner::model_runner(const checkpoint& ckpt, kv_cache& kv, model_runner_op
   if (kv.num_layers() != cfg_.num_hidden_layers || kv.layer(0).n_kv_heads != cfg_.num_key_value_heads ||
       kv.layer(0).head_dim != cfg_.head_dim)
     throw_error(errc::invalid_argument, "model_runner: KV pool shape does not match the model config");
-  const int64_t half = cfg_.head_dim / 2;
-  inv_freq_.resize(half);
-  for (int64_t i = 0; i < half; ++i)  // computed in double as transformers' float64 reference does
-    inv_freq_[i] = static_cast<float>(std::pow(cfg_.rope_theta, -2.0 * i / cfg_.head_dim));
+  rope_ = rope_frequencies_of(cfg_);
 }
 
 void model_runner::validate(std::span<const step_sequence> batch) const {
@@ -128,7 +125,7 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
   matmul(h_.data(), n_, lw.v_proj, v_.data());
   // Qwen3: per-head RMSNorm of q and k over head_dim, before RoPE.
   kernels::rmsnorm(k_.data(), lw.k_norm.data(), n_ * hk, d, eps, k_.data());
-  kernels::rope(k_.data(), n_, hk, d, positions_.data(), inv_freq_.data());
+  kernels::rope(k_.data(), n_, hk, d, positions_.data(), rope_.inv_freq.data(), rope_.attention_factor);
   const auto& kv = kv_.layer(l);
   int64_t row = 0;
   seq_rows_.resize(batch.size());
@@ -165,7 +162,7 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
   if (n_ == 0) return;
   matmul(h_.data(), n_, lw.q_proj, q_.data());
   kernels::rmsnorm(q_.data(), lw.q_norm.data(), n_ * hq, d, eps, q_.data());
-  kernels::rope(q_.data(), n_, hq, d, positions_.data(), inv_freq_.data());
+  kernels::rope(q_.data(), n_, hq, d, positions_.data(), rope_.inv_freq.data(), rope_.attention_factor);
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   bool short_chunks = batch.size() > 1;

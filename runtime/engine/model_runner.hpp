@@ -10,6 +10,7 @@
 #include "runtime/engine/step.hpp"
 #include "runtime/kv/kv_cache.hpp"
 #include "runtime/model/checkpoint.hpp"
+#include "runtime/model/rope.hpp"
 
 namespace troupe {
 
@@ -52,7 +53,7 @@ class model_runner {
   const model_config& cfg_;
   kv_cache& kv_;
   model_runner_options opts_;
-  std::vector<float> inv_freq_;
+  rope_frequencies rope_;
   // Scratch, sized to the largest batch seen; rows = tokens in the step.
   int64_t n_ = 0;
   std::vector<int32_t> ids_, positions_;

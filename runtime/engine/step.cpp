@@ -14,9 +14,9 @@ void validate_step(std::span<const step_sequence> batch, const model_config& cfg
     if (sq.tokens.empty()) throw_error(errc::invalid_input, who + " has no tokens");
     if (sq.start_pos < 0) throw_error(errc::invalid_input, who + " has a negative start position");
     const int64_t end = sq.start_pos + static_cast<int64_t>(sq.tokens.size());
-    if (cfg.max_position_embeddings > 0 && end > cfg.max_position_embeddings)
+    if (cfg.context_length() > 0 && end > cfg.context_length())
       throw_error(errc::out_of_range, who + " reaches position " + std::to_string(end) +
-                                          "; the model supports " + std::to_string(cfg.max_position_embeddings));
+                                          "; the model supports " + std::to_string(cfg.context_length()));
     for (int32_t id : sq.tokens)
       if (id < 0 || id >= cfg.vocab_size)
         throw_error(errc::out_of_range, who + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " +

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -28,10 +29,12 @@ std::string show(const json& v) {
 // Field access over one parsed JSON object; every failure names path and field.
 class fields {
  public:
-  fields(const json& j, const std::string& path) : j_(j), path_(path) {}
+  // `prefix` names a nested object in errors ("rope_scaling." + "factor").
+  fields(const json& j, const std::string& path, std::string prefix = "")
+      : j_(j), path_(path), prefix_(std::move(prefix)) {}
 
   [[noreturn]] void fail(errc code, const std::string& field, const std::string& what) const {
-    throw_error(code, path_ + ": field '" + field + "' " + what);
+    throw_error(code, path_ + ": field '" + prefix_ + field + "' " + what);
   }
   [[noreturn]] void bad_value(errc code, const std::string& field, const json& v,
                               const std::string& expected) const {
@@ -122,6 +125,7 @@ class fields {
  private:
   const json& j_;
   const std::string& path_;
+  std::string prefix_;
 };
 
 json parse_object(const std::string& text, const std::string& path) {
@@ -166,6 +170,8 @@ architecture parse_architecture(const fields& f) {
   return *arch;
 }
 
+void parse_rope(const fields& f, model_config& c);
+
 // Rejects what the forward pass does not implement: each would silently give wrong logits.
 void check_unsupported(const fields& f, model_config& c) {
   std::string act = f.string_or("hidden_act", "silu");
@@ -187,30 +193,83 @@ void check_unsupported(const fields& f, model_config& c) {
            "names quant_method \"" + method +
                "\"; expected no quantization_config (pre-quantized checkpoints are unsupported)");
   }
-  // RoPE: transformers <= 4.x writes rope_theta + rope_scaling; 5.x writes rope_parameters.
-  auto rope_type_of = [](const json& r) -> std::string {
-    if (!r.is_object()) return "?";
-    if (r.contains("rope_type") && r["rope_type"].is_string()) return r["rope_type"];
-    if (r.contains("type") && r["type"].is_string()) return r["type"];
-    return "default";
-  };
-  if (const json* rs = f.get("rope_scaling")) {
-    std::string type = rope_type_of(*rs);
-    if (type != "default")
-      f.fail(errc::unsupported, "rope_scaling",
-             "has type \"" + type + "\", which is unsupported; expected null (no RoPE scaling)");
+  parse_rope(f, c);
+}
+
+double yarn_mscale(double factor, double mscale) {  // transformers' get_mscale
+  return factor <= 1 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0;
+}
+
+// One rope_scaling / rope_parameters object (`name` is its field), into c.rope and c.rope_theta.
+// Keys follow transformers' validators; a key it does not list for the type is refused by name,
+// since ignoring it could silently change every logit.
+void parse_rope_object(const fields& top, const std::string& name, const json& r, model_config& c) {
+  if (!r.is_object()) top.bad_value(errc::invalid_checkpoint, name, r, "an object or null");
+  const fields f(r, top.path(), name + ".");
+  std::string type = f.string_or("rope_type", f.string_or("type", "default"));
+  rope_scaling& s = c.rope;
+  s = rope_scaling{};
+  std::vector<std::string> keys = {"rope_type", "type", "rope_theta"};
+  if (type == "default") {
+    s.type = rope_scaling_type::none;
+  } else if (type == "linear" || type == "yarn") {
+    s.type = type == "linear" ? rope_scaling_type::linear : rope_scaling_type::yarn;
+    if (!f.get("factor")) f.fail(errc::invalid_checkpoint, "factor", "is missing; expected a number >= 1");
+    s.factor = f.number_or("factor", 1.0);
+    if (!(s.factor >= 1.0)) f.bad_value(errc::invalid_checkpoint, "factor", r["factor"], "a number >= 1");
+    keys.push_back("factor");
+  } else {
+    top.fail(errc::unsupported, name,
+             "has type \"" + type +
+                 "\", which is unsupported; expected \"default\", \"linear\" or \"yarn\" (\"dynamic\" "
+                 "rescales by sequence length, which a shared KV cache cannot follow)");
   }
-  c.rope_theta = f.number_or("rope_theta", 10000.0);
-  if (const json* rp = f.get("rope_parameters")) {
-    std::string type = rope_type_of(*rp);
-    if (type != "default")
-      f.fail(errc::unsupported, "rope_parameters",
-             "has rope_type \"" + type + "\", which is unsupported; expected \"default\"");
-    if (rp->contains("rope_theta")) {
-      const json& t = (*rp)["rope_theta"];
-      if (!t.is_number()) f.bad_value(errc::invalid_checkpoint, "rope_parameters.rope_theta", t, "a number");
-      c.rope_theta = t.get<double>();
+  if (s.type == rope_scaling_type::yarn) {
+    keys.insert(keys.end(), {"original_max_position_embeddings", "attention_factor", "beta_fast", "beta_slow",
+                             "mscale", "mscale_all_dim", "truncate"});
+    s.original_max_position_embeddings =
+        f.size_or("original_max_position_embeddings", c.max_position_embeddings);
+    const double mscale = f.number_or("mscale", 0.0), mscale_all_dim = f.number_or("mscale_all_dim", 0.0);
+    if (const json* a = f.get("attention_factor")) {
+      s.attention_factor = f.number_or("attention_factor", 1.0);
+      if (!(s.attention_factor > 0)) f.bad_value(errc::invalid_checkpoint, "attention_factor", *a, "a positive number");
+    } else if (mscale != 0 && mscale_all_dim != 0) {
+      s.attention_factor = yarn_mscale(s.factor, mscale) / yarn_mscale(s.factor, mscale_all_dim);
+    } else {
+      s.attention_factor = yarn_mscale(s.factor, 1.0);
     }
+    // NOTE: transformers reads `get("beta_fast") or 32`: an explicit 0 also means the default.
+    s.beta_fast = f.number_or("beta_fast", 0.0);
+    if (s.beta_fast == 0) s.beta_fast = 32.0;
+    s.beta_slow = f.number_or("beta_slow", 0.0);
+    if (s.beta_slow == 0) s.beta_slow = 1.0;
+    if (!(s.beta_fast > 0 && s.beta_slow > 0))
+      f.fail(errc::invalid_checkpoint, "beta_fast",
+             "and beta_slow are " + std::to_string(s.beta_fast) + " and " + std::to_string(s.beta_slow) +
+                 "; expected positive numbers of rotations");
+    s.truncate = f.boolean_or("truncate", true);
+  }
+  for (const auto& [key, value] : r.items())
+    if (std::find(keys.begin(), keys.end(), key) == keys.end() && !value.is_null())
+      f.fail(errc::unsupported, key,
+             "is not a field of rope type \"" + type + "\" that Troupe implements; remove it or report it");
+  if (const json* t = f.get("rope_theta")) {
+    if (!t->is_number()) f.bad_value(errc::invalid_checkpoint, "rope_theta", *t, "a number");
+    c.rope_theta = t->get<double>();
+  }
+}
+
+// RoPE: transformers <= 4.x writes rope_theta + rope_scaling; 5.x writes rope_parameters (with
+// rope_theta inside). Either may carry the scaling.
+void parse_rope(const fields& f, model_config& c) {
+  c.rope_theta = f.number_or("rope_theta", 10000.0);
+  c.rope = rope_scaling{};
+  if (const json* rs = f.get("rope_scaling")) parse_rope_object(f, "rope_scaling", *rs, c);
+  if (const json* rp = f.get("rope_parameters")) {
+    if (c.rope.type != rope_scaling_type::none)
+      f.fail(errc::invalid_checkpoint, "rope_parameters",
+             "and rope_scaling are both set; expected one of them (transformers 5 writes rope_parameters)");
+    parse_rope_object(f, "rope_parameters", *rp, c);
   }
   if (!(c.rope_theta > 0))
     f.bad_value(errc::invalid_checkpoint, "rope_theta", c.rope_theta, "a positive number");
@@ -256,6 +315,41 @@ const char* architecture_name(architecture arch) noexcept {
 
 const char* model_type_name(architecture arch) noexcept {
   return arch == architecture::qwen3_moe ? "qwen3_moe" : "qwen3";
+}
+
+void override_rope_scaling(model_config& c, const std::string& json_text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error&) {
+    throw_error(errc::invalid_argument,
+                source + ": '" + json_text +
+                    "' is not JSON; expected an object such as {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                    "\"original_max_position_embeddings\": 32768}, or null");
+  }
+  const json top = {{"rope_scaling", j}};
+  const fields f(top, source);
+  c.rope = rope_scaling{};
+  if (!j.is_null()) parse_rope_object(f, "rope_scaling", j, c);
+  if (!(c.rope_theta > 0)) f.bad_value(errc::invalid_argument, "rope_scaling.rope_theta", c.rope_theta, "a positive number");
+}
+
+const char* rope_scaling_name(rope_scaling_type type) noexcept {
+  switch (type) {
+    case rope_scaling_type::linear: return "linear";
+    case rope_scaling_type::yarn: return "yarn";
+    default: return "default";
+  }
+}
+
+int64_t model_config::context_length() const {
+  switch (rope.type) {
+    case rope_scaling_type::linear:
+      return static_cast<int64_t>(static_cast<double>(max_position_embeddings) * rope.factor);
+    case rope_scaling_type::yarn:
+      return static_cast<int64_t>(static_cast<double>(rope.original_max_position_embeddings) * rope.factor);
+    default: return max_position_embeddings;
+  }
 }
 
 bool model_config::layer_is_moe(int64_t layer) const {

@@ -10,6 +10,24 @@ namespace troupe {
 
 enum class architecture { qwen3, qwen3_moe };
 
+// RoPE scaling from config.json's rope_scaling (transformers 4.x) or rope_parameters (5.x), as
+// transformers' modeling_rope_utils computes it. Static: the frequencies do not depend on the
+// sequence length, so every token of a cached prefix keeps its rotation (why "dynamic" is refused).
+enum class rope_scaling_type { none, linear, yarn };
+
+struct rope_scaling {
+  rope_scaling_type type = rope_scaling_type::none;
+  double factor = 1.0;                       // context extension (linear, yarn)
+  int64_t original_max_position_embeddings = 0;  // yarn: pretraining context
+  double attention_factor = 1.0;             // yarn: multiplies cos and sin (resolved from mscale)
+  double beta_fast = 32.0, beta_slow = 1.0;  // yarn: the ramp between extrapolated and interpolated
+  bool truncate = true;                      // yarn: round the ramp's ends to whole dimensions
+
+  bool operator==(const rope_scaling&) const = default;
+};
+
+const char* rope_scaling_name(rope_scaling_type type) noexcept;
+
 struct model_config {
   architecture arch = architecture::qwen3;
   int64_t vocab_size = 0;
@@ -21,6 +39,7 @@ struct model_config {
   int64_t head_dim = 0;               // from config; need not equal hidden / heads
   double rms_norm_eps = 1e-6;
   double rope_theta = 1e6;
+  rope_scaling rope;
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;
   std::vector<int32_t> eos_token_ids;  // from config.json eos_token_id (int or list)
@@ -36,6 +55,10 @@ struct model_config {
 
   // True when layer `layer` uses experts (transformers' Qwen3MoeDecoderLayer rule).
   bool layer_is_moe(int64_t layer) const;
+  // The longest sequence (prompt + output) the model serves, as vLLM derives it: with YaRN the
+  // pretraining context times the factor (Qwen3: 32768 x 4 = 131072), with linear scaling
+  // max_position_embeddings times the factor, else max_position_embeddings.
+  int64_t context_length() const;
 };
 
 // Defaults a request falls back to when it does not set them (generation_config.json).
@@ -55,6 +78,11 @@ struct generation_defaults {
 // optional fields (e.g. a dense config without head_dim gets 128, a MoE one hidden / heads).
 model_config parse_model_config(const std::string& json_text, const std::string& path);
 generation_defaults parse_generation_config(const std::string& json_text, const std::string& path);
+
+// Replaces config.json's RoPE scaling with `json_text`: an object as config.json's rope_scaling
+// takes ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}), or
+// null for none; what vLLM's --rope-scaling does. Errors name `source` (the option) and the field.
+void override_rope_scaling(model_config& config, const std::string& json_text, const std::string& source);
 
 // "Qwen3ForCausalLM" / "Qwen3MoeForCausalLM" and "qwen3" / "qwen3_moe".
 const char* architecture_name(architecture arch) noexcept;

@@ -23,6 +23,21 @@ double tidy(float f) {
   std::snprintf(buf, sizeof buf, "%.7g", static_cast<double>(f));
   return std::strtod(buf, nullptr);
 }
+// Every field explicit (attention_factor resolved), so it parses back to the same values.
+json rope_scaling_json(const rope_scaling& s) {
+  if (s.type == rope_scaling_type::none) return nullptr;
+  json r;
+  r["rope_type"] = rope_scaling_name(s.type);
+  r["factor"] = s.factor;
+  if (s.type == rope_scaling_type::yarn) {
+    r["original_max_position_embeddings"] = s.original_max_position_embeddings;
+    r["attention_factor"] = s.attention_factor;
+    r["beta_fast"] = s.beta_fast;
+    r["beta_slow"] = s.beta_slow;
+    r["truncate"] = s.truncate;
+  }
+  return r;
+}
 }  // namespace
 
 std::string to_config_json(const model_config& c) {
@@ -44,7 +59,7 @@ std::string to_config_json(const model_config& c) {
   j["num_hidden_layers"] = c.num_hidden_layers;
   j["num_key_value_heads"] = c.num_key_value_heads;
   j["rms_norm_eps"] = c.rms_norm_eps;
-  j["rope_scaling"] = nullptr;
+  j["rope_scaling"] = rope_scaling_json(c.rope);
   j["rope_theta"] = c.rope_theta;
   j["sliding_window"] = nullptr;
   j["tie_word_embeddings"] = c.tie_word_embeddings;

@@ -73,6 +73,13 @@ std::string model_fingerprint(const checkpoint& ck) {
     h.i64(v);
   h.f64(c.rms_norm_eps);
   h.f64(c.rope_theta);
+  // Absent for plain RoPE, so the keys of models without scaling stay what they were.
+  if (c.rope.type != rope_scaling_type::none) {
+    h.str(rope_scaling_name(c.rope.type));
+    for (double v : {c.rope.factor, c.rope.attention_factor, c.rope.beta_fast, c.rope.beta_slow}) h.f64(v);
+    h.i64(c.rope.original_max_position_embeddings);
+    h.u64(c.rope.truncate);
+  }
   h.u64(c.tie_word_embeddings);
   if (c.arch == architecture::qwen3_moe) {
     for (int64_t v : {c.num_experts, c.num_experts_per_tok, c.moe_intermediate_size,

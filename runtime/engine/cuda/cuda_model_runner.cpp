@@ -14,6 +14,7 @@
 #include "kernels/cuda/forward_ops.hpp"
 #include "kernels/cuda/gemm.hpp"
 #include "runtime/core/error.hpp"
+#include "runtime/model/rope.hpp"
 
 namespace troupe {
 
@@ -83,6 +84,7 @@ struct cuda_model_runner::impl {
   dev_weight embed, lm_head;
   const float* final_norm = nullptr;
   const float* inv_freq = nullptr;
+  float rope_scale = 1.0f;
   std::vector<dev_layer> layers;
   size_t bytes_step = 0, bytes_all = 0;
   // Scratch, grown to the largest step seen.
@@ -119,12 +121,9 @@ struct cuda_model_runner::impl {
                      lw.post_attention_layernorm.size()) *
                     sizeof(float);
     }
-    // As model_runner: in double, as transformers' float64 reference, then rounded.
-    const int64_t half = cfg.head_dim / 2;
-    std::vector<float> freq(static_cast<size_t>(half));
-    for (int64_t i = 0; i < half; ++i)
-      freq[static_cast<size_t>(i)] = static_cast<float>(std::pow(cfg.rope_theta, -2.0 * i / cfg.head_dim));
-    inv_freq = upload_floats(freq);
+    const rope_frequencies rope = rope_frequencies_of(cfg);  // as model_runner
+    inv_freq = upload_floats(rope.inv_freq);
+    rope_scale = rope.attention_factor;
     staging = cu::device_buffer();
     cu::synchronize();
   }
@@ -321,8 +320,8 @@ void cuda_model_runner::step(std::span<const step_sequence> batch, step_result& 
     // Qwen3: per-head RMSNorm of q and k over head_dim, before RoPE.
     cu::rmsnorm_f32(k, lw.k_norm, n * hk, d, eps, k, nullptr);
     cu::rmsnorm_f32(q, lw.q_norm, n * hq, d, eps, q, nullptr);
-    cu::rope_f32(k, n, hk, d, positions, m.inv_freq, nullptr);
-    cu::rope_f32(q, n, hq, d, positions, m.inv_freq, nullptr);
+    cu::rope_f32(k, n, hk, d, positions, m.inv_freq, m.rope_scale, nullptr);
+    cu::rope_f32(q, n, hq, d, positions, m.inv_freq, m.rope_scale, nullptr);
     cu::kv_write_f32(m.kv.k(l), m.kv.v(l), k, v, slots, n, hk * d, nullptr);
     cu::paged_attention_f32(q, n, hq, hk, d, m.kv.k(l), m.kv.v(l), bs, tables, toffs, positions, scale, attn, nullptr);
     m.matmul(attn, n, lw.o, tmp);

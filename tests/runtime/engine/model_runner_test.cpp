@@ -23,7 +23,10 @@ namespace {
 // Documented in tests/data/README.md: ~40x the float32 noise, below every typical mistake.
 constexpr double kTolerance = 1e-4;
 
-const char* kSets[] = {"tiny-dense", "tiny-untied-sharded", "tiny-moe", "e2e-full-vocab"};
+// The -yarn and -linear sets are tiny-dense with RoPE scaling, their references from transformers
+// itself (tools/reference/rope_scaling_golden.py).
+const char* kSets[] = {"tiny-dense",      "tiny-untied-sharded", "tiny-moe",
+                       "e2e-full-vocab",  "tiny-dense-yarn",     "tiny-dense-linear"};
 
 std::shared_ptr<checkpoint> load(const std::string& name) {
   static std::map<std::string, std::shared_ptr<checkpoint>> cache;

@@ -214,6 +214,14 @@ BOOST_AUTO_TEST_CASE(fingerprint_is_fixed_and_tracks_weights) {
   std::string fx = model_fingerprint(*load_checkpoint(dir.str("x")));
   BOOST_TEST(fx != model_fingerprint(*load_checkpoint(dir.str("y"))));
   BOOST_TEST(fx == model_fingerprint(*load_checkpoint(dir.str("x"))));
+  // Same weights, RoPE scaled: other K/V, so another fingerprint (prefix-cache keys must differ).
+  auto scaled = load_checkpoint(test::golden("tiny-dense-yarn"));
+  BOOST_TEST(model_fingerprint(*scaled) != fp);
+  scaled->config.rope.factor = 2.0;
+  const std::string fp2 = model_fingerprint(*scaled);
+  BOOST_TEST(fp2 != model_fingerprint(*load_checkpoint(test::golden("tiny-dense-yarn"))));
+  scaled->config.rope = rope_scaling{};
+  BOOST_TEST(model_fingerprint(*scaled) == fp);  // max_position_embeddings is not part of it
 }
 
 BOOST_AUTO_TEST_CASE(accepts_tied_lm_head_copy_inv_freq_and_mixed_dtypes) {
@@ -410,9 +418,9 @@ BOOST_AUTO_TEST_CASE(unsupported_config_value) {
   test::temp_dir dir;
   test::copy_dir(test::golden("tiny-moe"), dir.path());
   edit_json(dir.path() / "config.json",
-            [](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; });
+            [](json& j) { j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 4.0}}; });
   expect_error([&] { load_checkpoint(dir.str()); }, errc::unsupported,
-               {dir.str("config.json"), "rope_scaling", "\"yarn\""});
+               {dir.str("config.json"), "rope_scaling", "\"dynamic\""});
 }
 
 BOOST_AUTO_TEST_CASE(missing_config_and_weights) {

@@ -3,6 +3,8 @@
 #define BOOST_TEST_MODULE model
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "runtime/model/config.hpp"
@@ -139,8 +141,87 @@ BOOST_AUTO_TEST_CASE(rope_parameters_of_transformers_5) {
   j.erase("rope_scaling");
   j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 5e5}};
   BOOST_TEST(parse(j).rope_theta == 5e5);
-  j["rope_parameters"]["rope_type"] = "yarn";
-  expect_config_error(j, errc::unsupported, "rope_parameters", "\"yarn\"");
+  BOOST_TEST((parse(j).rope.type == rope_scaling_type::none));
+  j["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 5e5}, {"factor", 4.0},
+                          {"original_max_position_embeddings", 32768}};
+  model_config c = parse(j);
+  BOOST_TEST(c.rope_theta == 5e5);
+  BOOST_TEST((c.rope.type == rope_scaling_type::yarn));
+  BOOST_TEST(c.rope.factor == 4.0);
+  BOOST_TEST(c.context_length() == 131072);
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+  expect_config_error(j, errc::invalid_checkpoint, "rope_parameters", "both set");
+}
+
+// Qwen's model card: add this rope_scaling to Qwen3's config.json for 131072 tokens.
+BOOST_AUTO_TEST_CASE(yarn_as_qwen_publishes_it) {
+  json j = golden_config("tiny-dense");
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  model_config c = parse(j);
+  BOOST_TEST((c.rope.type == rope_scaling_type::yarn));
+  BOOST_TEST(c.rope.factor == 4.0);
+  BOOST_TEST(c.rope.original_max_position_embeddings == 32768);
+  BOOST_TEST(c.rope.attention_factor == 0.1 * std::log(4.0) + 1.0);  // transformers' get_mscale(4)
+  BOOST_TEST(c.rope.beta_fast == 32.0);
+  BOOST_TEST(c.rope.beta_slow == 1.0);
+  BOOST_TEST(c.rope.truncate);
+  BOOST_TEST(c.context_length() == 131072);  // as vLLM derives max_model_len
+  BOOST_TEST(c.max_position_embeddings == 40960);
+  // transformers 4.x spelled the key "type"; attention_factor wins over mscale.
+  j["rope_scaling"] = {{"type", "yarn"}, {"factor", 2.0}, {"attention_factor", 1.25}, {"mscale", 0.5},
+                       {"mscale_all_dim", 1.0}};
+  c = parse(j);
+  BOOST_TEST(c.rope.attention_factor == 1.25);
+  BOOST_TEST(c.rope.original_max_position_embeddings == 40960);  // defaults to max_position_embeddings
+  BOOST_TEST(c.context_length() == 81920);
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.5}};
+  c = parse(j);
+  BOOST_TEST((c.rope.type == rope_scaling_type::linear));
+  BOOST_TEST(c.context_length() == 102400);
+  // Written back, it parses to the same scaling (make-checkpoint and quantize write configs).
+  BOOST_TEST((parse(json::parse(to_config_json(c))).rope == c.rope));
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768},
+                       {"beta_fast", 16}, {"truncate", false}};
+  c = parse(j);
+  BOOST_TEST((parse(json::parse(to_config_json(c))).rope == c.rope));
+  j["rope_scaling"] = nullptr;
+  BOOST_TEST((parse(j).rope.type == rope_scaling_type::none));
+  BOOST_TEST(parse(j).context_length() == 40960);
+}
+
+BOOST_AUTO_TEST_CASE(bad_rope_scaling) {
+  const json base = golden_config("tiny-dense");
+  json j = base;
+  auto with = [&](json scaling) {
+    j = base;
+    j["rope_scaling"] = std::move(scaling);
+    return j;
+  };
+  expect_config_error(with({{"rope_type", "dynamic"}, {"factor", 2.0}}), errc::unsupported, "rope_scaling",
+                      "\"dynamic\"");
+  expect_config_error(with({{"rope_type", "llama3"}, {"factor", 8.0}}), errc::unsupported, "rope_scaling",
+                      "\"llama3\"");
+  expect_config_error(with({{"rope_type", "yarn"}}), errc::invalid_checkpoint, "rope_scaling.factor", "missing");
+  expect_config_error(with({{"rope_type", "yarn"}, {"factor", 0.5}}), errc::invalid_checkpoint,
+                      "rope_scaling.factor", ">= 1");
+  expect_config_error(with({{"rope_type", "linear"}, {"factor", "2"}}), errc::invalid_checkpoint,
+                      "rope_scaling.factor", "a number");
+  expect_config_error(with({{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", -1}}),
+                      errc::invalid_checkpoint, "rope_scaling.original_max_position_embeddings", "positive");
+  expect_config_error(with({{"rope_type", "yarn"}, {"factor", 4.0}, {"attention_factor", -1.0}}),
+                      errc::invalid_checkpoint, "rope_scaling.attention_factor", "positive");
+  expect_config_error(with({{"rope_type", "yarn"}, {"factor", 4.0}, {"beta_fast", -3}}), errc::invalid_checkpoint,
+                      "rope_scaling.beta_fast", "positive");
+  expect_config_error(with({{"rope_type", "yarn"}, {"factor", 4.0}, {"truncate", "no"}}), errc::invalid_checkpoint,
+                      "rope_scaling.truncate", "true or false");
+  // A field transformers does not list for the type is refused by name, never ignored.
+  expect_config_error(with({{"rope_type", "yarn"}, {"factor", 4.0}, {"fator", 2.0}}), errc::unsupported,
+                      "rope_scaling.fator", "\"yarn\"");
+  expect_config_error(with({{"rope_type", "linear"}, {"factor", 2.0}, {"beta_fast", 32}}), errc::unsupported,
+                      "rope_scaling.beta_fast", "\"linear\"");
+  expect_config_error(with({{"rope_type", "default"}, {"partial_rotary_factor", 0.5}}), errc::unsupported,
+                      "rope_scaling.partial_rotary_factor", "");
+  expect_config_error(with(4.0), errc::invalid_checkpoint, "rope_scaling", "an object");
 }
 
 BOOST_AUTO_TEST_CASE(unsupported_values) {
@@ -152,10 +233,8 @@ BOOST_AUTO_TEST_CASE(unsupported_values) {
   j["model_type"] = "qwen2";
   expect_config_error(j, errc::unsupported, "model_type", "\"qwen3\"");
   j = base;
-  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
-  expect_config_error(j, errc::unsupported, "rope_scaling", "\"yarn\"");
-  j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
-  expect_config_error(j, errc::unsupported, "rope_scaling", "\"linear\"");
+  j["rope_scaling"] = {{"type", "longrope"}, {"factor", 2.0}};
+  expect_config_error(j, errc::unsupported, "rope_scaling", "\"longrope\"");
   j = base;
   j["use_sliding_window"] = true;
   expect_config_error(j, errc::unsupported, "use_sliding_window", "expected false");

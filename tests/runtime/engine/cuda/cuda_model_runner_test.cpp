@@ -49,7 +49,7 @@ constexpr int kSkip = 77;
 // same size, not more. Every typical mistake (a wrong position, head, block, norm) is >= 1e-2.
 constexpr double kTolerance = 2e-4;
 
-const char* kDenseSets[] = {"tiny-dense", "tiny-untied-sharded", "e2e-full-vocab"};
+const char* kDenseSets[] = {"tiny-dense", "tiny-untied-sharded", "e2e-full-vocab", "tiny-dense-yarn"};
 
 void require_device() {
   if (kernels::cuda::device_count() == 0) {
