@@ -254,6 +254,7 @@ std::unique_ptr<checkpoint> load_model(const std::string& dir, const load_option
   }
   if (!quantized) {
     auto ck = load_checkpoint(dir, o.weights);
+    if (!o.rope_scaling.empty()) override_rope_scaling(ck->config, o.rope_scaling, "--rope-scaling");
     quantize_weights(*ck, o);
     return ck;
   }
@@ -263,7 +264,9 @@ std::unique_ptr<checkpoint> load_model(const std::string& dir, const load_option
                                             "); --quantization " + method_name(o.quantization) +
                                             " would quantize it twice: load it as stored, or quantize the float checkpoint");
   j.erase("quantization_config");
-  return load_prequantized(dir, config_path, j.dump(), q, o.weights);
+  auto ck = load_prequantized(dir, config_path, j.dump(), q, o.weights);
+  if (!o.rope_scaling.empty()) override_rope_scaling(ck->config, o.rope_scaling, "--rope-scaling");
+  return ck;
 }
 
 }  // namespace troupe::quant

@@ -28,6 +28,8 @@ struct load_options {
   // Where the checkpoint's bytes and the quantized copies live: memory-mapped files and plain
   // heap (default), or everything on 2 MB pages (runtime/core/mapped_file.hpp, --no-mmap).
   residency weights = residency::mapped;
+  // Replaces config.json's RoPE scaling (override_rope_scaling: a JSON object, or null); "" keeps it.
+  std::string rope_scaling;
 };
 
 // Loads `dir`. Throws troupe::error as load_checkpoint does, plus: unsupported / invalid_checkpoint

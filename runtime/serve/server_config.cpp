@@ -52,6 +52,7 @@ const std::vector<knob>& knobs() {
       {"model", "quantization", &server_config::quantization},
       {"model", "compute_dtype", &server_config::compute_dtype},
       {"model", "use_mmap", &server_config::use_mmap},
+      {"model", "rope_scaling", &server_config::rope_scaling},
       {"scheduler", "max_num_seqs", &server_config::max_num_seqs, 1, i32max},
       {"scheduler", "max_num_batched_tokens", &server_config::max_num_batched_tokens, 1, i32max},
       {"scheduler", "long_prefill_token_threshold", &server_config::long_prefill_token_threshold, 0, i32max},

@@ -28,11 +28,12 @@ struct server_config {
   std::string admin_token;         // "" = admin requests (set_policy) are refused
   // [model]
   std::string served_model_name;   // "" = the model directory's name
-  int32_t max_model_len = 0;       // 0 = the model's max_position_embeddings
+  int32_t max_model_len = 0;       // 0 = the model's context length (model_config::context_length)
   int32_t default_max_tokens = 256;
   std::string quantization = "none";  // quantize float weights on load: none, int8, fp8 (docs/quantization.md)
   std::string compute_dtype = "f32";  // matmul arithmetic for BF16 weights: f32 (exact), bf16 (docs/engine.md)
   bool use_mmap = true;               // false (--no-mmap): weights read into 2 MB pages (docs/engine.md)
+  std::string rope_scaling;           // "" = config.json's; else a JSON object (or null) replacing it (docs/engine.md)
   // [scheduler]
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 512;

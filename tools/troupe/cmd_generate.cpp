@@ -74,6 +74,10 @@ int run_generate(int argc, char** argv) {
   app.add_option("--quantization", quantization, "quantize float weights on load: none, int8, fp8 (docs/quantization.md)");
   app.add_option("--kv-cache-dtype", kv_dtype, "KV cache element type: auto (float32), int8, fp8");
   bool no_mmap = false;
+  std::string rope_scaling;
+  app.add_option("--rope-scaling", rope_scaling,
+                 "replace config.json's rope_scaling, e.g. '{\"rope_type\":\"yarn\",\"factor\":4.0,"
+                 "\"original_max_position_embeddings\":32768}' for Qwen3 at 131072 tokens (docs/engine.md)");
   app.add_flag("--no-mmap", no_mmap,
                "read the weights into memory on 2 MB pages instead of mapping the files: a slower load, "
                "faster decode (docs/engine.md)");
@@ -90,6 +94,7 @@ int run_generate(int argc, char** argv) {
   quant::load_options lo;
   lo.quantization = quant::parse_method(quantization, "--quantization");
   if (no_mmap) lo.weights = residency::huge_pages;
+  lo.rope_scaling = rope_scaling;
   const dtype kv_type = parse_kv_cache_dtype(kv_dtype);
   const kernels::compute_dtype compute_type = parse_compute_dtype(compute);
   auto ck = quant::load_model(model, lo);
@@ -160,6 +165,10 @@ int run_logits(int argc, char** argv) {
   app.add_option("--quantization", quantization, "quantize float weights on load: none, int8, fp8");
   app.add_option("--kv-cache-dtype", kv_dtype, "KV cache element type: auto (float32), int8, fp8");
   bool no_mmap = false;
+  std::string rope_scaling;
+  app.add_option("--rope-scaling", rope_scaling,
+                 "replace config.json's rope_scaling, e.g. '{\"rope_type\":\"yarn\",\"factor\":4.0,"
+                 "\"original_max_position_embeddings\":32768}' for Qwen3 at 131072 tokens (docs/engine.md)");
   app.add_flag("--no-mmap", no_mmap,
                "read the weights into memory on 2 MB pages instead of mapping the files: a slower load, "
                "faster decode (docs/engine.md)");
@@ -173,6 +182,7 @@ int run_logits(int argc, char** argv) {
   quant::load_options lo;
   lo.quantization = quant::parse_method(quantization, "--quantization");
   if (no_mmap) lo.weights = residency::huge_pages;
+  lo.rope_scaling = rope_scaling;
   const dtype kv_type = parse_kv_cache_dtype(kv_dtype);
   const kernels::compute_dtype compute_type = parse_compute_dtype(compute);
   auto ck = quant::load_model(model, lo);

@@ -36,7 +36,8 @@ int run_serve(int argc, char** argv) {
   auto& c = opts.cfg;
   std::string config_file;
   std::vector<std::string> sets;
-  std::optional<std::string> host, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype;
+  std::optional<std::string> host, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
+      rope_scaling;
   std::optional<int32_t> port, metrics_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks;
   std::optional<int64_t> kv_bytes;
   bool static_batching = false, no_prefix_cache = false, no_mmap = false;
@@ -67,6 +68,9 @@ int run_serve(int argc, char** argv) {
   app.add_option("--kv-cache-dtype", kv_cache_dtype, "KV cache element type: auto (float32), int8, fp8 (kv_cache.kv_cache_dtype)");
   app.add_option("--compute-dtype", compute_dtype,
                  "matmul arithmetic for BF16 weights: f32 (exact) or bf16 (model.compute_dtype; docs/engine.md)");
+  app.add_option("--rope-scaling", rope_scaling,
+                 "replace config.json's rope_scaling (model.rope_scaling), e.g. '{\"rope_type\":\"yarn\","
+                 "\"factor\":4.0,\"original_max_position_embeddings\":32768}' for Qwen3 at 131072 tokens");
   app.add_option("--set", sets, "override any config key: section.key=value (repeatable)");
   try {
     app.parse(argc, argv);
@@ -94,6 +98,7 @@ int run_serve(int argc, char** argv) {
   if (quantization) c.quantization = *quantization;
   if (kv_cache_dtype) c.kv_cache_dtype = *kv_cache_dtype;
   if (compute_dtype) c.compute_dtype = *compute_dtype;
+  if (rope_scaling) c.rope_scaling = *rope_scaling;
   bool demo = opts.model_dir.empty();
   if (demo) opts.model_dir = demo_model_dir();
 

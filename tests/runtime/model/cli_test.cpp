@@ -84,3 +84,31 @@ BOOST_AUTO_TEST_CASE(bad_checkpoint_is_one_clear_error) {
   BOOST_TEST(r.rc == 1);
   BOOST_TEST(contains(r.output, (fs::path(out) / "config.json").string()));
 }
+
+// --rope-scaling on the plain tiny-dense weights gives what transformers gives the same weights with
+// that rope_scaling in config.json (the tiny-dense-yarn reference); null undoes a config's scaling.
+BOOST_AUTO_TEST_CASE(rope_scaling_option_replaces_the_config) {
+  const std::string ids = "--ids 3296,800,3022,3859,2331,3953,178,3296,3512,3568,528,2784,3892";
+  const std::string yarn = R"('{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":64}')";
+  const std::string greedy = " --max-tokens 6 --temperature 0 --json";
+  result plain = troupe_cli("generate --model " + troupe::test::golden("tiny-dense") + " " + ids + greedy);
+  result scaled = troupe_cli("generate --model " + troupe::test::golden("tiny-dense") + " " + ids + greedy +
+                             " --rope-scaling " + yarn);
+  result stored = troupe_cli("generate --model " + troupe::test::golden("tiny-dense-yarn") + " " + ids + greedy);
+  result undone = troupe_cli("generate --model " + troupe::test::golden("tiny-dense-yarn") + " " + ids + greedy +
+                             " --rope-scaling null");
+  BOOST_TEST(plain.rc == 0);
+  BOOST_TEST(scaled.rc == 0);
+  BOOST_TEST(scaled.output == stored.output);
+  BOOST_TEST(scaled.output != plain.output);
+  BOOST_TEST(undone.output == plain.output);
+  result bad = troupe_cli("generate --model " + troupe::test::golden("tiny-dense") + " " + ids +
+                          R"( --rope-scaling '{"rope_type":"yarn","factor":4,"beta_fats":2}')");
+  BOOST_TEST(bad.rc == 1);
+  BOOST_TEST(contains(bad.output, "--rope-scaling: field 'rope_scaling.beta_fats'"));
+  // YaRN x4 over 64 pretraining positions: 256 in all.
+  result too_long = troupe_cli("generate --model " + troupe::test::golden("tiny-dense-yarn") + " " + ids +
+                               " --max-tokens 250");
+  BOOST_TEST(too_long.rc == 1);
+  BOOST_TEST(contains(too_long.output, "exceeds the model's context of 256 tokens"));
+}

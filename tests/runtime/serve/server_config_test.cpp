@@ -103,6 +103,7 @@ BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   BOOST_TEST(from_file.kv_cache_dtype == d.kv_cache_dtype);
   BOOST_TEST(from_file.compute_dtype == d.compute_dtype);
   BOOST_TEST(from_file.use_mmap == d.use_mmap);
+  BOOST_TEST(from_file.rope_scaling == d.rope_scaling);
   BOOST_TEST(from_file.max_num_seqs == d.max_num_seqs);
   BOOST_TEST(from_file.max_num_batched_tokens == d.max_num_batched_tokens);
   BOOST_TEST(from_file.long_prefill_token_threshold == d.long_prefill_token_threshold);
