@@ -17,6 +17,7 @@
 #include "runtime/kv/kv_cache.hpp"
 #include "runtime/prefix/kv_block_io.hpp"
 #include "runtime/quant/load.hpp"
+#include "runtime/serve/chat_renderer.hpp"
 #include "runtime/tokenizer/chat_template.hpp"
 
 namespace troupe::actors {
@@ -65,15 +66,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   if (!tok_dir.empty()) {
     try {
       auto tmpl = std::make_shared<const chat_template>(chat_template::from_directory(tok_dir));
-      f.chat = [tmpl](const std::vector<wire::chat_message>& msgs, bool thinking) {
-        nlohmann::ordered_json m = nlohmann::ordered_json::array();
-        for (const auto& x : msgs) {
-          nlohmann::ordered_json j{{"role", x.role}, {"content", x.content}};
-          if (!x.reasoning_content.empty()) j["reasoning_content"] = x.reasoning_content;
-          m.push_back(std::move(j));
-        }
-        return tmpl->render(m, nullptr, /*add_generation_prompt=*/true, {{"enable_thinking", thinking}});
-      };
+      f.chat = serve::make_chat_renderer(tmpl);
     } catch (const troupe::error& e) {
       // Text prompts still work; chat requests get `unsupported` naming the missing template.
       std::fprintf(stderr, "troupe serve: no chat template (%s): chat requests are refused\n", e.what());

@@ -59,7 +59,8 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         if (!b.req) return send_out(self, {error_item(m.rid, b.error, r.id)});
         auto& br = *b.req;
         st.live.emplace(m.rid, serve::response(r.id, r.stream, st.ctx->facts.tok, br.stop,
-                                               static_cast<int64_t>(br.prompt.size()), m.received));
+                                               static_cast<int64_t>(br.prompt.size()), m.received,
+                                               /*find_tool_calls=*/!r.tools_json.empty()));
         submit_msg s;
         s.rid = m.rid;
         s.worker = st.index;
@@ -79,7 +80,8 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
       [=](tokenize_msg& m) {
         answer_to_sender(self);
         const auto& r = *m.req;
-        auto t = serve::prompt_ids(r.kind, r.prompt, r.messages, r.enable_thinking, self->state.ctx->facts);
+        auto t = serve::prompt_ids(r.kind, r.prompt, r.messages, r.enable_thinking, r.tools_json,
+                                   self->state.ctx->facts);
         if (t.error) return send_out(self, {error_item(m.rid, *t.error, r.id)});
         out_item it{m.rid, {}, true};
         wire::append_event_frame(it.bytes, wire::tokenize_event{r.id, std::move(t.ids)});

@@ -128,7 +128,7 @@ class Client:
             raise TroupeError(ev["code"], ev["message"], rid)
         return ev
 
-    def tokenize(self, prompt=None, messages=None, enable_thinking=None):
+    def tokenize(self, prompt=None, messages=None, enable_thinking=None, tools=None):
         req = {"type": "tokenize"}
         if prompt is not None:
             req["prompt"] = prompt
@@ -136,6 +136,8 @@ class Client:
             req["messages"] = messages
         if enable_thinking is not None:
             req["enable_thinking"] = enable_thinking
+        if tools is not None:
+            req["tools"] = tools
         return self._simple(req)["ids"]
 
     def health(self):

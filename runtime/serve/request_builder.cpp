@@ -12,7 +12,7 @@ wire::wire_error err(wire::error_code c, std::string m) { return {c, std::move(m
 
 tokenize_result prompt_ids(wire::prompt_kind kind, const std::string& text,
                            const std::vector<wire::chat_message>& messages, std::optional<bool> enable_thinking,
-                           const model_facts& m) {
+                           const std::string& tools_json, const model_facts& m) {
   tokenize_result out;
   if (!m.tok) {
     out.error = err(wire::error_code::unsupported,
@@ -28,7 +28,7 @@ tokenize_result prompt_ids(wire::prompt_kind kind, const std::string& text,
       return out;
     }
     try {
-      rendered = m.chat(messages, enable_thinking.value_or(true));
+      rendered = m.chat(messages, tools_json, enable_thinking.value_or(true));
     } catch (const std::exception& e) {
       out.error = err(wire::error_code::invalid_value, std::string("messages: ") + e.what());
       return out;
@@ -58,7 +58,7 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
       }
     b.prompt = r.prompt_ids;
   } else {
-    auto t = prompt_ids(r.kind, r.prompt, r.messages, r.enable_thinking, m);
+    auto t = prompt_ids(r.kind, r.prompt, r.messages, r.enable_thinking, r.tools_json, m);
     if (t.error) {
       res.error = *t.error;
       return res;

@@ -15,8 +15,9 @@
 
 namespace troupe::serve {
 
-using chat_renderer =
-    std::function<std::string(const std::vector<wire::chat_message>&, bool enable_thinking)>;
+// tools_json: "" or a JSON array of tool definitions (wire::generate_request::tools_json).
+using chat_renderer = std::function<std::string(const std::vector<wire::chat_message>&,
+                                                const std::string& tools_json, bool enable_thinking)>;
 
 struct model_facts {
   std::string name;
@@ -51,6 +52,7 @@ struct tokenize_result {
 // The prompt ids of a text or chat prompt (generate and tokenize share it).
 tokenize_result prompt_ids(wire::prompt_kind kind, const std::string& text,
                            const std::vector<wire::chat_message>& messages,
-                           std::optional<bool> enable_thinking, const model_facts& m);
+                           std::optional<bool> enable_thinking, const std::string& tools_json,
+                           const model_facts& m);
 
 }  // namespace troupe::serve

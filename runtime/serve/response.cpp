@@ -1,16 +1,18 @@
 #include "runtime/serve/response.hpp"
 
+#include "runtime/serve/tool_calls.hpp"
 #include "runtime/wire/event_codec.hpp"
 
 namespace troupe::serve {
 
 response::response(std::string client_id, bool stream, const tokenizer* tok, std::vector<std::string> stop,
-                   int64_t prompt_tokens, clock::time_point received)
+                   int64_t prompt_tokens, clock::time_point received, bool find_tool_calls)
     : id_(std::move(client_id)),
       stream_(stream),
       text_(tok, std::move(stop)),
       prompt_tokens_(prompt_tokens),
-      received_(received) {}
+      received_(received),
+      find_tool_calls_(find_tool_calls) {}
 
 double response::ms_since_received(clock::time_point t) const {
   return std::chrono::duration<double, std::milli>(t - received_).count();
@@ -25,11 +27,8 @@ bool response::add_token(int32_t id, clock::time_point now, std::string& out) {
   if (!first_token_) first_token_ = now;
   ids_.push_back(id);
   auto d = text_.push(id);
-  if (stream_) {
-    wire::append_event_frame(out, wire::token_event{id_, d.text, {id}});
-  } else {
-    all_text_ += d.text;
-  }
+  if (stream_) wire::append_event_frame(out, wire::token_event{id_, d.text, {id}});
+  if (!stream_ || find_tool_calls_) all_text_ += d.text;
   if (d.stopped) finish(wire::finish_reason::stop, std::nullopt, now, out);
   return d.stopped;
 }
@@ -47,11 +46,13 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
   d.timings.queue_ms = first_scheduled_ ? ms_since_received(*first_scheduled_) : ms_since_received(now);
   d.timings.ttft_ms = first_token_ ? ms_since_received(*first_token_) : 0.0;
   d.timings.total_ms = ms_since_received(now);
+  all_text_ += rest;
   if (!stream_) {
     d.has_output = true;
-    d.text = all_text_ + rest;
+    d.text = all_text_;
     d.ids = ids_;
   }
+  if (find_tool_calls_ && !err) d.tool_calls = parse_tool_calls(all_text_);
   if (err) {
     d.error = std::move(err);
     d.error->id = id_;

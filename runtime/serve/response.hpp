@@ -17,8 +17,9 @@ using clock = std::chrono::steady_clock;
 
 class response {
  public:
+  // find_tool_calls: the request offered tools, so done carries the calls found in the output.
   response(std::string client_id, bool stream, const tokenizer* tok, std::vector<std::string> stop,
-           int64_t prompt_tokens, clock::time_point received);
+           int64_t prompt_tokens, clock::time_point received, bool find_tool_calls = false);
 
   // Appends what token `id` adds. Returns true when a stop string ended the request: the done
   // event (reason stop) is appended too and later tokens are ignored.
@@ -45,7 +46,8 @@ class response {
   clock::time_point received_;
   std::optional<clock::time_point> first_token_, first_scheduled_;
   std::vector<int32_t> ids_;
-  std::string all_text_;  // when not streaming
+  std::string all_text_;  // when not streaming, or when looking for tool calls
+  bool find_tool_calls_;
   bool done_ = false;
 };
 

@@ -41,7 +41,7 @@ struct event_packer {
     pk.pack(e.ids);
   }
   void operator()(const done_event& e) {
-    uint32_t n = 6 + (e.has_output ? 2 : 0) + (e.error ? 1 : 0);
+    uint32_t n = 6 + (e.has_output ? 2 : 0) + (e.error ? 1 : 0) + (e.tool_calls.empty() ? 0 : 1);
     pack_header(pk, n, "done", e.id);
     pack_str(pk, "finish_reason");
     pack_str(pk, to_string(e.reason));
@@ -66,6 +66,17 @@ struct event_packer {
       pack_str(pk, e.text);
       pack_str(pk, "ids");
       pk.pack(e.ids);
+    }
+    if (!e.tool_calls.empty()) {
+      pack_str(pk, "tool_calls");
+      pk.pack_array(static_cast<uint32_t>(e.tool_calls.size()));
+      for (const auto& c : e.tool_calls) {
+        pk.pack_map(2);
+        pack_str(pk, "name");
+        pack_str(pk, c.name);
+        pack_str(pk, "arguments");
+        pack_str(pk, c.arguments);
+      }
     }
     if (e.error) {
       pack_str(pk, "error");
@@ -217,6 +228,13 @@ event decode_body(const reader& r) {
       d.has_output = true;
       d.text = r.str("text");
       d.ids = r.ids("ids");
+    }
+    if (const auto* calls = r.find("tool_calls")) {
+      if (calls->type != msgpack::type::ARRAY) throw bad_event{"field 'tool_calls' is not an array"};
+      for (uint32_t i = 0; i < calls->via.array.size; ++i) {
+        reader c(calls->via.array.ptr[i]);
+        d.tool_calls.push_back({c.str("name"), c.str("arguments")});
+      }
     }
     if (const auto* e = r.find("error")) d.error = read_error(reader(*e), id);
     return d;

@@ -54,10 +54,12 @@ inline std::string_view as_view(const msgpack::object& o) {
 }
 
 // Limits for untrusted input: no container may declare more elements than the frame has bytes
-// (so a 10-byte frame cannot make the unpacker allocate gigabytes), nesting stays shallow.
+// (so a 10-byte frame cannot make the unpacker allocate gigabytes), nesting stays shallow:
+// 32 levels leave room for tools' JSON schemas and bound every recursive walk of a value.
+inline constexpr size_t max_nesting_depth = 32;
 inline msgpack::unpack_limit limits_for(size_t payload_bytes) {
   size_t n = payload_bytes + 1;
-  return msgpack::unpack_limit(n, n, n, n, n, 8);
+  return msgpack::unpack_limit(n, n, n, n, n, max_nesting_depth);
 }
 
 }  // namespace troupe::wire::detail

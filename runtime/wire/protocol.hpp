@@ -51,6 +51,10 @@ struct chat_message {
   std::string role;  // system | user | assistant | tool
   std::string content;
   std::string reasoning_content;  // optional; assistant turns only
+  // Optional, assistant turns only: the calls the model made, as a JSON array of
+  // {"type": "function", "function": {"name", "arguments"}} (OpenAI's form) or {"name", "arguments"};
+  // "" = none. JSON text because the chat template prints it as given.
+  std::string tool_calls_json;
   friend bool operator==(const chat_message&, const chat_message&) = default;
 };
 
@@ -72,6 +76,10 @@ struct generate_request {
   std::vector<int32_t> prompt_ids;     // kind == ids
   std::vector<chat_message> messages;  // kind == messages
   std::optional<bool> enable_thinking; // messages only
+  // messages only: the tools the model may call, a JSON array of OpenAI-style function tools
+  // ({"type": "function", "function": {"name", "description", "parameters"}}), rendered by the chat
+  // template; the done event then carries the calls the model made. "" = none.
+  std::string tools_json;
   sampling_fields sampling;
   std::optional<int32_t> max_tokens;   // absent: the server's default_max_tokens
   std::vector<std::string> stop;
@@ -95,6 +103,7 @@ struct tokenize_request {
   std::string prompt;
   std::vector<chat_message> messages;
   std::optional<bool> enable_thinking;
+  std::string tools_json;  // as in generate_request
   friend bool operator==(const tokenize_request&, const tokenize_request&) = default;
 };
 
@@ -148,6 +157,13 @@ struct timing_info {
   friend bool operator==(const timing_info&, const timing_info&) = default;
 };
 
+// A call the model made (Qwen3 writes <tool_call>{"name": ..., "arguments": {...}}</tool_call>).
+struct tool_call {
+  std::string name;
+  std::string arguments;  // JSON text of the arguments object, as OpenAI's API carries it
+  friend bool operator==(const tool_call&, const tool_call&) = default;
+};
+
 struct done_event {
   std::string id;
   finish_reason reason = finish_reason::stop;
@@ -156,13 +172,17 @@ struct done_event {
   bool has_output = false;   // stream == false: the whole text and ids ride on done
   std::string text;
   std::vector<int32_t> ids;
+  // Requests with tools: each well-formed <tool_call> block of the output, in order (the text
+  // itself still carries them). Empty when the model called none.
+  std::vector<tool_call> tool_calls;
   std::optional<wire_error> error;  // reason == error
   friend bool operator==(const done_event& a, const done_event& b) {
     auto same_err = a.error.has_value() == b.error.has_value() &&
                     (!a.error || (a.error->code == b.error->code &&
                                   a.error->message == b.error->message));
     return a.id == b.id && a.reason == b.reason && a.usage == b.usage && a.timings == b.timings &&
-           a.has_output == b.has_output && a.text == b.text && a.ids == b.ids && same_err;
+           a.has_output == b.has_output && a.text == b.text && a.ids == b.ids &&
+           a.tool_calls == b.tool_calls && same_err;
   }
 };
 

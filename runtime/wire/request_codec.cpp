@@ -4,6 +4,7 @@
 #include <limits>
 #include <span>
 
+#include "runtime/wire/json_msgpack.hpp"
 #include "runtime/wire/msgpack_util.hpp"
 #include "runtime/wire/utf8.hpp"
 
@@ -176,6 +177,23 @@ std::string get_id(const field_map& f, bool required, std::string_view kind) {
   return id;
 }
 
+// A free-form value (tools, tool calls) as JSON text; `where` names it in errors.
+std::string get_json(const msgpack::object& o, const std::string& where) {
+  try {
+    return detail::to_json_text(o, where);
+  } catch (const std::invalid_argument& e) {
+    fail(error_code::invalid_value, e.what());
+  }
+}
+
+// An array of 1..max_items maps, as JSON text.
+std::string get_map_array(const msgpack::object& o, const std::string& where, uint32_t max_items) {
+  const auto& a = get_array(o, where, 1, max_items);
+  for (uint32_t i = 0; i < a.size; ++i)
+    if (a.ptr[i].type != msgpack::type::MAP) wrong_type(where + "[" + std::to_string(i) + "]", "a map", a.ptr[i]);
+  return get_json(o, where);
+}
+
 std::vector<chat_message> get_messages(const msgpack::object& o) {
   const auto& a = get_array(o, "messages", 1, std::numeric_limits<uint32_t>::max());
   std::vector<chat_message> out;
@@ -183,7 +201,7 @@ std::vector<chat_message> get_messages(const msgpack::object& o) {
     std::string where = "messages[" + std::to_string(i) + "]";
     if (a.ptr[i].type != msgpack::type::MAP) wrong_type(where, "a map", a.ptr[i]);
     field_map m(a.ptr[i], where);
-    static constexpr std::string_view allowed[] = {"role", "content", "reasoning_content"};
+    static constexpr std::string_view allowed[] = {"role", "content", "reasoning_content", "tool_calls"};
     m.check_known(allowed, "a chat message");
     chat_message msg;
     const auto* role = m.find("role");
@@ -192,9 +210,18 @@ std::vector<chat_message> get_messages(const msgpack::object& o) {
     if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
       fail(error_code::invalid_value, "field '" + where + ".role' = '" + msg.role +
                                           "'; expected system, user, assistant or tool");
+    if (const auto* calls = m.find("tool_calls")) {
+      if (msg.role != "assistant")
+        fail(error_code::invalid_value, "field '" + where + ".tool_calls' belongs to assistant turns; this one is '" +
+                                            msg.role + "'");
+      msg.tool_calls_json = get_map_array(*calls, where + ".tool_calls", max_tools);
+    }
+    // An assistant turn that only calls tools may leave content out (OpenAI sends null).
     const auto* content = m.find("content");
-    if (!content) fail(error_code::missing_field, where + " needs field 'content'");
-    msg.content = get_string(*content, where + ".content", std::numeric_limits<uint32_t>::max());
+    if (content && !(content->type == msgpack::type::NIL && !msg.tool_calls_json.empty()))
+      msg.content = get_string(*content, where + ".content", std::numeric_limits<uint32_t>::max());
+    else if (msg.tool_calls_json.empty())
+      fail(error_code::missing_field, where + " needs field 'content'");
     if (const auto* r = m.find("reasoning_content"))
       msg.reasoning_content = get_string(*r, where + ".reasoning_content",
                                          std::numeric_limits<uint32_t>::max());
@@ -231,11 +258,16 @@ void get_prompt(const field_map& f, Req& r, bool ids_allowed) {
       fail(error_code::invalid_value, "field 'enable_thinking' applies only to 'messages' prompts");
     r.enable_thinking = get_bool(*t, "enable_thinking");
   }
+  if (const auto* t = f.find("tools")) {
+    if (r.kind != prompt_kind::messages)
+      fail(error_code::invalid_value, "field 'tools' applies only to 'messages' prompts");
+    r.tools_json = get_map_array(*t, "tools", max_tools);
+  }
 }
 
 generate_request decode_generate(const field_map& f) {
   static constexpr std::string_view allowed[] = {
-      "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "temperature",
+      "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "tools", "temperature",
       "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
       "seed", "max_tokens", "stop", "stop_ids", "ignore_eos", "stream", "priority", "tenant",
       "deadline_ms"};
@@ -287,7 +319,7 @@ request decode_body(const field_map& f, std::string_view type) {
   }
   if (type == "tokenize") {
     static constexpr std::string_view allowed[] = {"v", "type", "id", "prompt", "messages",
-                                                   "enable_thinking"};
+                                                   "enable_thinking", "tools"};
     f.check_known(allowed, "a tokenize request");
     tokenize_request r;
     r.id = get_id(f, false, "tokenize");
@@ -372,11 +404,11 @@ decoded_request decode_request(std::string_view payload) {
 
 namespace {
 
-void pack_messages(detail::packer& pk, const std::vector<chat_message>& msgs) {
+void pack_messages(detail::string_sink& sink, detail::packer& pk, const std::vector<chat_message>& msgs) {
   pk.pack_array(static_cast<uint32_t>(msgs.size()));
   for (const auto& m : msgs) {
-    bool r = !m.reasoning_content.empty();
-    pk.pack_map(r ? 3 : 2);
+    bool r = !m.reasoning_content.empty(), calls = !m.tool_calls_json.empty();
+    pk.pack_map(2 + r + calls);
     detail::pack_str(pk, "role");
     detail::pack_str(pk, m.role);
     detail::pack_str(pk, "content");
@@ -384,6 +416,10 @@ void pack_messages(detail::packer& pk, const std::vector<chat_message>& msgs) {
     if (r) {
       detail::pack_str(pk, "reasoning_content");
       detail::pack_str(pk, m.reasoning_content);
+    }
+    if (calls) {
+      detail::pack_str(pk, "tool_calls");
+      detail::pack_json_text(sink, m.tool_calls_json);
     }
   }
 }
@@ -420,9 +456,13 @@ void put_prompt(map_builder& m, const Req& r) {
     case prompt_kind::ids:
       if constexpr (requires { r.prompt_ids; }) m.key("prompt_ids").pack(r.prompt_ids);
       break;
-    case prompt_kind::messages: pack_messages(m.key("messages"), r.messages); break;
+    case prompt_kind::messages: pack_messages(m.sink, m.key("messages"), r.messages); break;
   }
   if (r.enable_thinking) m.key("enable_thinking").pack(*r.enable_thinking);
+  if (!r.tools_json.empty()) {
+    m.key("tools");
+    detail::pack_json_text(m.sink, r.tools_json);
+  }
 }
 
 }  // namespace

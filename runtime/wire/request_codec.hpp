@@ -23,6 +23,7 @@ inline constexpr size_t max_tenant_bytes = 128;
 inline constexpr size_t max_stop_strings = 16;
 inline constexpr size_t max_stop_string_bytes = 256;
 inline constexpr size_t max_stop_ids = 64;
+inline constexpr size_t max_tools = 128;                 // tools, and tool_calls of one message
 inline constexpr size_t max_policy_bytes = 4096;          // set_policy.policy (a name or a path)
 inline constexpr size_t max_policy_config_bytes = 65536;  // set_policy.config
 inline constexpr size_t max_admin_token_bytes = 256;

@@ -2,6 +2,10 @@
 // streamed text, stop strings and stop ids, tokenize.
 #include "tests/actors/e2e_fixture.hpp"
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "runtime/tokenizer/tokenizer.hpp"
 
 using namespace troupe;
@@ -125,6 +129,39 @@ BOOST_AUTO_TEST_CASE(chat_messages_use_the_model_chat_template) {
   r.enable_thinking = false;
   auto got2 = cl.complete(r);
   BOOST_TEST(got2.done.usage.prompt_tokens > static_cast<int64_t>(expected.size()));
+}
+
+// Tools over the wire: the reference conversation with a tool definition, a tool call and its
+// response (tests/data/chat_template) tokenizes to the reference ids, and a generate with it
+// prefills exactly those tokens.
+BOOST_AUTO_TEST_CASE(chat_with_tools_uses_the_model_chat_template) {
+  std::ifstream in(TROUPE_TEST_DATA_DIR "/chat_template/cases.jsonl");
+  nlohmann::ordered_json c;
+  for (std::string line; std::getline(in, line);)
+    if (auto j = nlohmann::ordered_json::parse(line); j["name"] == "tool_response_user_message") c = j;
+  BOOST_REQUIRE(c.is_object());
+  wire::tokenize_request t;
+  t.kind = wire::prompt_kind::messages;
+  for (const auto& m : c["messages"]) {
+    wire::chat_message w{m["role"].get<std::string>(), m["content"].get<std::string>(), ""};
+    if (m.contains("tool_calls")) w.tool_calls_json = m["tool_calls"].dump();
+    t.messages.push_back(std::move(w));
+  }
+  t.tools_json = c["tools"].dump();
+  const auto expected = c["ids"].get<std::vector<int32_t>>();
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  BOOST_TEST(cl.tokenize(t) == expected, boost::test_tools::per_element());
+  wire::generate_request r;
+  r.id = "tools";
+  r.kind = wire::prompt_kind::messages;
+  r.messages = t.messages;
+  r.tools_json = t.tools_json;
+  r.max_tokens = 3;
+  r.sampling.temperature = 0.0;
+  auto got = cl.complete(r);
+  BOOST_TEST(got.done.usage.prompt_tokens == static_cast<int64_t>(expected.size()));
+  BOOST_TEST(got.done.tool_calls.empty());  // random weights call nothing; the parser is tested in serve
 }
 
 BOOST_AUTO_TEST_SUITE_END()

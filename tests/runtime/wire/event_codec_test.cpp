@@ -76,6 +76,7 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
   full.text = "partial \xe4\xbd\xa0";
   full.ids = {5, 6};
   full.error = wire_error{error_code::internal, "executor failed", "a"};
+  full.tool_calls = {{"get_weather", R"({"city":"Rome"})"}, {"now", "{}"}};
   std::vector<event> events = {
       token_event{"a", "", {}},
       full,

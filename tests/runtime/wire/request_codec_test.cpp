@@ -317,6 +317,82 @@ BOOST_AUTO_TEST_CASE(limits_on_ids_stop_and_tenant) {
                "field 'tenant' has 200 bytes", "r1");
 }
 
+// Tools and tool calls are free-form JSON: they arrive as JSON text with the client's key order
+// (the chat template prints them as given), and go back out as the same msgpack.
+BOOST_AUTO_TEST_CASE(tools_and_tool_calls_round_trip_as_json) {
+  const map tool{{"type", "function"},
+                 {"function", map{{"name", "get_weather"},
+                                  {"parameters", map{{"type", "object"},
+                                                     {"properties", map{{"city", map{{"type", "string"}}},
+                                                                        {"days", map{{"type", "integer"}, {"maximum", 7}}},
+                                                                        {"p", map{{"minimum", 0.5}}}}},
+                                                     {"required", array{"city"}}}}}}};
+  const map call{{"name", "get_weather"}, {"arguments", map{{"city", "Zürich"}, {"days", -2}, {"x", nullptr}}}};
+  auto d = decode(map{{"v", 1}, {"type", "generate"}, {"id", "t1"},
+                      {"messages", array{map{{"role", "user"}, {"content", "Weather?"}},
+                                         map{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", array{call}}},
+                                         map{{"role", "tool"}, {"content", "{\"temp\": 21}"}}}},
+                      {"tools", array{tool}}});
+  BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
+  const auto& g = std::get<generate_request>(*d.req);
+  BOOST_TEST(g.tools_json ==
+             R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":)"
+             R"({"city":{"type":"string"},"days":{"type":"integer","maximum":7},"p":{"minimum":0.5}},"required":["city"]}}}])");
+  BOOST_TEST(g.messages[1].tool_calls_json == R"([{"name":"get_weather","arguments":{"city":"Zürich","days":-2,"x":null}}])");
+  BOOST_TEST(g.messages[1].content.empty());
+  auto again = decode_request(encode_request(g));
+  BOOST_REQUIRE(again.ok());
+  BOOST_TEST((std::get<generate_request>(*again.req) == g));
+  // tokenize takes tools too.
+  auto t = decode(map{{"v", 1}, {"type", "tokenize"}, {"messages", array{map{{"role", "user"}, {"content", "x"}}}},
+                      {"tools", array{tool}}});
+  BOOST_REQUIRE(t.ok());
+  BOOST_TEST(std::get<tokenize_request>(*t.req).tools_json == g.tools_json);
+}
+
+BOOST_AUTO_TEST_CASE(bad_tools_are_named) {
+  const map user{{"role", "user"}, {"content", "x"}};
+  auto chat = [&](map extra) {
+    map m{{"v", 1}, {"type", "generate"}, {"id", "r1"}, {"messages", array{user}}};
+    for (auto& e : extra) m.push_back(std::move(e));
+    return decode(m);
+  };
+  expect_error(decode(generate_with({{"tools", array{map{}}}})), error_code::invalid_value,
+               "'tools' applies only to 'messages'", "r1");
+  expect_error(chat({{"tools", map{}}}), error_code::wrong_type, "field 'tools' must be an array", "r1");
+  expect_error(chat({{"tools", array{}}}), error_code::invalid_value, "field 'tools' has 0 elements", "r1");
+  expect_error(chat({{"tools", array{"get_weather"}}}), error_code::wrong_type, "field 'tools[0]' must be a map", "r1");
+  expect_error(chat({{"tools", array{map{{"f", raw{"\xc4\x01" "A"}}}}}}), error_code::invalid_value,
+               "field 'tools[0].f' is a binary value", "r1");
+  expect_error(chat({{"tools", array{map{{"x", std::nan("")}}}}}), error_code::invalid_value,
+               "'tools[0].x' is not a finite number", "r1");
+  expect_error(chat({{"tools", array{map{{"a", map{{1, 2}}}}}}}), error_code::invalid_value,
+               "field 'tools[0].a' has a key of type integer", "r1");
+  expect_error(chat({{"tools", array{map{{"s", raw{"\xa2\xff\xfe"}}}}}}), error_code::invalid_value,
+               "'tools[0].s' is not valid UTF-8", "r1");
+  // Nesting: 32 levels in all are allowed (room for JSON schemas), deeper is not msgpack we read.
+  value deep = 1;
+  for (int i = 0; i < 40; ++i) deep = array{deep};
+  expect_error(chat({{"tools", array{map{{"d", deep}}}}}), error_code::malformed, "not valid msgpack");
+  value ok = 1;
+  for (int i = 0; i < 25; ++i) ok = array{ok};
+  BOOST_TEST(chat({{"tools", array{map{{"d", ok}}}}}).ok());
+  // tool_calls: assistant turns only, an array of maps; content may then be null or absent.
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"},
+                          {"messages", array{map{{"role", "user"}, {"content", "x"},
+                                                 {"tool_calls", array{map{{"name", "f"}}}}}}}}),
+               error_code::invalid_value, "'messages[0].tool_calls' belongs to assistant turns", "r1");
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"},
+                          {"messages", array{map{{"role", "assistant"}, {"tool_calls", array{1}}}}}}),
+               error_code::wrong_type, "'messages[0].tool_calls[0]' must be a map", "r1");
+  BOOST_TEST(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"},
+                        {"messages", array{map{{"role", "assistant"}, {"tool_calls", array{map{{"name", "f"}}}}}}}})
+                 .ok());
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"},
+                          {"messages", array{map{{"role", "assistant"}, {"content", nullptr}}}}}),
+               error_code::wrong_type, "'messages[0].content' must be a string", "r1");
+}
+
 BOOST_AUTO_TEST_CASE(tokenize_has_no_prompt_ids) {
   expect_error(decode(map{{"v", 1}, {"type", "tokenize"}, {"prompt_ids", array{1}}}),
                error_code::unknown_field, "unknown field 'prompt_ids' in a tokenize request");

@@ -1,0 +1,24 @@
+#include "runtime/serve/chat_renderer.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace troupe::serve {
+
+chat_renderer make_chat_renderer(std::shared_ptr<const chat_template> tmpl) {
+  return [tmpl](const std::vector<wire::chat_message>& msgs, const std::string& tools, bool thinking) {
+    // The wire decoder wrote tools and tool calls as JSON text with the client's key order, which
+    // the template prints as it is (tojson): ordered_json keeps it.
+    using ojson = nlohmann::ordered_json;
+    ojson m = ojson::array();
+    for (const auto& x : msgs) {
+      ojson j{{"role", x.role}, {"content", x.content}};
+      if (!x.reasoning_content.empty()) j["reasoning_content"] = x.reasoning_content;
+      if (!x.tool_calls_json.empty()) j["tool_calls"] = ojson::parse(x.tool_calls_json);
+      m.push_back(std::move(j));
+    }
+    return tmpl->render(m, tools.empty() ? ojson(nullptr) : ojson::parse(tools), /*add_generation_prompt=*/true,
+                        {{"enable_thinking", thinking}});
+  };
+}
+
+}  // namespace troupe::serve

@@ -1,0 +1,150 @@
+// Chat prompts through the whole request path: every reference conversation of
+// tests/data/chat_template (tools, tool calls, tool responses, reasoning) encoded as a client
+// would send it, decoded by the server's codec, rendered and tokenized, must give the reference
+// ids. Also the tool calls the server reports from a completion (parse_tool_calls), and on the
+// done event of a request that offered tools.
+#include <boost/test/unit_test.hpp>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/serve/chat_renderer.hpp"
+#include "runtime/serve/response.hpp"
+#include "runtime/serve/tool_calls.hpp"
+#include "runtime/wire/event_codec.hpp"
+#include "runtime/wire/frame.hpp"
+#include "runtime/wire/request_codec.hpp"
+
+using namespace troupe;
+using namespace troupe::serve;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+const model_facts& qwen_facts() {
+  static const tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
+  static const model_facts m = [] {
+    model_facts f;
+    f.name = "qwen3";
+    f.vocab_size = 151936;
+    f.max_model_len = 40960;
+    f.tok = &tok;
+    f.chat = make_chat_renderer(std::make_shared<const chat_template>(
+        chat_template::from_directory(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer")));
+    return f;
+  }();
+  return m;
+}
+
+// A reference case as a client's generate request.
+wire::generate_request as_request(const ojson& c) {
+  wire::generate_request r;
+  r.id = c["name"].get<std::string>();
+  r.kind = wire::prompt_kind::messages;
+  for (const auto& m : c["messages"]) {
+    wire::chat_message w;
+    w.role = m["role"].get<std::string>();
+    w.content = m.value("content", std::string());
+    w.reasoning_content = m.value("reasoning_content", std::string());
+    if (m.contains("tool_calls")) w.tool_calls_json = m["tool_calls"].dump();
+    r.messages.push_back(std::move(w));
+  }
+  if (c.contains("enable_thinking")) r.enable_thinking = c["enable_thinking"].get<bool>();
+  if (c.contains("tools")) r.tools_json = c["tools"].dump();
+  return r;
+}
+
+}  // namespace
+
+// The events a response wrote, decoded.
+std::vector<wire::event> events_of(const std::string& bytes) {
+  wire::frame_decoder dec(1 << 20);
+  dec.feed(bytes);
+  std::vector<wire::event> out;
+  std::string payload;
+  while (dec.next(payload) == wire::frame_decoder::status::frame) {
+    auto d = wire::decode_event(payload);
+    BOOST_REQUIRE_MESSAGE(d.ok(), d.error);
+    out.push_back(*d.ev);
+  }
+  return out;
+}
+
+BOOST_AUTO_TEST_SUITE(tools_suite)
+
+BOOST_AUTO_TEST_CASE(reference_conversations_through_the_codec) {
+  std::ifstream in(TROUPE_TEST_DATA_DIR "/chat_template/cases.jsonl");
+  std::string line;
+  int checked = 0, with_tools = 0;
+  while (std::getline(in, line)) {
+    const ojson c = ojson::parse(line);
+    if (!c["add_generation_prompt"].get<bool>()) continue;  // the server always adds it
+    const auto decoded = wire::decode_request(wire::encode_request(as_request(c)));
+    BOOST_REQUIRE_MESSAGE(decoded.req, c["name"] << ": " << decoded.error.message);
+    const auto& r = std::get<wire::generate_request>(*decoded.req);
+    auto t = prompt_ids(r.kind, r.prompt, r.messages, r.enable_thinking, r.tools_json, qwen_facts());
+    BOOST_REQUIRE_MESSAGE(!t.error, c["name"] << ": " << (t.error ? t.error->message : ""));
+    BOOST_TEST(t.ids == c["ids"].get<std::vector<int32_t>>(), c["name"] << ": ids differ from the reference");
+    ++checked;
+    with_tools += c.contains("tools");
+  }
+  BOOST_TEST(checked >= 7);  // the reference cases that end with the generation prompt
+  BOOST_TEST(with_tools >= 2);
+}
+
+BOOST_AUTO_TEST_CASE(tool_calls_in_a_completion) {
+  auto calls = parse_tool_calls(
+      "<think>\nweather first\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+      "{\"city\": \"Zürich\", \"days\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n"
+      "</tool_call>");
+  BOOST_REQUIRE_EQUAL(calls.size(), 2u);
+  BOOST_TEST(calls[0].name == "get_weather");
+  BOOST_TEST(calls[0].arguments == "{\"city\":\"Zürich\",\"days\":2}");
+  BOOST_TEST(calls[1].name == "now");
+  BOOST_TEST(calls[1].arguments == "{}");
+  // A last block cut off by max_tokens still counts when its JSON is whole; arguments given as
+  // a string are passed on as they are.
+  calls = parse_tool_calls("<tool_call>\n{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}\n");
+  BOOST_REQUIRE_EQUAL(calls.size(), 1u);
+  BOOST_TEST(calls[0].arguments == "{\"a\": 1}");
+  // No calls: plain text, malformed JSON anywhere, a name that is not a string, arguments that
+  // are neither an object nor a string.
+  BOOST_TEST(parse_tool_calls("It is sunny.").empty());
+  BOOST_TEST(parse_tool_calls("<tool_call>{\"name\": \"a\"}</tool_call><tool_call>{\"name\": </tool_call>").empty());
+  BOOST_TEST(parse_tool_calls("<tool_call>{\"name\": 3}</tool_call>").empty());
+  BOOST_TEST(parse_tool_calls("<tool_call>{\"name\": \"a\", \"arguments\": [1]}</tool_call>").empty());
+  BOOST_TEST(parse_tool_calls("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\"").empty());
+}
+
+// Qwen3's <tool_call> tokens are ordinary added tokens: their text streams like any other, and
+// the done event of a request with tools lists the calls (streamed or not).
+BOOST_AUTO_TEST_CASE(done_event_carries_the_calls) {
+  const tokenizer& tok = *qwen_facts().tok;
+  const std::string completion =
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>";
+  const auto ids = tok.encode(completion);
+  BOOST_TEST(std::count(ids.begin(), ids.end(), 151657) == 1);  // <tool_call> is one token
+  for (bool stream : {true, false})
+    for (bool offered : {true, false}) {
+      response r("c1", stream, &tok, {}, 12, clock::now(), offered);
+      std::string bytes;
+      for (int32_t id : ids) r.add_token(id, clock::now(), bytes);
+      r.finish(wire::finish_reason::stop, std::nullopt, clock::now(), bytes);
+      auto evs = events_of(bytes);
+      std::string text;
+      for (const auto& e : evs)
+        if (const auto* t = std::get_if<wire::token_event>(&e)) text += t->text;
+      const auto& done = std::get<wire::done_event>(evs.back());
+      BOOST_TEST((stream ? text : done.text) == completion);
+      if (offered) {
+        BOOST_REQUIRE_EQUAL(done.tool_calls.size(), 1u);
+        BOOST_TEST(done.tool_calls[0].name == "get_weather");
+        BOOST_TEST(done.tool_calls[0].arguments == R"({"city":"Rome"})");
+      } else {
+        BOOST_TEST(done.tool_calls.empty());
+      }
+    }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
