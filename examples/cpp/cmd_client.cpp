@@ -2,7 +2,10 @@
 // Built from examples/ into the troupe binary (it is also the C++ client library's example).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "examples/cpp/troupe_client.hpp"
 #include "runtime/core/error.hpp"
@@ -31,7 +34,7 @@ std::vector<int32_t> parse_ids(const std::string& text) {
 
 int run_client(int argc, char** argv) {
   CLI::App app{"Send one generate request to a running `troupe serve` and stream the answer", "troupe client"};
-  std::string host = "127.0.0.1", prompt, ids;
+  std::string host = "127.0.0.1", prompt, ids, tools_file;
   uint16_t port = 7711;
   wire::generate_request r;
   std::optional<double> temperature, top_p, min_p;
@@ -44,6 +47,9 @@ int run_client(int argc, char** argv) {
   app.add_option("--prompt", prompt, "prompt text");
   app.add_option("--ids", ids, "prompt as comma-separated token ids");
   app.add_flag("--chat", chat, "send --prompt as one user chat message");
+  app.add_option("--tools", tools_file,
+                 "JSON file with an array of OpenAI-style function tools the model may call (implies --chat); "
+                 "the calls it makes are printed at the end");
   app.add_option("--max-tokens", max_tokens);
   app.add_option("--temperature", temperature);
   app.add_option("--top-p", top_p);
@@ -62,9 +68,17 @@ int run_client(int argc, char** argv) {
   if (!ids.empty()) {
     r.kind = wire::prompt_kind::ids;
     r.prompt_ids = parse_ids(ids);
-  } else if (chat) {
+  } else if (chat || !tools_file.empty()) {
     r.kind = wire::prompt_kind::messages;
     r.messages = {{"user", prompt, ""}};
+    if (!tools_file.empty()) {
+      std::ifstream in(tools_file);
+      if (!in) throw_error(errc::io_error, "--tools: cannot read " + tools_file);
+      const auto tools = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
+      if (!tools.is_array() || tools.empty())
+        throw_error(errc::invalid_argument, "--tools: " + tools_file + " is not a JSON array of tool definitions");
+      r.tools_json = tools.dump();
+    }
   } else {
     r.kind = wire::prompt_kind::text;
     r.prompt = prompt;
@@ -99,6 +113,7 @@ int run_client(int argc, char** argv) {
                  std::string(wire::to_string(d.reason)).c_str(), static_cast<long long>(d.usage.prompt_tokens),
                  static_cast<long long>(d.usage.cached_prompt_tokens), static_cast<long long>(d.usage.completion_tokens), d.timings.queue_ms, d.timings.ttft_ms,
                  d.timings.total_ms);
+    for (const auto& call : d.tool_calls) std::printf("tool call: %s(%s)\n", call.name.c_str(), call.arguments.c_str());
     if (d.error) std::fprintf(stderr, "error: %s: %s\n", std::string(wire::to_string(d.error->code)).c_str(),
                               d.error->message.c_str());
     return d.reason == wire::finish_reason::error ? 1 : 0;
