@@ -100,12 +100,13 @@ void publish_gauges(self_ptr self) {
 
 // A sequence left the scheduler: tell its worker, record the metrics, forget it.
 void finished(self_ptr self, int64_t rid, sched::finish_reason why, std::optional<wire::wire_error> err = {},
-              int32_t token = -1) {
+              int32_t token = -1, std::optional<token_logprobs> logprobs = {}) {
   auto& st = self->state;
   auto it = st.metas.find(rid);
   if (it == st.metas.end()) return;
   seq_update u;
   u.token = token;
+  u.logprobs = std::move(logprobs);
   u.finished = to_wire(why);
   u.error = std::move(err);
   u.first_scheduled = it->second.first_scheduled;
@@ -222,6 +223,18 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
       if (st.core->finish(id, sched::finish_reason::error))
         finished(self, id, sched::finish_reason::error,
                  wire::wire_error{wire::error_code::internal, "sampling failed: " + why, {}});
+    // The logprobs of this step's tokens, by sequence (out.logprobs follows the sampled entries).
+    std::unordered_map<int64_t, token_logprobs> step_logprobs;
+    for (size_t i = 0, k = 0; i < plan.seqs.size(); ++i) {
+      if (!plan.seqs[i].sample) continue;
+      if (k < out.logprobs.size() && out.logprobs[k]) step_logprobs.emplace(plan.seqs[i].seq_id, std::move(*out.logprobs[k]));
+      ++k;
+    }
+    auto logprobs_of_seq = [&](int64_t seq) -> std::optional<token_logprobs> {
+      auto lp = step_logprobs.find(seq);
+      if (lp == step_logprobs.end()) return std::nullopt;
+      return std::move(lp->second);
+    };
     for (const auto& ev : st.core->update(plan, out.sampled)) {
       auto it = st.metas.find(ev.seq_id);
       if (it == st.metas.end()) continue;
@@ -237,10 +250,12 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
         m.last_token = now;
       }
       if (ev.finished) {
-        finished(self, ev.seq_id, *ev.finished, std::nullopt, ev.token.value_or(-1));
+        finished(self, ev.seq_id, *ev.finished, std::nullopt, ev.token.value_or(-1),
+                 ev.token ? logprobs_of_seq(ev.seq_id) : std::nullopt);
       } else if (ev.token) {
         seq_update u;
         u.token = *ev.token;
+        u.logprobs = logprobs_of_seq(ev.seq_id);
         u.first_scheduled = m.first_scheduled;
         u.cached_prompt_tokens = m.cached_prompt_tokens;
         emit(self, ev.seq_id, std::move(u));

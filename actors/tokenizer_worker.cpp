@@ -73,6 +73,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         s.spec.tenant = r.tenant;
         if (r.deadline_ms) s.spec.deadline = m.received + std::chrono::milliseconds(*r.deadline_ms);
         s.sampling = std::make_shared<serve::seq_sampling>(br.sampling, std::move(br.prompt));
+        s.sampling->logprobs = br.logprobs;
         self->send(st.scheduler, std::move(s));
       },
       // The gateway does not know the scheduler; its worker does (and hears of its restarts).
@@ -109,7 +110,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
           bool stopped = false;
           if (u.token >= 0) {
             try {
-              stopped = resp.add_token(u.token, now, item.bytes);
+              stopped = resp.add_token(u.token, now, item.bytes, u.logprobs ? &*u.logprobs : nullptr);
               if (stopped) self->send(st.scheduler, stop_msg{u.rid});
             } catch (const std::exception& e) {  // an id the tokenizer cannot decode
               resp.finish(wire::finish_reason::error, wire::wire_error{wire::error_code::internal, e.what(), {}}, now,

@@ -32,7 +32,7 @@ int run_chat(int argc, char** argv) {
   std::printf("connected to %s (%s); /reset clears the conversation, /think toggles thinking, Ctrl-D quits\n",
               models.empty() ? "?" : models[0].name.c_str(), (host + ":" + std::to_string(port)).c_str());
   std::vector<wire::chat_message> history;
-  if (!system_prompt.empty()) history.push_back({"system", system_prompt, ""});
+  if (!system_prompt.empty()) history.push_back({"system", system_prompt, "", ""});
   std::string line;
   for (;;) {
     std::printf("\n> ");
@@ -48,7 +48,7 @@ int run_chat(int argc, char** argv) {
       std::printf("thinking %s\n", thinking ? "on" : "off");
       continue;
     }
-    history.push_back({"user", line, ""});
+    history.push_back({"user", line, "", ""});
     wire::generate_request r;
     r.kind = wire::prompt_kind::messages;
     r.messages = history;
@@ -64,7 +64,7 @@ int run_chat(int argc, char** argv) {
       }
       std::printf("\n[%s, %lld tokens]\n", std::string(wire::to_string(s.done().reason)).c_str(),
                   static_cast<long long>(s.done().usage.completion_tokens));
-      history.push_back({"assistant", answer, ""});
+      history.push_back({"assistant", answer, "", ""});
     } catch (const client::request_error& e) {
       std::printf("error: %s\n", e.what());
       history.pop_back();

@@ -70,7 +70,7 @@ int run_client(int argc, char** argv) {
     r.prompt_ids = parse_ids(ids);
   } else if (chat || !tools_file.empty()) {
     r.kind = wire::prompt_kind::messages;
-    r.messages = {{"user", prompt, ""}};
+    r.messages = {{"user", prompt, "", ""}};
     if (!tools_file.empty()) {
       std::ifstream in(tools_file);
       if (!in) throw_error(errc::io_error, "--tools: cannot read " + tools_file);

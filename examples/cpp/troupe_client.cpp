@@ -151,11 +151,13 @@ completion client::complete(wire::generate_request r) {
   while (auto t = s.next()) {
     c.text += t->text;
     c.ids.insert(c.ids.end(), t->ids.begin(), t->ids.end());
+    if (t->logprobs) c.logprobs.push_back(*t->logprobs);
   }
   c.done = s.done();
   if (c.done.has_output) {
     c.text = c.done.text;
     c.ids = c.done.ids;
+    c.logprobs = c.done.logprobs;
   }
   return c;
 }

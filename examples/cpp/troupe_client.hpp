@@ -80,6 +80,7 @@ class stream {
 struct completion {
   std::string text;
   std::vector<int32_t> ids;
+  std::vector<wire::logprob_info> logprobs;  // one per id when the request asked for logprobs
   wire::done_event done;
 };
 

@@ -19,6 +19,7 @@ std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::spa
   p.seed = old.smp.seed();  // the seed drawn at random, if the request gave none
   p.has_seed = true;
   auto fresh = std::make_shared<seq_sampling>(p, old.prompt);
+  fresh->logprobs = old.logprobs;
   std::vector<float> dummy(static_cast<size_t>(vocab_size), 0.0f);
   for (int32_t id : known_output) {
     std::fill(dummy.begin(), dummy.end(), 0.0f);
@@ -46,14 +47,19 @@ step_outcome batch_executor::run(step_job& job) {
   }
   TROUPE_ASSERT(job.samplers.size() == static_cast<size_t>(job.plan.num_sampled));
   out.sampled.reserve(job.samplers.size());
+  out.logprobs.resize(job.samplers.size());
+  std::vector<float> raw;
   size_t k = 0;
   for (size_t i = 0; i < job.plan.seqs.size(); ++i) {
     if (!job.plan.seqs[i].sample) continue;
     auto& s = *job.samplers[k++];
     auto row = result_.row(i);
     try {
+      // Logprobs come from the model's distribution: keep the row as it was before sampling.
+      if (s.logprobs >= 0) raw.assign(row.begin(), row.end());
       // The row lives in result_ and is rebuilt next step: sampling may modify it in place.
       int32_t id = s.smp.sample(std::span<float>(const_cast<float*>(row.data()), row.size()), s.prompt, s.output);
+      if (s.logprobs >= 0) out.logprobs[out.sampled.size()] = logprobs_of(raw, id, s.logprobs);
       s.output.push_back(id);
       out.sampled.push_back(id);
     } catch (const std::exception& e) {

@@ -5,12 +5,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "runtime/engine/model_runner.hpp"
 #include "runtime/kv/kv_cache.hpp"
 #include "runtime/prefix/prefix_cache.hpp"
+#include "runtime/sampling/logprobs.hpp"
 #include "runtime/sampling/sampler.hpp"
 #include "runtime/sched/scheduler.hpp"
 
@@ -24,6 +26,7 @@ struct seq_sampling {
   sampler smp;
   std::vector<int32_t> prompt;
   std::vector<int32_t> output;
+  int32_t logprobs = -1;  // >= 0: report each token's logprob and this many alternatives
 };
 
 // A fresh sampling state equal to `old` after exactly `known_output` was sampled: used when an
@@ -39,6 +42,8 @@ struct step_job {
 
 struct step_outcome {
   std::vector<int32_t> sampled;  // one per sampled entry; -1 where that sequence failed
+  // Parallel to sampled: set for sequences that asked for logprobs (seq_sampling::logprobs).
+  std::vector<std::optional<token_logprobs>> logprobs;
   std::vector<std::pair<int64_t, std::string>> seq_errors;  // (seq_id, why) for the -1 entries
   std::string step_error;        // non-empty: the whole step failed (nothing sampled)
   double engine_seconds = 0;

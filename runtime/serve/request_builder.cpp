@@ -106,6 +106,7 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
     if (std::find(b.stop_ids.begin(), b.stop_ids.end(), id) == b.stop_ids.end()) b.stop_ids.push_back(id);
   b.max_tokens = r.max_tokens.value_or(m.default_max_tokens);
   b.stop = r.stop;
+  b.logprobs = r.logprobs.value_or(-1);
   res.req = std::move(b);
   return res;
 }

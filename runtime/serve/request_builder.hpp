@@ -35,6 +35,7 @@ struct built_request {
   int32_t max_tokens = 0;
   std::vector<int32_t> stop_ids;
   std::vector<std::string> stop;
+  int32_t logprobs = -1;  // top alternatives to report per token; -1: no logprobs
 };
 
 struct build_result {

@@ -22,12 +22,15 @@ void response::set_queue_time(clock::time_point first_scheduled) {
   if (!first_scheduled_) first_scheduled_ = first_scheduled;
 }
 
-bool response::add_token(int32_t id, clock::time_point now, std::string& out) {
+bool response::add_token(int32_t id, clock::time_point now, std::string& out, const token_logprobs* logprobs) {
   if (done_) return false;
   if (!first_token_) first_token_ = now;
   ids_.push_back(id);
   auto d = text_.push(id);
-  if (stream_) wire::append_event_frame(out, wire::token_event{id_, d.text, {id}});
+  std::optional<wire::logprob_info> lp;
+  if (logprobs) lp = wire::logprob_info{logprobs->logprob, logprobs->top};
+  if (stream_) wire::append_event_frame(out, wire::token_event{id_, d.text, {id}, std::move(lp)});
+  else if (lp) logprobs_.push_back(std::move(*lp));
   if (!stream_ || find_tool_calls_) all_text_ += d.text;
   if (d.stopped) finish(wire::finish_reason::stop, std::nullopt, now, out);
   return d.stopped;
@@ -38,7 +41,7 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
   if (done_) return;
   done_ = true;
   auto rest = text_.finish();
-  if (stream_ && !rest.empty()) wire::append_event_frame(out, wire::token_event{id_, rest, {}});
+  if (stream_ && !rest.empty()) wire::append_event_frame(out, wire::token_event{id_, rest, {}, std::nullopt});
   wire::done_event d;
   d.id = id_;
   d.reason = why;
@@ -51,6 +54,7 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
     d.has_output = true;
     d.text = all_text_;
     d.ids = ids_;
+    d.logprobs = logprobs_;
   }
   if (find_tool_calls_ && !err) d.tool_calls = parse_tool_calls(all_text_);
   if (err) {

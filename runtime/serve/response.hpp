@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/sampling/logprobs.hpp"
 #include "runtime/serve/output_text.hpp"
 #include "runtime/wire/protocol.hpp"
 
@@ -23,7 +24,8 @@ class response {
 
   // Appends what token `id` adds. Returns true when a stop string ended the request: the done
   // event (reason stop) is appended too and later tokens are ignored.
-  bool add_token(int32_t id, clock::time_point now, std::string& out);
+  // logprobs: the token's, when the request asked for them (token event, or done when not streaming).
+  bool add_token(int32_t id, clock::time_point now, std::string& out, const token_logprobs* logprobs = nullptr);
   // Appends the final events (held-back text, then done). No-op when already done.
   void finish(wire::finish_reason why, std::optional<wire::wire_error> err, clock::time_point now,
               std::string& out);
@@ -46,6 +48,7 @@ class response {
   clock::time_point received_;
   std::optional<clock::time_point> first_token_, first_scheduled_;
   std::vector<int32_t> ids_;
+  std::vector<wire::logprob_info> logprobs_;  // when not streaming
   std::string all_text_;  // when not streaming, or when looking for tool calls
   bool find_tool_calls_;
   bool done_ = false;

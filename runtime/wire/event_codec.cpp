@@ -33,15 +33,33 @@ void pack_header(packer& pk, uint32_t num_fields, std::string_view event, const 
 struct event_packer {
   packer& pk;
   detail::string_sink& sink;
+  // {"logprob": f64, "top": [[id, f64], ...]}
+  void logprobs(const logprob_info& l) {
+    pk.pack_map(2);
+    pack_str(pk, "logprob");
+    detail::pack_f64(sink, l.logprob);
+    pack_str(pk, "top");
+    pk.pack_array(static_cast<uint32_t>(l.top.size()));
+    for (const auto& [id, lp] : l.top) {
+      pk.pack_array(2);
+      pk.pack(id);
+      detail::pack_f64(sink, lp);
+    }
+  }
   void operator()(const token_event& e) {
-    pack_header(pk, 5, "token", e.id);
+    pack_header(pk, e.logprobs ? 6 : 5, "token", e.id);
     pack_str(pk, "text");
     pack_str(pk, e.text);
     pack_str(pk, "ids");
     pk.pack(e.ids);
+    if (e.logprobs) {
+      pack_str(pk, "logprobs");
+      logprobs(*e.logprobs);
+    }
   }
   void operator()(const done_event& e) {
-    uint32_t n = 6 + (e.has_output ? 2 : 0) + (e.error ? 1 : 0) + (e.tool_calls.empty() ? 0 : 1);
+    uint32_t n = 6 + (e.has_output ? 2 : 0) + (e.error ? 1 : 0) + (e.tool_calls.empty() ? 0 : 1) +
+                 (e.logprobs.empty() ? 0 : 1);
     pack_header(pk, n, "done", e.id);
     pack_str(pk, "finish_reason");
     pack_str(pk, to_string(e.reason));
@@ -66,6 +84,11 @@ struct event_packer {
       pack_str(pk, e.text);
       pack_str(pk, "ids");
       pk.pack(e.ids);
+    }
+    if (!e.logprobs.empty()) {
+      pack_str(pk, "logprobs");
+      pk.pack_array(static_cast<uint32_t>(e.logprobs.size()));
+      for (const auto& l : e.logprobs) logprobs(l);
     }
     if (!e.tool_calls.empty()) {
       pack_str(pk, "tool_calls");
@@ -202,6 +225,21 @@ class reader {
   const msgpack::object& map_;
 };
 
+logprob_info read_logprobs(const reader& r) {
+  logprob_info l;
+  l.logprob = r.number("logprob");
+  const auto& top = r.need("top");
+  if (top.type != msgpack::type::ARRAY) throw bad_event{"field 'top' is not an array"};
+  for (uint32_t i = 0; i < top.via.array.size; ++i) {
+    const auto& p = top.via.array.ptr[i];
+    if (p.type != msgpack::type::ARRAY || p.via.array.size != 2 || p.via.array.ptr[0].type != msgpack::type::POSITIVE_INTEGER ||
+        (p.via.array.ptr[1].type != msgpack::type::FLOAT64 && p.via.array.ptr[1].type != msgpack::type::FLOAT32))
+      throw bad_event{"field 'top' holds something other than [id, logprob] pairs"};
+    l.top.emplace_back(static_cast<int32_t>(p.via.array.ptr[0].via.u64), p.via.array.ptr[1].via.f64);
+  }
+  return l;
+}
+
 wire_error read_error(const reader& r, std::string id) {
   auto code = parse_error_code(r.str("code"));
   if (!code) throw bad_event{"unknown error code '" + r.str("code") + "'"};
@@ -212,7 +250,11 @@ event decode_body(const reader& r) {
   auto kind = r.str("event");
   std::string id;
   if (const auto* o = r.find("id"); o && o->type == msgpack::type::STR) id = std::string(detail::as_view(*o));
-  if (kind == "token") return token_event{id, r.str("text"), r.ids("ids")};
+  if (kind == "token") {
+    token_event t{id, r.str("text"), r.ids("ids"), std::nullopt};
+    if (const auto* l = r.find("logprobs")) t.logprobs = read_logprobs(reader(*l));
+    return t;
+  }
   if (kind == "done") {
     done_event d;
     d.id = id;
@@ -228,6 +270,10 @@ event decode_body(const reader& r) {
       d.has_output = true;
       d.text = r.str("text");
       d.ids = r.ids("ids");
+    }
+    if (const auto* lps = r.find("logprobs")) {
+      if (lps->type != msgpack::type::ARRAY) throw bad_event{"field 'logprobs' is not an array"};
+      for (uint32_t i = 0; i < lps->via.array.size; ++i) d.logprobs.push_back(read_logprobs(reader(lps->via.array.ptr[i])));
     }
     if (const auto* calls = r.find("tool_calls")) {
       if (calls->type != msgpack::type::ARRAY) throw bad_event{"field 'tool_calls' is not an array"};

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -89,6 +90,9 @@ struct generate_request {
   int32_t priority = 0;                // lower is served first (vLLM's convention)
   std::string tenant;
   std::optional<uint32_t> deadline_ms; // relative to the server receiving the request
+  // Report each generated token's log-probability and those of the `logprobs` most likely
+  // tokens (0..20) under the model's own distribution; absent: none.
+  std::optional<int32_t> logprobs;
   friend bool operator==(const generate_request&, const generate_request&) = default;
 };
 
@@ -136,10 +140,18 @@ enum class finish_reason : uint8_t { stop, length, cancelled, deadline, error };
 std::string_view to_string(finish_reason r) noexcept;
 std::optional<finish_reason> parse_finish_reason(std::string_view name) noexcept;
 
+// A token's log-probability and the most likely alternatives (id, logprob), most likely first.
+struct logprob_info {
+  double logprob = 0;
+  std::vector<std::pair<int32_t, double>> top;
+  friend bool operator==(const logprob_info&, const logprob_info&) = default;
+};
+
 struct token_event {
   std::string id;
   std::string text;          // UTF-8 delta; may be empty while a character is incomplete
   std::vector<int32_t> ids;  // the token ids this event reports (usually one)
+  std::optional<logprob_info> logprobs;  // requests with `logprobs`: of ids[0]
   friend bool operator==(const token_event&, const token_event&) = default;
 };
 
@@ -175,6 +187,8 @@ struct done_event {
   // Requests with tools: each well-formed <tool_call> block of the output, in order (the text
   // itself still carries them). Empty when the model called none.
   std::vector<tool_call> tool_calls;
+  // stream == false with `logprobs`: one per id of `ids`.
+  std::vector<logprob_info> logprobs;
   std::optional<wire_error> error;  // reason == error
   friend bool operator==(const done_event& a, const done_event& b) {
     auto same_err = a.error.has_value() == b.error.has_value() &&
@@ -182,7 +196,7 @@ struct done_event {
                                   a.error->message == b.error->message));
     return a.id == b.id && a.reason == b.reason && a.usage == b.usage && a.timings == b.timings &&
            a.has_output == b.has_output && a.text == b.text && a.ids == b.ids &&
-           a.tool_calls == b.tool_calls && same_err;
+           a.tool_calls == b.tool_calls && a.logprobs == b.logprobs && same_err;
   }
 };
 

@@ -2,6 +2,8 @@
 // streamed text, stop strings and stop ids, tokenize.
 #include "tests/actors/e2e_fixture.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -99,8 +101,8 @@ BOOST_AUTO_TEST_CASE(stop_strings_and_stop_ids) {
 BOOST_AUTO_TEST_CASE(chat_messages_use_the_model_chat_template) {
   // The first reference case of tests/data/chat_template/cases.jsonl (system + user, generation
   // prompt, thinking left at its default).
-  std::vector<wire::chat_message> msgs = {{"system", "You are a helpful assistant.", ""},
-                                          {"user", "Hello! Who are you?", ""}};
+  std::vector<wire::chat_message> msgs = {{"system", "You are a helpful assistant.", "", ""},
+                                          {"user", "Hello! Who are you?", "", ""}};
   std::vector<int32_t> expected = {151644, 8948, 198, 2610, 525,    264, 10950, 17847, 13,     151645, 198, 151644, 872,
                                    198,    9707, 0,   10479, 525,   498, 30,    151645, 198,   151644, 77091,  198};
   auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
@@ -143,7 +145,7 @@ BOOST_AUTO_TEST_CASE(chat_with_tools_uses_the_model_chat_template) {
   wire::tokenize_request t;
   t.kind = wire::prompt_kind::messages;
   for (const auto& m : c["messages"]) {
-    wire::chat_message w{m["role"].get<std::string>(), m["content"].get<std::string>(), ""};
+    wire::chat_message w{m["role"].get<std::string>(), m["content"].get<std::string>(), "", ""};
     if (m.contains("tool_calls")) w.tool_calls_json = m["tool_calls"].dump();
     t.messages.push_back(std::move(w));
   }
@@ -162,6 +164,49 @@ BOOST_AUTO_TEST_CASE(chat_with_tools_uses_the_model_chat_template) {
   auto got = cl.complete(r);
   BOOST_TEST(got.done.usage.prompt_tokens == static_cast<int64_t>(expected.size()));
   BOOST_TEST(got.done.tool_calls.empty());  // random weights call nothing; the parser is tested in serve
+}
+
+// Logprobs over the wire equal log_softmax of the logits `troupe logits` computes for the same
+// tokens (the model's own distribution, before temperature), streamed and not.
+BOOST_AUTO_TEST_CASE(logprobs_are_the_model_distribution) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  wire::generate_request r;
+  r.kind = wire::prompt_kind::ids;
+  r.prompt_ids = {9707, 11, 1879, 0, 3555};
+  r.max_tokens = 4;
+  r.ignore_eos = true;
+  r.sampling.temperature = 0.7;
+  r.sampling.seed = 11;
+  r.logprobs = 3;
+  for (bool stream : {true, false}) {
+    r.id = stream ? "lp-stream" : "lp-once";
+    r.stream = stream;
+    auto got = cl.complete(r);
+    BOOST_REQUIRE_EQUAL(got.ids.size(), 4u);
+    BOOST_REQUIRE_EQUAL(got.logprobs.size(), 4u);
+    std::vector<int32_t> seq = r.prompt_ids;
+    seq.insert(seq.end(), got.ids.begin(), got.ids.end() - 1);
+    generator gen(full_vocab());
+    const auto logits = gen.prompt_logits(seq);
+    const int64_t vocab = full_vocab().config.vocab_size;
+    for (size_t t = 0; t < got.ids.size(); ++t) {
+      const float* row = logits.data() + (r.prompt_ids.size() - 1 + t) * vocab;
+      double m = row[0], z = 0;
+      for (int64_t i = 0; i < vocab; ++i) m = std::max(m, static_cast<double>(row[i]));
+      for (int64_t i = 0; i < vocab; ++i) z += std::exp(row[i] - m);
+      const double log_z = m + std::log(z);
+      const auto& lp = got.logprobs[t];
+      BOOST_TEST(std::abs(lp.logprob - (row[got.ids[t]] - log_z)) < 1e-4, "token " << t << ": " << lp.logprob);
+      BOOST_REQUIRE_EQUAL(lp.top.size(), 3u);
+      for (const auto& [id, v] : lp.top) BOOST_TEST(std::abs(v - (row[id] - log_z)) < 1e-4);
+      BOOST_TEST(lp.top[0].first == std::max_element(row, row + vocab) - row);
+    }
+  }
+  // Without the field, no logprobs.
+  r.logprobs.reset();
+  r.id = "lp-none";
+  BOOST_TEST(cl.complete(r).logprobs.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -94,7 +94,7 @@ BOOST_AUTO_TEST_CASE(text_prompts_with_a_tokenizer) {
   BOOST_REQUIRE(b.req);
   BOOST_TEST(b.req->prompt == tok.encode("Hello world"), boost::test_tools::per_element());
   t.kind = wire::prompt_kind::messages;
-  t.messages = {{"user", "hi", ""}};
+  t.messages = {{"user", "hi", "", ""}};
   b = build_generate(t, m);
   BOOST_TEST(to_string(b.error.code) == "unsupported");  // no chat renderer given
   m.chat = [](const std::vector<wire::chat_message>& msgs, const std::string&, bool thinking) {

@@ -68,8 +68,8 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   generate_request g;
   g.id = "req-7";
   g.kind = prompt_kind::messages;
-  g.messages = {{"system", "Be brief.", ""}, {"user", "Hi \xe4\xbd\xa0", ""},
-                {"assistant", "Hello", "thought"}, {"user", "More", ""}};
+  g.messages = {{"system", "Be brief.", "", ""}, {"user", "Hi \xe4\xbd\xa0", "", ""},
+                {"assistant", "Hello", "thought", ""}, {"user", "More", "", ""}};
   g.enable_thinking = false;
   g.sampling.temperature = 0.7;
   g.sampling.top_p = 0.9;
@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(other_kinds_round_trip) {
   tokenize_request t;
   t.id = "t1";
   t.kind = prompt_kind::messages;
-  t.messages = {{"user", "hi", ""}};
+  t.messages = {{"user", "hi", "", ""}};
   t.enable_thinking = true;
   for (const request& r : std::vector<request>{cancel_request{"r9"}, t, health_request{"h"},
                                                models_request{}, models_request{"m"}}) {
@@ -391,6 +391,18 @@ BOOST_AUTO_TEST_CASE(bad_tools_are_named) {
   expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"},
                           {"messages", array{map{{"role", "assistant"}, {"content", nullptr}}}}}),
                error_code::wrong_type, "'messages[0].content' must be a string", "r1");
+}
+
+BOOST_AUTO_TEST_CASE(logprobs_field) {
+  auto d = decode(generate_with({{"logprobs", 5}}));
+  BOOST_REQUIRE(d.ok());
+  const auto& g = std::get<generate_request>(*d.req);
+  BOOST_TEST(g.logprobs.value_or(-1) == 5);
+  BOOST_TEST((std::get<generate_request>(*decode_request(encode_request(g)).req) == g));
+  BOOST_TEST(std::get<generate_request>(*decode(generate_with({{"logprobs", 0}})).req).logprobs.value_or(-1) == 0);
+  expect_error(decode(generate_with({{"logprobs", 21}})), error_code::invalid_value, "field 'logprobs'", "r1");
+  expect_error(decode(generate_with({{"logprobs", -1}})), error_code::invalid_value, "field 'logprobs'", "r1");
+  expect_error(decode(generate_with({{"logprobs", true}})), error_code::wrong_type, "field 'logprobs'", "r1");
 }
 
 BOOST_AUTO_TEST_CASE(tokenize_has_no_prompt_ids) {

@@ -1,0 +1,45 @@
+#include "runtime/sampling/logprobs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "runtime/core/error.hpp"
+
+namespace troupe {
+
+token_logprobs logprobs_of(std::span<const float> logits, int32_t chosen, int32_t top_k) {
+  const auto n = static_cast<int64_t>(logits.size());
+  if (chosen < 0 || chosen >= n)
+    throw_error(errc::invalid_argument, "logprobs: token " + std::to_string(chosen) + " is outside the row of " +
+                                            std::to_string(n));
+  if (top_k < 0 || top_k > max_top_logprobs)
+    throw_error(errc::invalid_argument, "logprobs: top_k " + std::to_string(top_k) + " is outside [0, " +
+                                            std::to_string(max_top_logprobs) + "]");
+  // log Z = m + log sum exp(x - m), accumulated in double: a 151,936-entry row loses digits in float.
+  float m = -INFINITY;
+  for (float x : logits) m = std::max(m, x);
+  double sum = 0;
+  for (float x : logits) sum += std::exp(static_cast<double>(x) - m);
+  const double log_z = static_cast<double>(m) + std::log(sum);
+  token_logprobs out;
+  out.logprob = static_cast<double>(logits[static_cast<size_t>(chosen)]) - log_z;
+  if (top_k > 0) {
+    // One pass keeping the k best (k <= 20): cheaper than sorting the row.
+    auto better = [&](int32_t a, int32_t b) {
+      return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
+             (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
+    };
+    std::vector<int32_t> best;
+    best.reserve(static_cast<size_t>(top_k) + 1);
+    for (int32_t i = 0; i < n; ++i) {
+      if (static_cast<int32_t>(best.size()) == top_k && !better(i, best.back())) continue;
+      best.insert(std::upper_bound(best.begin(), best.end(), i, better), i);
+      if (static_cast<int32_t>(best.size()) > top_k) best.pop_back();
+    }
+    for (int32_t id : best) out.top.emplace_back(id, static_cast<double>(logits[static_cast<size_t>(id)]) - log_z);
+  }
+  return out;
+}
+
+}  // namespace troupe
