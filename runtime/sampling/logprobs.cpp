@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runtime/core/error.hpp"
+#include "runtime/sampling/fast_exp.hpp"
 
 namespace troupe {
 
@@ -16,11 +17,19 @@ token_logprobs logprobs_of(std::span<const float> logits, int32_t chosen, int32_
   if (top_k < 0 || top_k > max_top_logprobs)
     throw_error(errc::invalid_argument, "logprobs: top_k " + std::to_string(top_k) + " is outside [0, " +
                                             std::to_string(max_top_logprobs) + "]");
-  // log Z = m + log sum exp(x - m), accumulated in double: a 151,936-entry row loses digits in float.
+  // log Z = m + log sum exp(x - m). The exponentials are the sampler's vectorised float ones
+  // (relative error <= 2e-7; std::exp in double took 1.6 ms per 151,936-entry row); each chunk
+  // sums in float, the chunks in double, so the row's length adds no rounding worth a digit.
   float m = -INFINITY;
   for (float x : logits) m = std::max(m, x);
   double sum = 0;
-  for (float x : logits) sum += std::exp(static_cast<double>(x) - m);
+  constexpr int64_t chunk = 1024;
+  for (int64_t c = 0; c < n; c += chunk) {
+    const int64_t end = std::min(n, c + chunk);
+    float part = 0;
+    for (int64_t i = c; i < end; ++i) part += sampling_detail::fast_exp_nonpositive(logits[static_cast<size_t>(i)] - m);
+    sum += part;
+  }
   const double log_z = static_cast<double>(m) + std::log(sum);
   token_logprobs out;
   out.logprob = static_cast<double>(logits[static_cast<size_t>(chosen)]) - log_z;
@@ -32,10 +41,15 @@ token_logprobs logprobs_of(std::span<const float> logits, int32_t chosen, int32_
     };
     std::vector<int32_t> best;
     best.reserve(static_cast<size_t>(top_k) + 1);
+    // Ids arrive in increasing order, so a later logit equal to the k-th best never beats it:
+    // once the list is full, only a strictly larger logit can enter.
+    float threshold = -INFINITY;
     for (int32_t i = 0; i < n; ++i) {
-      if (static_cast<int32_t>(best.size()) == top_k && !better(i, best.back())) continue;
+      const float x = logits[static_cast<size_t>(i)];
+      if (static_cast<int32_t>(best.size()) == top_k && !(x > threshold)) continue;
       best.insert(std::upper_bound(best.begin(), best.end(), i, better), i);
       if (static_cast<int32_t>(best.size()) > top_k) best.pop_back();
+      if (static_cast<int32_t>(best.size()) == top_k) threshold = logits[static_cast<size_t>(best.back())];
     }
     for (int32_t id : best) out.top.emplace_back(id, static_cast<double>(logits[static_cast<size_t>(id)]) - log_z);
   }
