@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <span>
+#include <unordered_set>
 
 #include "runtime/wire/json_msgpack.hpp"
 #include "runtime/wire/msgpack_util.hpp"
@@ -28,15 +29,16 @@ struct failure {
 class field_map {
  public:
   field_map(const msgpack::object& map, std::string where) : where_(std::move(where)) {
+    // A set, not a scan of fields_: a 550 KB map of distinct keys took the gateway 22 s that way.
+    std::unordered_set<std::string_view> seen;
     for (uint32_t i = 0; i < map.via.map.size; ++i) {
       const auto& kv = map.via.map.ptr[i];
       if (kv.key.type != msgpack::type::STR)
         fail(error_code::malformed, where_ + ": map keys must be strings; got a " +
                                         std::string(type_name(kv.key)) + " key");
       auto name = as_view(kv.key);
-      for (const auto& f : fields_)
-        if (f.first == name)
-          fail(error_code::malformed, where_ + ": field '" + std::string(name) + "' appears twice");
+      if (!seen.insert(name).second)
+        fail(error_code::malformed, where_ + ": field '" + std::string(name) + "' appears twice");
       fields_.emplace_back(name, &kv.val);
     }
   }

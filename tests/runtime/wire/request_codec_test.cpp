@@ -370,6 +370,8 @@ BOOST_AUTO_TEST_CASE(bad_tools_are_named) {
                "field 'tools[0].a' has a key of type integer", "r1");
   expect_error(chat({{"tools", array{map{{"s", raw{"\xa2\xff\xfe"}}}}}}), error_code::invalid_value,
                "'tools[0].s' is not valid UTF-8", "r1");
+  expect_error(chat({{"tools", array{map{{"f", map{{"a", 1}, {"b", 2}, {"a", 3}}}}}}}), error_code::invalid_value,
+               "field 'tools[0].f' has key 'a' twice", "r1");
   // Nesting: 32 levels in all are allowed (room for JSON schemas), deeper is not msgpack we read.
   value deep = 1;
   for (int i = 0; i < 40; ++i) deep = array{deep};
