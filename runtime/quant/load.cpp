@@ -239,7 +239,10 @@ void quantize_weights(checkpoint& ck, const load_options& o) {
   account_weight_bytes(ck);
 }
 
-std::unique_ptr<checkpoint> load_model(const std::string& dir, const load_options& o) {
+namespace {
+
+// The checkpoint as stored (float, quantized on load, or pre-quantized), before any override.
+std::unique_ptr<checkpoint> load_weights(const std::string& dir, const load_options& o) {
   const fs::path config_path = fs::path(dir) / "config.json";
   std::error_code ec;
   json j;
@@ -254,7 +257,6 @@ std::unique_ptr<checkpoint> load_model(const std::string& dir, const load_option
   }
   if (!quantized) {
     auto ck = load_checkpoint(dir, o.weights);
-    if (!o.rope_scaling.empty()) override_rope_scaling(ck->config, o.rope_scaling, "--rope-scaling");
     quantize_weights(*ck, o);
     return ck;
   }
@@ -264,7 +266,13 @@ std::unique_ptr<checkpoint> load_model(const std::string& dir, const load_option
                                             "); --quantization " + method_name(o.quantization) +
                                             " would quantize it twice: load it as stored, or quantize the float checkpoint");
   j.erase("quantization_config");
-  auto ck = load_prequantized(dir, config_path, j.dump(), q, o.weights);
+  return load_prequantized(dir, config_path, j.dump(), q, o.weights);
+}
+
+}  // namespace
+
+std::unique_ptr<checkpoint> load_model(const std::string& dir, const load_options& o) {
+  auto ck = load_weights(dir, o);
   if (!o.rope_scaling.empty()) override_rope_scaling(ck->config, o.rope_scaling, "--rope-scaling");
   return ck;
 }
