@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/core/json_in_order.hpp"
 #include "runtime/wire/utf8.hpp"
 
 namespace troupe::wire::detail {
@@ -88,7 +89,7 @@ std::string to_json_text(const msgpack::object& o, const std::string& where) { r
 
 void pack_json_text(string_sink& sink, std::string_view json_text) {
   packer pk(sink);
-  pack(sink, pk, ordered_json::parse(json_text));
+  pack(sink, pk, parse_json_in_order(json_text));
 }
 
 }  // namespace troupe::wire::detail
