@@ -60,7 +60,8 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         auto& br = *b.req;
         st.live.emplace(m.rid, serve::response(r.id, r.stream, st.ctx->facts.tok, br.stop,
                                                static_cast<int64_t>(br.prompt.size()), m.received,
-                                               /*find_tool_calls=*/!r.tools_json.empty()));
+                                               /*find_tool_calls=*/!r.tools_json.empty(),
+                                               br.reasoning_opened_in_prompt));
         submit_msg s;
         s.rid = m.rid;
         s.worker = st.index;

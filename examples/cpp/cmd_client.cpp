@@ -41,7 +41,7 @@ int run_client(int argc, char** argv) {
   std::optional<int32_t> top_k, max_tokens;
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
-  bool no_stream = false, show_ids = false, chat = false;
+  bool no_stream = false, show_ids = false, chat = false, separate_reasoning = false;
   app.add_option("--host", host);
   app.add_option("--port", port);
   app.add_option("--prompt", prompt, "prompt text");
@@ -59,6 +59,8 @@ int run_client(int argc, char** argv) {
   app.add_option("--stop", stop, "stop string (repeatable)");
   app.add_flag("--no-stream", no_stream, "one answer at the end instead of a stream");
   app.add_flag("--show-ids", show_ids, "print the token ids too");
+  app.add_flag("--separate-reasoning", separate_reasoning,
+               "the model's thinking (<think>...</think>) to stderr, only the answer to stdout");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -91,18 +93,30 @@ int run_client(int argc, char** argv) {
   r.max_tokens = max_tokens;
   r.stop = stop;
   r.stream = !no_stream;
+  r.separate_reasoning = separate_reasoning;
 
   client::client c(host, port);
   try {
     auto s = c.generate(r);
+    bool thinking = false;  // reasoning printed and not yet ended by a newline
     while (auto t = s.next()) {
+      if (t->reasoning && !t->reasoning->empty()) {
+        std::fputs(t->reasoning->c_str(), stderr);
+        thinking = true;
+      }
+      if (thinking && !t->text.empty()) {
+        std::fputs("\n", stderr);
+        thinking = false;
+      }
       std::fputs(t->text.c_str(), stdout);
       if (show_ids)
         for (int32_t id : t->ids) std::printf("[%d]", id);
       std::fflush(stdout);
     }
+    if (thinking) std::fputs("\n", stderr);
     const auto& d = s.done();
     if (d.has_output) {
+      if (d.reasoning) std::fprintf(stderr, "%s\n", d.reasoning->c_str());
       std::fputs(d.text.c_str(), stdout);
       if (show_ids)
         for (int32_t id : d.ids) std::printf("[%d]", id);

@@ -150,12 +150,14 @@ completion client::complete(wire::generate_request r) {
   completion c;
   while (auto t = s.next()) {
     c.text += t->text;
+    if (t->reasoning) c.reasoning += *t->reasoning;
     c.ids.insert(c.ids.end(), t->ids.begin(), t->ids.end());
     if (t->logprobs) c.logprobs.push_back(*t->logprobs);
   }
   c.done = s.done();
   if (c.done.has_output) {
     c.text = c.done.text;
+    c.reasoning = c.done.reasoning.value_or("");
     c.ids = c.done.ids;
     c.logprobs = c.done.logprobs;
   }

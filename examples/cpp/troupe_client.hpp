@@ -78,7 +78,8 @@ class stream {
 };
 
 struct completion {
-  std::string text;
+  std::string text;       // with separate_reasoning: the answer only
+  std::string reasoning;  // with separate_reasoning: the thinking (<think>...</think>)
   std::vector<int32_t> ids;
   std::vector<wire::logprob_info> logprobs;  // one per id when the request asked for logprobs
   wire::done_event done;

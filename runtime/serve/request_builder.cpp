@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/core/error.hpp"
+#include "runtime/serve/reasoning_split.hpp"
 
 namespace troupe::serve {
 
@@ -107,6 +108,14 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
   b.max_tokens = r.max_tokens.value_or(m.default_max_tokens);
   b.stop = r.stop;
   b.logprobs = r.logprobs.value_or(-1);
+  if (r.separate_reasoning) {
+    if (!m.tok) {
+      res.error = err(wire::error_code::unsupported, "field 'separate_reasoning' needs output text; model '" + m.name +
+                                                         "' is served without a tokenizer");
+      return res;
+    }
+    b.reasoning_opened_in_prompt = prompt_opens_reasoning(*m.tok, b.prompt);
+  }
   res.req = std::move(b);
   return res;
 }

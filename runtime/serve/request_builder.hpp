@@ -36,6 +36,8 @@ struct built_request {
   std::vector<int32_t> stop_ids;
   std::vector<std::string> stop;
   int32_t logprobs = -1;  // top alternatives to report per token; -1: no logprobs
+  // separate_reasoning: whether the prompt already opened a <think> block; nullopt: not asked.
+  std::optional<bool> reasoning_opened_in_prompt;
 };
 
 struct build_result {

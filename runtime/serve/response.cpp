@@ -6,13 +6,16 @@
 namespace troupe::serve {
 
 response::response(std::string client_id, bool stream, const tokenizer* tok, std::vector<std::string> stop,
-                   int64_t prompt_tokens, clock::time_point received, bool find_tool_calls)
+                   int64_t prompt_tokens, clock::time_point received, bool find_tool_calls,
+                   std::optional<bool> reasoning_opened_in_prompt)
     : id_(std::move(client_id)),
       stream_(stream),
       text_(tok, std::move(stop)),
       prompt_tokens_(prompt_tokens),
       received_(received),
-      find_tool_calls_(find_tool_calls) {}
+      find_tool_calls_(find_tool_calls) {
+  if (reasoning_opened_in_prompt) split_.emplace(*reasoning_opened_in_prompt);
+}
 
 double response::ms_since_received(clock::time_point t) const {
   return std::chrono::duration<double, std::milli>(t - received_).count();
@@ -27,11 +30,18 @@ bool response::add_token(int32_t id, clock::time_point now, std::string& out, co
   if (!first_token_) first_token_ = now;
   ids_.push_back(id);
   auto d = text_.push(id);
+  std::optional<std::string> reasoning;
+  if (split_) {
+    auto p = split_->push(d.text);
+    d.text = std::move(p.content);
+    reasoning = std::move(p.reasoning);
+  }
   std::optional<wire::logprob_info> lp;
   if (logprobs) lp = wire::logprob_info{logprobs->logprob, logprobs->top};
-  if (stream_) wire::append_event_frame(out, wire::token_event{id_, d.text, {id}, std::move(lp)});
+  if (stream_) wire::append_event_frame(out, wire::token_event{id_, d.text, {id}, std::move(lp), std::move(reasoning)});
   else if (lp) logprobs_.push_back(std::move(*lp));
   if (!stream_ || find_tool_calls_) all_text_ += d.text;
+  if (!stream_ && reasoning) all_reasoning_ += *reasoning;
   if (d.stopped) finish(wire::finish_reason::stop, std::nullopt, now, out);
   return d.stopped;
 }
@@ -41,7 +51,16 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
   if (done_) return;
   done_ = true;
   auto rest = text_.finish();
-  if (stream_ && !rest.empty()) wire::append_event_frame(out, wire::token_event{id_, rest, {}, std::nullopt});
+  std::optional<std::string> rest_reasoning;
+  if (split_) {
+    auto p = split_->push(rest);
+    auto f = split_->finish();
+    rest = p.content + f.content;
+    rest_reasoning = p.reasoning + f.reasoning;
+    all_reasoning_ += *rest_reasoning;
+  }
+  if (stream_ && (!rest.empty() || (rest_reasoning && !rest_reasoning->empty())))
+    wire::append_event_frame(out, wire::token_event{id_, rest, {}, std::nullopt, rest_reasoning});
   wire::done_event d;
   d.id = id_;
   d.reason = why;
@@ -53,6 +72,7 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
   if (!stream_) {
     d.has_output = true;
     d.text = all_text_;
+    if (split_) d.reasoning = all_reasoning_;
     d.ids = ids_;
     d.logprobs = logprobs_;
   }

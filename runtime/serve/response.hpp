@@ -10,6 +10,7 @@
 
 #include "runtime/sampling/logprobs.hpp"
 #include "runtime/serve/output_text.hpp"
+#include "runtime/serve/reasoning_split.hpp"
 #include "runtime/wire/protocol.hpp"
 
 namespace troupe::serve {
@@ -19,8 +20,11 @@ using clock = std::chrono::steady_clock;
 class response {
  public:
   // find_tool_calls: the request offered tools, so done carries the calls found in the output.
+  // reasoning_opened_in_prompt: set for requests with separate_reasoning (reasoning_split); the
+  // answer then goes out as `text` and the thinking as `reasoning`, tool calls read from the answer.
   response(std::string client_id, bool stream, const tokenizer* tok, std::vector<std::string> stop,
-           int64_t prompt_tokens, clock::time_point received, bool find_tool_calls = false);
+           int64_t prompt_tokens, clock::time_point received, bool find_tool_calls = false,
+           std::optional<bool> reasoning_opened_in_prompt = std::nullopt);
 
   // Appends what token `id` adds. Returns true when a stop string ended the request: the done
   // event (reason stop) is appended too and later tokens are ignored.
@@ -50,6 +54,8 @@ class response {
   std::vector<int32_t> ids_;
   std::vector<wire::logprob_info> logprobs_;  // when not streaming
   std::string all_text_;  // when not streaming, or when looking for tool calls
+  std::optional<reasoning_split> split_;
+  std::string all_reasoning_;  // when not streaming and separating reasoning
   bool find_tool_calls_;
   bool done_ = false;
 };

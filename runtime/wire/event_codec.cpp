@@ -47,9 +47,13 @@ struct event_packer {
     }
   }
   void operator()(const token_event& e) {
-    pack_header(pk, e.logprobs ? 6 : 5, "token", e.id);
+    pack_header(pk, 5 + (e.reasoning ? 1 : 0) + (e.logprobs ? 1 : 0), "token", e.id);
     pack_str(pk, "text");
     pack_str(pk, e.text);
+    if (e.reasoning) {
+      pack_str(pk, "reasoning");
+      pack_str(pk, *e.reasoning);
+    }
     pack_str(pk, "ids");
     pk.pack(e.ids);
     if (e.logprobs) {
@@ -58,7 +62,7 @@ struct event_packer {
     }
   }
   void operator()(const done_event& e) {
-    uint32_t n = 6 + (e.has_output ? 2 : 0) + (e.error ? 1 : 0) + (e.tool_calls.empty() ? 0 : 1) +
+    uint32_t n = 6 + (e.has_output ? 2 + (e.reasoning ? 1 : 0) : 0) + (e.error ? 1 : 0) + (e.tool_calls.empty() ? 0 : 1) +
                  (e.logprobs.empty() ? 0 : 1);
     pack_header(pk, n, "done", e.id);
     pack_str(pk, "finish_reason");
@@ -82,6 +86,10 @@ struct event_packer {
     if (e.has_output) {
       pack_str(pk, "text");
       pack_str(pk, e.text);
+      if (e.reasoning) {
+        pack_str(pk, "reasoning");
+        pack_str(pk, *e.reasoning);
+      }
       pack_str(pk, "ids");
       pk.pack(e.ids);
     }
@@ -251,8 +259,9 @@ event decode_body(const reader& r) {
   std::string id;
   if (const auto* o = r.find("id"); o && o->type == msgpack::type::STR) id = std::string(detail::as_view(*o));
   if (kind == "token") {
-    token_event t{id, r.str("text"), r.ids("ids"), std::nullopt};
+    token_event t{id, r.str("text"), r.ids("ids"), std::nullopt, std::nullopt};
     if (const auto* l = r.find("logprobs")) t.logprobs = read_logprobs(reader(*l));
+    if (r.find("reasoning")) t.reasoning = r.str("reasoning");
     return t;
   }
   if (kind == "done") {
@@ -269,6 +278,7 @@ event decode_body(const reader& r) {
     if (r.find("text")) {
       d.has_output = true;
       d.text = r.str("text");
+      if (r.find("reasoning")) d.reasoning = r.str("reasoning");
       d.ids = r.ids("ids");
     }
     if (const auto* lps = r.find("logprobs")) {

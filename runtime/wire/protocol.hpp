@@ -93,6 +93,9 @@ struct generate_request {
   // Report each generated token's log-probability and those of the `logprobs` most likely
   // tokens (0..20) under the model's own distribution; absent: none.
   std::optional<int32_t> logprobs;
+  // Qwen3's thinking apart from its answer: token events (or done) carry the text inside
+  // <think>...</think> as `reasoning` and only the answer as `text` (vLLM's qwen3 reasoning parser).
+  bool separate_reasoning = false;
   friend bool operator==(const generate_request&, const generate_request&) = default;
 };
 
@@ -152,6 +155,7 @@ struct token_event {
   std::string text;          // UTF-8 delta; may be empty while a character is incomplete
   std::vector<int32_t> ids;  // the token ids this event reports (usually one)
   std::optional<logprob_info> logprobs;  // requests with `logprobs`: of ids[0]
+  std::optional<std::string> reasoning;  // requests with separate_reasoning: the thinking delta
   friend bool operator==(const token_event&, const token_event&) = default;
 };
 
@@ -183,6 +187,7 @@ struct done_event {
   timing_info timings;
   bool has_output = false;   // stream == false: the whole text and ids ride on done
   std::string text;
+  std::optional<std::string> reasoning;  // stream == false with separate_reasoning
   std::vector<int32_t> ids;
   // Requests with tools: each well-formed <tool_call> block of the output, in order (the text
   // itself still carries them). Empty when the model called none.
@@ -195,7 +200,7 @@ struct done_event {
                     (!a.error || (a.error->code == b.error->code &&
                                   a.error->message == b.error->message));
     return a.id == b.id && a.reason == b.reason && a.usage == b.usage && a.timings == b.timings &&
-           a.has_output == b.has_output && a.text == b.text && a.ids == b.ids &&
+           a.has_output == b.has_output && a.text == b.text && a.reasoning == b.reasoning && a.ids == b.ids &&
            a.tool_calls == b.tool_calls && a.logprobs == b.logprobs && same_err;
   }
 };

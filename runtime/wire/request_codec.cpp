@@ -272,7 +272,7 @@ generate_request decode_generate(const field_map& f) {
       "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "tools", "temperature",
       "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
       "seed", "max_tokens", "stop", "stop_ids", "ignore_eos", "stream", "priority", "tenant",
-      "deadline_ms", "logprobs"};
+      "deadline_ms", "logprobs", "separate_reasoning"};
   f.check_known(allowed, "a generate request");
   generate_request r;
   r.id = get_id(f, true, "generate");
@@ -310,6 +310,7 @@ generate_request decode_generate(const field_map& f) {
   if (const auto* o = f.find("deadline_ms"))
     r.deadline_ms = static_cast<uint32_t>(get_int(*o, "deadline_ms", 1, std::numeric_limits<uint32_t>::max()));
   if (const auto* o = f.find("logprobs")) r.logprobs = static_cast<int32_t>(get_int(*o, "logprobs", 0, max_logprobs));
+  if (const auto* o = f.find("separate_reasoning")) r.separate_reasoning = get_bool(*o, "separate_reasoning");
   return r;
 }
 
@@ -502,6 +503,7 @@ std::string encode_request(const request& req) {
     if (!g->tenant.empty()) detail::pack_str(m.key("tenant"), g->tenant);
     if (g->deadline_ms) m.key("deadline_ms").pack(*g->deadline_ms);
     if (g->logprobs) m.key("logprobs").pack(*g->logprobs);
+    if (g->separate_reasoning) m.key("separate_reasoning").pack(true);
   } else if (const auto* t = std::get_if<tokenize_request>(&req)) {
     put_prompt(m, *t);
   } else if (const auto* p = std::get_if<set_policy_request>(&req)) {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/serve/reasoning_split.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 
 using namespace troupe;
@@ -207,6 +208,34 @@ BOOST_AUTO_TEST_CASE(logprobs_are_the_model_distribution) {
   r.logprobs.reset();
   r.id = "lp-none";
   BOOST_TEST(cl.complete(r).logprobs.empty());
+}
+
+// separate_reasoning over the wire: the same seeded output as without it, split as
+// reasoning_split splits it, the server finding on its own that a prompt ending in "<think>\n"
+// opened the block (so random tokens are all thinking) and that a plain prompt did not.
+BOOST_AUTO_TEST_CASE(separate_reasoning_splits_the_same_output) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  for (bool opened : {true, false}) {
+    auto r = text_request("", opened ? "<|im_start|>assistant\n<think>\n" : "<|im_start|>assistant\n", 12);
+    r.sampling.temperature = 0.8;
+    r.sampling.seed = 5;
+    r.id = "plain";
+    const auto plain = cl.complete(r);
+    BOOST_TEST(plain.reasoning.empty());
+    serve::reasoning_split expect(opened);
+    auto a = expect.push(plain.text), b = expect.finish();
+    for (bool stream : {true, false}) {
+      r.id = stream ? "split-stream" : "split-once";
+      r.stream = stream;
+      r.separate_reasoning = true;
+      const auto got = cl.complete(r);
+      BOOST_TEST(got.ids == plain.ids, boost::test_tools::per_element());
+      BOOST_TEST(got.reasoning == a.reasoning + b.reasoning);
+      BOOST_TEST(got.text == a.content + b.content);
+      if (opened) BOOST_TEST(!got.reasoning.empty());
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -79,6 +79,26 @@ BOOST_AUTO_TEST_CASE(refusals) {
   b = build_generate(t, tiny());
   BOOST_TEST(to_string(b.error.code) == "unsupported");
   BOOST_TEST(b.error.message == "model 'tiny' is served without a tokenizer: send 'prompt_ids'");
+  r = ids({1});
+  r.separate_reasoning = true;
+  b = build_generate(r, tiny());
+  BOOST_TEST(to_string(b.error.code) == "unsupported");
+  BOOST_TEST(b.error.message == "field 'separate_reasoning' needs output text; model 'tiny' is served without a tokenizer");
+}
+
+BOOST_AUTO_TEST_CASE(separate_reasoning_notes_whether_the_prompt_opened_a_think_block) {
+  tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
+  auto m = tiny();
+  m.vocab_size = 151936;
+  m.max_model_len = 100;
+  m.tok = &tok;
+  auto r = ids(tok.encode("<|im_start|>assistant\n<think>\n"));
+  BOOST_TEST(!build_generate(r, m).req->reasoning_opened_in_prompt.has_value());  // not asked
+  r.separate_reasoning = true;
+  BOOST_TEST(build_generate(r, m).req->reasoning_opened_in_prompt.value_or(false));
+  r = ids(tok.encode("<|im_start|>assistant\n"));
+  r.separate_reasoning = true;
+  BOOST_TEST(!build_generate(r, m).req->reasoning_opened_in_prompt.value_or(true));
 }
 
 BOOST_AUTO_TEST_CASE(text_prompts_with_a_tokenizer) {

@@ -15,27 +15,15 @@
 #include "runtime/wire/event_codec.hpp"
 #include "runtime/wire/frame.hpp"
 #include "runtime/wire/request_codec.hpp"
+#include "tests/runtime/serve/qwen_fixture.hpp"
 
 using namespace troupe;
 using namespace troupe::serve;
+using troupe::serve::test::events_of;
+using troupe::serve::test::qwen_facts;
 using ojson = nlohmann::ordered_json;
 
 namespace {
-
-const model_facts& qwen_facts() {
-  static const tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
-  static const model_facts m = [] {
-    model_facts f;
-    f.name = "qwen3";
-    f.vocab_size = 151936;
-    f.max_model_len = 40960;
-    f.tok = &tok;
-    f.chat = make_chat_renderer(std::make_shared<const chat_template>(
-        chat_template::from_directory(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer")));
-    return f;
-  }();
-  return m;
-}
 
 // A reference case as a client's generate request.
 wire::generate_request as_request(const ojson& c) {
@@ -56,20 +44,6 @@ wire::generate_request as_request(const ojson& c) {
 }
 
 }  // namespace
-
-// The events a response wrote, decoded.
-std::vector<wire::event> events_of(const std::string& bytes) {
-  wire::frame_decoder dec(1 << 20);
-  dec.feed(bytes);
-  std::vector<wire::event> out;
-  std::string payload;
-  while (dec.next(payload) == wire::frame_decoder::status::frame) {
-    auto d = wire::decode_event(payload);
-    BOOST_REQUIRE_MESSAGE(d.ok(), d.error);
-    out.push_back(*d.ev);
-  }
-  return out;
-}
 
 BOOST_AUTO_TEST_SUITE(tools_suite)
 

@@ -19,7 +19,20 @@ BOOST_AUTO_TEST_CASE(golden_token_event) {
       "\xa2id\xa2r1"
       "\xa4text\xa2Hi"
       "\xa3ids\x92\x01\xcd\x01\x00"s;  // [1, 256]
-  BOOST_TEST(test::hex(encode_event(token_event{"r1", "Hi", {1, 256}, std::nullopt})) == test::hex(expected));
+  BOOST_TEST(test::hex(encode_event(token_event{"r1", "Hi", {1, 256}, std::nullopt, std::nullopt})) == test::hex(expected));
+}
+
+BOOST_AUTO_TEST_CASE(golden_token_event_with_reasoning) {
+  // The field order is fixed: reasoning right after text.
+  std::string expected =
+      "\x86"
+      "\xa1v\x01"
+      "\xa5" "event\xa5token"
+      "\xa2id\xa2r1"
+      "\xa4text\xa0"
+      "\xa9reasoning\xa2Hm"
+      "\xa3ids\x91\x07"s;
+  BOOST_TEST(test::hex(encode_event(token_event{"r1", "", {7}, std::nullopt, std::string("Hm")})) == test::hex(expected));
 }
 
 BOOST_AUTO_TEST_CASE(golden_done_event) {
@@ -59,8 +72,8 @@ BOOST_AUTO_TEST_CASE(golden_error_event_without_id) {
 
 BOOST_AUTO_TEST_CASE(framed_event_has_its_length_prefix) {
   std::string out = "prefix";
-  append_event_frame(out, token_event{"r1", "Hi", {1, 256}, std::nullopt});
-  auto payload = encode_event(token_event{"r1", "Hi", {1, 256}, std::nullopt});
+  append_event_frame(out, token_event{"r1", "Hi", {1, 256}, std::nullopt, std::nullopt});
+  auto payload = encode_event(token_event{"r1", "Hi", {1, 256}, std::nullopt, std::nullopt});
   std::string header;
   append_frame_header(header, static_cast<uint32_t>(payload.size()));
   BOOST_TEST(out == "prefix" + header + payload);
@@ -74,13 +87,15 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
   full.timings = {0.25, 0, 3.5};
   full.has_output = true;
   full.text = "partial \xe4\xbd\xa0";
+  full.reasoning = "thought first";
   full.ids = {5, 6};
   full.error = wire_error{error_code::internal, "executor failed", "a"};
   full.tool_calls = {{"get_weather", R"({"city":"Rome"})"}, {"now", "{}"}};
   full.logprobs = {{-0.5, {{5, -0.5}}}, {-1.75, {}}};
   std::vector<event> events = {
-      token_event{"a", "", {}, std::nullopt},
-      token_event{"a", "x", {7}, logprob_info{-0.25, {{7, -0.25}, {3, -2.5}}}},
+      token_event{"a", "", {}, std::nullopt, std::nullopt},
+      token_event{"a", "x", {7}, logprob_info{-0.25, {{7, -0.25}, {3, -2.5}}}, std::nullopt},
+      token_event{"a", "", {8}, std::nullopt, std::string("step 1: 2 + 2")},
       full,
       wire_error{error_code::unknown_field, "unknown field 'x'", "b"},
       tokenize_event{"t", {1, 2, 3}},
@@ -95,10 +110,12 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
   auto d = decode_event(encode_event(full));
   BOOST_TEST((std::get<done_event>(*d.ev) == full));
   BOOST_TEST((std::get<token_event>(*decode_event(encode_event(events[1])).ev) == std::get<token_event>(events[1])));
-  auto h = std::get<health_event>(*decode_event(encode_event(events[5])).ev);
+  BOOST_TEST((std::get<token_event>(*decode_event(encode_event(events[2])).ev) == std::get<token_event>(events[2])));
+  BOOST_TEST(!std::get<token_event>(*decode_event(encode_event(events[1])).ev).reasoning.has_value());
+  auto h = std::get<health_event>(*decode_event(encode_event(events[6])).ev);
   BOOST_TEST(h.status == "draining");
   BOOST_TEST(h.waiting == 7);
-  auto m = std::get<models_event>(*decode_event(encode_event(events[6])).ev);
+  auto m = std::get<models_event>(*decode_event(encode_event(events[7])).ev);
   BOOST_TEST(m.models.at(0).vocab_size == 151936);
 }
 

@@ -87,6 +87,8 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.priority = -3;
   g.tenant = "team-a";
   g.deadline_ms = 2500;
+  g.logprobs = 3;
+  g.separate_reasoning = true;
   auto d = decode_request(encode_request(g));
   BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
   BOOST_TEST((std::get<generate_request>(*d.req) == g));
@@ -405,6 +407,14 @@ BOOST_AUTO_TEST_CASE(logprobs_field) {
   expect_error(decode(generate_with({{"logprobs", 21}})), error_code::invalid_value, "field 'logprobs'", "r1");
   expect_error(decode(generate_with({{"logprobs", -1}})), error_code::invalid_value, "field 'logprobs'", "r1");
   expect_error(decode(generate_with({{"logprobs", true}})), error_code::wrong_type, "field 'logprobs'", "r1");
+}
+
+BOOST_AUTO_TEST_CASE(separate_reasoning_field) {
+  auto d = decode(generate_with({{"separate_reasoning", true}}));
+  BOOST_REQUIRE(d.ok());
+  BOOST_TEST(std::get<generate_request>(*d.req).separate_reasoning);
+  BOOST_TEST(!std::get<generate_request>(*decode(generate_with({{"separate_reasoning", false}})).req).separate_reasoning);
+  expect_error(decode(generate_with({{"separate_reasoning", 1}})), error_code::wrong_type, "field 'separate_reasoning'", "r1");
 }
 
 BOOST_AUTO_TEST_CASE(tokenize_has_no_prompt_ids) {
