@@ -58,10 +58,10 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         auto b = serve::build_generate(r, st.ctx->facts);
         if (!b.req) return send_out(self, {error_item(m.rid, b.error, r.id)});
         auto& br = *b.req;
-        st.live.emplace(m.rid, serve::response(r.id, r.stream, st.ctx->facts.tok, br.stop,
-                                               static_cast<int64_t>(br.prompt.size()), m.received,
-                                               /*find_tool_calls=*/!r.tools_json.empty(),
-                                               br.reasoning_opened_in_prompt));
+        serve::output_rules rules{br.stop, br.min_tokens, /*find_tool_calls=*/!r.tools_json.empty(),
+                                  br.reasoning_opened_in_prompt};
+        st.live.emplace(m.rid, serve::response(r.id, r.stream, st.ctx->facts.tok, std::move(rules),
+                                               static_cast<int64_t>(br.prompt.size()), m.received));
         submit_msg s;
         s.rid = m.rid;
         s.worker = st.index;

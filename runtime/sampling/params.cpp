@@ -59,6 +59,21 @@ void validate(const sampling_params& p) {
     reject("presence_penalty", show(p.presence_penalty), "expected a value in [-2, 2] (0 = off)");
   if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f))
     reject("frequency_penalty", show(p.frequency_penalty), "expected a value in [-2, 2] (0 = off)");
+  if (!(p.min_tokens >= 0))
+    reject("min_tokens", std::to_string(p.min_tokens), "expected a count >= 0 (0 = off)");
+  for (const auto& [id, bias] : p.logit_bias) {
+    const std::string name = "logit_bias[" + std::to_string(id) + "]";
+    if (id < 0) reject(name.c_str(), std::to_string(id), "expected a token id >= 0");
+    if (!(bias >= -100.0f && bias <= 100.0f)) reject(name.c_str(), show(bias), "expected a bias in [-100, 100]");
+  }
+  auto check_ids = [](const std::vector<int32_t>& ids, const char* field) {
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] < 0)
+        throw_error(errc::invalid_argument, std::string("sampling parameter ") + field + "[" + std::to_string(i) +
+                                                "] = " + std::to_string(ids[i]) + " is out of range: expected a token id >= 0");
+  };
+  check_ids(p.allowed_token_ids, "allowed_token_ids");
+  check_ids(p.min_tokens_stop_ids, "min_tokens_stop_ids");
   for (size_t i = 0; i < p.stop_token_ids.size(); ++i) {
     if (p.stop_token_ids[i] < 0)
       throw_error(errc::invalid_argument, "sampling parameter stop_token_ids[" +

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "runtime/model/config.hpp"
@@ -23,6 +24,11 @@ struct sampling_params {
   bool has_seed = false;            // without a seed, a random one is drawn per request
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
+  // Rules on which tokens may come, applied before the penalties in vLLM's order (logit_rules.hpp):
+  std::vector<int32_t> allowed_token_ids;           // non-empty: only these can be sampled
+  int32_t min_tokens = 0;                           // until this many output tokens ...
+  std::vector<int32_t> min_tokens_stop_ids;         // ... these cannot be sampled (the stop ids)
+  std::vector<std::pair<int32_t, float>> logit_bias;  // added to the logits, each in [-100, 100]
 };
 
 // A request's sampling params completed from the checkpoint's generation defaults.

@@ -4,8 +4,8 @@
 
 namespace troupe::serve {
 
-output_text::output_text(const tokenizer* tok, std::vector<std::string> stop_strings)
-    : stop_(std::move(stop_strings)) {
+output_text::output_text(const tokenizer* tok, std::vector<std::string> stop_strings, int32_t min_tokens)
+    : stop_(std::move(stop_strings)), min_tokens_(min_tokens) {
   // vLLM's default: special tokens (<|im_end|>, <|endoftext|>) are not part of the text.
   if (tok) {
     dec_.emplace(*tok, /*skip_special_tokens=*/true);
@@ -16,9 +16,10 @@ output_text::output_text(const tokenizer* tok, std::vector<std::string> stop_str
 output_text::delta output_text::push(int32_t id) {
   delta d;
   if (stopped_ || !dec_) return d;
+  ++pushed_;
   if (id >= 0 && static_cast<size_t>(id) >= id_limit_) return d;  // a padded row: no text (header)
   dec_->push(id, held_);
-  if (stop_.empty()) {
+  if (stop_.empty() || pushed_ < min_tokens_) {
     d.text.swap(held_);
     return d;
   }

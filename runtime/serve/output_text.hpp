@@ -14,8 +14,10 @@ namespace troupe::serve {
 
 class output_text {
  public:
-  // `tok` may be null (a model served without a tokenizer): every delta is then empty.
-  output_text(const tokenizer* tok, std::vector<std::string> stop_strings);
+  // `tok` may be null (a model served without a tokenizer): every delta is then empty. Stop
+  // strings are looked for from the min_tokens-th token on, in the text that token and later
+  // ones add (vLLM's min_tokens); text before it is released as it comes.
+  output_text(const tokenizer* tok, std::vector<std::string> stop_strings, int32_t min_tokens = 0);
 
   struct delta {
     std::string text;      // safe to send now
@@ -36,6 +38,8 @@ class output_text {
   size_t id_limit_ = 0;  // the tokenizer's id_limit()
   std::vector<std::string> stop_;
   std::string held_;
+  int64_t min_tokens_ = 0;
+  int64_t pushed_ = 0;  // ids pushed so far
   bool stopped_ = false;
 };
 

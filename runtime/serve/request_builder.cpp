@@ -96,6 +96,18 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
     b.sampling.has_seed = true;
   }
   b.sampling.ignore_eos = r.ignore_eos;
+  auto outside_vocab = [&](const std::string& field, int32_t id) {
+    res.error = err(wire::error_code::invalid_value, "field '" + field + "' = " + std::to_string(id) +
+                                                         " is outside the vocabulary (size " + std::to_string(m.vocab_size) + ")");
+    return res;
+  };
+  for (size_t i = 0; i < r.allowed_token_ids.size(); ++i)
+    if (r.allowed_token_ids[i] >= m.vocab_size) return outside_vocab("allowed_token_ids[" + std::to_string(i) + "]", r.allowed_token_ids[i]);
+  b.sampling.allowed_token_ids = r.allowed_token_ids;
+  for (const auto& [id, bias] : r.logit_bias) {
+    if (id >= m.vocab_size) return outside_vocab("logit_bias", id);
+    b.sampling.logit_bias.emplace_back(id, static_cast<float>(bias));
+  }
   try {
     validate(b.sampling);
   } catch (const std::exception& e) {
@@ -106,6 +118,18 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
   for (int32_t id : r.stop_ids)
     if (std::find(b.stop_ids.begin(), b.stop_ids.end(), id) == b.stop_ids.end()) b.stop_ids.push_back(id);
   b.max_tokens = r.max_tokens.value_or(m.default_max_tokens);
+  if (r.min_tokens) {
+    if (*r.min_tokens > b.max_tokens) {
+      res.error = err(wire::error_code::invalid_value, "field 'min_tokens' = " + std::to_string(*r.min_tokens) +
+                                                           " is more than max_tokens (" + std::to_string(b.max_tokens) + ")");
+      return res;
+    }
+    // As vLLM: neither the stop ids (EOS unless ignore_eos, and the request's) nor stop strings
+    // end the output before min_tokens.
+    b.min_tokens = *r.min_tokens;
+    b.sampling.min_tokens = *r.min_tokens;
+    b.sampling.min_tokens_stop_ids = b.stop_ids;
+  }
   b.stop = r.stop;
   b.logprobs = r.logprobs.value_or(-1);
   if (r.separate_reasoning) {

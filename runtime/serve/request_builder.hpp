@@ -35,6 +35,7 @@ struct built_request {
   int32_t max_tokens = 0;
   std::vector<int32_t> stop_ids;
   std::vector<std::string> stop;
+  int32_t min_tokens = 0;  // stop strings are not looked for before this many tokens
   int32_t logprobs = -1;  // top alternatives to report per token; -1: no logprobs
   // separate_reasoning: whether the prompt already opened a <think> block; nullopt: not asked.
   std::optional<bool> reasoning_opened_in_prompt;

@@ -5,16 +5,15 @@
 
 namespace troupe::serve {
 
-response::response(std::string client_id, bool stream, const tokenizer* tok, std::vector<std::string> stop,
-                   int64_t prompt_tokens, clock::time_point received, bool find_tool_calls,
-                   std::optional<bool> reasoning_opened_in_prompt)
+response::response(std::string client_id, bool stream, const tokenizer* tok, output_rules rules,
+                   int64_t prompt_tokens, clock::time_point received)
     : id_(std::move(client_id)),
       stream_(stream),
-      text_(tok, std::move(stop)),
+      text_(tok, std::move(rules.stop), rules.min_tokens),
       prompt_tokens_(prompt_tokens),
       received_(received),
-      find_tool_calls_(find_tool_calls) {
-  if (reasoning_opened_in_prompt) split_.emplace(*reasoning_opened_in_prompt);
+      find_tool_calls_(rules.find_tool_calls) {
+  if (rules.reasoning_opened_in_prompt) split_.emplace(*rules.reasoning_opened_in_prompt);
 }
 
 double response::ms_since_received(clock::time_point t) const {

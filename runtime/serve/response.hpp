@@ -17,14 +17,20 @@ namespace troupe::serve {
 
 using clock = std::chrono::steady_clock;
 
+// What a request asked of its output text beyond the tokens themselves.
+struct output_rules {
+  std::vector<std::string> stop = {};  // stop strings
+  int32_t min_tokens = 0;         // stop strings are looked for only from this many tokens on
+  bool find_tool_calls = false;   // the request offered tools: done carries the calls found
+  // Set for requests with separate_reasoning (reasoning_split): the answer goes out as `text`
+  // and the thinking as `reasoning`, tool calls read from the answer.
+  std::optional<bool> reasoning_opened_in_prompt = std::nullopt;
+};
+
 class response {
  public:
-  // find_tool_calls: the request offered tools, so done carries the calls found in the output.
-  // reasoning_opened_in_prompt: set for requests with separate_reasoning (reasoning_split); the
-  // answer then goes out as `text` and the thinking as `reasoning`, tool calls read from the answer.
-  response(std::string client_id, bool stream, const tokenizer* tok, std::vector<std::string> stop,
-           int64_t prompt_tokens, clock::time_point received, bool find_tool_calls = false,
-           std::optional<bool> reasoning_opened_in_prompt = std::nullopt);
+  response(std::string client_id, bool stream, const tokenizer* tok, output_rules rules, int64_t prompt_tokens,
+           clock::time_point received);
 
   // Appends what token `id` adds. Returns true when a stop string ended the request: the done
   // event (reason stop) is appended too and later tokens are ignored.

@@ -96,6 +96,12 @@ struct generate_request {
   // Qwen3's thinking apart from its answer: token events (or done) carry the text inside
   // <think>...</think> as `reasoning` and only the answer as `text` (vLLM's qwen3 reasoning parser).
   bool separate_reasoning = false;
+  // Which tokens may come (vLLM's SamplingParams / OpenAI's logit_bias): stop ids and stop strings
+  // wait until min_tokens tokens are out; only allowed_token_ids (when given) are sampled; each
+  // logit_bias entry (id, bias in [-100, 100]) is added to that id's logit.
+  std::optional<int32_t> min_tokens;
+  std::vector<int32_t> allowed_token_ids;
+  std::vector<std::pair<int32_t, double>> logit_bias;
   friend bool operator==(const generate_request&, const generate_request&) = default;
 };
 

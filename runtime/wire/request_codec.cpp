@@ -196,6 +196,38 @@ std::string get_map_array(const msgpack::object& o, const std::string& where, ui
   return get_json(o, where);
 }
 
+// OpenAI's form: a map from token id to bias, the id written as a decimal string (JSON keys are
+// strings) or, in msgpack, as an integer.
+std::vector<std::pair<int32_t, double>> get_logit_bias(const msgpack::object& o) {
+  if (o.type != msgpack::type::MAP) wrong_type("logit_bias", "a map of token id -> bias", o);
+  if (o.via.map.size > max_logit_bias)
+    fail(error_code::invalid_value, "field 'logit_bias' has " + std::to_string(o.via.map.size) +
+                                        " entries; at most " + std::to_string(max_logit_bias) + " are allowed");
+  std::vector<std::pair<int32_t, double>> out;
+  std::unordered_set<int32_t> seen;
+  for (uint32_t i = 0; i < o.via.map.size; ++i) {
+    const auto& kv = o.via.map.ptr[i];
+    int64_t id = -1;
+    std::string shown;
+    if (kv.key.type == msgpack::type::STR) {
+      const std::string_view k = as_view(kv.key);
+      shown = std::string(k.substr(0, 32));
+      if (!k.empty() && k.size() <= 10 && k.find_first_not_of("0123456789") == std::string_view::npos) id = std::stoll(std::string(k));
+    } else if (kv.key.type == msgpack::type::POSITIVE_INTEGER) {
+      id = kv.key.via.u64 <= static_cast<uint64_t>(std::numeric_limits<int32_t>::max()) ? static_cast<int64_t>(kv.key.via.u64) : -1;
+      shown = std::to_string(kv.key.via.u64);
+    } else {
+      wrong_type("logit_bias key", "a token id (a decimal string or an integer)", kv.key);
+    }
+    if (id < 0 || id > std::numeric_limits<int32_t>::max())
+      fail(error_code::invalid_value, "field 'logit_bias' has key '" + shown + "', which is not a token id");
+    if (!seen.insert(static_cast<int32_t>(id)).second)
+      fail(error_code::invalid_value, "field 'logit_bias' names token " + std::to_string(id) + " twice");
+    out.emplace_back(static_cast<int32_t>(id), get_number(kv.val, "logit_bias[\"" + std::to_string(id) + "\"]", -100, false, 100));
+  }
+  return out;
+}
+
 std::vector<chat_message> get_messages(const msgpack::object& o) {
   const auto& a = get_array(o, "messages", 1, std::numeric_limits<uint32_t>::max());
   std::vector<chat_message> out;
@@ -272,7 +304,7 @@ generate_request decode_generate(const field_map& f) {
       "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "tools", "temperature",
       "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
       "seed", "max_tokens", "stop", "stop_ids", "ignore_eos", "stream", "priority", "tenant",
-      "deadline_ms", "logprobs", "separate_reasoning"};
+      "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias"};
   f.check_known(allowed, "a generate request");
   generate_request r;
   r.id = get_id(f, true, "generate");
@@ -311,6 +343,10 @@ generate_request decode_generate(const field_map& f) {
     r.deadline_ms = static_cast<uint32_t>(get_int(*o, "deadline_ms", 1, std::numeric_limits<uint32_t>::max()));
   if (const auto* o = f.find("logprobs")) r.logprobs = static_cast<int32_t>(get_int(*o, "logprobs", 0, max_logprobs));
   if (const auto* o = f.find("separate_reasoning")) r.separate_reasoning = get_bool(*o, "separate_reasoning");
+  if (const auto* o = f.find("min_tokens"))
+    r.min_tokens = static_cast<int32_t>(get_int(*o, "min_tokens", 0, std::numeric_limits<int32_t>::max()));
+  if (const auto* o = f.find("allowed_token_ids")) r.allowed_token_ids = get_ids(*o, "allowed_token_ids", 1, max_allowed_token_ids);
+  if (const auto* o = f.find("logit_bias")) r.logit_bias = get_logit_bias(*o);
   return r;
 }
 
@@ -504,6 +540,16 @@ std::string encode_request(const request& req) {
     if (g->deadline_ms) m.key("deadline_ms").pack(*g->deadline_ms);
     if (g->logprobs) m.key("logprobs").pack(*g->logprobs);
     if (g->separate_reasoning) m.key("separate_reasoning").pack(true);
+    if (g->min_tokens) m.key("min_tokens").pack(*g->min_tokens);
+    if (!g->allowed_token_ids.empty()) m.key("allowed_token_ids").pack(g->allowed_token_ids);
+    if (!g->logit_bias.empty()) {
+      auto& pk = m.key("logit_bias");
+      pk.pack_map(static_cast<uint32_t>(g->logit_bias.size()));
+      for (const auto& [id, bias] : g->logit_bias) {
+        detail::pack_str(pk, std::to_string(id));
+        detail::pack_f64(m.sink, bias);
+      }
+    }
   } else if (const auto* t = std::get_if<tokenize_request>(&req)) {
     put_prompt(m, *t);
   } else if (const auto* p = std::get_if<set_policy_request>(&req)) {

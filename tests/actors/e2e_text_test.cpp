@@ -210,6 +210,56 @@ BOOST_AUTO_TEST_CASE(logprobs_are_the_model_distribution) {
   BOOST_TEST(cl.complete(r).logprobs.empty());
 }
 
+// min_tokens, allowed_token_ids and logit_bias over the wire, on a greedy decode whose first
+// token is made a stop id.
+BOOST_AUTO_TEST_CASE(token_rules_shape_the_output) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  wire::generate_request r;
+  r.id = "plain";
+  r.kind = wire::prompt_kind::ids;
+  r.prompt_ids = {9707, 11, 1879};
+  r.max_tokens = 6;
+  r.sampling.temperature = 0.0;
+  r.ignore_eos = true;
+  const auto plain = cl.complete(r).ids;
+  BOOST_REQUIRE_EQUAL(plain.size(), 6u);
+  // The first greedy token as a stop id ends the request at once ...
+  r.id = "stopped";
+  r.stop_ids = {plain[0]};
+  auto got = cl.complete(r);
+  BOOST_TEST(got.ids.size() == 1u);
+  BOOST_TEST((got.done.reason == wire::finish_reason::stop));
+  // ... unless min_tokens holds it back: then the first 4 tokens are anything else.
+  r.id = "min4";
+  r.min_tokens = 4;
+  got = cl.complete(r);
+  BOOST_REQUIRE(got.ids.size() >= 4u);
+  for (size_t i = 0; i < 4; ++i) BOOST_TEST(got.ids[i] != plain[0]);
+  r.min_tokens.reset();
+  r.stop_ids.clear();
+  // Only the allowed ids come, sampled too.
+  r.id = "allowed";
+  r.allowed_token_ids = {plain[1], 500, 600};
+  r.sampling.temperature = 1.0;
+  r.sampling.seed = 3;
+  for (int32_t id : cl.complete(r).ids) BOOST_TEST((id == plain[1] || id == 500 || id == 600), id);
+  r.allowed_token_ids.clear();
+  // +100 on one id makes it the greedy choice every time; -100 on the greedy first token moves it.
+  r.id = "bias";
+  r.sampling.temperature = 0.0;
+  r.logit_bias = {{12345, 100.0}};
+  BOOST_TEST(cl.complete(r).ids == std::vector<int32_t>(6, 12345), boost::test_tools::per_element());
+  r.logit_bias = {{plain[0], -100.0}};
+  BOOST_TEST(cl.complete(r).ids.at(0) != plain[0]);
+  // Refused with the field named.
+  r.id = "bad";
+  r.logit_bias = {{151936, 1.0}};
+  BOOST_CHECK_EXCEPTION(cl.complete(r), client::request_error, [](const client::request_error& e) {
+    return std::string(e.what()).find("logit_bias") != std::string::npos;
+  });
+}
+
 // separate_reasoning over the wire: the same seeded output as without it, split as
 // reasoning_split splits it, the server finding on its own that a prompt ending in "<think>\n"
 // opened the block (so random tokens are all thinking) and that a plain prompt did not.

@@ -22,8 +22,8 @@ struct streamed {
   size_t tokens_used = 0;
 };
 
-streamed stream(const std::string& text, std::vector<std::string> stop) {
-  output_text o(&qwen3(), std::move(stop));
+streamed stream(const std::string& text, std::vector<std::string> stop, int32_t min_tokens = 0) {
+  output_text o(&qwen3(), std::move(stop), min_tokens);
   streamed s;
   for (int32_t id : qwen3().encode(text)) {
     ++s.tokens_used;
@@ -47,6 +47,28 @@ BOOST_AUTO_TEST_CASE(without_stop_strings_the_text_is_the_decoding) {
     auto s = stream(t, {});
     BOOST_TEST(s.text == t);
     BOOST_TEST(!s.stopped);
+  }
+}
+
+// vLLM's min_tokens: stop strings are looked for only in the text of the min_tokens-th token and
+// later ones.
+BOOST_AUTO_TEST_CASE(min_tokens_defers_stop_strings) {
+  const std::string text = "x. x. y. x. z";
+  const auto ids = qwen3().encode(text);
+  BOOST_REQUIRE(ids.size() >= 9u);
+  // Without min_tokens the first "x." stops it at once.
+  BOOST_TEST(stream(text, {"x."}).text == "");
+  // Which token completes each match decides: find the text after k tokens.
+  for (int32_t min_tokens = 1; min_tokens <= static_cast<int32_t>(ids.size()); ++min_tokens) {
+    const auto s = stream(text, {"x."}, min_tokens);
+    // Reference: decode the first min_tokens - 1 tokens (released unchecked), then the first
+    // "x." that starts at or after that text's end ... or whose match the later tokens complete.
+    const std::string before = qwen3().decode(std::span(ids).first(static_cast<size_t>(min_tokens - 1)));
+    size_t at = text.find("x.", before.size());
+    // A match spanning the boundary (its "x" released early) does not count.
+    const std::string expected = at == std::string::npos ? text : text.substr(0, at);
+    BOOST_TEST(s.text == expected, "min_tokens " << min_tokens);
+    BOOST_TEST(s.stopped == (at != std::string::npos), "min_tokens " << min_tokens);
   }
 }
 

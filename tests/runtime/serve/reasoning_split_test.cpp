@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(response_events_carry_both_streams) {
   const auto ids = tok.encode(completion);
   BOOST_TEST(std::count(ids.begin(), ids.end(), 151668) == 1);  // </think> is one token
   for (bool stream : {true, false}) {
-    response r("c1", stream, &tok, {}, 12, clock::now(), /*find_tool_calls=*/true, /*opened=*/false);
+    response r("c1", stream, &tok, {.find_tool_calls = true, .reasoning_opened_in_prompt = false}, 12, clock::now());
     std::string bytes;
     for (int32_t id : ids) r.add_token(id, clock::now(), bytes);
     r.finish(wire::finish_reason::stop, std::nullopt, clock::now(), bytes);
@@ -177,7 +177,7 @@ BOOST_AUTO_TEST_CASE(response_events_carry_both_streams) {
 BOOST_AUTO_TEST_CASE(stop_strings_cut_before_the_split) {
   const tokenizer& tok = *qwen_facts().tok;
   const auto ids = tok.encode("<think>\nweighing it\n</think>\n\nYes. DONE and more");
-  response r("c3", false, &tok, {"DONE"}, 3, clock::now(), false, false);
+  response r("c3", false, &tok, {.stop = {"DONE"}, .reasoning_opened_in_prompt = false}, 3, clock::now());
   std::string bytes;
   for (int32_t id : ids)
     if (r.add_token(id, clock::now(), bytes)) break;

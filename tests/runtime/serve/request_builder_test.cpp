@@ -86,6 +86,37 @@ BOOST_AUTO_TEST_CASE(refusals) {
   BOOST_TEST(b.error.message == "field 'separate_reasoning' needs output text; model 'tiny' is served without a tokenizer");
 }
 
+BOOST_AUTO_TEST_CASE(token_rules_reach_the_sampler) {
+  auto r = ids({1});
+  r.max_tokens = 5;
+  r.min_tokens = 2;
+  r.stop_ids = {9};
+  r.allowed_token_ids = {3, 4095};
+  r.logit_bias = {{7, -1.5}};
+  auto b = build_generate(r, tiny());
+  BOOST_REQUIRE(b.req);
+  BOOST_TEST(b.req->min_tokens == 2);
+  BOOST_TEST(b.req->sampling.min_tokens == 2);
+  // The ids min_tokens holds back are every stop id: EOS (4095, 4094) and the request's.
+  BOOST_TEST((b.req->sampling.min_tokens_stop_ids == std::vector<int32_t>{4095, 4094, 9}));
+  BOOST_TEST((b.req->sampling.allowed_token_ids == std::vector<int32_t>{3, 4095}));
+  BOOST_TEST(b.req->sampling.logit_bias.size() == 1u);
+  BOOST_TEST(b.req->sampling.logit_bias[0].second == -1.5f);
+  // With ignore_eos, EOS is no stop and not held back either.
+  r.ignore_eos = true;
+  BOOST_TEST((build_generate(r, tiny()).req->sampling.min_tokens_stop_ids == std::vector<int32_t>{9}));
+  // Refusals.
+  r.min_tokens = 6;
+  BOOST_TEST(build_generate(r, tiny()).error.message == "field 'min_tokens' = 6 is more than max_tokens (5)");
+  r.min_tokens = 5;
+  BOOST_TEST(build_generate(r, tiny()).req.has_value());
+  r.allowed_token_ids = {3, 4096};
+  BOOST_TEST(build_generate(r, tiny()).error.message == "field 'allowed_token_ids[1]' = 4096 is outside the vocabulary (size 4096)");
+  r.allowed_token_ids = {};
+  r.logit_bias = {{4096, 1.0}};
+  BOOST_TEST(build_generate(r, tiny()).error.message == "field 'logit_bias' = 4096 is outside the vocabulary (size 4096)");
+}
+
 BOOST_AUTO_TEST_CASE(separate_reasoning_notes_whether_the_prompt_opened_a_think_block) {
   tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
   auto m = tiny();

@@ -101,7 +101,7 @@ BOOST_AUTO_TEST_CASE(done_event_carries_the_calls) {
   BOOST_TEST(std::count(ids.begin(), ids.end(), 151657) == 1);  // <tool_call> is one token
   for (bool stream : {true, false})
     for (bool offered : {true, false}) {
-      response r("c1", stream, &tok, {}, 12, clock::now(), offered);
+      response r("c1", stream, &tok, {.find_tool_calls = offered}, 12, clock::now());
       std::string bytes;
       for (int32_t id : ids) r.add_token(id, clock::now(), bytes);
       r.finish(wire::finish_reason::stop, std::nullopt, clock::now(), bytes);

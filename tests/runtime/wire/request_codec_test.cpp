@@ -89,6 +89,9 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.deadline_ms = 2500;
   g.logprobs = 3;
   g.separate_reasoning = true;
+  g.min_tokens = 4;
+  g.allowed_token_ids = {5, 9, 151645};
+  g.logit_bias = {{151645, -100.0}, {7, 2.5}};
   auto d = decode_request(encode_request(g));
   BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
   BOOST_TEST((std::get<generate_request>(*d.req) == g));
@@ -415,6 +418,35 @@ BOOST_AUTO_TEST_CASE(separate_reasoning_field) {
   BOOST_TEST(std::get<generate_request>(*d.req).separate_reasoning);
   BOOST_TEST(!std::get<generate_request>(*decode(generate_with({{"separate_reasoning", false}})).req).separate_reasoning);
   expect_error(decode(generate_with({{"separate_reasoning", 1}})), error_code::wrong_type, "field 'separate_reasoning'", "r1");
+}
+
+// OpenAI's logit_bias: a map of token id (a decimal string in JSON, or an integer key) to a bias.
+BOOST_AUTO_TEST_CASE(token_rules_fields) {
+  auto d = decode(generate_with({{"min_tokens", 3},
+                                 {"allowed_token_ids", array{4, 8}},
+                                 {"logit_bias", map{{"50256", -100}, {7, 0.5}, {"12", 100.0}}}}));
+  BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
+  const auto& g = std::get<generate_request>(*d.req);
+  BOOST_TEST(g.min_tokens.value_or(-1) == 3);
+  BOOST_TEST((g.allowed_token_ids == std::vector<int32_t>{4, 8}));
+  BOOST_TEST((g.logit_bias == std::vector<std::pair<int32_t, double>>{{50256, -100.0}, {7, 0.5}, {12, 100.0}}));
+  expect_error(decode(generate_with({{"min_tokens", -1}})), error_code::invalid_value, "field 'min_tokens'", "r1");
+  expect_error(decode(generate_with({{"allowed_token_ids", array{}}})), error_code::invalid_value,
+               "field 'allowed_token_ids' has 0 elements", "r1");
+  expect_error(decode(generate_with({{"allowed_token_ids", array{1, -2}}})), error_code::invalid_value,
+               "field 'allowed_token_ids[1]'", "r1");
+  expect_error(decode(generate_with({{"logit_bias", array{1}}})), error_code::wrong_type, "field 'logit_bias'", "r1");
+  expect_error(decode(generate_with({{"logit_bias", map{{"12", 100.5}}}})), error_code::invalid_value,
+               "field 'logit_bias[\"12\"]' = 100.5 is out of range", "r1");
+  expect_error(decode(generate_with({{"logit_bias", map{{"abc", 1}}}})), error_code::invalid_value,
+               "key 'abc', which is not a token id", "r1");
+  expect_error(decode(generate_with({{"logit_bias", map{{"-5", 1}}}})), error_code::invalid_value, "key '-5'", "r1");
+  expect_error(decode(generate_with({{"logit_bias", map{{"99999999999", 1}}}})), error_code::invalid_value,
+               "key '99999999999'", "r1");
+  expect_error(decode(generate_with({{"logit_bias", map{{"5", 1}, {5, 2}}}})), error_code::invalid_value,
+               "names token 5 twice", "r1");
+  expect_error(decode(generate_with({{"logit_bias", map{{true, 1}}}})), error_code::wrong_type, "logit_bias key", "r1");
+  expect_error(decode(generate_with({{"logit_bias", map{{"5", "x"}}}})), error_code::wrong_type, "logit_bias[\"5\"]", "r1");
 }
 
 BOOST_AUTO_TEST_CASE(tokenize_has_no_prompt_ids) {
