@@ -173,8 +173,10 @@ void kick(self_ptr self) {
     arm_tick(self);
     return;
   }
-  for (const auto& e : job->plan.seqs) {
+  for (size_t i = 0; i < job->plan.seqs.size(); ++i) {
+    const auto& e = job->plan.seqs[i];
     auto& m = st.metas.at(e.seq_id);
+    if (job->plan.batch[i].logits == logits_mode::all) job->prompt_scorers.push_back(m.sampling);
     if (e.first_scheduled) {
       m.first_scheduled = now;
       m.cached_prompt_tokens = e.num_cached_tokens;
@@ -223,6 +225,14 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
       if (st.core->finish(id, sched::finish_reason::error))
         finished(self, id, sched::finish_reason::error,
                  wire::wire_error{wire::error_code::internal, "sampling failed: " + why, {}});
+    // Prompt logprobs go out before the step's tokens (and before a done of the same step).
+    for (auto& [id, lps] : out.prompt_logprobs) {
+      auto it = st.metas.find(id);
+      if (it == st.metas.end()) continue;
+      seq_update u;
+      u.prompt_logprobs = std::move(lps);
+      emit(self, id, std::move(u));
+    }
     // The logprobs of this step's tokens, by sequence (out.logprobs follows the sampled entries).
     std::unordered_map<int64_t, token_logprobs> step_logprobs;
     for (size_t i = 0, k = 0; i < plan.seqs.size(); ++i) {

@@ -59,7 +59,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         if (!b.req) return send_out(self, {error_item(m.rid, b.error, r.id)});
         auto& br = *b.req;
         serve::output_rules rules{br.stop, br.min_tokens, /*find_tool_calls=*/!r.tools_json.empty(),
-                                  br.reasoning_opened_in_prompt};
+                                  br.reasoning_opened_in_prompt, /*prompt_logprobs=*/br.prompt_logprobs >= 0};
         st.live.emplace(m.rid, serve::response(r.id, r.stream, st.ctx->facts.tok, std::move(rules),
                                                static_cast<int64_t>(br.prompt.size()), m.received));
         submit_msg s;
@@ -75,6 +75,8 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         if (r.deadline_ms) s.spec.deadline = m.received + std::chrono::milliseconds(*r.deadline_ms);
         s.sampling = std::make_shared<serve::seq_sampling>(br.sampling, std::move(br.prompt));
         s.sampling->logprobs = br.logprobs;
+        s.sampling->prompt_logprobs = br.prompt_logprobs;
+        s.spec.prompt_logits = br.prompt_logprobs >= 0;
         self->send(st.scheduler, std::move(s));
       },
       // The gateway does not know the scheduler; its worker does (and hears of its restarts).
@@ -107,6 +109,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
             resp.set_queue_time(*u.first_scheduled);
             resp.set_cached_prompt_tokens(u.cached_prompt_tokens);
           }
+          if (!u.prompt_logprobs.empty()) resp.add_prompt_logprobs(u.prompt_logprobs);
           out_item item{u.rid, {}, false};
           bool stopped = false;
           if (u.token >= 0) {

@@ -35,12 +35,13 @@ static size_t reusable_blocks(size_t num_tokens, int32_t block_size) {
   return num_tokens == 0 ? 0 : (num_tokens - 1) / static_cast<size_t>(block_size);
 }
 
-void prefix_cache::add(int64_t seq, std::span<const int32_t> prompt) {
+void prefix_cache::add(int64_t seq, std::span<const int32_t> prompt, bool reuse) {
   auto [it, fresh] = seqs_.try_emplace(seq);
   TROUPE_ASSERT(fresh);
   auto& s = it->second;
+  s.reuse = reuse;
   extend(s, prompt);
-  if (!opts_.remote) return;
+  if (!opts_.remote || !reuse) return;
   const size_t cap = reusable_blocks(prompt.size(), block_size_);
   const size_t local = index_.match(s.hashes, cap).size();
   if (local >= cap) return;  // everything reusable is already here
@@ -96,6 +97,7 @@ prefix_cache::hit prefix_cache::match(int64_t seq, std::span<const int32_t> toke
   extend(s, tokens);
   const size_t cap = reusable_blocks(tokens.size(), block_size_);
   hit h;
+  if (!s.reuse) return h;
   h.local = index_.match(s.hashes, cap);
   // Fetched blocks continue the local chain only if they start at or before its end (local
   // blocks may have been evicted, or computed by another request, since the lookup).

@@ -82,8 +82,10 @@ class prefix_cache {
   const prefix_options& options() const noexcept { return opts_; }
 
   // A sequence arrives. With opts.remote, and full prompt blocks past the local hit, it gets a
-  // remote lookup and waits for resolve_remote().
-  void add(int64_t seq, std::span<const int32_t> prompt);
+  // remote lookup and waits for resolve_remote(). reuse = false: it computes its whole prompt
+  // (match() finds nothing, no lookup) but still publishes its blocks for others (a request
+  // that wants every prompt row's logits, as vLLM skips the cache for prompt_logprobs).
+  void add(int64_t seq, std::span<const int32_t> prompt, bool reuse = true);
   bool waiting_remote(int64_t seq) const;
   std::vector<remote_lookup> take_remote_lookups();
   // Ends a sequence's wait (payloads may be empty: nothing found, too slow, store down). A
@@ -140,6 +142,7 @@ class prefix_cache {
     size_t registered = 0;           // leading blocks already handed to the index (or duplicates)
     bool waiting_remote = false;
     bool admitted_once = false;
+    bool reuse = true;
     remote_blocks remote;            // resolved, not yet admitted
     std::vector<kv_load> pending_loads;
     int32_t cached_tokens = 0;

@@ -95,7 +95,7 @@ admission scheduler::add(request_spec spec) {
   s.spec = std::move(spec);
   int64_t id = s.spec.seq_id;
   const auto& queued = seqs_.emplace(id, std::move(s)).first->second;
-  if (prefix_) prefix_->add(id, queued.tokens);
+  if (prefix_) prefix_->add(id, queued.tokens, /*reuse=*/!queued.spec.prompt_logits);
   insert_sorted(waiting_, id);
   policy_->on_waiting(view(queued));
   return {};
@@ -105,6 +105,7 @@ int32_t scheduler::chunk_limit(const sequence& s, int32_t budget) const {
   int32_t n = static_cast<int32_t>(s.tokens.size()) - s.num_computed;
   // Only a prefill can be chunked; a decode is one token.
   if (n > 1 && cfg_.long_prefill_token_threshold > 0) n = std::min(n, cfg_.long_prefill_token_threshold);
+  if (n > 1 && s.spec.prompt_logits) n = std::min(n, std::max(cfg_.max_prompt_logits_chunk, 1));
   return std::min(n, budget);
 }
 
@@ -253,6 +254,8 @@ step_plan scheduler::schedule() {
     sq.start_pos = e.start_pos;
     sq.block_table = std::span<const int32_t>(plan.blocks.data() + blk, used);
     sq.logits = e.sample ? logits_mode::last : logits_mode::none;
+    // Prompt rows whose next token is a prompt token: their logits score it.
+    if (seqs_.at(e.seq_id).spec.prompt_logits && e.start_pos + 1 < seqs_.at(e.seq_id).num_prompt) sq.logits = logits_mode::all;
     plan.batch.push_back(sq);
     tok += static_cast<size_t>(e.num_tokens);
     blk += used;

@@ -35,6 +35,7 @@ struct sched_config {
   // bounds inter-token latency while long prompts arrive; a prompt alone still gets the budget.
   int32_t max_prefill_tokens_while_decoding = 0;
   int32_t max_waiting = 4096;             // admission refuses more (too_many_requests)
+  int32_t max_prompt_logits_chunk = 128;  // request_spec::prompt_logits: tokens per step (x vocab floats)
   // Static batching (baseline for benchmarks): requests join a batch only until its first token
   // is sampled; then nothing joins until every member has finished.
   bool static_batching = false;
@@ -57,6 +58,10 @@ struct request_spec {
   int32_t priority = 0;
   std::string tenant;
   std::optional<clock::time_point> deadline;
+  // The logits of every prompt row (prompt_logprobs): its prefill chunks ask the step for all
+  // rows, at most sched_config::max_prompt_logits_chunk tokens a step (each row is vocab_size
+  // floats), and it reuses no cached prefix (a reused block has no logits).
+  bool prompt_logits = false;
 };
 
 enum class admit_status : uint8_t { ok, prompt_too_long, queue_full, invalid };
@@ -155,6 +160,7 @@ class scheduler {
   std::vector<int64_t> waiting_ids() const;
   // The tokens (prompt + output) and output count of a queued sequence.
   std::span<const int32_t> tokens(int64_t seq_id) const;
+  int32_t num_prompt_tokens(int64_t seq_id) const { return seqs_.at(seq_id).num_prompt; }
   int32_t num_output_tokens(int64_t seq_id) const;
   int32_t num_computed_tokens(int64_t seq_id) const;
 

@@ -20,6 +20,8 @@ std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::spa
   p.has_seed = true;
   auto fresh = std::make_shared<seq_sampling>(p, old.prompt);
   fresh->logprobs = old.logprobs;
+  fresh->prompt_logprobs = old.prompt_logprobs;
+  fresh->prompt_logprobs_next = old.prompt_logprobs_next;
   std::vector<float> dummy(static_cast<size_t>(vocab_size), 0.0f);
   for (int32_t id : known_output) {
     std::fill(dummy.begin(), dummy.end(), 0.0f);
@@ -46,6 +48,27 @@ step_outcome batch_executor::run(step_job& job) {
     return out;
   }
   TROUPE_ASSERT(job.samplers.size() == static_cast<size_t>(job.plan.num_sampled));
+  size_t q = 0;
+  for (size_t i = 0; i < job.plan.seqs.size(); ++i) {
+    const auto& sq = job.plan.batch[i];
+    if (sq.logits != logits_mode::all) continue;
+    TROUPE_ASSERT(q < job.prompt_scorers.size());
+    auto& s = *job.prompt_scorers[q++];
+    std::vector<token_logprobs> scored;
+    try {
+      // Row r predicts position start_pos + r + 1.
+      for (int64_t r = 0; r < result_.num_rows[i]; ++r) {
+        const size_t next = static_cast<size_t>(sq.start_pos + r + 1);
+        if (next < s.prompt_logprobs_next || next >= s.prompt.size()) continue;
+        scored.push_back(logprobs_of(result_.row(i, r), s.prompt[next], s.prompt_logprobs));
+        s.prompt_logprobs_next = next + 1;
+      }
+    } catch (const std::exception& e) {
+      out.seq_errors.emplace_back(job.plan.seqs[i].seq_id, std::string("prompt logprobs: ") + e.what());
+    }
+    if (!scored.empty()) out.prompt_logprobs.emplace_back(job.plan.seqs[i].seq_id, std::move(scored));
+  }
+  TROUPE_ASSERT(q == job.prompt_scorers.size());
   out.sampled.reserve(job.samplers.size());
   out.logprobs.resize(job.samplers.size());
   std::vector<float> raw;
@@ -53,7 +76,7 @@ step_outcome batch_executor::run(step_job& job) {
   for (size_t i = 0; i < job.plan.seqs.size(); ++i) {
     if (!job.plan.seqs[i].sample) continue;
     auto& s = *job.samplers[k++];
-    auto row = result_.row(i);
+    auto row = result_.row(i, result_.num_rows[i] - 1);  // the last row (all rows when scoring the prompt)
     try {
       // Logprobs come from the model's distribution: keep the row as it was before sampling.
       if (s.logprobs >= 0) raw.assign(row.begin(), row.end());

@@ -27,6 +27,11 @@ struct seq_sampling {
   std::vector<int32_t> prompt;
   std::vector<int32_t> output;
   int32_t logprobs = -1;  // >= 0: report each token's logprob and this many alternatives
+  // >= 0: report each prompt token's logprob (given the ones before it) and this many
+  // alternatives. prompt_logprobs_next is the next prompt index to report (the first token has
+  // none), so a prompt recomputed after a preemption is not reported twice.
+  int32_t prompt_logprobs = -1;
+  size_t prompt_logprobs_next = 1;
 };
 
 // A fresh sampling state equal to `old` after exactly `known_output` was sampled: used when an
@@ -38,6 +43,8 @@ std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::spa
 struct step_job {
   sched::step_plan plan;
   std::vector<std::shared_ptr<seq_sampling>> samplers;  // one per plan entry with sample == true
+  // One per plan entry whose step logits are logits_mode::all (prompt_logprobs), in plan order.
+  std::vector<std::shared_ptr<seq_sampling>> prompt_scorers;
 };
 
 struct step_outcome {
@@ -45,6 +52,8 @@ struct step_outcome {
   // Parallel to sampled: set for sequences that asked for logprobs (seq_sampling::logprobs).
   std::vector<std::optional<token_logprobs>> logprobs;
   std::vector<std::pair<int64_t, std::string>> seq_errors;  // (seq_id, why) for the -1 entries
+  // (seq_id, logprobs of its next prompt tokens, in order) for the prompt_scorers that had any.
+  std::vector<std::pair<int64_t, std::vector<token_logprobs>>> prompt_logprobs;
   std::string step_error;        // non-empty: the whole step failed (nothing sampled)
   double engine_seconds = 0;
   // Prefix caching: the blocks listed in plan.kv_saves, copied out after the step (to publish).

@@ -132,6 +132,7 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
   }
   b.stop = r.stop;
   b.logprobs = r.logprobs.value_or(-1);
+  b.prompt_logprobs = r.prompt_logprobs.value_or(-1);
   if (r.separate_reasoning) {
     if (!m.tok) {
       res.error = err(wire::error_code::unsupported, "field 'separate_reasoning' needs output text; model '" + m.name +

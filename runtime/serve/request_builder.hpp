@@ -37,6 +37,7 @@ struct built_request {
   std::vector<std::string> stop;
   int32_t min_tokens = 0;  // stop strings are not looked for before this many tokens
   int32_t logprobs = -1;  // top alternatives to report per token; -1: no logprobs
+  int32_t prompt_logprobs = -1;  // the same for every prompt token; -1: none
   // separate_reasoning: whether the prompt already opened a <think> block; nullopt: not asked.
   std::optional<bool> reasoning_opened_in_prompt;
 };

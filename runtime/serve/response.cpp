@@ -14,6 +14,12 @@ response::response(std::string client_id, bool stream, const tokenizer* tok, out
       received_(received),
       find_tool_calls_(rules.find_tool_calls) {
   if (rules.reasoning_opened_in_prompt) split_.emplace(*rules.reasoning_opened_in_prompt);
+  if (rules.prompt_logprobs) prompt_logprobs_.emplace();
+}
+
+void response::add_prompt_logprobs(std::span<const token_logprobs> lps) {
+  if (!prompt_logprobs_ || done_) return;
+  for (const auto& l : lps) prompt_logprobs_->push_back(wire::logprob_info{l.logprob, l.top});
 }
 
 double response::ms_since_received(clock::time_point t) const {
@@ -75,6 +81,7 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
     d.ids = ids_;
     d.logprobs = logprobs_;
   }
+  d.prompt_logprobs = std::move(prompt_logprobs_);
   if (find_tool_calls_ && !err) d.tool_calls = parse_tool_calls(all_text_);
   if (err) {
     d.error = std::move(err);

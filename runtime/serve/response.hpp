@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct output_rules {
   // Set for requests with separate_reasoning (reasoning_split): the answer goes out as `text`
   // and the thinking as `reasoning`, tool calls read from the answer.
   std::optional<bool> reasoning_opened_in_prompt = std::nullopt;
+  bool prompt_logprobs = false;  // done carries the prompt's logprobs (add_prompt_logprobs)
 };
 
 class response {
@@ -39,6 +41,8 @@ class response {
   // Appends the final events (held-back text, then done). No-op when already done.
   void finish(wire::finish_reason why, std::optional<wire::wire_error> err, clock::time_point now,
               std::string& out);
+  // The logprobs of the next prompt tokens (in prompt order, from the second token on).
+  void add_prompt_logprobs(std::span<const token_logprobs> lps);
   void set_queue_time(clock::time_point first_scheduled);
   // Prompt tokens whose K/V came from the prefix cache (usage.cached_prompt_tokens).
   void set_cached_prompt_tokens(int64_t n) noexcept { cached_prompt_tokens_ = n; }
@@ -59,6 +63,7 @@ class response {
   std::optional<clock::time_point> first_token_, first_scheduled_;
   std::vector<int32_t> ids_;
   std::vector<wire::logprob_info> logprobs_;  // when not streaming
+  std::optional<std::vector<wire::logprob_info>> prompt_logprobs_;  // requests with prompt_logprobs
   std::string all_text_;  // when not streaming, or when looking for tool calls
   std::optional<reasoning_split> split_;
   std::string all_reasoning_;  // when not streaming and separating reasoning

@@ -63,7 +63,7 @@ struct event_packer {
   }
   void operator()(const done_event& e) {
     uint32_t n = 6 + (e.has_output ? 2 + (e.reasoning ? 1 : 0) : 0) + (e.error ? 1 : 0) + (e.tool_calls.empty() ? 0 : 1) +
-                 (e.logprobs.empty() ? 0 : 1);
+                 (e.logprobs.empty() ? 0 : 1) + (e.prompt_logprobs ? 1 : 0);
     pack_header(pk, n, "done", e.id);
     pack_str(pk, "finish_reason");
     pack_str(pk, to_string(e.reason));
@@ -97,6 +97,12 @@ struct event_packer {
       pack_str(pk, "logprobs");
       pk.pack_array(static_cast<uint32_t>(e.logprobs.size()));
       for (const auto& l : e.logprobs) logprobs(l);
+    }
+    if (e.prompt_logprobs) {
+      pack_str(pk, "prompt_logprobs");
+      pk.pack_array(static_cast<uint32_t>(e.prompt_logprobs->size() + 1));
+      pk.pack_nil();  // the first prompt token: nothing before it to predict it
+      for (const auto& l : *e.prompt_logprobs) logprobs(l);
     }
     if (!e.tool_calls.empty()) {
       pack_str(pk, "tool_calls");
@@ -284,6 +290,12 @@ event decode_body(const reader& r) {
     if (const auto* lps = r.find("logprobs")) {
       if (lps->type != msgpack::type::ARRAY) throw bad_event{"field 'logprobs' is not an array"};
       for (uint32_t i = 0; i < lps->via.array.size; ++i) d.logprobs.push_back(read_logprobs(reader(lps->via.array.ptr[i])));
+    }
+    if (const auto* lps = r.find("prompt_logprobs")) {
+      if (lps->type != msgpack::type::ARRAY || lps->via.array.size == 0 || lps->via.array.ptr[0].type != msgpack::type::NIL)
+        throw bad_event{"field 'prompt_logprobs' is not an array starting with nil"};
+      d.prompt_logprobs.emplace();
+      for (uint32_t i = 1; i < lps->via.array.size; ++i) d.prompt_logprobs->push_back(read_logprobs(reader(lps->via.array.ptr[i])));
     }
     if (const auto* calls = r.find("tool_calls")) {
       if (calls->type != msgpack::type::ARRAY) throw bad_event{"field 'tool_calls' is not an array"};

@@ -102,6 +102,9 @@ struct generate_request {
   std::optional<int32_t> min_tokens;
   std::vector<int32_t> allowed_token_ids;
   std::vector<std::pair<int32_t, double>> logit_bias;
+  // Each prompt token's log-probability given the tokens before it, and those of the
+  // `prompt_logprobs` most likely tokens there (0..20), on done (vLLM's prompt_logprobs).
+  std::optional<int32_t> prompt_logprobs;
   friend bool operator==(const generate_request&, const generate_request&) = default;
 };
 
@@ -200,6 +203,9 @@ struct done_event {
   std::vector<tool_call> tool_calls;
   // stream == false with `logprobs`: one per id of `ids`.
   std::vector<logprob_info> logprobs;
+  // Requests with prompt_logprobs: one per prompt token after the first (the first has no
+  // context to be predicted from; on the wire it is a nil ahead of these).
+  std::optional<std::vector<logprob_info>> prompt_logprobs;
   std::optional<wire_error> error;  // reason == error
   friend bool operator==(const done_event& a, const done_event& b) {
     auto same_err = a.error.has_value() == b.error.has_value() &&
@@ -207,7 +213,7 @@ struct done_event {
                                   a.error->message == b.error->message));
     return a.id == b.id && a.reason == b.reason && a.usage == b.usage && a.timings == b.timings &&
            a.has_output == b.has_output && a.text == b.text && a.reasoning == b.reasoning && a.ids == b.ids &&
-           a.tool_calls == b.tool_calls && a.logprobs == b.logprobs && same_err;
+           a.tool_calls == b.tool_calls && a.logprobs == b.logprobs && a.prompt_logprobs == b.prompt_logprobs && same_err;
   }
 };
 

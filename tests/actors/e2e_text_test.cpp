@@ -260,6 +260,48 @@ BOOST_AUTO_TEST_CASE(token_rules_shape_the_output) {
   });
 }
 
+// prompt_logprobs over the wire: each prompt token's log-probability given the ones before it
+// equals log_softmax of the logits `troupe logits` computes, streamed or not. The prompt is
+// computed in full though the prefix cache holds it (a cached block has no logits), and what it
+// computed serves a later plain request from the cache.
+BOOST_AUTO_TEST_CASE(prompt_logprobs_are_the_prompt_distribution) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  wire::generate_request r;
+  r.kind = wire::prompt_kind::ids;
+  for (int32_t i = 0; i < 40; ++i) r.prompt_ids.push_back(100 + 37 * i);
+  r.max_tokens = 2;
+  r.sampling.temperature = 0.0;
+  r.prompt_logprobs = 2;
+  generator gen(full_vocab());
+  const auto logits = gen.prompt_logits(r.prompt_ids);
+  const int64_t vocab = full_vocab().config.vocab_size;
+  for (bool stream : {true, false, true}) {
+    r.id = stream ? "pl-stream" : "pl-once";
+    r.stream = stream;
+    const auto got = cl.complete(r);
+    BOOST_TEST(got.done.usage.cached_prompt_tokens == 0);
+    BOOST_REQUIRE(got.done.prompt_logprobs.has_value());
+    const auto& pl = *got.done.prompt_logprobs;
+    BOOST_REQUIRE_EQUAL(pl.size(), r.prompt_ids.size() - 1);
+    for (size_t p = 1; p < r.prompt_ids.size(); ++p) {
+      const float* row = logits.data() + (p - 1) * vocab;
+      double m = row[0], z = 0;
+      for (int64_t i = 0; i < vocab; ++i) m = std::max(m, static_cast<double>(row[i]));
+      for (int64_t i = 0; i < vocab; ++i) z += std::exp(row[i] - m);
+      const double log_z = m + std::log(z);
+      BOOST_TEST(std::abs(pl[p - 1].logprob - (row[r.prompt_ids[p]] - log_z)) < 1e-4, "position " << p);
+      BOOST_REQUIRE_EQUAL(pl[p - 1].top.size(), 2u);
+      BOOST_TEST(pl[p - 1].top[0].first == std::max_element(row, row + vocab) - row);
+    }
+  }
+  r.id = "plain";
+  r.prompt_logprobs.reset();
+  const auto plain = cl.complete(r);
+  BOOST_TEST(!plain.done.prompt_logprobs.has_value());
+  BOOST_TEST(plain.done.usage.cached_prompt_tokens > 0);
+}
+
 // separate_reasoning over the wire: the same seeded output as without it, split as
 // reasoning_split splits it, the server finding on its own that a prompt ending in "<think>\n"
 // opened the block (so random tokens are all thinking) and that a plain prompt did not.

@@ -63,9 +63,10 @@ struct paged_sim {
   paged_sim(sched_config cfg, int32_t blocks, int32_t block_size)
       : s(cfg, blocks, block_size), bs(block_size), pool(static_cast<size_t>(blocks * block_size), -1) {}
 
-  void add(int64_t id, std::vector<int32_t> prompt, int32_t n_out) {
+  void add(int64_t id, std::vector<int32_t> prompt, int32_t n_out, bool prompt_logits = false) {
     request_spec r;
     r.seq_id = id;
+    r.prompt_logits = prompt_logits;
     r.prompt = prompt;
     r.max_tokens = n_out;
     prompts[id] = prompt;
@@ -170,6 +171,29 @@ BOOST_AUTO_TEST_CASE(a_repeated_prompt_reuses_its_full_blocks) {
   BOOST_TEST(st.query_tokens == 20);
   BOOST_TEST(st.hit_tokens == 8);
   BOOST_TEST(st.remote_hit_tokens == 0);
+}
+
+// A request that wants every prompt row's logits (prompt_logprobs) computes its whole prompt even
+// when the cache holds it, as vLLM skips the cache for it, and issues no remote look-up; what it
+// computes is still cached for others.
+BOOST_AUTO_TEST_CASE(prompt_logits_reuse_nothing_but_publish) {
+  for (bool remote : {false, true}) {
+    paged_sim sim(prefix_config(remote), 16, 4);
+    auto p = tokens_from(100, 10);
+    sim.add(1, p, 2);
+    for (auto& l : sim.s.take_remote_lookups()) sim.s.resolve_remote(l.seq_id, {});
+    sim.run();
+    sim.add(2, p, 2, /*prompt_logits=*/true);
+    BOOST_TEST(sim.s.take_remote_lookups().empty());
+    BOOST_TEST(sim.step() == "2:0+10* ");
+    BOOST_TEST(sim.cached[2] == 0);
+    sim.run();
+    sim.add(3, tokens_from(100, 13), 2);  // shares p's two full blocks, computed by 1 and 2
+    for (auto& l : sim.s.take_remote_lookups()) sim.s.resolve_remote(l.seq_id, {});
+    BOOST_TEST(sim.step() == "3:8+5* ");
+    sim.run();
+    sim.check_outputs();
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_prompt_of_whole_blocks_recomputes_its_last_block) {

@@ -37,6 +37,7 @@ struct sim {
   scheduler s;
   std::map<int64_t, std::vector<int32_t>> out;
   std::map<int64_t, finish_reason> done;
+  std::map<int64_t, int32_t> all_rows;  // rows asked for by logits_mode::all, per sequence
 
   sim(sched_config cfg, int32_t blocks, int32_t block_size, std::unique_ptr<policy> p = nullptr)
       : s(cfg, blocks, block_size, std::move(p)) {}
@@ -63,7 +64,12 @@ struct sim {
       BOOST_REQUIRE(std::equal(b.tokens.begin(), b.tokens.end(), all.begin() + e.start_pos));
       BOOST_REQUIRE(b.block_table.size() * 1u >= size_t((e.start_pos + e.num_tokens + s.allocator().block_size() - 1) /
                                                        s.allocator().block_size()));
-      BOOST_REQUIRE((b.logits == troupe::logits_mode::last) == e.sample);
+      // A sampled entry has its last row; only prompt_logits chunks (never decodes) have all rows.
+      BOOST_REQUIRE(e.sample ? b.logits != troupe::logits_mode::none : b.logits != troupe::logits_mode::last);
+      if (b.logits == troupe::logits_mode::all) {
+        BOOST_REQUIRE(e.start_pos + 1 < s.num_prompt_tokens(e.seq_id));
+        all_rows[e.seq_id] += e.num_tokens;
+      }
       if (e.sample) sampled.push_back(fake_model(e.seq_id, all.first(static_cast<size_t>(e.start_pos + e.num_tokens))));
     }
     for (const auto& ev : s.update(plan, sampled)) {
@@ -150,6 +156,22 @@ BOOST_AUTO_TEST_CASE(long_prefill_threshold_caps_one_sequence_chunk) {
   t.add(req(1, 12, 1));
   t.add(req(2, 4, 1));
   expect_steps(t.run(), {"1:0+5 2:0+4*", "1:5+5", "1:10+2*"});
+}
+
+// prompt_logprobs: every prompt chunk asks for all its rows, in chunks of at most
+// max_prompt_logits_chunk tokens; decodes ask for the last row as usual; others are unchanged.
+BOOST_AUTO_TEST_CASE(prompt_logits_chunks_ask_for_every_row) {
+  auto c = cfg(4, 64);
+  c.max_prompt_logits_chunk = 5;
+  sim t(c, 32, 4);
+  auto r = req(1, 12, 2);
+  r.prompt_logits = true;
+  t.add(r);
+  t.add(req(2, 12, 1));
+  expect_steps(t.run(), {"1:0+5 2:0+12*", "1:5+5", "1:10+2*", "1:12+1*"});
+  BOOST_TEST(t.all_rows[1] == 12);  // every prompt row, none of the decode
+  BOOST_TEST(t.all_rows[2] == 0);
+  BOOST_TEST(t.out[1] == alone(r), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(prefill_beside_decodes_is_capped_and_alone_is_not) {

@@ -59,12 +59,13 @@ std::vector<int32_t> reference(const test_request& r) {
 
 struct run_result {
   std::map<int64_t, std::vector<int32_t>> out;
+  std::map<int64_t, std::vector<token_logprobs>> prompt_logprobs;
   int64_t preemptions = 0;
   int steps = 0;
 };
 
 run_result serve_all(const std::vector<test_request>& reqs, sched::sched_config cfg, int32_t num_blocks,
-                     const std::map<int64_t, int>& cancel_at_step = {}) {
+                     const std::map<int64_t, int>& cancel_at_step = {}, int32_t prompt_logprobs = -1) {
   sched::scheduler s(cfg, num_blocks, 16);
   batch_executor ex(tiny_dense(), num_blocks, 16);
   std::map<int64_t, std::shared_ptr<seq_sampling>> samplers;
@@ -73,8 +74,10 @@ run_result serve_all(const std::vector<test_request>& reqs, sched::sched_config 
     spec.seq_id = static_cast<int64_t>(i);
     spec.prompt = reqs[i].prompt;
     spec.max_tokens = reqs[i].max_tokens;
+    spec.prompt_logits = prompt_logprobs >= 0;
     BOOST_REQUIRE(s.add(spec).status == sched::admit_status::ok);
     samplers[spec.seq_id] = std::make_shared<seq_sampling>(reqs[i].sampling, reqs[i].prompt);
+    samplers[spec.seq_id]->prompt_logprobs = prompt_logprobs;
   }
   run_result res;
   while (!s.idle()) {
@@ -85,11 +88,16 @@ run_result serve_all(const std::vector<test_request>& reqs, sched::sched_config 
     job.plan = s.schedule();
     s.check_invariants();
     if (job.plan.empty()) continue;  // everything left was cancelled
-    for (const auto& e : job.plan.seqs)
+    for (size_t i = 0; i < job.plan.seqs.size(); ++i) {
+      const auto& e = job.plan.seqs[i];
+      if (job.plan.batch[i].logits == logits_mode::all) job.prompt_scorers.push_back(samplers.at(e.seq_id));
       if (e.sample) job.samplers.push_back(samplers.at(e.seq_id));
+    }
     auto outcome = ex.run(job);
     BOOST_REQUIRE_MESSAGE(outcome.step_error.empty(), outcome.step_error);
     BOOST_REQUIRE(outcome.seq_errors.empty());
+    for (auto& [id, lps] : outcome.prompt_logprobs)
+      res.prompt_logprobs[id].insert(res.prompt_logprobs[id].end(), lps.begin(), lps.end());
     for (const auto& ev : s.update(job.plan, outcome.sampled))
       if (ev.token) res.out[ev.seq_id].push_back(*ev.token);
     s.check_invariants();
@@ -141,6 +149,35 @@ BOOST_AUTO_TEST_CASE(preemption_by_recomputation_matches) {
   BOOST_TEST_MESSAGE("preemptions: " << r.preemptions << " in " << r.steps << " steps");
   BOOST_TEST(r.preemptions > 0);
   expect_reference_outputs(reqs, r);
+}
+
+// prompt_logprobs: each prompt token's, given the ones before it, exactly as from the logits the
+// single-request generator computes for the whole prompt (`troupe logits`), reported once even
+// when chunks are capped and sequences are preempted and recomputed; outputs are unchanged.
+BOOST_AUTO_TEST_CASE(prompt_logprobs_match_the_prompt_logits_once_each) {
+  auto reqs = make_requests(10, 3);
+  auto c = cfg(10, 64, 64);
+  c.max_prompt_logits_chunk = 7;
+  auto r = serve_all(reqs, c, 4, {}, /*prompt_logprobs=*/3);
+  BOOST_TEST(r.preemptions > 0);
+  expect_reference_outputs(reqs, r);
+  generator g(*tiny_dense());
+  const int64_t vocab = tiny_dense()->config.vocab_size;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    BOOST_TEST_CONTEXT("request " << i) {
+      const auto& prompt = reqs[i].prompt;
+      const auto& got = r.prompt_logprobs[static_cast<int64_t>(i)];
+      BOOST_REQUIRE_EQUAL(got.size(), prompt.size() - 1);
+      const auto logits = g.prompt_logits(prompt);
+      for (size_t p = 1; p < prompt.size(); ++p) {
+        const std::span<const float> row(logits.data() + (p - 1) * vocab, static_cast<size_t>(vocab));
+        const auto want = logprobs_of(row, prompt[p], 3);
+        BOOST_TEST(std::abs(got[p - 1].logprob - want.logprob) < 1e-6, "position " << p);
+        BOOST_REQUIRE_EQUAL(got[p - 1].top.size(), 3u);
+        BOOST_TEST(got[p - 1].top[0].first == want.top[0].first);
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(cancelled_requests_free_their_blocks_and_others_are_unaffected) {

@@ -92,6 +92,7 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
   full.error = wire_error{error_code::internal, "executor failed", "a"};
   full.tool_calls = {{"get_weather", R"({"city":"Rome"})"}, {"now", "{}"}};
   full.logprobs = {{-0.5, {{5, -0.5}}}, {-1.75, {}}};
+  full.prompt_logprobs = std::vector<logprob_info>{{-3.25, {{9, -0.125}}}, {-0.5, {}}};
   std::vector<event> events = {
       token_event{"a", "", {}, std::nullopt, std::nullopt},
       token_event{"a", "x", {7}, logprob_info{-0.25, {{7, -0.25}, {3, -2.5}}}, std::nullopt},
@@ -117,6 +118,19 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
   BOOST_TEST(h.waiting == 7);
   auto m = std::get<models_event>(*decode_event(encode_event(events[7])).ev);
   BOOST_TEST(m.models.at(0).vocab_size == 151936);
+}
+
+// prompt_logprobs on the wire: nil for the first prompt token, then one map per token.
+BOOST_AUTO_TEST_CASE(prompt_logprobs_start_with_nil) {
+  done_event d;
+  d.id = "p";
+  d.prompt_logprobs = std::vector<logprob_info>{{-1.5, {}}};
+  auto payload = encode_event(d);
+  BOOST_TEST(payload.find("\xafprompt_logprobs\x92\xc0"s) != std::string::npos);
+  auto back = std::get<done_event>(*decode_event(payload).ev);
+  BOOST_TEST((back == d));
+  d.prompt_logprobs.reset();
+  BOOST_TEST(encode_event(d).find("prompt_logprobs") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(client_decoder_rejects_garbage) {

@@ -90,6 +90,7 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.logprobs = 3;
   g.separate_reasoning = true;
   g.min_tokens = 4;
+  g.prompt_logprobs = 0;
   g.allowed_token_ids = {5, 9, 151645};
   g.logit_bias = {{151645, -100.0}, {7, 2.5}};
   auto d = decode_request(encode_request(g));
@@ -410,6 +411,8 @@ BOOST_AUTO_TEST_CASE(logprobs_field) {
   expect_error(decode(generate_with({{"logprobs", 21}})), error_code::invalid_value, "field 'logprobs'", "r1");
   expect_error(decode(generate_with({{"logprobs", -1}})), error_code::invalid_value, "field 'logprobs'", "r1");
   expect_error(decode(generate_with({{"logprobs", true}})), error_code::wrong_type, "field 'logprobs'", "r1");
+  BOOST_TEST(std::get<generate_request>(*decode(generate_with({{"prompt_logprobs", 20}})).req).prompt_logprobs.value_or(-1) == 20);
+  expect_error(decode(generate_with({{"prompt_logprobs", 21}})), error_code::invalid_value, "field 'prompt_logprobs'", "r1");
 }
 
 BOOST_AUTO_TEST_CASE(separate_reasoning_field) {
