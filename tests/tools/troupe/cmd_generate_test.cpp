@@ -1,4 +1,5 @@
-// The `troupe` binary as a user runs it: generate and logits against the golden references,
+// The `troupe` binary as a user runs it: generate and logits against the golden references, client
+// option errors,
 // and bad input ending in one clear message and a non-zero exit (never a crash).
 #define BOOST_TEST_MODULE troupe_cli
 #include <boost/test/unit_test.hpp>
@@ -141,4 +142,21 @@ BOOST_AUTO_TEST_CASE(padded_vocabulary_ids_print_no_text) {
   BOOST_TEST(padded > 0, "no padded id sampled: pick another seed for this test");
   BOOST_TEST(j["ids"].size() == 64u);
   BOOST_TEST(!j["text"].get<std::string>().empty());
+}
+
+// `troupe client --tools FILE` reads the file before connecting: a missing or malformed file is
+// one clear message naming it and a non-zero exit.
+BOOST_AUTO_TEST_CASE(client_tools_file_errors_name_the_file) {
+  const auto dir = fs::temp_directory_path() / ("troupe_cli_tools_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto r = run("client --port 1 --prompt hi --tools " + (dir / "missing.json").string());
+  BOOST_TEST(r.exit_code != 0);
+  BOOST_TEST(r.output.find("--tools: cannot read " + (dir / "missing.json").string()) != std::string::npos, r.output);
+  for (const char* body : {"{\"type\": \"function\"}", "[]", "not json"}) {
+    std::ofstream(dir / "bad.json") << body;
+    r = run("client --port 1 --prompt hi --tools " + (dir / "bad.json").string());
+    BOOST_TEST(r.exit_code != 0, body);
+    BOOST_TEST(r.output.find("is not a JSON array of tool definitions") != std::string::npos, r.output);
+  }
+  fs::remove_all(dir);
 }
