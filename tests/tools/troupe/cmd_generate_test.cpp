@@ -1,6 +1,5 @@
-// The `troupe` binary as a user runs it: generate and logits against the golden references, client
-// option errors,
-// and bad input ending in one clear message and a non-zero exit (never a crash).
+// The `troupe` binary as a user runs it: generate and logits against the golden references, and
+// bad input (to generate, logits or client) ending in one clear message and a non-zero exit.
 #define BOOST_TEST_MODULE troupe_cli
 #include <boost/test/unit_test.hpp>
 
