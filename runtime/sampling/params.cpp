@@ -73,6 +73,10 @@ void validate(const sampling_params& p) {
                                                 "] = " + std::to_string(ids[i]) + " is out of range: expected a token id >= 0");
   };
   check_ids(p.allowed_token_ids, "allowed_token_ids");
+  for (const auto& w : p.bad_words_ids) {
+    if (w.empty()) throw_error(errc::invalid_argument, "sampling parameter bad_words_ids holds an empty sequence");
+    check_ids(w, "bad_words_ids");
+  }
   check_ids(p.min_tokens_stop_ids, "min_tokens_stop_ids");
   for (size_t i = 0; i < p.stop_token_ids.size(); ++i) {
     if (p.stop_token_ids[i] < 0)

@@ -1,5 +1,6 @@
-// sampler::sample: the vLLM pipeline (allowed ids / min_tokens / logit bias, penalties, greedy or temperature, top-k, top-p, min-p,
-// draw) over one row, choosing the top-k path (few candidates) or the dense path (whole row).
+// sampler::sample: the vLLM pipeline (allowed ids, bad words, min_tokens, logit bias; penalties;
+// greedy or temperature, top-k, top-p, min-p, draw) over one row, choosing the top-k path (few
+// candidates) or the dense path (whole row).
 // NOTE: min-p after top-k / top-p is vLLM v0's order (v1 applies min-p first, which changes
 // the total top-p measures against). Both keep rank-order prefixes, so here the kept set is the
 // shorter of the top-k/top-p prefix and the min-p prefix.
@@ -49,7 +50,7 @@ int32_t sampler::sample(std::span<float> logits, std::span<const int32_t> prompt
   if (logits.empty()) throw_error(errc::invalid_argument, "sample: the logits row is empty");
   const int64_t vocab = static_cast<int64_t>(logits.size());
 
-  if (has_logit_rules(params_)) apply_logit_rules(logits, params_, output.size());
+  if (has_logit_rules(params_)) apply_logit_rules(logits, params_, output);
   apply_penalties(logits, prompt, output, params_.repetition_penalty, params_.presence_penalty,
                   params_.frequency_penalty);
 

@@ -26,6 +26,9 @@ struct sampling_params {
   bool ignore_eos = false;
   // Rules on which tokens may come, applied before the penalties in vLLM's order (logit_rules.hpp):
   std::vector<int32_t> allowed_token_ids;           // non-empty: only these can be sampled
+  // Token sequences that may not be completed: the last id of each is banned when the output
+  // ends with the ones before it (vLLM's bad_words, tokenized by the caller).
+  std::vector<std::vector<int32_t>> bad_words_ids;
   int32_t min_tokens = 0;                           // until this many output tokens ...
   std::vector<int32_t> min_tokens_stop_ids;         // ... these cannot be sampled (the stop ids)
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to the logits, each in [-100, 100]

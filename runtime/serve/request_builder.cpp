@@ -11,6 +11,20 @@ namespace {
 wire::wire_error err(wire::error_code c, std::string m) { return {c, std::move(m), {}}; }
 }  // namespace
 
+std::vector<std::vector<int32_t>> bad_words_ids(const tokenizer& tok, const std::vector<std::string>& words) {
+  std::vector<std::vector<int32_t>> out;
+  for (const auto& w : words) {
+    const std::string word = w.substr(w.find_first_not_of(" \t\n\r\f\v"));  // Python's lstrip()
+    out.push_back(tok.encode(word));
+    // The word after a space tokenizes differently ("Paris" vs " Paris"); vLLM keeps that form
+    // too when it is a different first token and the same number of tokens.
+    auto spaced = tok.encode(" " + word);
+    if (!spaced.empty() && spaced.front() != out.back().front() && spaced.size() == out.back().size())
+      out.push_back(std::move(spaced));
+  }
+  return out;
+}
+
 tokenize_result prompt_ids(wire::prompt_kind kind, const std::string& text,
                            const std::vector<wire::chat_message>& messages, std::optional<bool> enable_thinking,
                            const std::string& tools_json, const model_facts& m) {
@@ -104,6 +118,14 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
   for (size_t i = 0; i < r.allowed_token_ids.size(); ++i)
     if (r.allowed_token_ids[i] >= m.vocab_size) return outside_vocab("allowed_token_ids[" + std::to_string(i) + "]", r.allowed_token_ids[i]);
   b.sampling.allowed_token_ids = r.allowed_token_ids;
+  if (!r.bad_words.empty()) {
+    if (!m.tok) {
+      res.error = err(wire::error_code::unsupported, "field 'bad_words' needs a tokenizer; model '" + m.name +
+                                                         "' is served without one");
+      return res;
+    }
+    b.sampling.bad_words_ids = bad_words_ids(*m.tok, r.bad_words);
+  }
   for (const auto& [id, bias] : r.logit_bias) {
     if (id >= m.vocab_size) return outside_vocab("logit_bias", id);
     b.sampling.logit_bias.emplace_back(id, static_cast<float>(bias));

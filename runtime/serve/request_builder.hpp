@@ -54,6 +54,10 @@ struct tokenize_result {
   std::optional<wire::wire_error> error;
 };
 
+// vLLM's bad_words as token sequences: each word without its leading spaces, and its form after
+// a space when that is another first token of the same length.
+std::vector<std::vector<int32_t>> bad_words_ids(const tokenizer& tok, const std::vector<std::string>& words);
+
 // The prompt ids of a text or chat prompt (generate and tokenize share it).
 tokenize_result prompt_ids(wire::prompt_kind kind, const std::string& text,
                            const std::vector<wire::chat_message>& messages,

@@ -102,6 +102,7 @@ struct generate_request {
   std::optional<int32_t> min_tokens;
   std::vector<int32_t> allowed_token_ids;
   std::vector<std::pair<int32_t, double>> logit_bias;
+  std::vector<std::string> bad_words;  // texts the output may not contain (vLLM's bad_words)
   // Each prompt token's log-probability given the tokens before it, and those of the
   // `prompt_logprobs` most likely tokens there (0..20), on done (vLLM's prompt_logprobs).
   std::optional<int32_t> prompt_logprobs;

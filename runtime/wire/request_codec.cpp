@@ -304,7 +304,7 @@ generate_request decode_generate(const field_map& f) {
       "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "tools", "temperature",
       "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
       "seed", "max_tokens", "stop", "stop_ids", "ignore_eos", "stream", "priority", "tenant",
-      "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs"};
+      "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs", "bad_words"};
   f.check_known(allowed, "a generate request");
   generate_request r;
   r.id = get_id(f, true, "generate");
@@ -347,6 +347,15 @@ generate_request decode_generate(const field_map& f) {
     r.min_tokens = static_cast<int32_t>(get_int(*o, "min_tokens", 0, std::numeric_limits<int32_t>::max()));
   if (const auto* o = f.find("allowed_token_ids")) r.allowed_token_ids = get_ids(*o, "allowed_token_ids", 1, max_allowed_token_ids);
   if (const auto* o = f.find("logit_bias")) r.logit_bias = get_logit_bias(*o);
+  if (const auto* o = f.find("bad_words")) {
+    const auto& a = get_array(*o, "bad_words", 1, max_bad_words);
+    for (uint32_t i = 0; i < a.size; ++i) {
+      auto name = "bad_words[" + std::to_string(i) + "]";
+      r.bad_words.push_back(get_string(a.ptr[i], name, max_stop_string_bytes));
+      if (r.bad_words.back().find_first_not_of(" \t\n\r\f\v") == std::string::npos)
+        fail(error_code::invalid_value, "field '" + name + "' must hold a word, not only whitespace");
+    }
+  }
   if (const auto* o = f.find("prompt_logprobs"))
     r.prompt_logprobs = static_cast<int32_t>(get_int(*o, "prompt_logprobs", 0, max_logprobs));
   return r;
@@ -543,6 +552,11 @@ std::string encode_request(const request& req) {
     if (g->logprobs) m.key("logprobs").pack(*g->logprobs);
     if (g->separate_reasoning) m.key("separate_reasoning").pack(true);
     if (g->min_tokens) m.key("min_tokens").pack(*g->min_tokens);
+    if (!g->bad_words.empty()) {
+      auto& pk = m.key("bad_words");
+      pk.pack_array(static_cast<uint32_t>(g->bad_words.size()));
+      for (const auto& w : g->bad_words) detail::pack_str(pk, w);
+    }
     if (g->prompt_logprobs) m.key("prompt_logprobs").pack(*g->prompt_logprobs);
     if (!g->allowed_token_ids.empty()) m.key("allowed_token_ids").pack(g->allowed_token_ids);
     if (!g->logit_bias.empty()) {

@@ -25,6 +25,7 @@ inline constexpr size_t max_stop_string_bytes = 256;
 inline constexpr size_t max_stop_ids = 64;
 inline constexpr size_t max_tools = 128;
 inline constexpr size_t max_logit_bias = 1024;            // entries of logit_bias
+inline constexpr size_t max_bad_words = 64;                // entries of bad_words, each 1..256 bytes
 inline constexpr size_t max_allowed_token_ids = 262144;    // entries of allowed_token_ids
 inline constexpr int64_t max_logprobs = 20;              // top alternatives per token                 // tools, and tool_calls of one message
 inline constexpr size_t max_policy_bytes = 4096;          // set_policy.policy (a name or a path)

@@ -252,6 +252,25 @@ BOOST_AUTO_TEST_CASE(token_rules_shape_the_output) {
   BOOST_TEST(cl.complete(r).ids == std::vector<int32_t>(6, 12345), boost::test_tools::per_element());
   r.logit_bias = {{plain[0], -100.0}};
   BOOST_TEST(cl.complete(r).ids.at(0) != plain[0]);
+  // bad_words: a token of the greedy output whose text tokenizes back to it, as a word, never
+  // comes again (a one-token word is banned everywhere).
+  r.logit_bias.clear();
+  r.id = "bad-words";
+  std::optional<int32_t> word_id;
+  for (int32_t id : plain) {
+    const auto text = qwen3().decode(std::vector<int32_t>{id});
+    if (text.find_first_not_of(" \t\n\r\f\v") == 0 && qwen3().encode(text) == std::vector<int32_t>{id}) {
+      word_id = id;
+      r.bad_words = {text};
+      break;
+    }
+  }
+  BOOST_REQUIRE(word_id.has_value());
+  got = cl.complete(r);
+  BOOST_TEST(got.ids.size() == 6u);
+  BOOST_TEST(std::count(got.ids.begin(), got.ids.end(), *word_id) == 0);
+  BOOST_TEST((got.ids != plain));
+  r.bad_words.clear();
   // Refused with the field named.
   r.id = "bad";
   r.logit_bias = {{151936, 1.0}};

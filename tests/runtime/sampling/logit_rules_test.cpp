@@ -76,6 +76,28 @@ BOOST_AUTO_TEST_CASE(logit_bias_moves_the_choice) {
   BOOST_TEST((keys(draw_counts(s, ranked_row(), 500)) == std::set<int32_t>{5}));
 }
 
+// A bad word's last token is banned where the output ends with the rest of it.
+BOOST_AUTO_TEST_CASE(bad_words_ban_the_token_that_would_complete_them) {
+  auto p = seeded(5);
+  p.bad_words_ids = {{7}, {20, 21, 11}};
+  BOOST_TEST(greedy(p, ranked_row()) == 11);         // 7 banned always
+  BOOST_TEST(greedy(p, ranked_row(), {20}) == 11);   // "20 21" not yet there
+  BOOST_TEST(greedy(p, ranked_row(), {20, 21}) == 3);  // 11 would complete "20 21 11"
+  BOOST_TEST(greedy(p, ranked_row(), {21, 20, 21}) == 3);
+  BOOST_TEST(greedy(p, ranked_row(), {20, 21, 5}) == 11);
+  // Sampling never completes one either.
+  p.bad_words_ids = {{9, 2}};
+  sampler s(p);
+  std::vector<int32_t> out = {4, 9};
+  const auto row = row_from_probs(64, {{2, 0.9}, {5, 0.1}});
+  for (int i = 0; i < 500; ++i) {
+    auto work = row;
+    BOOST_REQUIRE(s.sample(work, {}, out) == 5);
+  }
+  p.bad_words_ids = {{}};
+  BOOST_CHECK_THROW(sampler{p}, troupe::error);
+}
+
 BOOST_AUTO_TEST_CASE(vllm_order_bias_cannot_revive_a_masked_token) {
   auto p = seeded(4);
   p.allowed_token_ids = {3, 11};

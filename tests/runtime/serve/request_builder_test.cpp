@@ -28,6 +28,11 @@ wire::generate_request ids(std::vector<int32_t> p) {
   r.prompt_ids = std::move(p);
   return r;
 }
+wire::generate_request ids_req_with_bad_words() {
+  auto r = ids({1});
+  r.bad_words = {"Paris"};
+  return r;
+}
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(request_builder_suite)
@@ -115,6 +120,30 @@ BOOST_AUTO_TEST_CASE(token_rules_reach_the_sampler) {
   r.allowed_token_ids = {};
   r.logit_bias = {{4096, 1.0}};
   BOOST_TEST(build_generate(r, tiny()).error.message == "field 'logit_bias' = 4096 is outside the vocabulary (size 4096)");
+}
+
+// vLLM's bad_words tokenization: the word without leading whitespace, and its form after a space
+// when that starts with another token and has as many.
+BOOST_AUTO_TEST_CASE(bad_words_become_token_sequences) {
+  tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
+  const auto ids = bad_words_ids(tok, {"  Paris", "hello world"});
+  const auto paris = tok.encode("Paris"), spaced = tok.encode(" Paris");
+  BOOST_REQUIRE(paris.size() == spaced.size());  // both one token in Qwen3's vocabulary
+  BOOST_TEST(paris != spaced);
+  BOOST_REQUIRE_EQUAL(ids.size(), 4u);
+  BOOST_TEST(ids[0] == paris, boost::test_tools::per_element());
+  BOOST_TEST(ids[1] == spaced, boost::test_tools::per_element());
+  BOOST_TEST(ids[2] == tok.encode("hello world"), boost::test_tools::per_element());
+  BOOST_TEST(ids[3] == tok.encode(" hello world"), boost::test_tools::per_element());
+  // Through the request: refused without a tokenizer, tokenized with one.
+  auto r = ids_req_with_bad_words();
+  BOOST_TEST(to_string(build_generate(r, tiny()).error.code) == "unsupported");
+  auto m = tiny();
+  m.vocab_size = 151936;
+  m.tok = &tok;
+  auto b = build_generate(r, m);
+  BOOST_REQUIRE(b.req);
+  BOOST_TEST(b.req->sampling.bad_words_ids.size() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(separate_reasoning_notes_whether_the_prompt_opened_a_think_block) {

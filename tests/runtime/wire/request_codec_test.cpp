@@ -90,6 +90,7 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.logprobs = 3;
   g.separate_reasoning = true;
   g.min_tokens = 4;
+  g.bad_words = {"Paris", " hello world"};
   g.prompt_logprobs = 0;
   g.allowed_token_ids = {5, 9, 151645};
   g.logit_bias = {{151645, -100.0}, {7, 2.5}};
@@ -450,6 +451,10 @@ BOOST_AUTO_TEST_CASE(token_rules_fields) {
                "names token 5 twice", "r1");
   expect_error(decode(generate_with({{"logit_bias", map{{true, 1}}}})), error_code::wrong_type, "logit_bias key", "r1");
   expect_error(decode(generate_with({{"logit_bias", map{{"5", "x"}}}})), error_code::wrong_type, "logit_bias[\"5\"]", "r1");
+  expect_error(decode(generate_with({{"bad_words", array{"ok", " \n "}}})), error_code::invalid_value,
+               "field 'bad_words[1]' must hold a word", "r1");
+  expect_error(decode(generate_with({{"bad_words", array{}}})), error_code::invalid_value, "field 'bad_words' has 0", "r1");
+  expect_error(decode(generate_with({{"bad_words", array{1}}})), error_code::wrong_type, "field 'bad_words[0]'", "r1");
 }
 
 BOOST_AUTO_TEST_CASE(tokenize_has_no_prompt_ids) {
