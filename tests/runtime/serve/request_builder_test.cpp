@@ -28,6 +28,15 @@ wire::generate_request ids(std::vector<int32_t> p) {
   r.prompt_ids = std::move(p);
   return r;
 }
+// tiny() serving Qwen3's vocabulary with its tokenizer.
+model_facts with_tokenizer(const tokenizer& tok) {
+  model_facts m = tiny();
+  m.vocab_size = 151936;
+  m.max_model_len = 100;
+  m.tok = &tok;
+  return m;
+}
+
 wire::generate_request ids_req_with_bad_words() {
   auto r = ids({1});
   r.bad_words = {"Paris"};
@@ -138,20 +147,14 @@ BOOST_AUTO_TEST_CASE(bad_words_become_token_sequences) {
   // Through the request: refused without a tokenizer, tokenized with one.
   auto r = ids_req_with_bad_words();
   BOOST_TEST(to_string(build_generate(r, tiny()).error.code) == "unsupported");
-  auto m = tiny();
-  m.vocab_size = 151936;
-  m.tok = &tok;
-  auto b = build_generate(r, m);
+  auto b = build_generate(r, with_tokenizer(tok));
   BOOST_REQUIRE(b.req);
   BOOST_TEST(b.req->sampling.bad_words_ids.size() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(separate_reasoning_notes_whether_the_prompt_opened_a_think_block) {
   tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
-  auto m = tiny();
-  m.vocab_size = 151936;
-  m.max_model_len = 100;
-  m.tok = &tok;
+  auto m = with_tokenizer(tok);
   auto r = ids(tok.encode("<|im_start|>assistant\n<think>\n"));
   BOOST_TEST(!build_generate(r, m).req->reasoning_opened_in_prompt.has_value());  // not asked
   r.separate_reasoning = true;
@@ -163,10 +166,7 @@ BOOST_AUTO_TEST_CASE(separate_reasoning_notes_whether_the_prompt_opened_a_think_
 
 BOOST_AUTO_TEST_CASE(text_prompts_with_a_tokenizer) {
   tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
-  auto m = tiny();
-  m.vocab_size = 151936;
-  m.max_model_len = 100;
-  m.tok = &tok;
+  auto m = with_tokenizer(tok);
   wire::generate_request t;
   t.kind = wire::prompt_kind::text;
   t.prompt = "Hello world";
