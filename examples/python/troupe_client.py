@@ -116,6 +116,28 @@ class Client:
                     text, ids = ev["text"], ev["ids"]
         return text, ids, done
 
+    def complete_all(self, **kwargs):
+        """Runs a generate to the end and gathers all it reported, streamed or not: a dict with
+        text, reasoning (requests with separate_reasoning), ids, logprobs (with logprobs: one per
+        id), prompt_logprobs (with prompt_logprobs: None first, then one per prompt token) and
+        done (the done event)."""
+        out = {"text": "", "reasoning": "", "ids": [], "logprobs": [], "prompt_logprobs": None, "done": None}
+        for ev in self.generate(**kwargs):
+            if ev["event"] == "token":
+                out["text"] += ev["text"]
+                out["reasoning"] += ev.get("reasoning", "")
+                out["ids"] += ev["ids"]
+                if "logprobs" in ev:
+                    out["logprobs"].append(ev["logprobs"])
+                continue
+            out["done"] = ev
+            if "text" in ev:
+                out["text"], out["ids"] = ev["text"], ev["ids"]
+                out["reasoning"] = ev.get("reasoning", "")
+                out["logprobs"] = ev.get("logprobs", [])
+            out["prompt_logprobs"] = ev.get("prompt_logprobs")
+        return out
+
     def cancel(self, request_id):
         self.send({"type": "cancel", "id": request_id})
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The Python client against the real `troupe serve` binary: greedy and seeded outputs equal
-`troupe generate --json` for the same request, interleaved streaming iterators on one connection,
-cancel, errors as TroupeError, and SIGTERM ending the server with a final done.
+`troupe generate --json` for the same request, logprobs / prompt_logprobs / logit_bias gathered
+by complete_all, interleaved streaming iterators on one connection, cancel, errors as
+TroupeError, and SIGTERM ending the server with a final done.
 
 usage: python_client_test.py TROUPE_BINARY SOURCE_DIR
 """
@@ -63,6 +64,17 @@ try:
         check(done["finish_reason"] == "length" and done["usage"]["completion_tokens"] == 12, "done event")
         _, ids, _ = c.complete(prompt_ids=prompt, max_tokens=12, temperature=0.9, seed=1234, ignore_eos=True)
         check(ids == generate_cli(prompt, 12, temperature=0.9, seed=1234), "seeded equals troupe generate")
+
+        # Everything a request reports, streamed or not: logprobs, prompt_logprobs (None first),
+        # and logit_bias with OpenAI's string keys forcing one token.
+        for stream in (True, False):
+            r = c.complete_all(prompt_ids=prompt, max_tokens=3, temperature=0.0, ignore_eos=True, stream=stream,
+                               logprobs=2, prompt_logprobs=1, logit_bias={"77": 100})
+            pl = r["prompt_logprobs"]
+            check(r["ids"] == [77, 77, 77] and len(r["logprobs"]) == 3, f"logit_bias and logprobs (stream={stream})")
+            check(pl is not None and len(pl) == len(prompt) and pl[0] is None
+                  and all(len(x["top"]) == 1 and x["logprob"] <= 0 for x in pl[1:]),
+                  f"prompt_logprobs (stream={stream})")
 
         # Two streams on one connection, consumed alternately.
         a = c.generate(prompt_ids=[1, 2], max_tokens=5, temperature=0.0, ignore_eos=True)
