@@ -78,13 +78,7 @@ void validate(const sampling_params& p) {
     check_ids(w, "bad_words_ids");
   }
   check_ids(p.min_tokens_stop_ids, "min_tokens_stop_ids");
-  for (size_t i = 0; i < p.stop_token_ids.size(); ++i) {
-    if (p.stop_token_ids[i] < 0)
-      throw_error(errc::invalid_argument, "sampling parameter stop_token_ids[" +
-                                              std::to_string(i) + "] = " +
-                                              std::to_string(p.stop_token_ids[i]) +
-                                              " is out of range: expected a token id >= 0");
-  }
+  check_ids(p.stop_token_ids, "stop_token_ids");
 }
 
 }  // namespace troupe
