@@ -1,6 +1,8 @@
 #include "runtime/serve/request_builder.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <span>
 
 #include "runtime/core/error.hpp"
 #include "runtime/serve/reasoning_split.hpp"
@@ -9,6 +11,19 @@ namespace troupe::serve {
 
 namespace {
 wire::wire_error err(wire::error_code c, std::string m) { return {c, std::move(m), {}}; }
+
+wire::wire_error outside_vocab(const std::string& field, int32_t id, int64_t vocab_size) {
+  return err(wire::error_code::invalid_value, "field '" + field + "' = " + std::to_string(id) +
+                                                  " is outside the vocabulary (size " + std::to_string(vocab_size) + ")");
+}
+
+// The first of `ids` outside the vocabulary, as the error naming it (field[i]).
+std::optional<wire::wire_error> first_outside_vocab(const std::string& field, std::span<const int32_t> ids,
+                                                    int64_t vocab_size) {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= vocab_size) return outside_vocab(field + "[" + std::to_string(i) + "]", ids[i], vocab_size);
+  return std::nullopt;
+}
 }  // namespace
 
 std::vector<std::vector<int32_t>> bad_words_ids(const tokenizer& tok, const std::vector<std::string>& words) {
@@ -64,13 +79,10 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
   build_result res;
   built_request b;
   if (r.kind == wire::prompt_kind::ids) {
-    for (size_t i = 0; i < r.prompt_ids.size(); ++i)
-      if (r.prompt_ids[i] >= m.vocab_size) {
-        res.error = err(wire::error_code::invalid_value,
-                        "field 'prompt_ids[" + std::to_string(i) + "]' = " + std::to_string(r.prompt_ids[i]) +
-                            " is outside the vocabulary (size " + std::to_string(m.vocab_size) + ")");
-        return res;
-      }
+    if (auto e = first_outside_vocab("prompt_ids", r.prompt_ids, m.vocab_size)) {
+      res.error = *e;
+      return res;
+    }
     b.prompt = r.prompt_ids;
   } else {
     auto t = prompt_ids(r.kind, r.prompt, r.messages, r.enable_thinking, r.tools_json, m);
@@ -87,13 +99,10 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
                         std::to_string(m.max_model_len) + " (the prompt and at least one generated token must fit)");
     return res;
   }
-  for (size_t i = 0; i < r.stop_ids.size(); ++i)
-    if (r.stop_ids[i] >= m.vocab_size) {
-      res.error = err(wire::error_code::invalid_value,
-                      "field 'stop_ids[" + std::to_string(i) + "]' = " + std::to_string(r.stop_ids[i]) +
-                          " is outside the vocabulary (size " + std::to_string(m.vocab_size) + ")");
-      return res;
-    }
+  if (auto e = first_outside_vocab("stop_ids", r.stop_ids, m.vocab_size)) {
+    res.error = *e;
+    return res;
+  }
 
   // Exactly what `troupe generate` builds, so both give the same tokens for the same request.
   b.sampling = defaults_from(m.generation);
@@ -110,13 +119,10 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
     b.sampling.has_seed = true;
   }
   b.sampling.ignore_eos = r.ignore_eos;
-  auto outside_vocab = [&](const std::string& field, int32_t id) {
-    res.error = err(wire::error_code::invalid_value, "field '" + field + "' = " + std::to_string(id) +
-                                                         " is outside the vocabulary (size " + std::to_string(m.vocab_size) + ")");
+  if (auto e = first_outside_vocab("allowed_token_ids", r.allowed_token_ids, m.vocab_size)) {
+    res.error = *e;
     return res;
-  };
-  for (size_t i = 0; i < r.allowed_token_ids.size(); ++i)
-    if (r.allowed_token_ids[i] >= m.vocab_size) return outside_vocab("allowed_token_ids[" + std::to_string(i) + "]", r.allowed_token_ids[i]);
+  }
   b.sampling.allowed_token_ids = r.allowed_token_ids;
   if (!r.bad_words.empty()) {
     if (!m.tok) {
@@ -127,7 +133,10 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
     b.sampling.bad_words_ids = bad_words_ids(*m.tok, r.bad_words);
   }
   for (const auto& [id, bias] : r.logit_bias) {
-    if (id >= m.vocab_size) return outside_vocab("logit_bias", id);
+    if (id >= m.vocab_size) {
+      res.error = outside_vocab("logit_bias", id, m.vocab_size);
+      return res;
+    }
     b.sampling.logit_bias.emplace_back(id, static_cast<float>(bias));
   }
   try {
