@@ -168,6 +168,19 @@ std::vector<int32_t> get_ids(const msgpack::object& o, std::string_view field, s
   return ids;
 }
 
+// An array of min_size..max_size non-empty strings of at most max_bytes each (stop, bad_words).
+std::vector<std::string> get_strings(const msgpack::object& o, std::string_view field, size_t min_size,
+                                     size_t max_size, size_t max_bytes) {
+  const auto& a = get_array(o, field, min_size, max_size);
+  std::vector<std::string> out;
+  for (uint32_t i = 0; i < a.size; ++i) {
+    auto name = std::string(field) + "[" + std::to_string(i) + "]";
+    out.push_back(get_string(a.ptr[i], name, max_bytes));
+    if (out.back().empty()) fail(error_code::invalid_value, "field '" + name + "' must not be empty");
+  }
+  return out;
+}
+
 std::string get_id(const field_map& f, bool required, std::string_view kind) {
   const auto* o = f.find("id");
   if (!o) {
@@ -324,14 +337,7 @@ generate_request decode_generate(const field_map& f) {
   if (const auto* o = f.find("seed")) s.seed = get_u64(*o, "seed");
   if (const auto* o = f.find("max_tokens"))
     r.max_tokens = static_cast<int32_t>(get_int(*o, "max_tokens", 1, std::numeric_limits<int32_t>::max()));
-  if (const auto* o = f.find("stop")) {
-    const auto& a = get_array(*o, "stop", 0, max_stop_strings);
-    for (uint32_t i = 0; i < a.size; ++i) {
-      auto name = "stop[" + std::to_string(i) + "]";
-      r.stop.push_back(get_string(a.ptr[i], name, max_stop_string_bytes));
-      if (r.stop.back().empty()) fail(error_code::invalid_value, "field '" + name + "' must not be empty");
-    }
-  }
+  if (const auto* o = f.find("stop")) r.stop = get_strings(*o, "stop", 0, max_stop_strings, max_stop_string_bytes);
   if (const auto* o = f.find("stop_ids")) r.stop_ids = get_ids(*o, "stop_ids", 0, max_stop_ids);
   if (const auto* o = f.find("ignore_eos")) r.ignore_eos = get_bool(*o, "ignore_eos");
   if (const auto* o = f.find("stream")) r.stream = get_bool(*o, "stream");
@@ -348,13 +354,10 @@ generate_request decode_generate(const field_map& f) {
   if (const auto* o = f.find("allowed_token_ids")) r.allowed_token_ids = get_ids(*o, "allowed_token_ids", 1, max_allowed_token_ids);
   if (const auto* o = f.find("logit_bias")) r.logit_bias = get_logit_bias(*o);
   if (const auto* o = f.find("bad_words")) {
-    const auto& a = get_array(*o, "bad_words", 1, max_bad_words);
-    for (uint32_t i = 0; i < a.size; ++i) {
-      auto name = "bad_words[" + std::to_string(i) + "]";
-      r.bad_words.push_back(get_string(a.ptr[i], name, max_stop_string_bytes));
-      if (r.bad_words.back().find_first_not_of(" \t\n\r\f\v") == std::string::npos)
-        fail(error_code::invalid_value, "field '" + name + "' must hold a word, not only whitespace");
-    }
+    r.bad_words = get_strings(*o, "bad_words", 1, max_bad_words, max_stop_string_bytes);
+    for (size_t i = 0; i < r.bad_words.size(); ++i)
+      if (r.bad_words[i].find_first_not_of(" \t\n\r\f\v") == std::string::npos)
+        fail(error_code::invalid_value, "field 'bad_words[" + std::to_string(i) + "]' must hold a word, not only whitespace");
   }
   if (const auto* o = f.find("prompt_logprobs"))
     r.prompt_logprobs = static_cast<int32_t>(get_int(*o, "prompt_logprobs", 0, max_logprobs));
@@ -490,6 +493,12 @@ struct map_builder {
     key(k);
     detail::pack_f64(sink, v);
   }
+  // An array of strings; left out when empty (the default).
+  void strings(std::string_view k, const std::vector<std::string>& v) {
+    if (v.empty()) return;
+    key(k).pack_array(static_cast<uint32_t>(v.size()));
+    for (const auto& s : v) detail::pack_str(pk, s);
+  }
   std::string finish() {
     std::string out;
     detail::string_sink s{&out};
@@ -538,11 +547,7 @@ std::string encode_request(const request& req) {
     if (s.frequency_penalty) m.f64("frequency_penalty", *s.frequency_penalty);
     if (s.seed) m.key("seed").pack(*s.seed);
     if (g->max_tokens) m.key("max_tokens").pack(*g->max_tokens);
-    if (!g->stop.empty()) {
-      auto& pk = m.key("stop");
-      pk.pack_array(static_cast<uint32_t>(g->stop.size()));
-      for (const auto& s2 : g->stop) detail::pack_str(pk, s2);
-    }
+    m.strings("stop", g->stop);
     if (!g->stop_ids.empty()) m.key("stop_ids").pack(g->stop_ids);
     if (g->ignore_eos) m.key("ignore_eos").pack(true);
     if (!g->stream) m.key("stream").pack(false);
@@ -552,11 +557,7 @@ std::string encode_request(const request& req) {
     if (g->logprobs) m.key("logprobs").pack(*g->logprobs);
     if (g->separate_reasoning) m.key("separate_reasoning").pack(true);
     if (g->min_tokens) m.key("min_tokens").pack(*g->min_tokens);
-    if (!g->bad_words.empty()) {
-      auto& pk = m.key("bad_words");
-      pk.pack_array(static_cast<uint32_t>(g->bad_words.size()));
-      for (const auto& w : g->bad_words) detail::pack_str(pk, w);
-    }
+    m.strings("bad_words", g->bad_words);
     if (g->prompt_logprobs) m.key("prompt_logprobs").pack(*g->prompt_logprobs);
     if (!g->allowed_token_ids.empty()) m.key("allowed_token_ids").pack(g->allowed_token_ids);
     if (!g->logit_bias.empty()) {
