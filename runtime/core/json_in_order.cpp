@@ -11,7 +11,6 @@ namespace troupe {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-using pairs_t = std::vector<std::pair<const std::string, ojson>>;
 
 // nlohmann's SAX interface; values are built in place on a stack of open containers.
 class in_order_builder {
@@ -83,10 +82,7 @@ class in_order_builder {
       arr.push_back(std::move(v));
       return &arr.back();
     }
-    // ordered_map is a vector of pairs; appending to the base skips its linear key search.
-    auto& pairs = static_cast<pairs_t&>(top.value->get_ref<ojson::object_t&>());
-    pairs.emplace_back(std::move(top.key), std::move(v));
-    return &pairs.back().second;
+    return &append_member(*top.value, std::move(top.key), std::move(v));
   }
 
   ojson& root_;
@@ -94,6 +90,13 @@ class in_order_builder {
 };
 
 }  // namespace
+
+nlohmann::ordered_json& append_member(nlohmann::ordered_json& object, std::string key, nlohmann::ordered_json value) {
+  // ordered_map is a vector of pairs; appending to the base skips its linear key search.
+  auto& pairs = static_cast<std::vector<std::pair<const std::string, ojson>>&>(object.get_ref<ojson::object_t&>());
+  pairs.emplace_back(std::move(key), std::move(value));
+  return pairs.back().second;
+}
 
 nlohmann::ordered_json parse_json_in_order(std::string_view text) {
   ojson root;

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <stdexcept>
 #include <unordered_set>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -43,8 +42,6 @@ ordered_json to_json(const msgpack::object& o, const std::string& where) {
       // ordered_json looks keys up by linear search (contains, operator[]): a 550 KB map of
       // distinct keys took 30 s. Duplicates are found with a set and pairs appended directly.
       ordered_json m = ordered_json::object();
-      auto& pairs = static_cast<std::vector<std::pair<const std::string, ordered_json>>&>(
-          m.get_ref<ordered_json::object_t&>());
       std::unordered_set<std::string_view> seen;
       for (uint32_t i = 0; i < o.via.map.size; ++i) {
         const auto& kv = o.via.map.ptr[i];
@@ -52,7 +49,7 @@ ordered_json to_json(const msgpack::object& o, const std::string& where) {
         const std::string_view key = as_view(kv.key);
         if (!is_valid_utf8(key)) refuse(where, "has a key that is not valid UTF-8");
         if (!seen.insert(key).second) refuse(where, "has key '" + std::string(key) + "' twice");
-        pairs.emplace_back(std::string(key), to_json(kv.val, where + "." + std::string(key)));
+        append_member(m, std::string(key), to_json(kv.val, where + "." + std::string(key)));
       }
       return m;
     }
