@@ -233,13 +233,9 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
       u.prompt_logprobs = std::move(lps);
       emit(self, id, std::move(u));
     }
-    // The logprobs of this step's tokens, by sequence (out.logprobs follows the sampled entries).
+    // The logprobs of this step's tokens, by sequence.
     std::unordered_map<int64_t, token_logprobs> step_logprobs;
-    for (size_t i = 0, k = 0; i < plan.seqs.size(); ++i) {
-      if (!plan.seqs[i].sample) continue;
-      if (k < out.logprobs.size() && out.logprobs[k]) step_logprobs.emplace(plan.seqs[i].seq_id, std::move(*out.logprobs[k]));
-      ++k;
-    }
+    for (auto& [id, lp] : out.logprobs) step_logprobs.emplace(id, std::move(lp));
     auto logprobs_of_seq = [&](int64_t seq) -> std::optional<token_logprobs> {
       auto lp = step_logprobs.find(seq);
       if (lp == step_logprobs.end()) return std::nullopt;

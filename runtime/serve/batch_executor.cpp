@@ -70,7 +70,6 @@ step_outcome batch_executor::run(step_job& job) {
   }
   TROUPE_ASSERT(q == job.prompt_scorers.size());
   out.sampled.reserve(job.samplers.size());
-  out.logprobs.resize(job.samplers.size());
   std::vector<float> raw;
   size_t k = 0;
   for (size_t i = 0; i < job.plan.seqs.size(); ++i) {
@@ -82,7 +81,7 @@ step_outcome batch_executor::run(step_job& job) {
       if (s.logprobs >= 0) raw.assign(row.begin(), row.end());
       // The row lives in result_ and is rebuilt next step: sampling may modify it in place.
       int32_t id = s.smp.sample(std::span<float>(const_cast<float*>(row.data()), row.size()), s.prompt, s.output);
-      if (s.logprobs >= 0) out.logprobs[out.sampled.size()] = logprobs_of(raw, id, s.logprobs);
+      if (s.logprobs >= 0) out.logprobs.emplace_back(job.plan.seqs[i].seq_id, logprobs_of(raw, id, s.logprobs));
       s.output.push_back(id);
       out.sampled.push_back(id);
     } catch (const std::exception& e) {

@@ -49,8 +49,8 @@ struct step_job {
 
 struct step_outcome {
   std::vector<int32_t> sampled;  // one per sampled entry; -1 where that sequence failed
-  // Parallel to sampled: set for sequences that asked for logprobs (seq_sampling::logprobs).
-  std::vector<std::optional<token_logprobs>> logprobs;
+  // (seq_id, logprobs of the token it sampled) for sequences that asked (seq_sampling::logprobs).
+  std::vector<std::pair<int64_t, token_logprobs>> logprobs;
   std::vector<std::pair<int64_t, std::string>> seq_errors;  // (seq_id, why) for the -1 entries
   // (seq_id, logprobs of its next prompt tokens, in order) for the prompt_scorers that had any.
   std::vector<std::pair<int64_t, std::vector<token_logprobs>>> prompt_logprobs;
