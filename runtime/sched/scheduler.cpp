@@ -253,9 +253,12 @@ step_plan scheduler::schedule() {
     sq.tokens = std::span<const int32_t>(plan.tokens.data() + tok, static_cast<size_t>(e.num_tokens));
     sq.start_pos = e.start_pos;
     sq.block_table = std::span<const int32_t>(plan.blocks.data() + blk, used);
-    sq.logits = e.sample ? logits_mode::last : logits_mode::none;
-    // Prompt rows whose next token is a prompt token: their logits score it.
-    if (seqs_.at(e.seq_id).spec.prompt_logits && e.start_pos + 1 < seqs_.at(e.seq_id).num_prompt) sq.logits = logits_mode::all;
+    // Prompt rows whose next token is a prompt token score it (prompt_logits): every row.
+    const auto& s = seqs_.at(e.seq_id);
+    if (s.spec.prompt_logits && e.start_pos + 1 < s.num_prompt)
+      sq.logits = logits_mode::all;
+    else
+      sq.logits = e.sample ? logits_mode::last : logits_mode::none;
     plan.batch.push_back(sq);
     tok += static_cast<size_t>(e.num_tokens);
     blk += used;
