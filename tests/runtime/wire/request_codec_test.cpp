@@ -454,6 +454,8 @@ BOOST_AUTO_TEST_CASE(token_rules_fields) {
   expect_error(decode(generate_with({{"bad_words", array{"ok", " \n "}}})), error_code::invalid_value,
                "field 'bad_words[1]' must hold a word", "r1");
   expect_error(decode(generate_with({{"bad_words", array{}}})), error_code::invalid_value, "field 'bad_words' has 0", "r1");
+  expect_error(decode(generate_with({{"bad_words", array{"ok", ""}}})), error_code::invalid_value,
+               "field 'bad_words[1]' must not be empty", "r1");
   expect_error(decode(generate_with({{"bad_words", array{1}}})), error_code::wrong_type, "field 'bad_words[0]'", "r1");
 }
 
