@@ -285,7 +285,7 @@ void requeue_all(self_ptr self) {
     auto& m = st.metas.at(id);
     auto all = st.core->tokens(id);
     auto known = all.subspan(static_cast<size_t>(m.prompt_tokens));
-    m.sampling = serve::rebuild_sampling(*m.sampling, known, st.ctx->facts.vocab_size);
+    m.sampling = serve::rebuild_sampling(*m.sampling, known);
     st.ctx->metrics->add_preemptions(1);
   }
 }

@@ -3,12 +3,19 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "runtime/model/config.hpp"
+
+namespace troupe::grammar {
+struct grammar;
+class token_table;
+class matcher;
+}  // namespace troupe::grammar
 
 namespace troupe {
 
@@ -32,6 +39,12 @@ struct sampling_params {
   int32_t min_tokens = 0;                           // until this many output tokens ...
   std::vector<int32_t> min_tokens_stop_ids;         // ... these cannot be sampled (the stop ids)
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to the logits, each in [-100, 100]
+  // Structured output: only tokens the grammar allows can be sampled, and once the grammar is
+  // complete also grammar_end_ids (the stop ids), which end it. Applied first, as vLLM applies
+  // its grammar bitmask before the sampler's own rules. Null: free text.
+  std::shared_ptr<const grammar::grammar> grammar;
+  std::shared_ptr<const grammar::token_table> grammar_tokens;
+  std::vector<int32_t> grammar_end_ids;
 };
 
 // A request's sampling params completed from the checkpoint's generation defaults.
@@ -48,20 +61,32 @@ class sampler {
  public:
   // Validates params (see validate()).
   explicit sampler(const sampling_params& params);
+  ~sampler();
+  sampler(sampler&&) noexcept;
+  sampler& operator=(sampler&&) noexcept;
   // logits: [vocab] (modified in place by penalties/temperature). prompt and output are the
   // sequence's token ids so far (for penalties). Throws troupe::error: invalid_input for a NaN
   // or +inf logit or an all -inf row, out_of_range for a penalised id outside the row.
+  // With a grammar, the token is also fed to it; throws troupe::error(invalid_input) when the
+  // grammar and the other rules leave no token.
   int32_t sample(std::span<float> logits, std::span<const int32_t> prompt,
                  std::span<const int32_t> output);
+  // Moves the sampler as sample() would have when it returned `id`: one RNG draw, and the token
+  // fed to the grammar. Rebuilds a sampler's state from a known output.
+  void replay(int32_t id);
   const sampling_params& params() const noexcept { return params_; }
   // The seed in use: params.seed, or the one drawn from std::random_device (log it to replay).
   uint64_t seed() const noexcept { return seed_; }
 
  private:
+  int32_t sample_row(std::span<float> logits, std::span<const int32_t> prompt,
+                     std::span<const int32_t> output);
+
   sampling_params params_;
   uint64_t seed_ = 0;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> scratch_;  // top-k candidates: at most 2 * 1024 + 16
+  std::unique_ptr<grammar::matcher> matcher_;       // set when params.grammar is
 };
 
 }  // namespace troupe

@@ -13,8 +13,7 @@ batch_executor::batch_executor(std::shared_ptr<const checkpoint> ckpt, int32_t n
       kv_(ckpt_->config, num_blocks, block_size, kv_type),
       runner_(*ckpt_, kv_, runner_options) {}
 
-std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::span<const int32_t> known_output,
-                                               int64_t vocab_size) {
+std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::span<const int32_t> known_output) {
   auto p = old.smp.params();
   p.seed = old.smp.seed();  // the seed drawn at random, if the request gave none
   p.has_seed = true;
@@ -22,10 +21,8 @@ std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::spa
   fresh->logprobs = old.logprobs;
   fresh->prompt_logprobs = old.prompt_logprobs;
   fresh->prompt_logprobs_next = old.prompt_logprobs_next;
-  std::vector<float> dummy(static_cast<size_t>(vocab_size), 0.0f);
   for (int32_t id : known_output) {
-    std::fill(dummy.begin(), dummy.end(), 0.0f);
-    fresh->smp.sample(dummy, fresh->prompt, fresh->output);  // one draw, result ignored
+    fresh->smp.replay(id);  // one draw, and the grammar (if any) fed the token
     fresh->output.push_back(id);
   }
   return fresh;

@@ -37,8 +37,7 @@ struct seq_sampling {
 // A fresh sampling state equal to `old` after exactly `known_output` was sampled: used when an
 // executor failed mid-step and may have advanced the RNG for tokens the scheduler never saw.
 // Works because every sample() call takes exactly one RNG draw (sampler.hpp).
-std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::span<const int32_t> known_output,
-                                               int64_t vocab_size);
+std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::span<const int32_t> known_output);
 
 struct step_job {
   sched::step_plan plan;

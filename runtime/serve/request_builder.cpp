@@ -6,6 +6,7 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/serve/reasoning_split.hpp"
+#include "runtime/serve/structured_output.hpp"
 
 namespace troupe::serve {
 
@@ -171,6 +172,27 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
       return res;
     }
     b.reasoning_opened_in_prompt = prompt_opens_reasoning(*m.tok, b.prompt);
+  }
+  if (r.structured.k != wire::structured_output::kind::none) {
+    if (!m.grammar_tokens) {
+      res.error = err(wire::error_code::unsupported, "structured output needs the model's tokenizer; model '" +
+                                                         m.name + "' is served without one");
+      return res;
+    }
+    if (b.stop_ids.empty()) {
+      res.error = err(wire::error_code::invalid_value,
+                      "structured output ends with a stop id once the grammar is complete, and ignore_eos "
+                      "leaves none: give stop_ids or drop ignore_eos");
+      return res;
+    }
+    try {
+      b.sampling.grammar = compile_structured_output(r.structured);
+    } catch (const std::exception& e) {
+      res.error = err(wire::error_code::invalid_value, std::string("structured output: ") + e.what());
+      return res;
+    }
+    b.sampling.grammar_tokens = m.grammar_tokens;
+    b.sampling.grammar_end_ids = b.stop_ids;
   }
   res.req = std::move(b);
   return res;

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "runtime/grammar/token_table.hpp"
 #include "runtime/model/config.hpp"
 #include "runtime/sampling/sampler.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
@@ -27,6 +29,9 @@ struct model_facts {
   generation_defaults generation;
   const tokenizer* tok = nullptr;  // null: only prompt_ids are served
   chat_renderer chat;              // empty: no chat template available
+  // The vocabulary as structured output walks it (token_table::from_tokenizer of tok); null:
+  // structured output is refused.
+  std::shared_ptr<const grammar::token_table> grammar_tokens;
 };
 
 struct built_request {

@@ -70,6 +70,16 @@ struct sampling_fields {
   friend bool operator==(const sampling_fields&, const sampling_fields&) = default;
 };
 
+// Structured output: the generated text must match this (vLLM's structured_outputs, OpenAI's
+// response_format). none: free text.
+struct structured_output {
+  enum class kind : uint8_t { none, json_schema, json_object, regex, choice, grammar };
+  kind k = kind::none;
+  std::string spec;                  // json_schema: the schema as JSON text; regex; grammar (GBNF)
+  std::vector<std::string> choices;  // choice: the output is exactly one of these
+  friend bool operator==(const structured_output&, const structured_output&) = default;
+};
+
 struct generate_request {
   std::string id;
   prompt_kind kind = prompt_kind::text;
@@ -106,6 +116,7 @@ struct generate_request {
   // Each prompt token's log-probability given the tokens before it, and those of the
   // `prompt_logprobs` most likely tokens there (0..20), on done (vLLM's prompt_logprobs).
   std::optional<int32_t> prompt_logprobs;
+  structured_output structured;
   friend bool operator==(const generate_request&, const generate_request&) = default;
 };
 

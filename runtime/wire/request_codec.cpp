@@ -5,6 +5,8 @@
 #include <span>
 #include <unordered_set>
 
+#include <nlohmann/json.hpp>
+
 #include "runtime/wire/json_msgpack.hpp"
 #include "runtime/wire/msgpack_util.hpp"
 #include "runtime/wire/utf8.hpp"
@@ -277,6 +279,95 @@ std::vector<chat_message> get_messages(const msgpack::object& o) {
   return out;
 }
 
+// A JSON schema: a map or a boolean (true: anything, false: nothing), or its JSON text.
+std::string get_schema(const msgpack::object& o, const std::string& where) {
+  if (o.type == msgpack::type::STR) {
+    std::string text = get_string(o, where, std::numeric_limits<uint32_t>::max());
+    if (!nlohmann::json::accept(text)) fail(error_code::invalid_value, "field '" + where + "' is not JSON text");
+    return text;
+  }
+  if (o.type != msgpack::type::MAP && o.type != msgpack::type::BOOLEAN)
+    wrong_type(where, "a JSON schema (a map, a boolean or JSON text)", o);
+  return get_json(o, where);
+}
+
+// OpenAI's response_format: {"type": "text" | "json_object" | "json_schema", "json_schema":
+// {"name", "schema", "strict", "description"}}.
+structured_output get_response_format(const msgpack::object& o) {
+  if (o.type != msgpack::type::MAP) wrong_type("response_format", "a map", o);
+  field_map m(o, "response_format");
+  static constexpr std::string_view allowed[] = {"type", "json_schema"};
+  m.check_known(allowed, "response_format");
+  const auto* type = m.find("type");
+  if (!type) fail(error_code::missing_field, "field 'response_format' needs 'type'");
+  const std::string t = get_string(*type, "response_format.type", 32);
+  structured_output out;
+  const auto* js = m.find("json_schema");
+  if (js && t != "json_schema")
+    fail(error_code::invalid_value, "field 'response_format.json_schema' belongs to type 'json_schema', not '" + t + "'");
+  if (t == "text") return out;
+  if (t == "json_object") {
+    out.k = structured_output::kind::json_object;
+    return out;
+  }
+  if (t != "json_schema")
+    fail(error_code::invalid_value, "field 'response_format.type' = '" + t + "'; expected text, json_object or json_schema");
+  if (!js) fail(error_code::missing_field, "response_format of type 'json_schema' needs field 'json_schema'");
+  if (js->type != msgpack::type::MAP) wrong_type("response_format.json_schema", "a map", *js);
+  field_map j(*js, "response_format.json_schema");
+  static constexpr std::string_view allowed_js[] = {"name", "schema", "strict", "description"};
+  j.check_known(allowed_js, "response_format.json_schema");
+  if (const auto* n = j.find("name")) get_string(*n, "response_format.json_schema.name", 256);
+  if (const auto* d = j.find("description")) get_string(*d, "response_format.json_schema.description", 65536);
+  if (const auto* st = j.find("strict")) get_bool(*st, "response_format.json_schema.strict");
+  const auto* schema = j.find("schema");
+  if (!schema) fail(error_code::missing_field, "field 'response_format.json_schema' needs 'schema'");
+  out.k = structured_output::kind::json_schema;
+  out.spec = get_schema(*schema, "response_format.json_schema.schema");
+  return out;
+}
+
+// vLLM's structured_outputs: exactly one of json, regex, choice, grammar, json_object.
+structured_output get_structured_outputs(const msgpack::object& o) {
+  if (o.type != msgpack::type::MAP) wrong_type("structured_outputs", "a map", o);
+  field_map m(o, "structured_outputs");
+  static constexpr std::string_view allowed[] = {"json", "regex", "choice", "grammar", "json_object"};
+  m.check_known(allowed, "structured_outputs");
+  structured_output out;
+  int given = 0;
+  if (const auto* v = m.find("json")) {
+    ++given;
+    out.k = structured_output::kind::json_schema;
+    out.spec = get_schema(*v, "structured_outputs.json");
+  }
+  if (const auto* v = m.find("regex")) {
+    ++given;
+    out.k = structured_output::kind::regex;
+    out.spec = get_string(*v, "structured_outputs.regex", 65536);
+    if (out.spec.empty()) fail(error_code::invalid_value, "field 'structured_outputs.regex' must not be empty");
+  }
+  if (const auto* v = m.find("choice")) {
+    ++given;
+    out.k = structured_output::kind::choice;
+    out.choices = get_strings(*v, "structured_outputs.choice", 1, max_choices, max_choice_bytes);
+  }
+  if (const auto* v = m.find("grammar")) {
+    ++given;
+    out.k = structured_output::kind::grammar;
+    out.spec = get_string(*v, "structured_outputs.grammar", 1 << 20);
+    if (out.spec.empty()) fail(error_code::invalid_value, "field 'structured_outputs.grammar' must not be empty");
+  }
+  if (const auto* v = m.find("json_object")) {
+    if (!get_bool(*v, "structured_outputs.json_object"))
+      fail(error_code::invalid_value, "field 'structured_outputs.json_object' can only be true");
+    ++given;
+    out.k = structured_output::kind::json_object;
+  }
+  if (given != 1)
+    fail(error_code::invalid_value, "field 'structured_outputs' needs exactly one of json, regex, choice, grammar, json_object");
+  return out;
+}
+
 // The prompt of a generate or tokenize: exactly one of the allowed forms.
 template <class Req>
 void get_prompt(const field_map& f, Req& r, bool ids_allowed) {
@@ -317,7 +408,8 @@ generate_request decode_generate(const field_map& f) {
       "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "tools", "temperature",
       "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
       "seed", "max_tokens", "stop", "stop_ids", "ignore_eos", "stream", "priority", "tenant",
-      "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs", "bad_words"};
+      "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs", "bad_words",
+      "response_format", "structured_outputs"};
   f.check_known(allowed, "a generate request");
   generate_request r;
   r.id = get_id(f, true, "generate");
@@ -361,6 +453,11 @@ generate_request decode_generate(const field_map& f) {
   }
   if (const auto* o = f.find("prompt_logprobs"))
     r.prompt_logprobs = static_cast<int32_t>(get_int(*o, "prompt_logprobs", 0, max_logprobs));
+  const auto* rf = f.find("response_format");
+  const auto* so = f.find("structured_outputs");
+  if (rf && so) fail(error_code::invalid_value, "give only one of 'response_format' and 'structured_outputs'");
+  if (rf) r.structured = get_response_format(*rf);
+  if (so) r.structured = get_structured_outputs(*so);
   return r;
 }
 
@@ -525,6 +622,38 @@ void put_prompt(map_builder& m, const Req& r) {
   }
 }
 
+// Always as structured_outputs (response_format decodes to the same thing).
+void put_structured(map_builder& m, const structured_output& s) {
+  using kind = structured_output::kind;
+  if (s.k == kind::none) return;
+  auto& pk = m.key("structured_outputs");
+  pk.pack_map(1);
+  switch (s.k) {
+    case kind::json_schema:
+      detail::pack_str(pk, "json");
+      detail::pack_json_text(m.sink, s.spec);
+      break;
+    case kind::json_object:
+      detail::pack_str(pk, "json_object");
+      pk.pack(true);
+      break;
+    case kind::regex:
+      detail::pack_str(pk, "regex");
+      detail::pack_str(pk, s.spec);
+      break;
+    case kind::grammar:
+      detail::pack_str(pk, "grammar");
+      detail::pack_str(pk, s.spec);
+      break;
+    case kind::choice:
+      detail::pack_str(pk, "choice");
+      pk.pack_array(static_cast<uint32_t>(s.choices.size()));
+      for (const auto& c : s.choices) detail::pack_str(pk, c);
+      break;
+    case kind::none: break;
+  }
+}
+
 }  // namespace
 
 std::string encode_request(const request& req) {
@@ -568,6 +697,7 @@ std::string encode_request(const request& req) {
         detail::pack_f64(m.sink, bias);
       }
     }
+    put_structured(m, g->structured);
   } else if (const auto* t = std::get_if<tokenize_request>(&req)) {
     put_prompt(m, *t);
   } else if (const auto* p = std::get_if<set_policy_request>(&req)) {

@@ -459,6 +459,65 @@ BOOST_AUTO_TEST_CASE(token_rules_fields) {
   expect_error(decode(generate_with({{"bad_words", array{1}}})), error_code::wrong_type, "field 'bad_words[0]'", "r1");
 }
 
+// Structured output: OpenAI's response_format and vLLM's structured_outputs decode to one value,
+// which the encoder writes as structured_outputs (a round trip); every misuse is named.
+BOOST_AUTO_TEST_CASE(structured_output_fields) {
+  using kind = structured_output::kind;
+  auto get = [](map extra) {
+    auto d = decode(generate_with(std::move(extra)));
+    BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
+    return std::get<generate_request>(*d.req);
+  };
+  const map schema{{"type", "object"}, {"properties", map{{"b", map{{"type", "integer"}}}, {"a", map{{"type", "string"}}}}}};
+  const std::string schema_text = R"({"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"string"}}})";
+  auto g = get({{"response_format", map{{"type", "json_schema"},
+                                          {"json_schema", map{{"name", "x"}, {"strict", true}, {"schema", schema}}}}}});
+  BOOST_TEST((g.structured.k == kind::json_schema));
+  BOOST_TEST(g.structured.spec == schema_text);  // key order kept
+  BOOST_TEST((get({{"structured_outputs", map{{"json", schema}}}}).structured == g.structured));
+  BOOST_TEST((get({{"structured_outputs", map{{"json", schema_text}}}}).structured == g.structured));
+  BOOST_TEST((get({{"response_format", map{{"type", "json_object"}}}}).structured.k == kind::json_object));
+  BOOST_TEST((get({{"structured_outputs", map{{"json_object", true}}}}).structured.k == kind::json_object));
+  BOOST_TEST((get({{"response_format", map{{"type", "text"}}}}).structured.k == kind::none));
+  auto re = get({{"structured_outputs", map{{"regex", "[a-z]+"}}}});
+  BOOST_TEST((re.structured.k == kind::regex && re.structured.spec == "[a-z]+"));
+  auto ch = get({{"structured_outputs", map{{"choice", array{"yes", "no"}}}}});
+  BOOST_TEST((ch.structured.k == kind::choice && ch.structured.choices == std::vector<std::string>{"yes", "no"}));
+  auto gr = get({{"structured_outputs", map{{"grammar", "root ::= \"a\""}}}});
+  BOOST_TEST((gr.structured.k == kind::grammar && gr.structured.spec == "root ::= \"a\""));
+  for (const generate_request& r : {g, re, ch, gr}) {
+    auto back = decode_request(encode_request(request{r}));
+    BOOST_REQUIRE_MESSAGE(back.ok(), back.error.message);
+    BOOST_TEST((std::get<generate_request>(*back.req).structured == r.structured));
+  }
+
+  const std::vector<std::tuple<map, error_code, std::string>> bad = {
+      {{{"response_format", "json"}}, error_code::wrong_type, "field 'response_format'"},
+      {{{"response_format", map{{"type", "yaml"}}}}, error_code::invalid_value, "'response_format.type' = 'yaml'"},
+      {{{"response_format", map{}}}, error_code::missing_field, "needs 'type'"},
+      {{{"response_format", map{{"type", "json_schema"}}}}, error_code::missing_field, "needs field 'json_schema'"},
+      {{{"response_format", map{{"type", "json_schema"}, {"json_schema", map{{"name", "x"}}}}}}, error_code::missing_field,
+       "needs 'schema'"},
+      {{{"response_format", map{{"type", "json_schema"}, {"json_schema", map{{"schema", schema}, {"scheme", 1}}}}}},
+       error_code::unknown_field, "scheme"},
+      {{{"response_format", map{{"type", "json_object"}, {"json_schema", map{}}}}}, error_code::invalid_value,
+       "belongs to type 'json_schema'"},
+      {{{"response_format", map{{"type", "json_schema"}, {"json_schema", map{{"schema", 3}}}}}}, error_code::wrong_type,
+       "response_format.json_schema.schema"},
+      {{{"structured_outputs", map{}}}, error_code::invalid_value, "exactly one of"},
+      {{{"structured_outputs", map{{"regex", "a"}, {"choice", array{"a"}}}}}, error_code::invalid_value, "exactly one of"},
+      {{{"structured_outputs", map{{"regexp", "a"}}}}, error_code::unknown_field, "regexp"},
+      {{{"structured_outputs", map{{"json", "{not json"}}}}, error_code::invalid_value, "'structured_outputs.json' is not JSON"},
+      {{{"structured_outputs", map{{"regex", ""}}}}, error_code::invalid_value, "must not be empty"},
+      {{{"structured_outputs", map{{"choice", array{}}}}}, error_code::invalid_value, "structured_outputs.choice"},
+      {{{"structured_outputs", map{{"choice", array{"a", 1}}}}}, error_code::wrong_type, "structured_outputs.choice[1]"},
+      {{{"structured_outputs", map{{"json_object", false}}}}, error_code::invalid_value, "can only be true"},
+      {{{"structured_outputs", map{{"regex", "a"}}}, {"response_format", map{{"type", "text"}}}}, error_code::invalid_value,
+       "only one of 'response_format' and 'structured_outputs'"},
+  };
+  for (const auto& [extra, code, needle] : bad) expect_error(decode(generate_with(extra)), code, needle, "r1");
+}
+
 BOOST_AUTO_TEST_CASE(tokenize_has_no_prompt_ids) {
   expect_error(decode(map{{"v", 1}, {"type", "tokenize"}, {"prompt_ids", array{1}}}),
                error_code::unknown_field, "unknown field 'prompt_ids' in a tokenize request");
