@@ -11,7 +11,7 @@
 #include <limits>
 
 #include "runtime/core/error.hpp"
-#include "runtime/grammar/matcher.hpp"
+#include "runtime/sampling/grammar_gate.hpp"
 #include "runtime/sampling/candidates.hpp"
 #include "runtime/sampling/logit_rules.hpp"
 #include "runtime/sampling/penalties.hpp"
@@ -43,7 +43,7 @@ sampler::sampler(const sampling_params& params) : params_(params) {
   rng_.seed(seed_);
   if (params_.grammar) {
     if (!params_.grammar_tokens) throw_error(errc::invalid_argument, "sampling: a grammar needs grammar_tokens");
-    matcher_ = std::make_unique<grammar::matcher>(params_.grammar, params_.grammar_tokens, params_.grammar_end_ids);
+    grammar_ = std::make_unique<sampling_detail::grammar_gate>(params_);
   }
 }
 
@@ -53,17 +53,13 @@ sampler& sampler::operator=(sampler&&) noexcept = default;
 
 void sampler::replay(int32_t id) {
   rng_();
-  if (matcher_ && !matcher_->accept_token(id))
-    throw_error(errc::invalid_input, "structured output: token " + std::to_string(id) +
-                                         " of the known output does not fit the grammar");
+  if (grammar_) grammar_->advance(id, errc::invalid_input);  // a known output the grammar refuses
 }
 
 int32_t sampler::sample(std::span<float> logits, std::span<const int32_t> prompt,
                         std::span<const int32_t> output) {
   const int32_t id = sample_row(logits, prompt, output);
-  if (matcher_ && !matcher_->accept_token(id))
-    throw_error(errc::internal, "structured output: the sampler chose token " + std::to_string(id) +
-                                    ", which the grammar's mask had excluded");
+  if (grammar_) grammar_->advance(id, errc::internal);  // the mask excluded it: a bug
   return id;
 }
 
@@ -76,11 +72,11 @@ int32_t sampler::sample_row(std::span<float> logits, std::span<const int32_t> pr
   if (logits.empty()) throw_error(errc::invalid_argument, "sample: the logits row is empty");
   const int64_t vocab = static_cast<int64_t>(logits.size());
 
-  if (matcher_) matcher_->mask_logits(logits);
+  if (grammar_) grammar_->mask(logits);
   if (has_logit_rules(params_)) apply_logit_rules(logits, params_, output);
-  if (matcher_ && std::none_of(logits.begin(), logits.end(), [](float l) { return l > -INFINITY; }))
+  if (grammar_ && std::none_of(logits.begin(), logits.end(), [](float l) { return l > -INFINITY; }))
     throw_error(errc::invalid_input,
-                matcher_->is_complete()
+                grammar_->complete()
                     ? "structured output: the grammar is complete but no stop id may end it here "
                       "(min_tokens, allowed_token_ids, bad_words or logit_bias exclude them)"
                     : "structured output: no token allowed by the grammar is left by min_tokens, "

@@ -14,8 +14,11 @@
 namespace troupe::grammar {
 struct grammar;
 class token_table;
-class matcher;
 }  // namespace troupe::grammar
+
+namespace troupe::sampling_detail {
+class grammar_gate;
+}
 
 namespace troupe {
 
@@ -45,6 +48,12 @@ struct sampling_params {
   std::shared_ptr<const grammar::grammar> grammar;
   std::shared_ptr<const grammar::token_table> grammar_tokens;
   std::vector<int32_t> grammar_end_ids;
+  // With Qwen3's reasoning kept apart (separate_reasoning), the grammar leaves the think block
+  // alone: <think> may start the output instead of the grammar's text, and inside the block
+  // (grammar_in_thinking: the prompt opened it) nothing is masked until </think>. -1: no block.
+  int32_t grammar_think_start = -1;
+  int32_t grammar_think_end = -1;
+  bool grammar_in_thinking = false;
 };
 
 // A request's sampling params completed from the checkpoint's generation defaults.
@@ -86,7 +95,7 @@ class sampler {
   uint64_t seed_ = 0;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> scratch_;  // top-k candidates: at most 2 * 1024 + 16
-  std::unique_ptr<grammar::matcher> matcher_;       // set when params.grammar is
+  std::unique_ptr<sampling_detail::grammar_gate> grammar_;  // set when params.grammar is
 };
 
 }  // namespace troupe

@@ -193,6 +193,16 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
     }
     b.sampling.grammar_tokens = m.grammar_tokens;
     b.sampling.grammar_end_ids = b.stop_ids;
+    // With separate_reasoning the model thinks freely and the grammar shapes the answer (vLLM
+    // with a reasoning parser); without it, the grammar holds from the first token.
+    if (b.reasoning_opened_in_prompt && m.tok) {
+      const auto start = m.tok->token_to_id("<think>"), end = m.tok->token_to_id("</think>");
+      if (start && end) {
+        b.sampling.grammar_think_start = *start;
+        b.sampling.grammar_think_end = *end;
+        b.sampling.grammar_in_thinking = *b.reasoning_opened_in_prompt;
+      }
+    }
   }
   res.req = std::move(b);
   return res;

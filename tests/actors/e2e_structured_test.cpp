@@ -119,6 +119,31 @@ BOOST_AUTO_TEST_CASE(batched_requests_give_what_each_gives_alone) {
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
+// With separate_reasoning the grammar leaves the think block alone: a prompt that opened one, and
+// a bias that makes </think> the model's first choice, gives </think> and then the grammar's text;
+// without it the grammar holds from the first token and </think> cannot come.
+BOOST_AUTO_TEST_CASE(the_grammar_starts_after_the_reasoning) {
+  using kind = wire::structured_output::kind;
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  const int32_t think_end = 151668;  // </think>
+  auto r = structured("think", of(kind::choice, "", {"yes", "no"}), 0.0, 1);
+  r.prompt = "<|im_start|>user\nIs it?<|im_end|>\n<|im_start|>assistant\n<think>\n";
+  r.logit_bias = {{think_end, 100.0}};
+  r.separate_reasoning = true;
+  auto got = cl.complete(r);
+  check_ended(got);
+  BOOST_TEST(got.ids.front() == think_end);
+  BOOST_TEST((got.text == "yes" || got.text == "no"), got.text);
+  BOOST_TEST(got.reasoning.empty(), got.reasoning);
+  r.id = "no-think";
+  r.separate_reasoning = false;
+  got = cl.complete(r);
+  check_ended(got);
+  BOOST_TEST(got.ids.front() != think_end);
+  BOOST_TEST((got.text == "yes" || got.text == "no"), got.text);
+}
+
 BOOST_AUTO_TEST_CASE(bad_specs_are_refused_naming_the_problem) {
   using kind = wire::structured_output::kind;
   auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);

@@ -131,3 +131,37 @@ BOOST_AUTO_TEST_CASE(no_token_left_is_a_clear_error) {
     BOOST_TEST(std::string(e.what()).find("the grammar is complete") != std::string::npos, e.what());
   }
 }
+
+// separate_reasoning: <think> may open the output, nothing is masked inside the block, and the
+// grammar holds from </think> on; a prompt that opened the block starts inside it.
+BOOST_AUTO_TEST_CASE(the_grammar_waits_for_the_end_of_thinking) {
+  // ids: 0 "a", 1 "b", 2 "ab", 3 "c", 4 EOS, 5 "ba", 6 <think>, 7 </think>
+  auto p = with_grammar("root ::= \"c\"");
+  p.grammar_tokens = std::make_shared<const grammar::token_table>(
+      std::vector<std::string>{"a", "b", "ab", "c", "", "ba", "<think>", "</think>"});
+  p.grammar_think_start = 6;
+  p.grammar_think_end = 7;
+  p.temperature = 0;
+  auto run = [](sampling_params q, std::vector<std::vector<float>> rows) {
+    sampler s(q);
+    std::vector<int32_t> out;
+    for (auto& r : rows) out.push_back(s.sample(r, {}, out));
+    return out;
+  };
+  // Rows favour, in turn: <think>, a, </think>, a (masked now: c), then EOS.
+  const std::vector<std::vector<float>> rows = {{0, 0, 0, 1, 0, 0, 9, 0},
+                                                {9, 0, 0, 1, 0, 0, 0, 0},
+                                                {0, 0, 0, 1, 0, 0, 0, 9},
+                                                {9, 0, 0, 1, 0, 0, 0, 0},
+                                                {9, 0, 0, 1, 5, 0, 0, 0}};
+  BOOST_TEST(run(p, rows) == (std::vector<int32_t>{6, 0, 7, 3, kEos}), boost::test_tools::per_element());
+  // Without thinking the first token is the grammar's (c), whatever the row favours.
+  BOOST_TEST(run(p, {rows[1]}) == (std::vector<int32_t>{3}), boost::test_tools::per_element());
+  // The prompt opened the block: unmasked until </think>.
+  p.grammar_in_thinking = true;
+  BOOST_TEST(run(p, {rows[1], rows[2], rows[3]}) == (std::vector<int32_t>{0, 7, 3}), boost::test_tools::per_element());
+  // No think ids: the grammar holds from the first token (<think> is not in its language).
+  p.grammar_think_start = p.grammar_think_end = -1;
+  p.grammar_in_thinking = false;
+  BOOST_TEST(run(p, {rows[0]}) == (std::vector<int32_t>{3}), boost::test_tools::per_element());
+}
