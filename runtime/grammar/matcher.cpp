@@ -255,6 +255,10 @@ void matcher::mask_logits(std::span<float> logits) {
     const uint64_t word = w < bits.size() ? bits[w] : 0;
     if (word == ~uint64_t{0}) continue;
     const size_t end = std::min(n, w * 64 + 64);
+    if (word == 0) {  // the common word in a structural state: a plain fill
+      std::fill(logits.begin() + static_cast<ptrdiff_t>(w * 64), logits.begin() + static_cast<ptrdiff_t>(end), neg_inf);
+      continue;
+    }
     for (size_t i = w * 64; i < end; ++i)
       if (!((word >> (i - w * 64)) & 1)) logits[i] = neg_inf;
   }

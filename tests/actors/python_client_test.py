@@ -92,6 +92,16 @@ try:
         except TroupeError as e:
             check(e.code == "invalid_value" and "max_tokens" in e.message, "max_tokens 0 refused: " + str(e))
 
+        # OpenAI's response_format as a Python dict reaches the server whole: this model has no
+        # tokenizer, so structured output is refused as unsupported (not as a malformed field).
+        try:
+            c.complete(prompt_ids=[1], max_tokens=2, response_format={
+                "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {}}}})
+            check(False, "structured output refused without a tokenizer")
+        except TroupeError as e:
+            check(e.code == "unsupported" and "structured output" in e.message,
+                  "structured output refused without a tokenizer: " + str(e))
+
         # Cancel.
         s = c.generate(prompt_ids=[5], max_tokens=900, temperature=0.0, ignore_eos=True, request_id="long")
         next(s)

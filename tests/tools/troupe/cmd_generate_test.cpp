@@ -159,3 +159,32 @@ BOOST_AUTO_TEST_CASE(client_tools_file_errors_name_the_file) {
   }
   fs::remove_all(dir);
 }
+
+// `troupe client`'s structured-output flags: files are read and checked before connecting, and
+// two formats at once are one clear refusal.
+BOOST_AUTO_TEST_CASE(client_structured_output_flags_are_checked_first) {
+  const auto dir = fs::temp_directory_path() / ("troupe_cli_structured_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "bad.json") << "[1, 2]";
+  std::ofstream(dir / "ok.json") << "{\"type\": \"object\"}";
+  const std::string base = "client --port 1 --prompt hi ";
+  struct bad {
+    std::string args, needle;
+  } cases[] = {
+      {"--json-schema " + (dir / "missing.json").string(), "--json-schema: cannot read " + (dir / "missing.json").string()},
+      {"--json-schema " + (dir / "bad.json").string(), "is not a JSON schema"},
+      {"--grammar " + (dir / "missing.gbnf").string(), "--grammar: cannot read"},
+      {"--json-schema " + (dir / "ok.json").string() + " --regex a+", "give at most one of"},
+      {"--json-object --choice yes --choice no", "give at most one of"},
+  };
+  for (const auto& b : cases) {
+    auto r = run(base + b.args);
+    BOOST_TEST(r.exit_code != 0, b.args);
+    BOOST_TEST(r.output.find(b.needle) != std::string::npos, b.args << " -> " << r.output);
+  }
+  // A valid flag gets as far as connecting (port 1: refused), so the flag itself was accepted.
+  auto r = run(base + "--json-schema " + (dir / "ok.json").string());
+  BOOST_TEST(r.exit_code != 0);
+  BOOST_TEST(r.output.find("cannot connect to 127.0.0.1:1") != std::string::npos, r.output);
+  fs::remove_all(dir);
+}
