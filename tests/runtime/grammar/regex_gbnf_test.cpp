@@ -13,16 +13,13 @@
 #include "runtime/grammar/matcher.hpp"
 #include "runtime/grammar/regex_gbnf.hpp"
 #include "runtime/grammar/token_table.hpp"
+#include "tests/runtime/grammar/accepts.hpp"
 
 namespace g = troupe::grammar;
 
-namespace {
+using troupe::grammar::test::accepts;
 
-bool accepts(const std::shared_ptr<const g::grammar>& gr, std::string_view text) {
-  static const auto table = std::make_shared<const g::token_table>(std::vector<std::string>{"a"});
-  g::matcher m(gr, table, {});
-  return m.accept_bytes(text) && m.is_complete();
-}
+namespace {
 
 std::shared_ptr<const g::grammar> compile(const std::string& expr) {
   return std::make_shared<const g::grammar>(g::parse_gbnf("root ::= " + expr + "\n"));
