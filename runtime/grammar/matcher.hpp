@@ -1,13 +1,7 @@
-// Follows a grammar byte by byte and says which tokens may come next: the structured-output
-// constraint of one sequence.
-//
-// A parse position is a stack of grammar positions (frames shared between stacks, interned, so
-// an equal stack is one pointer); the set of live stacks is a state, also interned. Moving a state
-// by a byte is memoised, so the matcher builds, lazily, the DFA of the states it meets: a token is
-// accepted by walking its bytes through that table, and the allowed-token mask of a state is one
-// walk of the vocabulary trie (pruned where the state dies), computed once per state and kept.
-// Inside a JSON string, say, every character returns to the same state, so a long string value
-// costs one mask.
+// Follows a grammar token by token and says which tokens may come next: the structured-output
+// constraint of one sequence. Its position is a state of an automaton (automaton.hpp) that
+// sequences with the same grammar share; when that automaton is full the matcher moves on to a
+// fresh one of its own, taking its position along.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/grammar/automaton.hpp"
 #include "runtime/grammar/grammar.hpp"
 #include "runtime/grammar/token_table.hpp"
 
@@ -24,6 +19,8 @@ namespace troupe::grammar {
 class matcher {
  public:
   // end_ids: the tokens that end the output (EOS, stop ids); allowed once the grammar is complete.
+  matcher(std::shared_ptr<automaton> a, std::vector<int32_t> end_ids);
+  // With an automaton of its own.
   matcher(std::shared_ptr<const grammar> g, std::shared_ptr<const token_table> tokens,
           std::vector<int32_t> end_ids);
   ~matcher();
@@ -46,7 +43,8 @@ class matcher {
   std::span<const uint64_t> allowed_mask();
   // Sets logits of tokens not allowed (ids past id_limit() too) to -inf.
   void mask_logits(std::span<float> logits);
-  // The number of states and memoised transitions built (for tests and benchmarks).
+  // The automaton it follows now, and its number of states (for tests and benchmarks).
+  const std::shared_ptr<automaton>& shared_automaton() const;
   size_t num_states() const;
 
  private:

@@ -6,7 +6,7 @@
 namespace troupe::sampling_detail {
 
 grammar_gate::grammar_gate(const sampling_params& p)
-    : matcher_(p.grammar, p.grammar_tokens, p.grammar_end_ids),
+    : matcher_(p.grammar, p.grammar_end_ids),
       think_start_(p.grammar_think_start),
       think_end_(p.grammar_think_end),
       phase_(p.grammar_think_end < 0 ? phase::active

@@ -41,10 +41,7 @@ sampler::sampler(const sampling_params& params) : params_(params) {
   validate(params_);
   seed_ = params_.has_seed ? params_.seed : fresh_seed();
   rng_.seed(seed_);
-  if (params_.grammar) {
-    if (!params_.grammar_tokens) throw_error(errc::invalid_argument, "sampling: a grammar needs grammar_tokens");
-    grammar_ = std::make_unique<sampling_detail::grammar_gate>(params_);
-  }
+  if (params_.grammar) grammar_ = std::make_unique<sampling_detail::grammar_gate>(params_);
 }
 
 sampler::~sampler() = default;

@@ -12,8 +12,7 @@
 #include "runtime/model/config.hpp"
 
 namespace troupe::grammar {
-struct grammar;
-class token_table;
+class automaton;
 }  // namespace troupe::grammar
 
 namespace troupe::sampling_detail {
@@ -45,8 +44,7 @@ struct sampling_params {
   // Structured output: only tokens the grammar allows can be sampled, and once the grammar is
   // complete also grammar_end_ids (the stop ids), which end it. Applied first, as vLLM applies
   // its grammar bitmask before the sampler's own rules. Null: free text.
-  std::shared_ptr<const grammar::grammar> grammar;
-  std::shared_ptr<const grammar::token_table> grammar_tokens;
+  std::shared_ptr<grammar::automaton> grammar;  // shared by requests with the same grammar
   std::vector<int32_t> grammar_end_ids;
   // With Qwen3's reasoning kept apart (separate_reasoning), the grammar leaves the think block
   // alone: <think> may start the output instead of the grammar's text, and inside the block

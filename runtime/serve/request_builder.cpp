@@ -174,7 +174,7 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
     b.reasoning_opened_in_prompt = prompt_opens_reasoning(*m.tok, b.prompt);
   }
   if (r.structured.k != wire::structured_output::kind::none) {
-    if (!m.grammar_tokens) {
+    if (!m.grammars) {
       res.error = err(wire::error_code::unsupported, "structured output needs the model's tokenizer; model '" +
                                                          m.name + "' is served without one");
       return res;
@@ -186,12 +186,11 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
       return res;
     }
     try {
-      b.sampling.grammar = compile_structured_output(r.structured);
+      b.sampling.grammar = m.grammars->get(structured_output_gbnf(r.structured));
     } catch (const std::exception& e) {
       res.error = err(wire::error_code::invalid_value, std::string("structured output: ") + e.what());
       return res;
     }
-    b.sampling.grammar_tokens = m.grammar_tokens;
     b.sampling.grammar_end_ids = b.stop_ids;
     // With separate_reasoning the model thinks freely and the grammar shapes the answer (vLLM
     // with a reasoning parser); without it, the grammar holds from the first token.

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/grammar/token_table.hpp"
+#include "runtime/grammar/automaton_cache.hpp"
 #include "runtime/model/config.hpp"
 #include "runtime/sampling/sampler.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
@@ -29,9 +29,9 @@ struct model_facts {
   generation_defaults generation;
   const tokenizer* tok = nullptr;  // null: only prompt_ids are served
   chat_renderer chat;              // empty: no chat template available
-  // The vocabulary as structured output walks it (token_table::from_tokenizer of tok); null:
-  // structured output is refused.
-  std::shared_ptr<const grammar::token_table> grammar_tokens;
+  // Structured output's grammars over the vocabulary (token_table::from_tokenizer of tok),
+  // shared by requests with the same format; null: structured output is refused.
+  std::shared_ptr<grammar::automaton_cache> grammars;
 };
 
 struct built_request {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/error.hpp"
+#include "runtime/grammar/grammar.hpp"
 #include "runtime/grammar/json_schema_gbnf.hpp"
 #include "runtime/grammar/regex_gbnf.hpp"
 
@@ -31,11 +32,6 @@ std::string structured_output_gbnf(const wire::structured_output& s) {
     case kind::grammar: return s.spec;
   }
   return {};
-}
-
-std::shared_ptr<const grammar::grammar> compile_structured_output(const wire::structured_output& s) {
-  if (s.k == wire::structured_output::kind::none) return nullptr;
-  return std::make_shared<const grammar::grammar>(grammar::parse_gbnf(structured_output_gbnf(s)));
 }
 
 }  // namespace troupe::serve

@@ -1,20 +1,18 @@
-// A request's structured output (wire::structured_output) compiled to the grammar its sampler
-// follows: JSON schemas and regexes through their GBNF converters, choices as literals, GBNF as
-// given. Done once per request, when it is built, so a bad schema is a clear refusal up front.
+// A request's structured output (wire::structured_output) as the GBNF its sampler follows: JSON
+// schemas and regexes through their converters, choices as literals, GBNF as given. Done when the
+// request is built (and parsed there, through grammar::automaton_cache), so a bad schema is a
+// clear refusal up front.
 #pragma once
 
-#include <memory>
+#include <string>
 
-#include "runtime/grammar/grammar.hpp"
 #include "runtime/wire/protocol.hpp"
 
 namespace troupe::serve {
 
-// Null for kind none. Throws troupe::error(invalid_argument) saying what is wrong with the spec
-// ("json schema: unsupported keyword 'not' at /properties/a", "regex: ...", "grammar: line ...").
-std::shared_ptr<const grammar::grammar> compile_structured_output(const wire::structured_output& s);
-
-// The GBNF text a spec becomes (what compile_structured_output parses); for tests and tools.
+// "" for kind none. Throws troupe::error(invalid_argument) saying what is wrong with a JSON
+// schema or regex ("json schema: unsupported keyword 'not' at /properties/a", "regex: ..."); GBNF
+// errors come when it is parsed ("grammar: line ...").
 std::string structured_output_gbnf(const wire::structured_output& s);
 
 }  // namespace troupe::serve

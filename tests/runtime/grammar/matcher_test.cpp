@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/error.hpp"
 #include "runtime/grammar/grammar.hpp"
 #include "runtime/grammar/matcher.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
@@ -127,4 +128,18 @@ BOOST_AUTO_TEST_CASE(a_long_string_keeps_few_states) {
   BOOST_TEST(!deep.can_accept("]"));
   BOOST_REQUIRE(deep.accept_bytes("}"));
   BOOST_TEST(deep.is_complete());
+}
+
+BOOST_AUTO_TEST_CASE(an_exploding_grammar_is_refused_not_run) {
+  // After n a's the parse may expect any of the 2^n strings of b's and c's: 2^n stacks.
+  auto g = std::make_shared<const grammar>(parse_gbnf("root ::= s\ns ::= \"a\" s \"b\" | \"a\" s \"c\" | \"\""));
+  matcher m(g, std::make_shared<token_table>(std::vector<std::string>{"a"}), {});
+  BOOST_REQUIRE(m.accept_bytes(std::string(10, 'a')));  // 1,024 stacks: fine
+  BOOST_REQUIRE(m.can_accept("bcbbcbbcbb"));
+  try {
+    m.accept_bytes(std::string(20, 'a'));
+    BOOST_FAIL("expected a refusal");
+  } catch (const troupe::error& e) {
+    BOOST_TEST(std::string(e.what()).find("too ambiguous") != std::string::npos, e.what());
+  }
 }

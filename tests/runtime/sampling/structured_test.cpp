@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "runtime/core/error.hpp"
-#include "runtime/grammar/grammar.hpp"
-#include "runtime/grammar/token_table.hpp"
+#include "runtime/grammar/automaton.hpp"
 #include "runtime/sampling/sampler.hpp"
 
 using troupe::sampler;
@@ -22,10 +21,11 @@ namespace {
 // ids: 0 "a", 1 "b", 2 "ab", 3 "c", 4 EOS (no bytes), 5 "ba"
 constexpr int32_t kEos = 4;
 
-sampling_params with_grammar(const std::string& gbnf) {
+sampling_params with_grammar(const std::string& gbnf,
+                             std::vector<std::string> tokens = {"a", "b", "ab", "c", "", "ba"}) {
   sampling_params p;
-  p.grammar = std::make_shared<const grammar::grammar>(grammar::parse_gbnf(gbnf));
-  p.grammar_tokens = std::make_shared<const grammar::token_table>(std::vector<std::string>{"a", "b", "ab", "c", "", "ba"});
+  p.grammar = std::make_shared<grammar::automaton>(std::make_shared<const grammar::grammar>(grammar::parse_gbnf(gbnf)),
+                                                   std::make_shared<const grammar::token_table>(std::move(tokens)));
   p.grammar_end_ids = {kEos};
   return p;
 }
@@ -136,9 +136,7 @@ BOOST_AUTO_TEST_CASE(no_token_left_is_a_clear_error) {
 // grammar holds from </think> on; a prompt that opened the block starts inside it.
 BOOST_AUTO_TEST_CASE(the_grammar_waits_for_the_end_of_thinking) {
   // ids: 0 "a", 1 "b", 2 "ab", 3 "c", 4 EOS, 5 "ba", 6 <think>, 7 </think>
-  auto p = with_grammar("root ::= \"c\"");
-  p.grammar_tokens = std::make_shared<const grammar::token_table>(
-      std::vector<std::string>{"a", "b", "ab", "c", "", "ba", "<think>", "</think>"});
+  auto p = with_grammar("root ::= \"c\"", {"a", "b", "ab", "c", "", "ba", "<think>", "</think>"});
   p.grammar_think_start = 6;
   p.grammar_think_end = 7;
   p.temperature = 0;

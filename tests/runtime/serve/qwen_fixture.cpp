@@ -18,7 +18,7 @@ const model_facts& qwen_facts() {
     f.vocab_size = 151936;
     f.max_model_len = 40960;
     f.tok = &tok;
-    f.grammar_tokens = grammar::token_table::from_tokenizer(tok);
+    f.grammars = std::make_shared<grammar::automaton_cache>(grammar::token_table::from_tokenizer(tok));
     f.chat = make_chat_renderer(std::make_shared<const chat_template>(
         chat_template::from_directory(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer")));
     return f;

@@ -1,0 +1,38 @@
+// The automata of recently used grammars by their GBNF text, so that requests with the same
+// format (the usual case: one response schema for every request of an application) share one
+// automaton and find its masks already computed. Thread-safe; least recently used out first.
+#pragma once
+
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "runtime/grammar/automaton.hpp"
+#include "runtime/grammar/token_table.hpp"
+
+namespace troupe::grammar {
+
+class automaton_cache {
+ public:
+  static constexpr size_t max_cached_text = 256 * 1024;  // bigger grammars are not kept
+
+  explicit automaton_cache(std::shared_ptr<const token_table> tokens, size_t capacity = 64);
+
+  // The automaton of `gbnf`: cached, or parsed now (throws as parse_gbnf does). A cached one
+  // that is full is replaced by a fresh one on the same grammar (its matchers carry on in theirs).
+  std::shared_ptr<automaton> get(const std::string& gbnf);
+  const std::shared_ptr<const token_table>& tokens() const noexcept { return tokens_; }
+  size_t size();
+
+ private:
+  using entry = std::pair<std::string, std::shared_ptr<automaton>>;
+  std::shared_ptr<const token_table> tokens_;
+  size_t capacity_;
+  std::mutex mu_;
+  std::list<entry> lru_;  // most recent first
+  std::unordered_map<std::string, std::list<entry>::iterator> by_text_;
+};
+
+}  // namespace troupe::grammar
