@@ -10,6 +10,7 @@
 #include "examples/cpp/troupe_client.hpp"
 #include "runtime/core/error.hpp"
 #include "tools/troupe/command.hpp"
+#include "tools/troupe/structured_flags.hpp"
 
 namespace {
 
@@ -32,33 +33,6 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
-std::string read_file(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_error(errc::io_error, flag + ": cannot read " + path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// The structured-output flags as the request's field (at most one of them); files are read and
-// checked before connecting.
-wire::structured_output structured_from_flags(const std::string& schema_file, bool json_object, const std::string& regex,
-                                              const std::vector<std::string>& choices, const std::string& grammar_file) {
-  using kind = wire::structured_output::kind;
-  const int given = !schema_file.empty() + json_object + !regex.empty() + !choices.empty() + !grammar_file.empty();
-  if (given > 1)
-    throw_error(errc::invalid_argument, "give at most one of --json-schema, --json-object, --regex, --choice, --grammar");
-  if (!schema_file.empty()) {
-    const auto schema = nlohmann::ordered_json::parse(read_file("--json-schema", schema_file), nullptr, false);
-    if (schema.is_discarded() || !(schema.is_object() || schema.is_boolean()))
-      throw_error(errc::invalid_argument, "--json-schema: " + schema_file + " is not a JSON schema (an object or a boolean)");
-    return {kind::json_schema, schema.dump(), {}};
-  }
-  if (json_object) return {kind::json_object, "", {}};
-  if (!regex.empty()) return {kind::regex, regex, {}};
-  if (!choices.empty()) return {kind::choice, "", choices};
-  if (!grammar_file.empty()) return {kind::grammar, read_file("--grammar", grammar_file), {}};
-  return {};
-}
-
 int run_client(int argc, char** argv) {
   CLI::App app{"Send one generate request to a running `troupe serve` and stream the answer", "troupe client"};
   std::string host = "127.0.0.1", prompt, ids, tools_file;
@@ -68,9 +42,8 @@ int run_client(int argc, char** argv) {
   std::optional<int32_t> top_k, max_tokens;
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
-  bool no_stream = false, show_ids = false, chat = false, separate_reasoning = false, json_object = false;
-  std::string json_schema_file, regex, grammar_file;
-  std::vector<std::string> choices;
+  bool no_stream = false, show_ids = false, chat = false, separate_reasoning = false;
+  cli::structured_flags structured;
   app.add_option("--host", host);
   app.add_option("--port", port);
   app.add_option("--prompt", prompt, "prompt text");
@@ -90,11 +63,7 @@ int run_client(int argc, char** argv) {
   app.add_flag("--show-ids", show_ids, "print the token ids too");
   app.add_flag("--separate-reasoning", separate_reasoning,
                "the model's thinking (<think>...</think>) to stderr, only the answer to stdout");
-  app.add_option("--json-schema", json_schema_file, "structured output: JSON file with a JSON schema the answer follows");
-  app.add_flag("--json-object", json_object, "structured output: the answer is a JSON object");
-  app.add_option("--regex", regex, "structured output: the answer matches this regex (ECMAScript)");
-  app.add_option("--choice", choices, "structured output: the answer is one of these (repeatable)");
-  app.add_option("--grammar", grammar_file, "structured output: GBNF file (llama.cpp's format) the answer follows");
+  structured.add_to(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -128,7 +97,7 @@ int run_client(int argc, char** argv) {
   r.stop = stop;
   r.stream = !no_stream;
   r.separate_reasoning = separate_reasoning;
-  r.structured = structured_from_flags(json_schema_file, json_object, regex, choices, grammar_file);
+  r.structured = structured.value();
 
   client::client c(host, port);
   try {

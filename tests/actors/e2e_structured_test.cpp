@@ -9,6 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/grammar/automaton.hpp"
+#include "runtime/serve/structured_output.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
+
 using namespace troupe;
 using namespace troupe::e2e;
 
@@ -142,6 +146,37 @@ BOOST_AUTO_TEST_CASE(the_grammar_starts_after_the_reasoning) {
   check_ended(got);
   BOOST_TEST(got.ids.front() != think_end);
   BOOST_TEST((got.text == "yes" || got.text == "no"), got.text);
+}
+
+// The server gives what the generator (`troupe generate`) gives for the same structured request:
+// the request builder's grammar, stop ids and end ids are the ones the generator is handed here.
+BOOST_AUTO_TEST_CASE(served_equals_generated) {
+  using kind = wire::structured_output::kind;
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  static const tokenizer tok(tokenizer_dir);
+  const auto table = grammar::token_table::from_tokenizer(tok);
+  static const auto ck = load_checkpoint(full_vocab_dir);
+  for (const auto& spec : {of(kind::regex, "[a-z]{2,6}( [a-z]{2,6}){0,3}"), of(kind::json_object, ""),
+                           of(kind::choice, "", {"alpha", "beta", "gamma delta"})})
+    for (uint64_t seed : {5u, 6u}) {
+      auto r = structured("gen-" + std::to_string(seed), spec, 0.9, seed);
+      r.kind = wire::prompt_kind::ids;
+      r.prompt_ids = tok.encode("Write something:");
+      r.max_tokens = 20;
+      generate_options o;
+      o.max_tokens = 20;
+      o.sampling = defaults_from(ck->generation);
+      o.sampling.temperature = 0.9f;
+      o.sampling.seed = seed;
+      o.sampling.has_seed = true;
+      o.sampling.grammar_end_ids = o.sampling.stop_token_ids;
+      o.sampling.grammar = std::make_shared<grammar::automaton>(
+          std::make_shared<const grammar::grammar>(grammar::parse_gbnf(serve::structured_output_gbnf(spec))), table);
+      generator gen(*ck);
+      const auto want = gen.generate(r.prompt_ids, o).ids;
+      BOOST_TEST(cl.complete(r).ids == want, boost::test_tools::per_element());
+    }
 }
 
 BOOST_AUTO_TEST_CASE(bad_specs_are_refused_naming_the_problem) {

@@ -11,9 +11,12 @@
 #include "runtime/core/error.hpp"
 #include "runtime/engine/generator.hpp"
 #include "runtime/quant/load.hpp"
+#include "runtime/grammar/automaton.hpp"
 #include "runtime/serve/output_text.hpp"
+#include "runtime/serve/structured_output.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 #include "tools/troupe/command.hpp"
+#include "tools/troupe/structured_flags.hpp"
 
 namespace {
 
@@ -83,11 +86,14 @@ int run_generate(int argc, char** argv) {
                "faster decode (docs/engine.md)");
   std::string compute = "f32";
   app.add_option("--compute-dtype", compute, "matmul arithmetic for BF16 weights: f32 (exact) or bf16 (bf16 activations, vdpbf16ps; docs/engine.md)");
+  cli::structured_flags structured_flags;
+  structured_flags.add_to(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  const wire::structured_output structured = structured_flags.value();
 
   if (prompt_text.empty() && ids_text.empty())
     throw_error(errc::invalid_argument, "give the prompt as --prompt TEXT or --ids 1,2,3");
@@ -125,6 +131,18 @@ int run_generate(int argc, char** argv) {
     o.sampling.has_seed = true;
   }
   o.sampling.ignore_eos = ignore_eos;
+  if (structured.k != wire::structured_output::kind::none) {
+    // As the server builds it (request_builder.cpp): the grammar over the tokenizer's bytes,
+    // ended by the stop ids once complete.
+    if (!tok) tok = std::make_unique<tokenizer>(model);
+    o.sampling.grammar_end_ids = ignore_eos ? std::vector<int32_t>{} : o.sampling.stop_token_ids;
+    if (o.sampling.grammar_end_ids.empty())
+      throw_error(errc::invalid_argument, "structured output ends with a stop id once the grammar is complete, and "
+                                          "--ignore-eos leaves none");
+    o.sampling.grammar = std::make_shared<grammar::automaton>(
+        std::make_shared<const grammar::grammar>(grammar::parse_gbnf(serve::structured_output_gbnf(structured))),
+        grammar::token_table::from_tokenizer(*tok));
+  }
 
   generator gen(*ck);
   // The server's output text (no stop strings): special tokens and a model's padded vocabulary

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -186,5 +187,27 @@ BOOST_AUTO_TEST_CASE(client_structured_output_flags_are_checked_first) {
   auto r = run(base + "--json-schema " + (dir / "ok.json").string());
   BOOST_TEST(r.exit_code != 0);
   BOOST_TEST(r.output.find("cannot connect to 127.0.0.1:1") != std::string::npos, r.output);
+  fs::remove_all(dir);
+}
+
+// `troupe generate` with a structured-output flag: a random-weight model with the real Qwen3
+// tokenizer writes text in the regex's language and stops at EOS once it is complete.
+BOOST_AUTO_TEST_CASE(generate_follows_a_regex) {
+  const fs::path dir = fs::temp_directory_path() / ("troupe_cli_regex_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto made = run("make-checkpoint --preset tiny --out " + dir.string());
+  BOOST_REQUIRE_MESSAGE(made.exit_code == 0, made.output);
+  for (const char* seed : {"1", "2", "3"}) {
+    auto r = run("generate --model " + dir.string() + " --prompt Hello --max-tokens 40 --json --seed " + seed +
+                 " --regex '[a-c]{2,5}-[0-9]{2}'");
+    BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+    const auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+    const std::string text = j["text"];
+    BOOST_TEST(std::regex_match(text, std::regex("[a-c]{2,5}-[0-9]{2}")), text);
+    BOOST_TEST(j["finish_reason"] == "stop");
+  }
+  auto bad = run("generate --model " + dir.string() + " --prompt Hello --regex 'a(?=b)'");
+  BOOST_TEST(bad.exit_code != 0);
+  BOOST_TEST(bad.output.find("regex: ") != std::string::npos, bad.output);
   fs::remove_all(dir);
 }
