@@ -5,8 +5,6 @@
 #include <span>
 #include <unordered_set>
 
-#include <nlohmann/json.hpp>
-
 #include "runtime/wire/json_msgpack.hpp"
 #include "runtime/wire/msgpack_util.hpp"
 #include "runtime/wire/utf8.hpp"
@@ -282,9 +280,22 @@ std::vector<chat_message> get_messages(const msgpack::object& o) {
 // A JSON schema: a map or a boolean (true: anything, false: nothing), or its JSON text.
 std::string get_schema(const msgpack::object& o, const std::string& where) {
   if (o.type == msgpack::type::STR) {
-    std::string text = get_string(o, where, std::numeric_limits<uint32_t>::max());
-    if (!nlohmann::json::accept(text)) fail(error_code::invalid_value, "field '" + where + "' is not JSON text");
-    return text;
+    // JSON text becomes the value it writes, then the text that value gives, so the text and the
+    // map forms of one schema decode (and re-encode) to the same thing.
+    const std::string text = get_string(o, where, std::numeric_limits<uint32_t>::max());
+    std::string packed;
+    detail::string_sink sink{&packed};
+    try {
+      detail::pack_json_text(sink, text);
+    } catch (const std::exception&) {
+      fail(error_code::invalid_value, "field '" + where + "' is not JSON text");
+    }
+    size_t off = 0;
+    const auto oh = msgpack::unpack(packed.data(), packed.size(), off);
+    const auto& v = oh.get();
+    if (v.type != msgpack::type::MAP && v.type != msgpack::type::BOOLEAN)
+      wrong_type(where, "a JSON schema (a map, a boolean or JSON text)", v);
+    return get_json(v, where);
   }
   if (o.type != msgpack::type::MAP && o.type != msgpack::type::BOOLEAN)
     wrong_type(where, "a JSON schema (a map, a boolean or JSON text)", o);

@@ -476,6 +476,9 @@ BOOST_AUTO_TEST_CASE(structured_output_fields) {
   BOOST_TEST(g.structured.spec == schema_text);  // key order kept
   BOOST_TEST((get({{"structured_outputs", map{{"json", schema}}}}).structured == g.structured));
   BOOST_TEST((get({{"structured_outputs", map{{"json", schema_text}}}}).structured == g.structured));
+  // JSON text in any layout is the same schema (and round-trips like the map form).
+  const std::string spaced = " {\n \"type\" : \"object\", \"properties\": {\"b\": {\"type\": \"integer\"},\n\"a\":{\"type\":\"string\"}}} ";
+  BOOST_TEST((get({{"structured_outputs", map{{"json", spaced}}}}).structured == g.structured));
   BOOST_TEST((get({{"response_format", map{{"type", "json_object"}}}}).structured.k == kind::json_object));
   BOOST_TEST((get({{"structured_outputs", map{{"json_object", true}}}}).structured.k == kind::json_object));
   BOOST_TEST((get({{"response_format", map{{"type", "text"}}}}).structured.k == kind::none));
@@ -509,6 +512,7 @@ BOOST_AUTO_TEST_CASE(structured_output_fields) {
       {{{"structured_outputs", map{{"regexp", "a"}}}}, error_code::unknown_field, "regexp"},
       {{{"structured_outputs", map{{"json", "{not json"}}}}, error_code::invalid_value, "'structured_outputs.json' is not JSON"},
       {{{"structured_outputs", map{{"regex", ""}}}}, error_code::invalid_value, "must not be empty"},
+      {{{"structured_outputs", map{{"json", "[1]"}}}}, error_code::wrong_type, "structured_outputs.json"},
       {{{"structured_outputs", map{{"choice", array{}}}}}, error_code::invalid_value, "structured_outputs.choice"},
       {{{"structured_outputs", map{{"choice", array{"a", 1}}}}}, error_code::wrong_type, "structured_outputs.choice[1]"},
       {{{"structured_outputs", map{{"json_object", false}}}}, error_code::invalid_value, "can only be true"},
