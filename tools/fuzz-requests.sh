@@ -10,6 +10,7 @@ out="${TROUPE_FUZZ_DIR:-build-fuzz}"
 mkdir -p "$out/corpus"
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -I. tests/fuzz/request_fuzzer.cpp \
   runtime/wire/request_codec.cpp runtime/wire/json_msgpack.cpp runtime/wire/utf8.cpp runtime/wire/protocol.cpp \
+  runtime/core/json_in_order.cpp \
   -o "$out/request_fuzzer"
 # Seeds: valid requests of each kind, tools and tool calls included (python3-msgpack).
 /usr/bin/python3 - "$out/corpus" <<'PY' || echo "no python3-msgpack: starting from an empty corpus"
@@ -26,6 +27,11 @@ reqs = [
     {"v": 1, "type": "tokenize", "messages": [{"role": "user", "content": "x"}], "tools": tools},
     {"v": 1, "type": "set_policy", "policy": "fcfs", "config": "a=1", "token": "x"},
     {"v": 1, "type": "cancel", "id": "a"},
+    {"v": 1, "type": "generate", "id": "d", "prompt": "x", "response_format": {"type": "json_schema",
+     "json_schema": {"name": "n", "strict": True, "schema": {"type": "object", "properties": {"a": {"enum": [1, 2.5]}}}}}},
+    {"v": 1, "type": "generate", "id": "e", "prompt": "x", "structured_outputs": {"json": " {\"type\": [\"string\", \"null\"]} "}},
+    {"v": 1, "type": "generate", "id": "f", "prompt": "x", "structured_outputs": {"choice": ["yes", "no"]}},
+    {"v": 1, "type": "generate", "id": "g", "prompt": "x", "structured_outputs": {"regex": "[a-z]+"}},
 ]
 for i, r in enumerate(reqs):
     open(f"{sys.argv[1]}/seed{i}", "wb").write(msgpack.packb(r, use_bin_type=True))
