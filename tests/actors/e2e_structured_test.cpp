@@ -148,6 +148,44 @@ BOOST_AUTO_TEST_CASE(the_grammar_starts_after_the_reasoning) {
   BOOST_TEST((got.text == "yes" || got.text == "no"), got.text);
 }
 
+// Preempted sequences are recomputed with their grammar state intact: a pool that holds one
+// sequence at a time, six structured requests sent together, each output what it is alone.
+BOOST_AUTO_TEST_CASE(preemption_keeps_the_grammar_state) {
+  using kind = wire::structured_output::kind;
+  auto c = test_config();
+  c.max_model_len = 64;
+  c.num_kv_blocks = 4;  // one max_model_len sequence
+  auto srv = start(c, full_vocab_dir, tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  std::vector<wire::generate_request> reqs;
+  for (uint64_t i = 0; i < 6; ++i) {
+    auto r = structured("p" + std::to_string(i),
+                        i % 3 == 0   ? of(kind::regex, "([a-z]+ ){2,6}[0-9]{1,3}")
+                        : i % 3 == 1 ? of(kind::json_object, "")
+                                     : of(kind::choice, "", {"one two three", "four five"}),
+                        0.8, 70 + i);
+    r.kind = wire::prompt_kind::ids;
+    for (int32_t k = 0; k < 20; ++k) r.prompt_ids.push_back(1000 + 97 * k + static_cast<int32_t>(i));
+    r.max_tokens = 24;
+    reqs.push_back(r);
+  }
+  std::vector<std::vector<int32_t>> alone;
+  for (const auto& r : reqs) alone.push_back(cl.complete(r).ids);
+  const double before = metric(*srv, "num_preemptions_total");
+  std::vector<client::stream> streams;
+  for (auto r : reqs) {
+    r.id += "-together";
+    streams.push_back(cl.generate(r));
+  }
+  for (size_t i = 0; i < streams.size(); ++i) {
+    std::vector<int32_t> ids;
+    while (auto t = streams[i].next()) ids.insert(ids.end(), t->ids.begin(), t->ids.end());
+    BOOST_TEST(ids == alone[i], boost::test_tools::per_element());
+  }
+  BOOST_TEST(metric(*srv, "num_preemptions_total") > before);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
 // The server gives what the generator (`troupe generate`) gives for the same structured request:
 // the request builder's grammar, stop ids and end ids are the ones the generator is handed here.
 BOOST_AUTO_TEST_CASE(served_equals_generated) {
