@@ -44,6 +44,22 @@ void check_ended(const client::completion& c) {
   BOOST_TEST((c.ids.back() == kImEnd || c.ids.back() == kEndOfText));
 }
 
+// Each request alone, then all sent together: every output must be the one it had alone.
+void together_equals_alone(client::client& cl, const std::vector<wire::generate_request>& reqs) {
+  std::vector<std::vector<int32_t>> alone;
+  for (const auto& r : reqs) alone.push_back(cl.complete(r).ids);
+  std::vector<client::stream> streams;
+  for (auto r : reqs) {
+    r.id += "-together";
+    streams.push_back(cl.generate(r));
+  }
+  for (size_t i = 0; i < streams.size(); ++i) {
+    std::vector<int32_t> ids;
+    while (auto t = streams[i].next()) ids.insert(ids.end(), t->ids.begin(), t->ids.end());
+    BOOST_TEST(ids == alone[i], boost::test_tools::per_element());
+  }
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(e2e_structured)
@@ -108,18 +124,7 @@ BOOST_AUTO_TEST_CASE(batched_requests_give_what_each_gives_alone) {
     r.max_tokens = 24;
     reqs.push_back(r);
   }
-  std::vector<client::completion> alone;
-  for (const auto& r : reqs) alone.push_back(cl.complete(r));
-  std::vector<client::stream> streams;
-  for (auto r : reqs) {
-    r.id += "-together";
-    streams.push_back(cl.generate(r));
-  }
-  for (size_t i = 0; i < streams.size(); ++i) {
-    std::vector<int32_t> ids;
-    while (auto t = streams[i].next()) ids.insert(ids.end(), t->ids.begin(), t->ids.end());
-    BOOST_TEST(ids == alone[i].ids, boost::test_tools::per_element());
-  }
+  together_equals_alone(cl, reqs);
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
@@ -169,19 +174,8 @@ BOOST_AUTO_TEST_CASE(preemption_keeps_the_grammar_state) {
     r.max_tokens = 24;
     reqs.push_back(r);
   }
-  std::vector<std::vector<int32_t>> alone;
-  for (const auto& r : reqs) alone.push_back(cl.complete(r).ids);
-  const double before = metric(*srv, "num_preemptions_total");
-  std::vector<client::stream> streams;
-  for (auto r : reqs) {
-    r.id += "-together";
-    streams.push_back(cl.generate(r));
-  }
-  for (size_t i = 0; i < streams.size(); ++i) {
-    std::vector<int32_t> ids;
-    while (auto t = streams[i].next()) ids.insert(ids.end(), t->ids.begin(), t->ids.end());
-    BOOST_TEST(ids == alone[i], boost::test_tools::per_element());
-  }
+  const double before = metric(*srv, "num_preemptions_total");  // requests alone fit the pool
+  together_equals_alone(cl, reqs);
   BOOST_TEST(metric(*srv, "num_preemptions_total") > before);
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }

@@ -65,13 +65,24 @@ std::vector<std::vector<uint64_t>> masks_along(matcher& m, const std::vector<int
 
 const std::string kDoc = R"({"a":[1,{"ab":"é"},true,null,[12,"b"]],"b":{"a":{"a":{"a":[[[1]]]}}}})";
 
+// The grammar, kDoc's tokens, and the masks a matcher of its own sees along them.
+struct reference_walk {
+  std::shared_ptr<const grammar> g;
+  std::vector<int32_t> ids;
+  std::vector<std::vector<uint64_t>> masks;
+};
+
+reference_walk reference() {
+  reference_walk r{std::make_shared<const grammar>(parse_gbnf(kJson)), tokenize(kDoc), {}};
+  matcher alone(r.g, json_tokens(), {24});
+  r.masks = masks_along(alone, r.ids);
+  return r;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(matchers_share_what_an_automaton_learnt) {
-  auto g = std::make_shared<const grammar>(parse_gbnf(kJson));
-  const auto ids = tokenize(kDoc);
-  matcher alone(g, json_tokens(), {24});
-  const auto want = masks_along(alone, ids);
+  const auto [g, ids, want] = reference();
   auto shared = std::make_shared<automaton>(g, json_tokens());
   matcher first(shared, {24}), second(shared, {24});
   BOOST_TEST((masks_along(first, ids) == want));
@@ -83,10 +94,7 @@ BOOST_AUTO_TEST_CASE(matchers_share_what_an_automaton_learnt) {
 }
 
 BOOST_AUTO_TEST_CASE(a_full_automaton_is_left_for_a_fresh_one) {
-  auto g = std::make_shared<const grammar>(parse_gbnf(kJson));
-  const auto ids = tokenize(kDoc);
-  matcher alone(g, json_tokens(), {24});
-  const auto want = masks_along(alone, ids);
+  const auto [g, ids, want] = reference();
   auto small = std::make_shared<automaton>(g, json_tokens(), /*max_states=*/8);
   matcher m(small, {24}), other(small, {24});
   BOOST_TEST((masks_along(m, ids) == want));  // the position survives every move
@@ -97,10 +105,7 @@ BOOST_AUTO_TEST_CASE(a_full_automaton_is_left_for_a_fresh_one) {
 }
 
 BOOST_AUTO_TEST_CASE(threads_share_an_automaton) {
-  auto g = std::make_shared<const grammar>(parse_gbnf(kJson));
-  const auto ids = tokenize(kDoc);
-  matcher alone(g, json_tokens(), {24});
-  const auto want = masks_along(alone, ids);
+  const auto [g, ids, want] = reference();
   auto shared = std::make_shared<automaton>(g, json_tokens());
   std::vector<int> ok(4, 0);
   std::vector<std::thread> threads;
