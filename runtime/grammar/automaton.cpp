@@ -12,7 +12,7 @@ namespace troupe::grammar {
 
 namespace {
 
-constexpr size_t kMaxMasks = 512;  // cached masks (each is id_limit bits: ~19 KB for Qwen3)
+constexpr size_t kMaxMasks = 256;  // cached masks (each is id_limit bits: ~19 KB for Qwen3)
 constexpr int32_t kUnknown = -2;
 // Parse stacks alive at once: an ambiguous grammar can multiply them; past this the request is
 // refused rather than the executor stalled.

@@ -25,7 +25,8 @@ namespace troupe::grammar {
 class automaton {
  public:
   static constexpr int32_t dead = -1;
-  static constexpr size_t default_max_states = 16384;
+  // States of a JSON document run about five per token; each holds a 1 KB transition table.
+  static constexpr size_t default_max_states = 8192;
 
   // max_states: past it the automaton is full (see full()); its matchers move to a fresh one.
   automaton(std::shared_ptr<const grammar> g, std::shared_ptr<const token_table> tokens,

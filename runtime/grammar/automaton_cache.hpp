@@ -1,6 +1,9 @@
 // The automata of recently used grammars by their GBNF text, so that requests with the same
 // format (the usual case: one response schema for every request of an application) share one
 // automaton and find its masks already computed. Thread-safe; least recently used out first.
+// Memory: an automaton holds at most 8,192 states (1 KB each) and 256 masks (19 KB each at
+// Qwen3's vocabulary), ~13 MB; a JSON format in use typically 2-3 MB. So 32 of them are at most
+// ~420 MB and usually under 100 MB.
 #pragma once
 
 #include <list>
@@ -18,7 +21,7 @@ class automaton_cache {
  public:
   static constexpr size_t max_cached_text = 256 * 1024;  // bigger grammars are not kept
 
-  explicit automaton_cache(std::shared_ptr<const token_table> tokens, size_t capacity = 64);
+  explicit automaton_cache(std::shared_ptr<const token_table> tokens, size_t capacity = 32);
 
   // The automaton of `gbnf`: cached, or parsed now (throws as parse_gbnf does). A cached one
   // that is full is replaced by a fresh one on the same grammar (its matchers carry on in theirs).

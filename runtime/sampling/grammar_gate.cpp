@@ -2,7 +2,6 @@
 
 #include <string>
 
-
 namespace troupe::sampling_detail {
 
 grammar_gate::grammar_gate(const sampling_params& p)

@@ -11,8 +11,8 @@
 #include <limits>
 
 #include "runtime/core/error.hpp"
-#include "runtime/sampling/grammar_gate.hpp"
 #include "runtime/sampling/candidates.hpp"
+#include "runtime/sampling/grammar_gate.hpp"
 #include "runtime/sampling/logit_rules.hpp"
 #include "runtime/sampling/penalties.hpp"
 #include "runtime/sampling/row.hpp"
