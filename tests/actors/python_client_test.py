@@ -2,16 +2,19 @@
 """The Python client against the real `troupe serve` binary: greedy and seeded outputs equal
 `troupe generate --json` for the same request, logprobs / prompt_logprobs / logit_bias gathered
 by complete_all, interleaved streaming iterators on one connection, cancel, errors as
-TroupeError, and SIGTERM ending the server with a final done.
+TroupeError, SIGTERM ending the server with a final done, and structured output (response_format,
+structured_outputs) on a model with the real Qwen3 tokenizer.
 
 usage: python_client_test.py TROUPE_BINARY SOURCE_DIR
 """
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 troupe, source = sys.argv[1], sys.argv[2]
@@ -38,19 +41,25 @@ def generate_cli(ids, max_tokens, temperature=None, seed=None):
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["ids"]
 
 
-server = subprocess.Popen([troupe, "serve", "--model", model, "--port", "0", "--metrics-port", "-1",
-                           "--num-kv-blocks", "256", "--max-model-len", "1024", "--set", "server.shutdown_grace_ms=200"],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-port = None
-banner = []
-for line in server.stdout:
-    banner.append(line)
-    m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-    if m:
-        port = int(m.group(1))
-    if "ready" in line:
-        break
-check(port is not None, "server printed its port: " + "".join(banner).strip().replace("\n", " | "))
+def start_server(model_dir):
+    proc = subprocess.Popen([troupe, "serve", "--model", model_dir, "--port", "0", "--metrics-port", "-1",
+                             "--num-kv-blocks", "256", "--max-model-len", "1024", "--set",
+                             "server.shutdown_grace_ms=200"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    found = None
+    banner = []
+    for line in proc.stdout:
+        banner.append(line)
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+        if m:
+            found = int(m.group(1))
+        if "ready" in line:
+            break
+    check(found is not None, "server printed its port: " + "".join(banner).strip().replace("\n", " | "))
+    return proc, found
+
+
+server, port = start_server(model)
 
 try:
     with Client("127.0.0.1", port) as c:
@@ -123,5 +132,38 @@ try:
 finally:
     if server.poll() is None:
         server.kill()
+
+# Structured output through the Python client, on a random-weight model with the real Qwen3
+# tokenizer: OpenAI's response_format gives JSON that json.loads reads and the schema allows, and
+# vLLM's structured_outputs a choice, each ended by EOS.
+ckpt = tempfile.mkdtemp(prefix="troupe_py_structured_")
+subprocess.run([troupe, "make-checkpoint", "--preset", "tiny", "--out", ckpt], check=True, capture_output=True)
+server, port = start_server(ckpt)
+try:
+    with Client("127.0.0.1", port) as c:
+        schema = {"type": "object", "properties": {"ok": {"type": "boolean"}, "colour": {"enum": ["red", "blue"]},
+                                                    "n": {"type": "integer", "minimum": 0, "maximum": 99}},
+                  "required": ["ok", "colour", "n"]}
+        for seed in (1, 2):
+            text, _, done = c.complete(prompt="Answer:", max_tokens=80, seed=seed, response_format={
+                "type": "json_schema", "json_schema": {"name": "answer", "schema": schema}})
+            try:
+                v = json.loads(text)
+            except ValueError:
+                v = None
+            check(done["finish_reason"] == "stop" and isinstance(v, dict) and isinstance(v.get("ok"), bool)
+                  and v.get("colour") in ("red", "blue") and 0 <= v.get("n", -1) <= 99,
+                  f"response_format json_schema (seed {seed}): {text!r}")
+            text, _, done = c.complete(prompt="Pick:", max_tokens=20, seed=seed,
+                                       structured_outputs={"choice": ["left", "right", "up"]})
+            check(done["finish_reason"] == "stop" and text in ("left", "right", "up"),
+                  f"structured_outputs choice (seed {seed}): {text!r}")
+finally:
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.kill()
+    shutil.rmtree(ckpt, ignore_errors=True)
 
 sys.exit(1 if failures else 0)
