@@ -63,9 +63,11 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   f.default_max_tokens = ctx->cfg.default_max_tokens;
   f.generation = ctx->ckpt->generation;
   f.tok = ctx->tok.get();
-  // Structured output walks the vocabulary as bytes in a trie: built once, shared by requests,
-  // as are the automata of grammars that requests repeat.
-  if (ctx->tok) f.grammars = std::make_shared<grammar::automaton_cache>(grammar::token_table::from_tokenizer(*ctx->tok));
+  // Structured output walks the vocabulary as bytes in a trie: built on the first structured
+  // request, then shared, as are the automata of grammars that requests repeat.
+  if (ctx->tok)
+    f.grammars = std::make_shared<grammar::automaton_cache>(
+        [tok = ctx->tok.get()] { return grammar::token_table::from_tokenizer(*tok); });
   if (!tok_dir.empty()) {
     try {
       auto tmpl = std::make_shared<const chat_template>(chat_template::from_directory(tok_dir));

@@ -6,6 +6,7 @@
 // ~420 MB and usually under 100 MB.
 #pragma once
 
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -22,15 +23,21 @@ class automaton_cache {
   static constexpr size_t max_cached_text = 256 * 1024;  // bigger grammars are not kept
 
   explicit automaton_cache(std::shared_ptr<const token_table> tokens, size_t capacity = 32);
+  // The table is made on the first get(), so a server whose requests never ask for structured
+  // output does not pay for it (~130 ms and ~10 MB at Qwen3's vocabulary).
+  explicit automaton_cache(std::function<std::shared_ptr<const token_table>()> make_tokens, size_t capacity = 32);
 
   // The automaton of `gbnf`: cached, or parsed now (throws as parse_gbnf does). A cached one
   // that is full is replaced by a fresh one on the same grammar (its matchers carry on in theirs).
   std::shared_ptr<automaton> get(const std::string& gbnf);
-  const std::shared_ptr<const token_table>& tokens() const noexcept { return tokens_; }
   size_t size();
 
  private:
   using entry = std::pair<std::string, std::shared_ptr<automaton>>;
+  const std::shared_ptr<const token_table>& tokens();
+
+  std::function<std::shared_ptr<const token_table>()> make_tokens_;
+  std::once_flag tokens_made_;
   std::shared_ptr<const token_table> tokens_;
   size_t capacity_;
   std::mutex mu_;

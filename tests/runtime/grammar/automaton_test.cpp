@@ -144,6 +144,20 @@ BOOST_AUTO_TEST_CASE(the_cache_keeps_one_automaton_per_text) {
   BOOST_TEST(cache.get(big) != cache.get(big));
 }
 
+BOOST_AUTO_TEST_CASE(the_cache_makes_its_token_table_on_first_use_only) {
+  int made = 0;
+  automaton_cache cache([&] {
+    ++made;
+    return json_tokens();
+  });
+  BOOST_TEST(made == 0);
+  auto a = cache.get("root ::= \"a\"");
+  BOOST_TEST(made == 1);
+  BOOST_TEST((a->tokens() == json_tokens()));
+  cache.get("root ::= \"b\"");
+  BOOST_TEST(made == 1);
+}
+
 BOOST_AUTO_TEST_CASE(a_full_cached_automaton_is_replaced) {
   automaton_cache cache(json_tokens());
   auto a = cache.get(kJson);
