@@ -47,7 +47,11 @@ struct event_packer {
     }
   }
   void operator()(const token_event& e) {
-    pack_header(pk, 5 + (e.reasoning ? 1 : 0) + (e.logprobs ? 1 : 0), "token", e.id);
+    pack_header(pk, 5 + (e.reasoning ? 1 : 0) + (e.logprobs ? 1 : 0) + (e.index ? 1 : 0), "token", e.id);
+    if (e.index) {
+      pack_str(pk, "index");
+      pk.pack(*e.index);
+    }
     pack_str(pk, "text");
     pack_str(pk, e.text);
     if (e.reasoning) {
@@ -63,8 +67,12 @@ struct event_packer {
   }
   void operator()(const done_event& e) {
     uint32_t n = 6 + (e.has_output ? 2 + (e.reasoning ? 1 : 0) : 0) + (e.error ? 1 : 0) + (e.tool_calls.empty() ? 0 : 1) +
-                 (e.logprobs.empty() ? 0 : 1) + (e.prompt_logprobs ? 1 : 0);
+                 (e.logprobs.empty() ? 0 : 1) + (e.prompt_logprobs ? 1 : 0) + (e.index ? 1 : 0);
     pack_header(pk, n, "done", e.id);
+    if (e.index) {
+      pack_str(pk, "index");
+      pk.pack(*e.index);
+    }
     pack_str(pk, "finish_reason");
     pack_str(pk, to_string(e.reason));
     pack_str(pk, "usage");
@@ -265,8 +273,9 @@ event decode_body(const reader& r) {
   std::string id;
   if (const auto* o = r.find("id"); o && o->type == msgpack::type::STR) id = std::string(detail::as_view(*o));
   if (kind == "token") {
-    token_event t{id, r.str("text"), r.ids("ids"), std::nullopt, std::nullopt};
+    token_event t{id, r.str("text"), r.ids("ids"), std::nullopt, std::nullopt, std::nullopt};
     if (const auto* l = r.find("logprobs")) t.logprobs = read_logprobs(reader(*l));
+    if (r.find("index")) t.index = static_cast<int32_t>(r.integer("index"));
     if (r.find("reasoning")) t.reasoning = r.str("reasoning");
     return t;
   }
@@ -305,6 +314,7 @@ event decode_body(const reader& r) {
       }
     }
     if (const auto* e = r.find("error")) d.error = read_error(reader(*e), id);
+    if (r.find("index")) d.index = static_cast<int32_t>(r.integer("index"));
     return d;
   }
   if (kind == "error") return read_error(r, id);

@@ -117,6 +117,10 @@ struct generate_request {
   // `prompt_logprobs` most likely tokens there (0..20), on done (vLLM's prompt_logprobs).
   std::optional<int32_t> prompt_logprobs;
   structured_output structured;
+  // Completions to generate for this prompt (OpenAI's and vLLM's `n`): each is its own sequence
+  // (choice i samples with seed + i when a seed is given), its events carry `index` = i, and the
+  // prompt is computed once when prefix caching is on.
+  int32_t n = 1;
   friend bool operator==(const generate_request&, const generate_request&) = default;
 };
 
@@ -177,6 +181,7 @@ struct token_event {
   std::vector<int32_t> ids;  // the token ids this event reports (usually one)
   std::optional<logprob_info> logprobs;  // requests with `logprobs`: of ids[0]
   std::optional<std::string> reasoning;  // requests with separate_reasoning: the thinking delta
+  std::optional<int32_t> index;          // requests with n > 1: which completion
   friend bool operator==(const token_event&, const token_event&) = default;
 };
 
@@ -219,13 +224,15 @@ struct done_event {
   // context to be predicted from; on the wire it is a nil ahead of these).
   std::optional<std::vector<logprob_info>> prompt_logprobs;
   std::optional<wire_error> error;  // reason == error
+  std::optional<int32_t> index;     // requests with n > 1: which completion ended
   friend bool operator==(const done_event& a, const done_event& b) {
     auto same_err = a.error.has_value() == b.error.has_value() &&
                     (!a.error || (a.error->code == b.error->code &&
                                   a.error->message == b.error->message));
     return a.id == b.id && a.reason == b.reason && a.usage == b.usage && a.timings == b.timings &&
            a.has_output == b.has_output && a.text == b.text && a.reasoning == b.reasoning && a.ids == b.ids &&
-           a.tool_calls == b.tool_calls && a.logprobs == b.logprobs && a.prompt_logprobs == b.prompt_logprobs && same_err;
+           a.tool_calls == b.tool_calls && a.logprobs == b.logprobs && a.prompt_logprobs == b.prompt_logprobs &&
+           a.index == b.index && same_err;
   }
 };
 

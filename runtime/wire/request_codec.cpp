@@ -420,7 +420,7 @@ generate_request decode_generate(const field_map& f) {
       "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
       "seed", "max_tokens", "stop", "stop_ids", "ignore_eos", "stream", "priority", "tenant",
       "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs", "bad_words",
-      "response_format", "structured_outputs"};
+      "response_format", "structured_outputs", "n"};
   f.check_known(allowed, "a generate request");
   generate_request r;
   r.id = get_id(f, true, "generate");
@@ -469,6 +469,7 @@ generate_request decode_generate(const field_map& f) {
   if (rf && so) fail(error_code::invalid_value, "give only one of 'response_format' and 'structured_outputs'");
   if (rf) r.structured = get_response_format(*rf);
   if (so) r.structured = get_structured_outputs(*so);
+  if (const auto* o = f.find("n")) r.n = static_cast<int32_t>(get_int(*o, "n", 1, max_n));
   return r;
 }
 
@@ -709,6 +710,7 @@ std::string encode_request(const request& req) {
       }
     }
     put_structured(m, g->structured);
+    if (g->n != 1) m.key("n").pack(g->n);
   } else if (const auto* t = std::get_if<tokenize_request>(&req)) {
     put_prompt(m, *t);
   } else if (const auto* p = std::get_if<set_policy_request>(&req)) {

@@ -94,6 +94,7 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.prompt_logprobs = 0;
   g.allowed_token_ids = {5, 9, 151645};
   g.logit_bias = {{151645, -100.0}, {7, 2.5}};
+  g.n = 4;
   auto d = decode_request(encode_request(g));
   BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
   BOOST_TEST((std::get<generate_request>(*d.req) == g));
@@ -414,6 +415,18 @@ BOOST_AUTO_TEST_CASE(logprobs_field) {
   expect_error(decode(generate_with({{"logprobs", true}})), error_code::wrong_type, "field 'logprobs'", "r1");
   BOOST_TEST(std::get<generate_request>(*decode(generate_with({{"prompt_logprobs", 20}})).req).prompt_logprobs.value_or(-1) == 20);
   expect_error(decode(generate_with({{"prompt_logprobs", 21}})), error_code::invalid_value, "field 'prompt_logprobs'", "r1");
+}
+
+BOOST_AUTO_TEST_CASE(n_field) {
+  BOOST_TEST(std::get<generate_request>(*decode(generate_with({})).req).n == 1);
+  BOOST_TEST(std::get<generate_request>(*decode(generate_with({{"n", 128}})).req).n == 128);
+  expect_error(decode(generate_with({{"n", 0}})), error_code::invalid_value, "field 'n'", "r1");
+  expect_error(decode(generate_with({{"n", 129}})), error_code::invalid_value, "field 'n'", "r1");
+  expect_error(decode(generate_with({{"n", 2.0}})), error_code::wrong_type, "field 'n'", "r1");
+  generate_request one;
+  one.id = "a";
+  one.prompt = "x";
+  BOOST_TEST(encode_request(one).find("\xa1n") == std::string::npos);  // the default stays off the wire
 }
 
 BOOST_AUTO_TEST_CASE(separate_reasoning_field) {
