@@ -109,6 +109,17 @@ int32_t scheduler::chunk_limit(const sequence& s, int32_t budget) const {
   return std::min(n, budget);
 }
 
+bool scheduler::leader_computing_prompt(const sequence& s) const {
+  if (s.spec.prompt_leader < 0) return false;
+  auto it = seqs_.find(s.spec.prompt_leader);
+  if (it == seqs_.end()) return false;  // it left: whatever it computed is in the cache
+  const auto& leader = it->second;
+  int32_t full = leader.num_prompt / alloc_.block_size() * alloc_.block_size();
+  if (full == 0) return false;  // no full block to share
+  // A waiting leader (not yet admitted, or preempted) counts as computing: it will be admitted.
+  return !leader.running || leader.num_computed < full;
+}
+
 void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan) {
   scheduled_seq e;
   e.seq_id = s.spec.seq_id;
@@ -209,7 +220,7 @@ step_plan scheduler::schedule() {
   std::vector<int64_t> eligible;
   if (prefix_ && may_admit)
     for (int64_t id : waiting_)
-      if (!prefix_->waiting_remote(id)) eligible.push_back(id);
+      if (!prefix_->waiting_remote(id) && !leader_computing_prompt(seqs_.at(id))) eligible.push_back(id);
   std::span<const int64_t> offered = prefix_ ? std::span<const int64_t>(eligible) : std::span<const int64_t>(waiting_);
   if (may_admit && budget > 0 && !offered.empty() && static_cast<int32_t>(running_.size()) < cfg_.max_num_seqs) {
     size_t room = std::min(static_cast<size_t>(cfg_.max_num_seqs) - running_.size(), offered.size());

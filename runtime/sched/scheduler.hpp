@@ -62,6 +62,10 @@ struct request_spec {
   // rows, at most sched_config::max_prompt_logits_chunk tokens a step (each row is vocab_size
   // floats), and it reuses no cached prefix (a reused block has no logits).
   bool prompt_logits = false;
+  // Completions of one request (n > 1) have one prompt: with prefix caching, a sibling is not
+  // admitted while this sequence (the first) still computes its prompt's full blocks, so that it
+  // starts from them instead of computing them again beside it. -1: none.
+  int64_t prompt_leader = -1;
 };
 
 enum class admit_status : uint8_t { ok, prompt_too_long, queue_full, invalid };
@@ -196,6 +200,7 @@ class scheduler {
   void add_to_plan(sequence& s, int32_t n, step_plan& plan);
   void remove(int64_t id);
   int32_t chunk_limit(const sequence& s, int32_t budget) const;
+  bool leader_computing_prompt(const sequence& s) const;
   bool grow(int64_t id, int64_t num_tokens);
 
   sched_config cfg_;

@@ -63,9 +63,10 @@ struct paged_sim {
   paged_sim(sched_config cfg, int32_t blocks, int32_t block_size)
       : s(cfg, blocks, block_size), bs(block_size), pool(static_cast<size_t>(blocks * block_size), -1) {}
 
-  void add(int64_t id, std::vector<int32_t> prompt, int32_t n_out, bool prompt_logits = false) {
+  void add(int64_t id, std::vector<int32_t> prompt, int32_t n_out, bool prompt_logits = false, int64_t leader = -1) {
     request_spec r;
     r.seq_id = id;
+    r.prompt_leader = leader;
     r.prompt_logits = prompt_logits;
     r.prompt = prompt;
     r.max_tokens = n_out;
@@ -193,6 +194,60 @@ BOOST_AUTO_TEST_CASE(prompt_logits_reuse_nothing_but_publish) {
     BOOST_TEST(sim.step() == "3:8+5* ");
     sim.run();
     sim.check_outputs();
+  }
+}
+
+// Completions of one request (n > 1): the siblings wait while the first computes the prompt's
+// full blocks, then start from them; without the wait all three would compute all of it.
+BOOST_AUTO_TEST_CASE(siblings_wait_for_their_leaders_prompt) {
+  auto cfg = prefix_config();
+  cfg.max_num_batched_tokens = 4;  // the leader's prompt takes three steps
+  paged_sim sim(cfg, 16, 4);
+  auto p = tokens_from(100, 10);
+  sim.add(1, p, 3);
+  sim.add(2, p, 3, false, /*leader=*/1);
+  sim.add(3, p, 3, false, /*leader=*/1);
+  BOOST_TEST(sim.step() == "1:0+4 ");
+  BOOST_TEST(sim.step() == "1:4+4 ");  // two of its blocks now computed and cached
+  BOOST_TEST(sim.step() == "1:8+2* 2:8+2* ");  // the budget (4) leaves room for one sibling
+  BOOST_TEST(sim.step() == "1:10+1* 2:10+1* 3:8+2* ");
+  sim.run();
+  BOOST_TEST(sim.cached[2] == 8);
+  BOOST_TEST(sim.cached[3] == 8);
+  sim.check_outputs();
+}
+
+// The wait ends when the leader leaves (cancelled here) and is not made for a prompt shorter
+// than a block (nothing to share), nor by a scheduler without prefix caching.
+BOOST_AUTO_TEST_CASE(siblings_wait_only_when_sharing_is_possible) {
+  {
+    paged_sim sim(prefix_config(), 16, 4);
+    sim.add(1, tokens_from(100, 3), 2);
+    sim.add(2, tokens_from(100, 3), 2, false, 1);
+    BOOST_TEST(sim.step() == "1:0+3* 2:0+3* ");
+  }
+  {
+    auto cfg = prefix_config();
+    cfg.max_num_batched_tokens = 4;
+    paged_sim sim(cfg, 16, 4);
+    sim.add(1, tokens_from(100, 10), 2);
+    sim.add(2, tokens_from(100, 10), 2, false, 1);
+    BOOST_TEST(sim.step() == "1:0+4 ");
+    BOOST_TEST(sim.s.finish(1, finish_reason::cancelled));
+    BOOST_TEST(sim.step() == "2:4+4 ");  // from the leader's one computed block
+  }
+  {
+    auto cfg = prefix_config();
+    cfg.enable_prefix_caching = false;
+    scheduler s(cfg, 16, 4);
+    for (int64_t id : {1, 2}) {
+      request_spec r;
+      r.seq_id = id;
+      r.prompt = tokens_from(100, 10);
+      r.prompt_leader = id == 2 ? 1 : -1;
+      BOOST_REQUIRE(s.add(std::move(r)).status == admit_status::ok);
+    }
+    BOOST_TEST(s.schedule().seqs.size() == 2u);
   }
 }
 
