@@ -22,10 +22,18 @@ namespace {
 
 using caf::io::connection_handle;
 
+// A running generate: its completions (n of them) are sequences first_rid .. first_rid + n - 1.
+struct running_generate {
+  int64_t first_rid = 0;
+  int32_t n = 1;
+  int32_t live = 1;  // completions whose last bytes have not come back yet
+};
+
 struct conn_state {
   explicit conn_state(uint32_t max_frame) : decoder(max_frame) {}
   wire::frame_decoder decoder;
-  std::unordered_map<std::string, int64_t> generates;  // client id -> rid, running only
+  std::unordered_map<std::string, running_generate> generates;  // by client id, running only
+  int32_t running_seqs = 0;  // completions of those (what max_requests_per_connection bounds)
   uint64_t unsent_bytes = 0;  // written but not yet on the wire (as the scribe last reported)
   bool paused = false;        // reading stopped until the client drains its output
 };
@@ -35,6 +43,7 @@ struct route {
   std::string client_id;
   int32_t worker = 0;
   bool generate = false;
+  int32_t index = -1;  // a completion of a generate with n > 1
 };
 
 struct gateway_state {
@@ -82,6 +91,17 @@ void cancel_all(self_ptr self, connection_handle hdl) {
       ++it;
     }
   }
+}
+
+// A completion's last bytes went out: the request id is free again once all of its completions did.
+void completion_ended(self_ptr self, const route& r) {
+  if (!r.generate) return;
+  auto c = self->state.conns.find(r.hdl);
+  if (c == self->state.conns.end()) return;
+  auto& cs = c->second;
+  --cs.running_seqs;
+  auto g = cs.generates.find(r.client_id);
+  if (g != cs.generates.end() && --g->second.live == 0) cs.generates.erase(g);
 }
 
 void drop_connection(self_ptr self, connection_handle hdl, bool close_socket) {
@@ -143,15 +163,21 @@ void on_request(self_ptr self, connection_handle hdl, wire::request&& req) {
     if (cs.generates.count(id))
       return write_error(self, hdl, wire::error_code::duplicate_id,
                          "request id '" + id + "' is already running on this connection", id);
-    if (static_cast<int32_t>(cs.generates.size()) >= st.ctx->cfg.max_requests_per_connection)
+    // Each completion (n > 1) is a sequence of its own and counts against the connection's limit.
+    if (cs.running_seqs + g->n > st.ctx->cfg.max_requests_per_connection)
       return write_error(self, hdl, wire::error_code::too_many_requests,
-                         "this connection already has " + std::to_string(cs.generates.size()) +
-                             " requests running (max_requests_per_connection)",
+                         "this connection already has " + std::to_string(cs.running_seqs) +
+                             " sequences running and this request asks for " + std::to_string(g->n) +
+                             " (max_requests_per_connection is " +
+                             std::to_string(st.ctx->cfg.max_requests_per_connection) + ")",
                          id);
-    int64_t rid = st.next_rid++;
+    // One worker builds the request once and submits its n completions as sequences rid .. rid + n - 1.
+    int64_t rid = st.next_rid;
+    st.next_rid += g->n;
     auto w = static_cast<int32_t>(rid % static_cast<int64_t>(st.workers.size()));
-    cs.generates.emplace(id, rid);
-    st.routes.emplace(rid, route{hdl, id, w, true});
+    cs.generates.emplace(id, running_generate{rid, g->n, g->n});
+    cs.running_seqs += g->n;
+    for (int32_t i = 0; i < g->n; ++i) st.routes.emplace(rid + i, route{hdl, id, w, true, g->n > 1 ? i : -1});
     self->send(st.workers[static_cast<size_t>(w)],
                generate_msg{rid, std::make_shared<const wire::generate_request>(std::move(*g)), clock::now()});
   } else if (auto* c = std::get_if<wire::cancel_request>(&req)) {
@@ -159,8 +185,10 @@ void on_request(self_ptr self, connection_handle hdl, wire::request&& req) {
     if (it == cs.generates.end())
       return write_error(self, hdl, wire::error_code::unknown_id,
                          "no request with id '" + c->id + "' is running on this connection", c->id);
-    auto r = st.routes.find(it->second);
-    if (r != st.routes.end()) self->send(st.workers[static_cast<size_t>(r->second.worker)], cancel_msg{it->second});
+    for (int64_t rid = it->second.first_rid; rid < it->second.first_rid + it->second.n; ++rid) {
+      auto r = st.routes.find(rid);
+      if (r != st.routes.end()) self->send(st.workers[static_cast<size_t>(r->second.worker)], cancel_msg{rid});
+    }
   } else if (auto* t = std::get_if<wire::tokenize_request>(&req)) {
     int64_t rid = st.next_rid++;
     auto w = static_cast<int32_t>(rid % static_cast<int64_t>(st.workers.size()));
@@ -263,10 +291,7 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
           write_bytes(self, hdl, item.bytes);
           touched.push_back(hdl);
           if (item.final) {
-            if (r->second.generate) {
-              auto c = st.conns.find(hdl);
-              if (c != st.conns.end()) c->second.generates.erase(r->second.client_id);
-            }
+            completion_ended(self, r->second);
             st.routes.erase(r);
           }
         }
@@ -306,9 +331,9 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
             d.id = it->second.client_id;
             d.reason = wire::finish_reason::error;
             d.error = lost;
+            if (it->second.index >= 0) d.index = it->second.index;
             write_event(self, it->second.hdl, d);
-            auto c = st.conns.find(it->second.hdl);
-            if (c != st.conns.end()) c->second.generates.erase(it->second.client_id);
+            completion_ended(self, it->second);
             self->send(m.worker, cancel_msg{it->first});
           } else {
             write_event(self, it->second.hdl, lost);

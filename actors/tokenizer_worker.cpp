@@ -56,28 +56,43 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         auto& st = self->state;
         const auto& r = *m.req;
         auto b = serve::build_generate(r, st.ctx->facts);
-        if (!b.req) return send_out(self, {error_item(m.rid, b.error, r.id)});
+        if (!b.req) {
+          // One error answers the request; the gateway also forgets its other completions' ids.
+          std::vector<out_item> items{error_item(m.rid, b.error, r.id)};
+          for (int32_t i = 1; i < r.n; ++i) items.push_back(out_item{m.rid + i, {}, true});
+          return send_out(self, std::move(items));
+        }
         auto& br = *b.req;
-        serve::output_rules rules{br.stop, br.min_tokens, /*find_tool_calls=*/!r.tools_json.empty(),
-                                  br.reasoning_opened_in_prompt, /*prompt_logprobs=*/br.prompt_logprobs >= 0};
-        st.live.emplace(m.rid, serve::response(r.id, r.stream, st.ctx->facts.tok, std::move(rules),
+        // Completion i is sequence rid + i (the gateway reserved the ids), sampled with seed + i
+        // as vLLM's child requests; the prompt's logprobs are the same for all: the first reports them.
+        for (int32_t i = 0; i < r.n; ++i) {
+          const int64_t rid = m.rid + i;
+          const bool prompt_logprobs = br.prompt_logprobs >= 0 && i == 0;
+          serve::output_rules rules{br.stop, br.min_tokens, /*find_tool_calls=*/!r.tools_json.empty(),
+                                    br.reasoning_opened_in_prompt, prompt_logprobs};
+          if (r.n > 1) rules.index = i;
+          st.live.emplace(rid, serve::response(r.id, r.stream, st.ctx->facts.tok, std::move(rules),
                                                static_cast<int64_t>(br.prompt.size()), m.received));
-        submit_msg s;
-        s.rid = m.rid;
-        s.worker = st.index;
-        s.received = m.received;
-        s.spec.seq_id = m.rid;
-        s.spec.prompt = br.prompt;
-        s.spec.max_tokens = br.max_tokens;
-        s.spec.stop_ids = br.stop_ids;
-        s.spec.priority = r.priority;
-        s.spec.tenant = r.tenant;
-        if (r.deadline_ms) s.spec.deadline = m.received + std::chrono::milliseconds(*r.deadline_ms);
-        s.sampling = std::make_shared<serve::seq_sampling>(br.sampling, std::move(br.prompt));
-        s.sampling->logprobs = br.logprobs;
-        s.sampling->prompt_logprobs = br.prompt_logprobs;
-        s.spec.prompt_logits = br.prompt_logprobs >= 0;
-        self->send(st.scheduler, std::move(s));
+          submit_msg s;
+          s.rid = rid;
+          s.worker = st.index;
+          s.received = m.received;
+          s.spec.seq_id = rid;
+          s.spec.prompt = br.prompt;
+          s.spec.max_tokens = br.max_tokens;
+          s.spec.stop_ids = br.stop_ids;
+          s.spec.priority = r.priority;
+          s.spec.tenant = r.tenant;
+          if (i > 0) s.spec.prompt_leader = m.rid;
+          if (r.deadline_ms) s.spec.deadline = m.received + std::chrono::milliseconds(*r.deadline_ms);
+          auto params = br.sampling;
+          if (params.has_seed) params.seed += static_cast<uint64_t>(i);
+          s.sampling = std::make_shared<serve::seq_sampling>(std::move(params), br.prompt);
+          s.sampling->logprobs = br.logprobs;
+          s.sampling->prompt_logprobs = prompt_logprobs ? br.prompt_logprobs : -1;
+          s.spec.prompt_logits = prompt_logprobs;
+          self->send(st.scheduler, std::move(s));
+        }
       },
       // The gateway does not know the scheduler; its worker does (and hears of its restarts).
       [=](set_policy_msg& m) { return self->delegate(self->state.scheduler, std::move(m)); },
@@ -100,11 +115,13 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
           auto it = st.live.find(u.rid);
           if (it == st.live.end()) continue;  // already done (a stop string ended it)
           auto& resp = it->second;
-          if (u.rejected) {
+          if (u.rejected && !resp.index()) {
             items.push_back(error_item(u.rid, *u.error, resp.client_id()));
             st.live.erase(it);
             continue;
           }
+          // A refused completion of several (n > 1) ends with its own done, as each of them does.
+          if (u.rejected) u.finished = wire::finish_reason::error;
           if (u.first_scheduled) {
             resp.set_queue_time(*u.first_scheduled);
             resp.set_cached_prompt_tokens(u.cached_prompt_tokens);

@@ -123,45 +123,62 @@ stream client::generate(wire::generate_request r) {
   if (r.id.empty()) r.id = "cpp-" + std::to_string(next_id_++);
   std::string id = r.id;
   conn_.send(r);
-  return stream(this, id);
+  return stream(this, id, r.n);
 }
 
 std::optional<wire::token_event> stream::next() {
-  if (done_) return std::nullopt;
-  auto ev = client_->next_for(id_);
-  if (auto* t = std::get_if<wire::token_event>(&ev)) return std::move(*t);
-  if (auto* d = std::get_if<wire::done_event>(&ev)) {
-    done_ = std::move(*d);
+  while (!finished()) {
+    auto ev = client_->next_for(id_);
+    if (auto* t = std::get_if<wire::token_event>(&ev)) return std::move(*t);
+    if (auto* d = std::get_if<wire::done_event>(&ev)) {
+      auto i = static_cast<size_t>(d->index.value_or(0));
+      if (i >= dones_.size())
+        throw_error(errc::invalid_input, "done event with index " + std::to_string(i) + " for request '" + id_ + "'");
+      dones_[i] = std::move(*d);
+      if (++num_done_ == dones_.size()) client_->pending_.erase(id_);
+      continue;
+    }
     client_->pending_.erase(id_);
-    return std::nullopt;
+    if (auto* e = std::get_if<wire::wire_error>(&ev)) throw request_error(*e);
+    throw_error(errc::invalid_input, "unexpected event for generate request '" + id_ + "'");
   }
-  client_->pending_.erase(id_);
-  if (auto* e = std::get_if<wire::wire_error>(&ev)) throw request_error(*e);
-  throw_error(errc::invalid_input, "unexpected event for generate request '" + id_ + "'");
+  return std::nullopt;
 }
 
-const wire::done_event& stream::done() {
-  while (!done_) next();
-  return *done_;
+const std::vector<wire::done_event>& stream::dones() {
+  while (next()) {
+  }
+  return dones_;
 }
 
-completion client::complete(wire::generate_request r) {
+const wire::done_event& stream::done() { return dones().front(); }
+
+std::vector<completion> client::complete_all(wire::generate_request r) {
   auto s = generate(std::move(r));
-  completion c;
+  std::vector<completion> out(s.dones_.size());
   while (auto t = s.next()) {
+    auto& c = out.at(static_cast<size_t>(t->index.value_or(0)));
     c.text += t->text;
     if (t->reasoning) c.reasoning += *t->reasoning;
     c.ids.insert(c.ids.end(), t->ids.begin(), t->ids.end());
     if (t->logprobs) c.logprobs.push_back(*t->logprobs);
   }
-  c.done = s.done();
-  if (c.done.has_output) {
-    c.text = c.done.text;
-    c.reasoning = c.done.reasoning.value_or("");
-    c.ids = c.done.ids;
-    c.logprobs = c.done.logprobs;
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto& c = out[i];
+    c.done = s.dones_[i];
+    if (c.done.has_output) {
+      c.text = c.done.text;
+      c.reasoning = c.done.reasoning.value_or("");
+      c.ids = c.done.ids;
+      c.logprobs = c.done.logprobs;
+    }
   }
-  return c;
+  return out;
+}
+
+completion client::complete(wire::generate_request r) {
+  if (r.n != 1) throw_error(errc::invalid_argument, "complete() reads one completion; use complete_all() for n > 1");
+  return std::move(complete_all(std::move(r)).front());
 }
 
 void client::cancel(const std::string& id) { conn_.send(wire::cancel_request{id}); }

@@ -60,21 +60,25 @@ class connection {
 
 class client;
 
-// One generate request's events, in order.
+// One generate request's events, in order. With n > 1 the completions' events interleave, each
+// naming its `index`; the stream ends after the last completion's done.
 class stream {
  public:
   // The next token event; nullopt once the request is done (then done() is valid). Throws
   // request_error when the server refused the request.
   std::optional<wire::token_event> next();
-  const wire::done_event& done();  // reads to the end if needed
+  const wire::done_event& done();  // reads to the end if needed; with n > 1 completion 0's
+  const std::vector<wire::done_event>& dones();  // every completion's done, by index
   const std::string& id() const noexcept { return id_; }
 
  private:
   friend class client;
-  stream(client* c, std::string id) : client_(c), id_(std::move(id)) {}
+  stream(client* c, std::string id, int32_t n) : client_(c), id_(std::move(id)), dones_(static_cast<size_t>(n)) {}
   client* client_;
   std::string id_;
-  std::optional<wire::done_event> done_;
+  std::vector<wire::done_event> dones_;
+  size_t num_done_ = 0;
+  bool finished() const noexcept { return num_done_ == dones_.size(); }
 };
 
 struct completion {
@@ -91,8 +95,10 @@ class client {
 
   // Sends a generate (an empty id gets one like "cpp-1") and returns its stream.
   stream generate(wire::generate_request r);
-  // generate() read to the end.
+  // generate() read to the end (a request with n == 1).
   completion complete(wire::generate_request r);
+  // Every completion of a request with any n, by index.
+  std::vector<completion> complete_all(wire::generate_request r);
   void cancel(const std::string& id);
   std::vector<int32_t> tokenize(wire::tokenize_request r);
   wire::health_event health();

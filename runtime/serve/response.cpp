@@ -12,7 +12,8 @@ response::response(std::string client_id, bool stream, const tokenizer* tok, out
       text_(tok, std::move(rules.stop), rules.min_tokens),
       prompt_tokens_(prompt_tokens),
       received_(received),
-      find_tool_calls_(rules.find_tool_calls) {
+      find_tool_calls_(rules.find_tool_calls),
+      index_(rules.index) {
   if (rules.reasoning_opened_in_prompt) split_.emplace(*rules.reasoning_opened_in_prompt);
   if (rules.prompt_logprobs) prompt_logprobs_.emplace();
 }
@@ -43,7 +44,7 @@ bool response::add_token(int32_t id, clock::time_point now, std::string& out, co
   }
   std::optional<wire::logprob_info> lp;
   if (logprobs) lp = wire::logprob_info{logprobs->logprob, logprobs->top};
-  if (stream_) wire::append_event_frame(out, wire::token_event{id_, d.text, {id}, std::move(lp), std::move(reasoning)});
+  if (stream_) wire::append_event_frame(out, wire::token_event{id_, d.text, {id}, std::move(lp), std::move(reasoning), index_});
   else if (lp) logprobs_.push_back(std::move(*lp));
   if (!stream_ || find_tool_calls_) all_text_ += d.text;
   if (!stream_ && reasoning) all_reasoning_ += *reasoning;
@@ -65,10 +66,11 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
     all_reasoning_ += *rest_reasoning;
   }
   if (stream_ && (!rest.empty() || (rest_reasoning && !rest_reasoning->empty())))
-    wire::append_event_frame(out, wire::token_event{id_, rest, {}, std::nullopt, rest_reasoning});
+    wire::append_event_frame(out, wire::token_event{id_, rest, {}, std::nullopt, rest_reasoning, index_});
   wire::done_event d;
   d.id = id_;
   d.reason = why;
+  d.index = index_;
   d.usage = {prompt_tokens_, cached_prompt_tokens_, completion_tokens()};
   d.timings.queue_ms = first_scheduled_ ? ms_since_received(*first_scheduled_) : ms_since_received(now);
   d.timings.ttft_ms = first_token_ ? ms_since_received(*first_token_) : 0.0;

@@ -27,6 +27,8 @@ struct output_rules {
   // and the thinking as `reasoning`, tool calls read from the answer.
   std::optional<bool> reasoning_opened_in_prompt = std::nullopt;
   bool prompt_logprobs = false;  // done carries the prompt's logprobs (add_prompt_logprobs)
+  // Requests with n > 1: which completion this response is (every event carries it).
+  std::optional<int32_t> index = std::nullopt;
 };
 
 class response {
@@ -50,6 +52,7 @@ class response {
   bool done() const noexcept { return done_; }
   int64_t completion_tokens() const noexcept { return static_cast<int64_t>(ids_.size()); }
   const std::string& client_id() const noexcept { return id_; }
+  std::optional<int32_t> index() const noexcept { return index_; }
 
  private:
   double ms_since_received(clock::time_point t) const;
@@ -68,6 +71,7 @@ class response {
   std::optional<reasoning_split> split_;
   std::string all_reasoning_;  // when not streaming and separating reasoning
   bool find_tool_calls_;
+  std::optional<int32_t> index_;
   bool done_ = false;
 };
 
