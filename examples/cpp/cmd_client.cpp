@@ -33,6 +33,38 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
+// The summary line (and any tool calls or error) of one completion's done; the exit status.
+int print_done(const wire::done_event& d) {
+  std::fprintf(stderr,
+               "[%s: %lld prompt (%lld cached) + %lld completion tokens; queue %.1f ms, ttft %.1f ms, total %.1f ms]\n",
+               std::string(wire::to_string(d.reason)).c_str(), static_cast<long long>(d.usage.prompt_tokens),
+               static_cast<long long>(d.usage.cached_prompt_tokens), static_cast<long long>(d.usage.completion_tokens),
+               d.timings.queue_ms, d.timings.ttft_ms, d.timings.total_ms);
+  for (const auto& call : d.tool_calls) std::printf("tool call: %s(%s)\n", call.name.c_str(), call.arguments.c_str());
+  if (d.error)
+    std::fprintf(stderr, "error: %s: %s\n", std::string(wire::to_string(d.error->code)).c_str(),
+                 d.error->message.c_str());
+  return d.reason == wire::finish_reason::error ? 1 : 0;
+}
+
+// n > 1: the completions' streams interleave, so each is printed whole once all have ended.
+int print_completions(client::client& c, const wire::generate_request& r, bool show_ids) {
+  auto all = c.complete_all(r);
+  int status = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const auto& one = all[i];
+    std::printf("--- completion %zu ---\n", i);
+    if (!one.reasoning.empty()) std::fprintf(stderr, "%s\n", one.reasoning.c_str());
+    std::fputs(one.text.c_str(), stdout);
+    if (show_ids)
+      for (int32_t id : one.ids) std::printf("[%d]", id);
+    std::printf("\n");
+    std::fflush(stdout);
+    status |= print_done(one.done);
+  }
+  return status;
+}
+
 int run_client(int argc, char** argv) {
   CLI::App app{"Send one generate request to a running `troupe serve` and stream the answer", "troupe client"};
   std::string host = "127.0.0.1", prompt, ids, tools_file;
@@ -41,6 +73,7 @@ int run_client(int argc, char** argv) {
   std::optional<double> temperature, top_p, min_p;
   std::optional<int32_t> top_k, max_tokens;
   std::optional<uint64_t> seed;
+  int32_t n = 1;
   std::vector<std::string> stop;
   bool no_stream = false, show_ids = false, chat = false, separate_reasoning = false;
   cli::structured_flags structured;
@@ -57,7 +90,9 @@ int run_client(int argc, char** argv) {
   app.add_option("--top-p", top_p);
   app.add_option("--top-k", top_k);
   app.add_option("--min-p", min_p);
-  app.add_option("--seed", seed);
+  app.add_option("--seed", seed, "completion i samples with seed + i");
+  app.add_option("--n", n, "completions of the prompt (printed one after another once all have ended)")
+      ->check(CLI::Range(1, 128));
   app.add_option("--stop", stop, "stop string (repeatable)");
   app.add_flag("--no-stream", no_stream, "one answer at the end instead of a stream");
   app.add_flag("--show-ids", show_ids, "print the token ids too");
@@ -98,9 +133,11 @@ int run_client(int argc, char** argv) {
   r.stream = !no_stream;
   r.separate_reasoning = separate_reasoning;
   r.structured = structured.value();
+  r.n = n;
 
   client::client c(host, port);
   try {
+    if (r.n > 1) return print_completions(c, r, show_ids);
     auto s = c.generate(r);
     bool thinking = false;  // reasoning printed and not yet ended by a newline
     while (auto t = s.next()) {
@@ -126,15 +163,7 @@ int run_client(int argc, char** argv) {
         for (int32_t id : d.ids) std::printf("[%d]", id);
     }
     std::printf("\n");
-    std::fprintf(stderr,
-                 "[%s: %lld prompt (%lld cached) + %lld completion tokens; queue %.1f ms, ttft %.1f ms, total %.1f ms]\n",
-                 std::string(wire::to_string(d.reason)).c_str(), static_cast<long long>(d.usage.prompt_tokens),
-                 static_cast<long long>(d.usage.cached_prompt_tokens), static_cast<long long>(d.usage.completion_tokens), d.timings.queue_ms, d.timings.ttft_ms,
-                 d.timings.total_ms);
-    for (const auto& call : d.tool_calls) std::printf("tool call: %s(%s)\n", call.name.c_str(), call.arguments.c_str());
-    if (d.error) std::fprintf(stderr, "error: %s: %s\n", std::string(wire::to_string(d.error->code)).c_str(),
-                              d.error->message.c_str());
-    return d.reason == wire::finish_reason::error ? 1 : 0;
+    return print_done(d);
   } catch (const client::request_error& e) {
     std::fprintf(stderr, "troupe client: the server refused the request: %s\n", e.what());
     return 1;

@@ -80,7 +80,9 @@ class Client:
     def generate(self, prompt=None, prompt_ids=None, messages=None, request_id=None, **fields):
         """Starts a generate request and returns an iterator over its events (token..., done).
 
-        Keyword fields are the protocol's (max_tokens, temperature, seed, stop, stream, ...)."""
+        Keyword fields are the protocol's (max_tokens, temperature, seed, stop, stream, n, ...).
+        With n > 1 the completions' events interleave, each with its "index"; the iterator ends
+        after the last one's done."""
         rid = request_id or f"py-{next(self._ids)}"
         req = {"type": "generate", "id": rid, **fields}
         if prompt is not None:
@@ -90,9 +92,10 @@ class Client:
         if messages is not None:
             req["messages"] = messages
         self.send(req)
-        return self._events(rid)
+        return self._events(rid, fields.get("n", 1))
 
-    def _events(self, rid):
+    def _events(self, rid, n):
+        dones = 0
         while True:
             ev = self._next_for(rid)
             if ev["event"] == "error":
@@ -100,8 +103,10 @@ class Client:
                 raise TroupeError(ev["code"], ev["message"], rid)
             yield ev
             if ev["event"] == "done":
-                self._pending.pop(rid, None)
-                return
+                dones += 1
+                if dones == n:
+                    self._pending.pop(rid, None)
+                    return
 
     def complete(self, **kwargs):
         """Runs a generate to the end: (text, ids, done_event)."""
@@ -121,8 +126,18 @@ class Client:
         text, reasoning (requests with separate_reasoning), ids, logprobs (with logprobs: one per
         id), prompt_logprobs (with prompt_logprobs: None first, then one per prompt token) and
         done (the done event)."""
-        out = {"text": "", "reasoning": "", "ids": [], "logprobs": [], "prompt_logprobs": None, "done": None}
+        if kwargs.get("n", 1) != 1:
+            raise ValueError("complete_all gathers one completion; use choices() for n > 1")
+        return self.choices(**kwargs)[0]
+
+    def choices(self, **kwargs):
+        """complete_all for any n: one dict per completion, in index order (prompt_logprobs only
+        on the first: the prompt is the same for all)."""
+        n = kwargs.get("n", 1)
+        outs = [{"text": "", "reasoning": "", "ids": [], "logprobs": [], "prompt_logprobs": None, "done": None}
+                for _ in range(n)]
         for ev in self.generate(**kwargs):
+            out = outs[ev.get("index", 0)]
             if ev["event"] == "token":
                 out["text"] += ev["text"]
                 out["reasoning"] += ev.get("reasoning", "")
@@ -136,7 +151,7 @@ class Client:
                 out["reasoning"] = ev.get("reasoning", "")
                 out["logprobs"] = ev.get("logprobs", [])
             out["prompt_logprobs"] = ev.get("prompt_logprobs")
-        return out
+        return outs
 
     def cancel(self, request_id):
         self.send({"type": "cancel", "id": request_id})

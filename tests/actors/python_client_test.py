@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The Python client against the real `troupe serve` binary: greedy and seeded outputs equal
-`troupe generate --json` for the same request, logprobs / prompt_logprobs / logit_bias gathered
-by complete_all, interleaved streaming iterators on one connection, cancel, errors as
+`troupe generate --json` for the same request (and n completions the request with seed + i),
+logprobs / prompt_logprobs / logit_bias gathered by complete_all, interleaved streaming iterators on one connection, cancel, errors as
 TroupeError, SIGTERM ending the server with a final done, and structured output (response_format,
 structured_outputs) on a model with the real Qwen3 tokenizer.
 
@@ -84,6 +84,22 @@ try:
             check(pl is not None and len(pl) == len(prompt) and pl[0] is None
                   and all(len(x["top"]) == 1 and x["logprob"] <= 0 for x in pl[1:]),
                   f"prompt_logprobs (stream={stream})")
+
+        # n completions: completion i is the request with seed + i, each with its own done.
+        for stream in (True, False):
+            got = c.choices(prompt_ids=prompt, max_tokens=6, temperature=0.9, seed=77, ignore_eos=True, n=3,
+                            stream=stream)
+            check([g["ids"] for g in got] == [generate_cli(prompt, 6, temperature=0.9, seed=77 + i) for i in range(3)]
+                  and [g["done"]["index"] for g in got] == [0, 1, 2], f"n=3 completions (stream={stream})")
+
+        # `troupe client --n` prints each completion whole, in index order.
+        out = subprocess.run([troupe, "client", "--port", str(port), "--ids", ",".join(map(str, prompt)), "--n", "2",
+                              "--seed", "77", "--temperature", "0.9", "--max-tokens", "6", "--show-ids"],
+                             capture_output=True, text=True)
+        printed = [[int(x) for x in re.findall(r"\[(\d+)\]", part)]
+                   for part in re.split(r"--- completion \d+ ---\n", out.stdout)[1:]]
+        check(out.returncode == 0 and printed == [generate_cli(prompt, 6, temperature=0.9, seed=77 + i) for i in range(2)],
+              "troupe client --n 2: " + out.stdout.replace("\n", " | ") + out.stderr.strip())
 
         # Two streams on one connection, consumed alternately.
         a = c.generate(prompt_ids=[1, 2], max_tokens=5, temperature=0.0, ignore_eos=True)
