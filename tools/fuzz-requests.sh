@@ -23,7 +23,7 @@ reqs = [
                   {"role": "assistant", "content": None, "tool_calls": [{"name": "f", "arguments": {"x": [1, {"y": None}]}}]},
                   {"role": "tool", "content": "ok"}]},
     {"v": 1, "type": "generate", "id": "b", "prompt_ids": [1, 2, 3], "temperature": 0.5, "stop": ["x"], "stop_ids": [4]},
-    {"v": 1, "type": "generate", "id": "c", "prompt": "hello", "top_p": 0.9, "seed": 7, "deadline_ms": 10, "priority": -3},
+    {"v": 1, "type": "generate", "id": "c", "prompt": "hello", "top_p": 0.9, "seed": 7, "deadline_ms": 10, "priority": -3, "n": 4},
     {"v": 1, "type": "tokenize", "messages": [{"role": "user", "content": "x"}], "tools": tools},
     {"v": 1, "type": "set_policy", "policy": "fcfs", "config": "a=1", "token": "x"},
     {"v": 1, "type": "cancel", "id": "a"},
