@@ -10,6 +10,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <cstdio>
+#include <deque>
 #include <optional>
 #include <unordered_map>
 
@@ -176,7 +177,7 @@ void kick(self_ptr self) {
   for (size_t i = 0; i < job->plan.seqs.size(); ++i) {
     const auto& e = job->plan.seqs[i];
     auto& m = st.metas.at(e.seq_id);
-    if (job->plan.batch[i].logits == logits_mode::all) job->prompt_scorers.push_back(m.sampling);
+    if (job->plan.batch[i].logits == logits_mode::all && e.num_draft == 0) job->prompt_scorers.push_back(m.sampling);
     if (e.first_scheduled) {
       m.first_scheduled = now;
       m.cached_prompt_tokens = e.num_cached_tokens;
@@ -213,8 +214,9 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
     if (st.pacer) {
       int32_t decodes = 0, prompt_tokens = 0, prompt_span = 0;
       for (const auto& e : plan.seqs) {
-        (e.num_tokens == 1 ? decodes : prompt_tokens) += e.num_tokens;
-        if (e.num_tokens > 1) prompt_span = std::max(prompt_span, e.start_pos + e.num_tokens);
+        const bool decode = e.num_tokens == 1 || e.num_draft > 0;  // drafts ride on a decode
+        (decode ? decodes : prompt_tokens) += e.num_tokens;
+        if (!decode) prompt_span = std::max(prompt_span, e.start_pos + e.num_tokens);
       }
       st.pacer->observe(decodes, prompt_tokens, out.engine_seconds, prompt_span);
       const int32_t cap = st.pacer->cap();
@@ -233,20 +235,29 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
       u.prompt_logprobs = std::move(lps);
       emit(self, id, std::move(u));
     }
-    // The logprobs of this step's tokens, by sequence.
-    std::unordered_map<int64_t, token_logprobs> step_logprobs;
-    for (auto& [id, lp] : out.logprobs) step_logprobs.emplace(id, std::move(lp));
+    // The logprobs of this step's tokens, by sequence, in token order.
+    std::unordered_map<int64_t, std::deque<token_logprobs>> step_logprobs;
+    for (auto& [id, lp] : out.logprobs) step_logprobs[id].push_back(std::move(lp));
     auto logprobs_of_seq = [&](int64_t seq) -> std::optional<token_logprobs> {
       auto lp = step_logprobs.find(seq);
-      if (lp == step_logprobs.end()) return std::nullopt;
-      return std::move(lp->second);
+      if (lp == step_logprobs.end() || lp->second.empty()) return std::nullopt;
+      auto first = std::move(lp->second.front());
+      lp->second.pop_front();
+      return first;
     };
-    for (const auto& ev : st.core->update(plan, out.sampled)) {
+    // Speculative decoding: drafts verified and accepted (a failed sequence's lone -1 counts none).
+    for (size_t i = 0, k = 0; i < plan.seqs.size(); ++i) {
+      if (!plan.seqs[i].sample) continue;
+      const int32_t c = out.counts.empty() ? 1 : out.counts[k];
+      ++k;
+      if (plan.seqs[i].num_draft > 0) st.ctx->metrics->add_spec_decode(plan.seqs[i].num_draft, c - 1);
+    }
+    for (const auto& ev : st.core->update(plan, out.sampled, out.counts)) {
       auto it = st.metas.find(ev.seq_id);
       if (it == st.metas.end()) continue;
       auto& m = it->second;
-      if (ev.token) {
-        st.ctx->metrics->add_generation_tokens(1);
+      if (!ev.tokens.empty()) {
+        st.ctx->metrics->add_generation_tokens(static_cast<int64_t>(ev.tokens.size()));
         if (!m.last_token) {
           st.ctx->metrics->observe_ttft(seconds(now - m.received));
           st.ctx->metrics->add_prompt_tokens(m.prompt_tokens);
@@ -255,16 +266,22 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
         }
         m.last_token = now;
       }
-      if (ev.finished) {
-        finished(self, ev.seq_id, *ev.finished, std::nullopt, ev.token.value_or(-1),
-                 ev.token ? logprobs_of_seq(ev.seq_id) : std::nullopt);
-      } else if (ev.token) {
+      // One update per token (a step with accepted drafts has several), the last one ending the
+      // sequence when it finished.
+      for (size_t j = 0; j < ev.tokens.size(); ++j) {
+        const bool last = j + 1 == ev.tokens.size();
+        if (last && ev.finished) break;
         seq_update u;
-        u.token = *ev.token;
+        u.token = ev.tokens[j];
         u.logprobs = logprobs_of_seq(ev.seq_id);
         u.first_scheduled = m.first_scheduled;
         u.cached_prompt_tokens = m.cached_prompt_tokens;
         emit(self, ev.seq_id, std::move(u));
+      }
+      if (ev.finished) {
+        const bool token = !ev.tokens.empty();
+        finished(self, ev.seq_id, *ev.finished, std::nullopt, token ? ev.tokens.back() : -1,
+                 token ? logprobs_of_seq(ev.seq_id) : std::nullopt);
       }
     }
   }

@@ -113,6 +113,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   s.max_prefill_tokens_while_decoding = ctx->cfg.max_prefill_tokens_while_decoding;
   s.max_waiting = ctx->cfg.max_waiting;
   s.static_batching = ctx->cfg.static_batching;
+  s.speculative = {ctx->cfg.num_speculative_tokens, ctx->cfg.prompt_lookup_min, ctx->cfg.prompt_lookup_max};
   set_prefix_caching(*ctx);
   plugin_host::policy_settings ps;
   ps.policy = ctx->cfg.policy;

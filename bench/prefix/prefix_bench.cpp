@@ -157,7 +157,7 @@ struct replica {
     if (job.plan.num_batched_tokens >= 16) cost.observe_prefill(job.plan.num_batched_tokens, outcome.engine_seconds);
     for (auto& b : outcome.saved) to_publish.push_back(std::move(b));
     for (const auto& ev : s.update(job.plan, outcome.sampled)) {
-      if (ev.token) out[ev.seq_id].push_back(*ev.token);
+      out[ev.seq_id].insert(out[ev.seq_id].end(), ev.tokens.begin(), ev.tokens.end());
       if (ev.finished) finished.push_back(ev.seq_id);
     }
     return finished;

@@ -120,24 +120,38 @@ bool scheduler::leader_computing_prompt(const sequence& s) const {
   return !leader.running || leader.num_computed < full;
 }
 
-void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan) {
+// Drafts for a decoding sequence: within the step's budget (the token itself needs one) and so
+// that all of them plus the token after cannot pass the sequence's length limit.
+std::vector<int32_t> scheduler::drafts_for(const sequence& s, int32_t budget) const {
+  if (cfg_.speculative.num_tokens <= 0) return {};
+  const auto room = std::min<int64_t>(budget - 1, int64_t{s.max_total} - static_cast<int64_t>(s.tokens.size()) - 1);
+  if (room <= 0) return {};
+  return propose_ngram_drafts(s.tokens, cfg_.speculative, static_cast<int32_t>(room));
+}
+
+void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan, std::span<const int32_t> drafts) {
+  const auto d = static_cast<int32_t>(drafts.size());
   scheduled_seq e;
   e.seq_id = s.spec.seq_id;
   e.start_pos = s.num_computed;
-  e.num_tokens = n;
+  e.num_tokens = n + d;
+  e.num_draft = d;
   e.sample = s.num_computed + n == static_cast<int32_t>(s.tokens.size());
   e.first_scheduled = !s.ever_scheduled;
   if (prefix_ && e.first_scheduled) e.num_cached_tokens = prefix_->num_cached_tokens(e.seq_id);
   s.ever_scheduled = true;
   plan.seqs.push_back(e);
   plan.tokens.insert(plan.tokens.end(), s.tokens.begin() + s.num_computed, s.tokens.begin() + s.num_computed + n);
+  plan.tokens.insert(plan.tokens.end(), drafts.begin(), drafts.end());
   auto table = alloc_.block_table(e.seq_id);
-  // Only the blocks this step touches or reads: positions [0, start + n).
-  auto used = static_cast<size_t>(alloc_.blocks_for_tokens(s.num_computed + n));
+  // Only the blocks this step touches or reads: positions [0, start + n + d).
+  auto used = static_cast<size_t>(alloc_.blocks_for_tokens(s.num_computed + n + d));
   TROUPE_ASSERT(used <= table.size());
   plan.blocks.insert(plan.blocks.end(), table.begin(), table.begin() + static_cast<ptrdiff_t>(used));
+  // Blocks are published only for known tokens: a block that drafts complete is not (its K/V may
+  // hold a rejected guess until the next step rewrites it).
   if (prefix_) prefix_->plan(e.seq_id, s.tokens, table, e.start_pos, n, plan.kv_loads, plan.kv_saves);
-  plan.num_batched_tokens += n;
+  plan.num_batched_tokens += n + d;
   plan.num_sampled += e.sample;
 }
 
@@ -184,10 +198,15 @@ step_plan scheduler::schedule() {
       }
     }
     if (self_preempted) continue;
-    bool ok = grow(id, s.num_computed + 1);
+    // Drafts take free blocks only: a guess never preempts anyone.
+    auto drafts = drafts_for(s, budget);
+    while (!drafts.empty() &&
+           !alloc_.can_allocate(id, s.num_computed + 1 + static_cast<int64_t>(drafts.size())))
+      drafts.pop_back();
+    bool ok = grow(id, s.num_computed + 1 + static_cast<int64_t>(drafts.size()));
     TROUPE_ASSERT(ok);
-    add_to_plan(s, 1, plan);
-    budget -= 1;
+    add_to_plan(s, 1, plan, drafts);
+    budget -= 1 + static_cast<int32_t>(drafts.size());
   }
 
   // Prompt chunks share a step that decodes only up to their own cap: that step's time is every
@@ -266,7 +285,7 @@ step_plan scheduler::schedule() {
     sq.block_table = std::span<const int32_t>(plan.blocks.data() + blk, used);
     // Prompt rows whose next token is a prompt token score it (prompt_logits): every row.
     const auto& s = seqs_.at(e.seq_id);
-    if (s.spec.prompt_logits && e.start_pos + 1 < s.num_prompt)
+    if ((s.spec.prompt_logits && e.start_pos + 1 < s.num_prompt) || e.num_draft > 0)
       sq.logits = logits_mode::all;
     else
       sq.logits = e.sample ? logits_mode::last : logits_mode::none;
@@ -277,35 +296,53 @@ step_plan scheduler::schedule() {
   return plan;
 }
 
-std::vector<seq_event> scheduler::update(const step_plan& plan, std::span<const int32_t> sampled) {
-  TROUPE_ASSERT(sampled.size() == static_cast<size_t>(plan.num_sampled));
+std::vector<seq_event> scheduler::update(const step_plan& plan, std::span<const int32_t> sampled,
+                                        std::span<const int32_t> counts) {
+  TROUPE_ASSERT(counts.empty() || counts.size() == static_cast<size_t>(plan.num_sampled));
   std::vector<seq_event> events;
-  size_t k = 0;
-  for (const auto& e : plan.seqs) {
-    std::optional<int32_t> token;
-    if (e.sample) token = sampled[k++];
+  size_t k = 0, next = 0;  // sampled entry, and its first id in `sampled`
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const auto& e = plan.seqs[i];
+    std::span<const int32_t> out;
+    if (e.sample) {
+      const int32_t c = counts.empty() ? 1 : counts[k];
+      TROUPE_ASSERT(c >= 1 && c <= e.num_draft + 1 && next + static_cast<size_t>(c) <= sampled.size());
+      out = sampled.subspan(next, static_cast<size_t>(c));
+      next += static_cast<size_t>(c);
+      ++k;
+    }
     auto it = seqs_.find(e.seq_id);
     if (it == seqs_.end()) continue;  // finished while the step ran
     auto& s = it->second;
     // A sequence preempted after this plan was made would have num_computed reset; plans are
     // applied before the next schedule(), so this cannot happen.
     TROUPE_ASSERT(s.running && s.num_computed == e.start_pos);
-    s.num_computed += e.num_tokens;
-    if (prefix_) prefix_->computed(e.seq_id, s.tokens, alloc_.block_table(e.seq_id), s.num_computed);
-    seq_event ev{e.seq_id, token, std::nullopt};
-    if (token) {
-      s.tokens.push_back(*token);
+    // With drafts, the K/V in the pool are right up to the last accepted draft: the last token
+    // and the drafts the step's samples confirmed (the rest are rewritten later).
+    const auto drafts = plan.batch[i].tokens.subspan(1);
+    for (size_t j = 0; j + 1 < out.size(); ++j) TROUPE_ASSERT(out[j] == drafts[j]);
+    s.num_computed += e.num_draft > 0 ? static_cast<int32_t>(out.size()) : e.num_tokens;
+    seq_event ev{e.seq_id, {}, std::nullopt};
+    for (int32_t token : out) {
+      s.tokens.push_back(token);
+      ev.tokens.push_back(token);
       const auto& stops = s.spec.stop_ids;
-      if (std::find(stops.begin(), stops.end(), *token) != stops.end())
+      if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
         ev.finished = finish_reason::stop;
-      else if (static_cast<int32_t>(s.tokens.size()) >= s.max_total)
+        break;
+      }
+      if (static_cast<int32_t>(s.tokens.size()) >= s.max_total) {
         ev.finished = finish_reason::length;
+        break;
+      }
     }
+    s.num_computed = std::min(s.num_computed, static_cast<int32_t>(s.tokens.size()));
+    if (prefix_) prefix_->computed(e.seq_id, s.tokens, alloc_.block_table(e.seq_id), s.num_computed);
     if (ev.finished)
       remove(e.seq_id);
     else
       policy_->on_update(view(s));
-    events.push_back(ev);
+    events.push_back(std::move(ev));
   }
   return events;
 }

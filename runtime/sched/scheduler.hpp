@@ -18,6 +18,7 @@
 #include "runtime/engine/step.hpp"
 #include "runtime/kv/block_allocator.hpp"
 #include "runtime/prefix/prefix_cache.hpp"
+#include "runtime/sched/ngram_proposer.hpp"
 #include "runtime/sched/policy.hpp"
 
 namespace troupe::sched {
@@ -46,6 +47,9 @@ struct sched_config {
   bool enable_prefix_caching = false;
   prefix::cache_identity prefix_identity;  // its model_fingerprint must be set when enabled
   prefix::prefix_options prefix_options;
+  // Speculative decoding by prompt lookup (num_tokens > 0): a decode carries up to num_tokens
+  // drafts after its last token, verified in the same step (see scheduled_seq::num_draft).
+  ngram_options speculative;
 };
 
 enum class finish_reason : uint8_t { stop, length, cancelled, deadline, error };
@@ -81,6 +85,11 @@ struct scheduled_seq {
   bool sample = false;       // the chunk ends at the last known token: a new token follows
   bool first_scheduled = false;  // first time this sequence runs (ends its queue time)
   int32_t num_cached_tokens = 0; // with first_scheduled: prompt tokens reused from the prefix cache
+  // Speculative decoding: the chunk is the last token then num_draft guessed tokens, and every row
+  // has logits. The executor samples row 0, then row j + 1 only while the token sampled at row j
+  // equals draft j: the tokens out are exactly what decoding one at a time would give, 1 to
+  // num_draft + 1 of them (update() takes the count).
+  int32_t num_draft = 0;
 };
 
 // One step's work. `batch` spans point into the plan's own buffers, so the plan is move-only and
@@ -109,7 +118,7 @@ struct step_plan {
 // What update() reports per sequence of the step (plan order, sequences still alive only).
 struct seq_event {
   int64_t seq_id = 0;
-  std::optional<int32_t> token;          // the new token, when the step sampled one
+  std::vector<int32_t> tokens;           // the new tokens, in order: one, or with drafts up to 1 + num_draft
   std::optional<finish_reason> finished; // set when the sequence left (blocks already freed)
 };
 
@@ -134,9 +143,12 @@ class scheduler {
   // Plans the next step; may preempt running sequences (blocks freed, re-queued for
   // recomputation). An empty plan means there is nothing to run.
   step_plan schedule();
-  // `sampled` holds one id per plan entry with sample == true, in plan order. Sequences that left
-  // since the plan (cancelled mid-step) are skipped.
-  std::vector<seq_event> update(const step_plan& plan, std::span<const int32_t> sampled);
+  // `sampled` holds the ids of the plan entries with sample == true, in plan order: one each, or
+  // counts[k] for the k-th of them (counts empty: one each; with drafts, 1..num_draft + 1 ids, all
+  // but the last equal to the drafts). Sequences that left since the plan (cancelled mid-step)
+  // are skipped. Tokens after a stop id or past the length limit are dropped.
+  std::vector<seq_event> update(const step_plan& plan, std::span<const int32_t> sampled,
+                                std::span<const int32_t> counts = {});
   // Ends a sequence now (cancel, deadline, a stop string the detokenizer found, an error) and
   // frees its blocks. False when it is not queued (already finished).
   bool finish(int64_t seq_id, finish_reason why);
@@ -197,7 +209,8 @@ class scheduler {
   void insert_sorted(std::vector<int64_t>& q, int64_t id);
   void preempt(int64_t id, step_plan& plan);
   int64_t pick_victim(const step_plan& plan);
-  void add_to_plan(sequence& s, int32_t n, step_plan& plan);
+  void add_to_plan(sequence& s, int32_t n, step_plan& plan, std::span<const int32_t> drafts = {});
+  std::vector<int32_t> drafts_for(const sequence& s, int32_t budget) const;
   void remove(int64_t id);
   int32_t chunk_limit(const sequence& s, int32_t budget) const;
   bool leader_computing_prompt(const sequence& s) const;

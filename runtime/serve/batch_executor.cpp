@@ -48,7 +48,7 @@ step_outcome batch_executor::run(step_job& job) {
   size_t q = 0;
   for (size_t i = 0; i < job.plan.seqs.size(); ++i) {
     const auto& sq = job.plan.batch[i];
-    if (sq.logits != logits_mode::all) continue;
+    if (sq.logits != logits_mode::all || job.plan.seqs[i].num_draft > 0) continue;
     TROUPE_ASSERT(q < job.prompt_scorers.size());
     auto& s = *job.prompt_scorers[q++];
     std::vector<token_logprobs> scored;
@@ -67,23 +67,37 @@ step_outcome batch_executor::run(step_job& job) {
   }
   TROUPE_ASSERT(q == job.prompt_scorers.size());
   out.sampled.reserve(job.samplers.size());
+  out.counts.reserve(job.samplers.size());
   std::vector<float> raw;
   size_t k = 0;
   for (size_t i = 0; i < job.plan.seqs.size(); ++i) {
-    if (!job.plan.seqs[i].sample) continue;
+    const auto& e = job.plan.seqs[i];
+    if (!e.sample) continue;
     auto& s = *job.samplers[k++];
-    auto row = result_.row(i, result_.num_rows[i] - 1);  // the last row (all rows when scoring the prompt)
+    // Without drafts the last row (all rows when scoring the prompt); with drafts row j follows
+    // the last token and drafts 0..j-1, so it is only sampled while every draft before it held.
+    const int64_t first = e.num_draft > 0 ? 0 : result_.num_rows[i] - 1;
+    const auto drafts = job.plan.batch[i].tokens.subspan(1);
+    const size_t before = out.sampled.size();
     try {
-      // Logprobs come from the model's distribution: keep the row as it was before sampling.
-      if (s.logprobs >= 0) raw.assign(row.begin(), row.end());
-      // The row lives in result_ and is rebuilt next step: sampling may modify it in place.
-      int32_t id = s.smp.sample(std::span<float>(const_cast<float*>(row.data()), row.size()), s.prompt, s.output);
-      if (s.logprobs >= 0) out.logprobs.emplace_back(job.plan.seqs[i].seq_id, logprobs_of(raw, id, s.logprobs));
-      s.output.push_back(id);
-      out.sampled.push_back(id);
-    } catch (const std::exception& e) {
+      for (int64_t r = first; r < result_.num_rows[i]; ++r) {
+        auto row = result_.row(i, r);
+        // Logprobs come from the model's distribution: keep the row as it was before sampling.
+        if (s.logprobs >= 0) raw.assign(row.begin(), row.end());
+        // The row lives in result_ and is rebuilt next step: sampling may modify it in place.
+        int32_t id = s.smp.sample(std::span<float>(const_cast<float*>(row.data()), row.size()), s.prompt, s.output);
+        if (s.logprobs >= 0) out.logprobs.emplace_back(e.seq_id, logprobs_of(raw, id, s.logprobs));
+        s.output.push_back(id);
+        out.sampled.push_back(id);
+        if (e.num_draft == 0 || static_cast<size_t>(r) >= drafts.size() || id != drafts[static_cast<size_t>(r)]) break;
+      }
+      out.counts.push_back(static_cast<int32_t>(out.sampled.size() - before));
+    } catch (const std::exception& ex) {
+      // The sequence ends with an error: what it sampled before the failure goes nowhere.
+      out.sampled.resize(before);
       out.sampled.push_back(-1);
-      out.seq_errors.emplace_back(job.plan.seqs[i].seq_id, e.what());
+      out.counts.push_back(1);
+      out.seq_errors.emplace_back(e.seq_id, ex.what());
     }
   }
   out.engine_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

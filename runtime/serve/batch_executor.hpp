@@ -42,13 +42,17 @@ std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::spa
 struct step_job {
   sched::step_plan plan;
   std::vector<std::shared_ptr<seq_sampling>> samplers;  // one per plan entry with sample == true
-  // One per plan entry whose step logits are logits_mode::all (prompt_logprobs), in plan order.
+  // One per plan entry that scores its prompt (logits_mode::all without drafts), in plan order.
   std::vector<std::shared_ptr<seq_sampling>> prompt_scorers;
 };
 
 struct step_outcome {
-  std::vector<int32_t> sampled;  // one per sampled entry; -1 where that sequence failed
-  // (seq_id, logprobs of the token it sampled) for sequences that asked (seq_sampling::logprobs).
+  // The ids of the sampled entries, in plan order: counts[k] for the k-th (one each, or with
+  // drafts 1..num_draft + 1); a lone -1 where that sequence failed.
+  std::vector<int32_t> sampled;
+  std::vector<int32_t> counts;
+  // (seq_id, logprobs of a token it sampled) for sequences that asked (seq_sampling::logprobs),
+  // in the order of the tokens.
   std::vector<std::pair<int64_t, token_logprobs>> logprobs;
   std::vector<std::pair<int64_t, std::string>> seq_errors;  // (seq_id, why) for the -1 entries
   // (seq_id, logprobs of its next prompt tokens, in order) for the prompt_scorers that had any.

@@ -79,6 +79,12 @@ void metrics::add_generation_tokens(int64_t n) {
   std::lock_guard lock(mu_);
   generation_tokens_ += n;
 }
+void metrics::add_spec_decode(int64_t drafts, int64_t accepted) {
+  std::lock_guard lock(mu_);
+  spec_drafts_ += drafts;
+  spec_accepted_ += accepted;
+  ++spec_steps_;
+}
 void metrics::add_finished(finished_reason_label why) {
   std::lock_guard lock(mu_);
   ++finished_[static_cast<size_t>(why)];
@@ -142,6 +148,13 @@ std::string metrics::render() const {
   sample(o, "prompt_tokens_total", labels_, std::to_string(prompt_tokens_));
   family(o, "generation_tokens_total", "counter", "Number of generation tokens processed.");
   sample(o, "generation_tokens_total", labels_, std::to_string(generation_tokens_));
+  // vLLM's speculative-decoding counters (num_drafts counts sequence-steps that carried drafts).
+  family(o, "spec_decode_num_drafts_total", "counter", "Number of sequence-steps that carried draft tokens.");
+  sample(o, "spec_decode_num_drafts_total", labels_, std::to_string(spec_steps_));
+  family(o, "spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens verified.");
+  sample(o, "spec_decode_num_draft_tokens_total", labels_, std::to_string(spec_drafts_));
+  family(o, "spec_decode_num_accepted_tokens_total", "counter", "Number of draft tokens the model agreed with.");
+  sample(o, "spec_decode_num_accepted_tokens_total", labels_, std::to_string(spec_accepted_));
   family(o, "request_success_total", "counter", "Count of finished requests by finish reason.");
   static const char* reasons[] = {"stop", "length", "abort", "error"};
   for (size_t i = 0; i < finished_.size(); ++i)

@@ -41,6 +41,8 @@ class metrics {
   void add_preemptions(int64_t n);
   void add_prompt_tokens(int64_t n);
   void add_generation_tokens(int64_t n);
+  // Speculative decoding: draft tokens a step verified, and how many of them the model agreed with.
+  void add_spec_decode(int64_t drafts, int64_t accepted);
   void add_finished(finished_reason_label why);
   void observe_ttft(double seconds);
   void observe_inter_token(double seconds);
@@ -63,6 +65,7 @@ class metrics {
   int32_t prefill_cap_ = 0;
   double decode_step_s_ = 0, prompt_token_s_ = 0;
   int64_t preemptions_ = 0, prompt_tokens_ = 0, generation_tokens_ = 0;
+  int64_t spec_drafts_ = 0, spec_accepted_ = 0, spec_steps_ = 0;
   std::array<int64_t, 4> finished_{};
   int64_t steps_ = 0, step_tokens_ = 0;
   double engine_seconds_ = 0, loop_seconds_ = 0;

@@ -65,6 +65,9 @@ const std::vector<knob>& knobs() {
       {"scheduler", "plugin_dirs", &server_config::plugin_dirs},
       {"scheduler", "policy_starvation_limit", &server_config::policy_starvation_limit, 0, i64max},
       {"scheduler", "static_batching", &server_config::static_batching},
+      {"speculative", "num_tokens", &server_config::num_speculative_tokens, 0, 64},
+      {"speculative", "prompt_lookup_min", &server_config::prompt_lookup_min, 1, 64},
+      {"speculative", "prompt_lookup_max", &server_config::prompt_lookup_max, 1, 64},
       {"kv_cache", "block_size", &server_config::block_size, 1, 1024},
       {"kv_cache", "kv_cache_memory_bytes", &server_config::kv_cache_memory_bytes, 1, i64max},
       {"kv_cache", "num_kv_blocks", &server_config::num_kv_blocks, 0, i32max},
@@ -194,6 +197,9 @@ void validate(const server_config& c) {
     }
   }
   if (c.max_model_len != 0 && c.max_model_len < 2) bad2("model.max_model_len must be 0 (model default) or >= 2");
+  if (c.prompt_lookup_min > c.prompt_lookup_max)
+    bad2("speculative.prompt_lookup_min (" + std::to_string(c.prompt_lookup_min) +
+         ") must be <= speculative.prompt_lookup_max (" + std::to_string(c.prompt_lookup_max) + ")");
   if (c.host.empty()) bad2("server.host must not be empty");
   if (c.actor_scheduling != "sharing" && c.actor_scheduling != "stealing")
     bad2("server.actor_scheduling = '" + c.actor_scheduling + "'; expected sharing or stealing");

@@ -47,6 +47,10 @@ struct server_config {
   std::string plugin_dirs;         // colon-separated, searched before the built-in plugin dirs
   int64_t policy_starvation_limit = 20000;  // 0 = off
   bool static_batching = false;
+  // [speculative]: prompt-lookup (ngram) drafts per decode step, verified in that step
+  int32_t num_speculative_tokens = 0;  // key `num_tokens`; 0 = off; --speculative-tokens
+  int32_t prompt_lookup_min = 2;
+  int32_t prompt_lookup_max = 4;
   // [kv_cache]
   int32_t block_size = 16;
   int64_t kv_cache_memory_bytes = int64_t{1} << 30;

@@ -38,7 +38,8 @@ int run_serve(int argc, char** argv) {
   std::vector<std::string> sets;
   std::optional<std::string> host, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
       rope_scaling;
-  std::optional<int32_t> port, metrics_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks;
+  std::optional<int32_t> port, metrics_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
+      speculative_tokens;
   std::optional<int64_t> kv_bytes;
   bool static_batching = false, no_prefix_cache = false, no_mmap = false;
   app.add_option("--model", opts.model_dir, "Hugging Face Qwen3 checkpoint directory (default: a demo model)");
@@ -71,6 +72,8 @@ int run_serve(int argc, char** argv) {
   app.add_option("--rope-scaling", rope_scaling,
                  "replace config.json's rope_scaling (model.rope_scaling), e.g. '{\"rope_type\":\"yarn\","
                  "\"factor\":4.0,\"original_max_position_embeddings\":32768}' for Qwen3 at 131072 tokens");
+  app.add_option("--speculative-tokens", speculative_tokens,
+                 "prompt-lookup drafts per decode step, verified in the step (speculative.num_tokens; 0 = off)");
   app.add_option("--set", sets, "override any config key: section.key=value (repeatable)");
   try {
     app.parse(argc, argv);
@@ -89,6 +92,8 @@ int run_serve(int argc, char** argv) {
     serve::apply_override(c, "scheduler.max_num_batched_tokens=" + std::to_string(*max_num_batched_tokens));
   if (kv_bytes) serve::apply_override(c, "kv_cache.kv_cache_memory_bytes=" + std::to_string(*kv_bytes));
   if (num_kv_blocks) serve::apply_override(c, "kv_cache.num_kv_blocks=" + std::to_string(*num_kv_blocks));
+  if (speculative_tokens)
+    serve::apply_override(c, "speculative.num_tokens=" + std::to_string(*speculative_tokens));
   if (static_batching) c.static_batching = true;
   if (policy) c.policy = *policy;
   if (policy_config) c.policy_config = *policy_config;

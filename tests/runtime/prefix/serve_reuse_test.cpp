@@ -96,7 +96,7 @@ struct replica {
         remote->publish(outcome.saved, prefix::store_clock::now() + std::chrono::seconds(10));
       for (auto& b : outcome.saved) saved.push_back(std::move(b));
       for (const auto& ev : s.update(job.plan, outcome.sampled))
-        if (ev.token) out[ev.seq_id].push_back(*ev.token);
+        out[ev.seq_id].insert(out[ev.seq_id].end(), ev.tokens.begin(), ev.tokens.end());
     }
     BOOST_REQUIRE(s.idle());
   }

@@ -73,7 +73,7 @@ struct sim {
       if (e.sample) sampled.push_back(fake_model(e.seq_id, all.first(static_cast<size_t>(e.start_pos + e.num_tokens))));
     }
     for (const auto& ev : s.update(plan, sampled)) {
-      if (ev.token) out[ev.seq_id].push_back(*ev.token);
+      out[ev.seq_id].insert(out[ev.seq_id].end(), ev.tokens.begin(), ev.tokens.end());
       if (ev.finished) done[ev.seq_id] = *ev.finished;
     }
     s.check_invariants();

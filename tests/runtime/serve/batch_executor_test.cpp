@@ -99,7 +99,7 @@ run_result serve_all(const std::vector<test_request>& reqs, sched::sched_config 
     for (auto& [id, lps] : outcome.prompt_logprobs)
       res.prompt_logprobs[id].insert(res.prompt_logprobs[id].end(), lps.begin(), lps.end());
     for (const auto& ev : s.update(job.plan, outcome.sampled))
-      if (ev.token) res.out[ev.seq_id].push_back(*ev.token);
+      res.out[ev.seq_id].insert(res.out[ev.seq_id].end(), ev.tokens.begin(), ev.tokens.end());
     s.check_invariants();
     ++res.steps;
   }
