@@ -100,6 +100,20 @@ void block_allocator::free(int64_t seq) {
   tables_.erase(it);
 }
 
+void block_allocator::shrink(int64_t seq, int64_t num_tokens) {
+  auto it = tables_.find(seq);
+  if (it == tables_.end()) return;
+  auto& table = it->second;
+  const auto keep = static_cast<size_t>(blocks_for_tokens(num_tokens));
+  while (table.size() > keep) {
+    const block_id b = table.back();
+    TROUPE_ASSERT(ref_counts_[b] == 1);
+    ref_counts_[b] = 0;
+    free_.push_front(b);
+    table.pop_back();
+  }
+}
+
 std::span<const block_id> block_allocator::block_table(int64_t seq) const {
   auto it = tables_.find(seq);
   if (it == tables_.end()) return {};

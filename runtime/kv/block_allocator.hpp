@@ -45,6 +45,10 @@ class block_allocator {
   // block of the table first (as vLLM does: a prefix cache then evicts tails before heads).
   // Freeing an unknown sequence is a no-op (cancel and finish may race).
   void free(int64_t seq);
+  // Gives back the blocks of `seq`'s table past what `num_tokens` tokens need (the room a step's
+  // rejected draft tokens took), to the front of the free list: they hold nothing reusable, so
+  // they are the first to be taken again. Their counts must be 1 (never shared).
+  void shrink(int64_t seq, int64_t num_tokens);
 
   bool has(int64_t seq) const { return tables_.count(seq) != 0; }
   std::span<const block_id> block_table(int64_t seq) const;

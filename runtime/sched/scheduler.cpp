@@ -182,6 +182,27 @@ step_plan scheduler::schedule() {
   //    preempt from the far end of the policy order (never a sequence already planned: the loop
   //    walks from the front and takes victims from the back).
   std::vector<int64_t> order = running_;
+  // Speculative decoding: what the decodes still to plan need for their own token (one budget
+  // token and maybe a block each) is held back from drafts, so a guess never delays another
+  // sequence's real token or preempts anyone.
+  std::unordered_map<int64_t, int32_t> own_blocks;
+  int64_t reserved_blocks = 0;
+  int32_t reserved_budget = 0;
+  if (cfg_.speculative.num_tokens > 0)
+    for (int64_t id : order) {
+      const auto& s = seqs_.at(id);
+      if (static_cast<int32_t>(s.tokens.size()) - s.num_computed != 1) continue;
+      own_blocks[id] = alloc_.blocks_needed(id, s.num_computed + 1);
+      reserved_blocks += own_blocks[id];
+      ++reserved_budget;
+    }
+  auto planned_or_gone = [&](int64_t id) {
+    auto o = own_blocks.find(id);
+    if (o == own_blocks.end()) return;
+    reserved_blocks -= o->second;
+    --reserved_budget;
+    own_blocks.erase(o);
+  };
   for (int64_t id : order) {
     if (budget == 0) break;
     auto it = seqs_.find(id);
@@ -192,16 +213,18 @@ step_plan scheduler::schedule() {
     while (!alloc_.can_allocate(id, s.num_computed + 1)) {
       int64_t victim = pick_victim(plan);
       preempt(victim, plan);
+      planned_or_gone(victim);
       if (victim == id) {
         self_preempted = true;
         break;
       }
     }
     if (self_preempted) continue;
-    // Drafts take free blocks only: a guess never preempts anyone.
-    auto drafts = drafts_for(s, budget);
+    planned_or_gone(id);
+    auto drafts = drafts_for(s, budget - reserved_budget);
     while (!drafts.empty() &&
-           !alloc_.can_allocate(id, s.num_computed + 1 + static_cast<int64_t>(drafts.size())))
+           alloc_.blocks_needed(id, s.num_computed + 1 + static_cast<int64_t>(drafts.size())) >
+               alloc_.num_free_blocks() - reserved_blocks)
       drafts.pop_back();
     bool ok = grow(id, s.num_computed + 1 + static_cast<int64_t>(drafts.size()));
     TROUPE_ASSERT(ok);
@@ -338,6 +361,9 @@ std::vector<seq_event> scheduler::update(const step_plan& plan, std::span<const 
     }
     s.num_computed = std::min(s.num_computed, static_cast<int32_t>(s.tokens.size()));
     if (prefix_) prefix_->computed(e.seq_id, s.tokens, alloc_.block_table(e.seq_id), s.num_computed);
+    // Blocks that only rejected drafts reached go back now, not when the sequence ends: held,
+    // they could make another sequence's real token preempt someone next step.
+    if (e.num_draft > 0 && !ev.finished) alloc_.shrink(e.seq_id, static_cast<int64_t>(s.tokens.size()));
     if (ev.finished)
       remove(e.seq_id);
     else

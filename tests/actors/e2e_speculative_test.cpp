@@ -87,4 +87,38 @@ BOOST_AUTO_TEST_CASE(drafts_under_preemption_and_chunked_prompts) {
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
+// A grammar advances token by token through accepted drafts: with the real tokenizer, structured
+// and stop-string requests give the same text with and without drafts.
+BOOST_AUTO_TEST_CASE(grammars_and_stop_strings_see_every_accepted_draft) {
+  const std::string full_vocab_dir = TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab";
+  const std::string tokenizer_dir = TROUPE_SOURCE_DIR "/models/qwen3-tokenizer";
+  using kind = wire::structured_output::kind;
+  std::vector<wire::generate_request> reqs;
+  for (int i = 0; i < 6; ++i) {
+    wire::generate_request r;
+    r.id = "s" + std::to_string(i);
+    r.kind = wire::prompt_kind::text;
+    r.prompt = "Say it again and again: abc abc abc abc";
+    r.max_tokens = 60;
+    r.sampling.temperature = i % 2 ? 0.7 : 0.0;
+    r.sampling.seed = static_cast<uint64_t>(i);
+    if (i < 2) r.structured = {kind::regex, "(abc ){1,12}[0-9]{1,4}", {}};
+    if (i == 2 || i == 3) r.structured = {kind::json_object, "", {}};
+    if (i >= 4) r.stop = {"abc abc"};
+    reqs.push_back(r);
+  }
+  auto text_of = [&](int32_t k) {
+    auto srv = start(spec_config(k), full_vocab_dir, tokenizer_dir);
+    client::client cl("127.0.0.1", srv->port());
+    std::vector<std::string> texts;
+    for (const auto& r : reqs) texts.push_back(cl.complete(r).text);
+    return std::make_pair(texts, metric(*srv, "spec_decode_num_draft_tokens_total"));
+  };
+  auto [with, drafts] = text_of(4);
+  auto [without, none] = text_of(0);
+  for (size_t i = 0; i < reqs.size(); ++i) BOOST_TEST(with[i] == without[i], "request " << i);
+  BOOST_TEST(drafts > 0.0);
+  BOOST_TEST(none == 0.0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

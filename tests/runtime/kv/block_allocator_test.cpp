@@ -48,6 +48,20 @@ BOOST_AUTO_TEST_CASE(allocation_takes_from_the_front_free_returns_reversed_to_th
   a.check_invariants();
 }
 
+BOOST_AUTO_TEST_CASE(shrink_returns_the_tail_to_the_front_of_the_free_list) {
+  block_allocator a(6, 4);
+  BOOST_TEST(a.allocate(1, 17));  // 5 blocks
+  a.shrink(1, 9);                 // 9 tokens need 3
+  BOOST_TEST(table(a, 1) == (ids{0, 1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(a.free_list() == (ids{3, 4, 5}), boost::test_tools::per_element());
+  a.shrink(1, 12);  // already within: nothing changes
+  a.shrink(7, 0);   // an unknown sequence: a no-op
+  BOOST_TEST(table(a, 1).size() == 3u);
+  a.check_invariants();
+  BOOST_TEST(a.allocate(2, 4));
+  BOOST_TEST(table(a, 2) == (ids{3}), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(append_slot_allocates_only_at_block_boundaries) {
   block_allocator a(3, 4);
   BOOST_TEST(a.allocate(7, 3));

@@ -108,6 +108,36 @@ BOOST_AUTO_TEST_CASE(drafts_fit_the_budget_and_the_length_limit) {
   BOOST_TEST(steps == 12);  // two for the prompt (4 + 2), then one token a step: every draft rejected
 }
 
+// Four decoding sequences, a budget of six: every step plans all four real tokens, so drafts get
+// the two tokens left; after each step a sequence holds no block past its next token (the room
+// of rejected drafts goes back at once).
+BOOST_AUTO_TEST_CASE(drafts_never_take_a_decodes_budget_or_keep_blocks) {
+  auto cfg = spec_config(4);
+  cfg.max_num_batched_tokens = 6;
+  paged_sim sim(cfg, 64, 4);
+  sim.model = looping_model;
+  for (int64_t id = 1; id <= 4; ++id) sim.add(id, {500, 501, 502}, 60);
+  auto decoding = [&] {
+    for (int64_t id : sim.s.running_ids())
+      if (sim.s.num_computed_tokens(id) + 1 != static_cast<int32_t>(sim.s.tokens(id).size())) return false;
+    return sim.s.running_ids().size() == 4u;
+  };
+  for (int i = 0; i < 20 && !decoding(); ++i) sim.step();
+  BOOST_REQUIRE(decoding());
+  for (int i = 0; i < 20; ++i) {
+    const auto drafted = sim.drafted;
+    auto d = sim.step();
+    for (int64_t id = 1; id <= 4; ++id) BOOST_TEST(d.find(std::to_string(id) + ":") != std::string::npos, d);
+    BOOST_TEST(sim.drafted - drafted <= 2, d);
+    for (int64_t id : sim.s.running_ids())
+      BOOST_TEST(sim.table_of(id).size() <=
+                 static_cast<size_t>(sim.s.allocator().blocks_for_tokens(static_cast<int64_t>(sim.s.tokens(id).size()))));
+  }
+  BOOST_TEST(sim.drafted > 0);  // the outputs loop: the budget left was used for guesses
+  sim.run();
+  sim.check_outputs();
+}
+
 BOOST_AUTO_TEST_CASE(a_stop_id_among_accepted_drafts_ends_the_sequence_there) {
   paged_sim sim(spec_config(4), 64, 4);
   sim.model = looping_model;
