@@ -62,6 +62,7 @@ struct run_result {
   std::map<int64_t, std::vector<token_logprobs>> prompt_logprobs;
   int64_t preemptions = 0;
   int steps = 0;
+  int64_t accepted = 0;  // draft tokens the model agreed with
 };
 
 run_result serve_all(const std::vector<test_request>& reqs, sched::sched_config cfg, int32_t num_blocks,
@@ -90,7 +91,8 @@ run_result serve_all(const std::vector<test_request>& reqs, sched::sched_config 
     if (job.plan.empty()) continue;  // everything left was cancelled
     for (size_t i = 0; i < job.plan.seqs.size(); ++i) {
       const auto& e = job.plan.seqs[i];
-      if (job.plan.batch[i].logits == logits_mode::all) job.prompt_scorers.push_back(samplers.at(e.seq_id));
+      if (job.plan.batch[i].logits == logits_mode::all && e.num_draft == 0)
+        job.prompt_scorers.push_back(samplers.at(e.seq_id));
       if (e.sample) job.samplers.push_back(samplers.at(e.seq_id));
     }
     auto outcome = ex.run(job);
@@ -98,7 +100,8 @@ run_result serve_all(const std::vector<test_request>& reqs, sched::sched_config 
     BOOST_REQUIRE(outcome.seq_errors.empty());
     for (auto& [id, lps] : outcome.prompt_logprobs)
       res.prompt_logprobs[id].insert(res.prompt_logprobs[id].end(), lps.begin(), lps.end());
-    for (const auto& ev : s.update(job.plan, outcome.sampled))
+    for (size_t i = 0; i < outcome.counts.size(); ++i) res.accepted += outcome.counts[i] - 1;
+    for (const auto& ev : s.update(job.plan, outcome.sampled, outcome.counts))
       res.out[ev.seq_id].insert(res.out[ev.seq_id].end(), ev.tokens.begin(), ev.tokens.end());
     s.check_invariants();
     ++res.steps;
@@ -149,6 +152,26 @@ BOOST_AUTO_TEST_CASE(preemption_by_recomputation_matches) {
   BOOST_TEST_MESSAGE("preemptions: " << r.preemptions << " in " << r.steps << " steps");
   BOOST_TEST(r.preemptions > 0);
   expect_reference_outputs(reqs, r);
+}
+
+// Speculative decoding: with prompt-lookup drafts (random-weight outputs loop, so many are right)
+// every request still gets exactly the generator's tokens, in fewer steps; also while a small
+// pool preempts sequences and with logprobs-free seeded sampling beside greedy.
+BOOST_AUTO_TEST_CASE(drafts_verified_by_the_engine_change_no_token) {
+  auto reqs = make_requests(8, 4);
+  for (auto& r : reqs) r.max_tokens = 48;
+  auto plain = serve_all(reqs, cfg(8, 256, 128), 64);
+  auto c = cfg(8, 256, 128);
+  c.speculative = {4, 2, 4};
+  auto spec = serve_all(reqs, c, 64);
+  BOOST_TEST(plain.accepted == 0);
+  BOOST_TEST(spec.accepted > 0);
+  BOOST_TEST(spec.steps < plain.steps);
+  expect_reference_outputs(reqs, spec);
+  auto tight = serve_all(reqs, c, 8);  // 8 blocks of 16: two max_model_len sequences
+  BOOST_TEST(tight.preemptions > 0);
+  BOOST_TEST(tight.accepted > 0);
+  expect_reference_outputs(reqs, tight);
 }
 
 // prompt_logprobs: each prompt token's, given the ones before it, exactly as from the logits the
