@@ -5,7 +5,8 @@ time, decode speed (completion tokens per second after the first token) for each
 ratio, the outputs compared token for token, and the draft acceptance from the drafting server's
 /metrics. Workloads: greedy from a random prompt (random-weight models fall into loops: the
 favourable case), seeded sampling at temperature 0.8 (little repeats: few drafts), and a prompt
-made of one passage pasted twice (the second copy's continuation is guessable).
+made of one passage pasted twice (the second copy's continuation is guessable); then greedy requests sent at once (a batch:
+total completion tokens per second).
 
     troupe serve --model DIR --port 7791 --metrics-port 7793 --speculative-tokens 4 &
     troupe serve --model DIR --port 7792 --metrics-port -1 &
@@ -13,6 +14,7 @@ made of one passage pasted twice (the second copy's continuation is guessable).
 """
 import argparse
 import os
+import threading
 import random
 import re
 import sys
@@ -45,6 +47,24 @@ def decode_rate(c, fields):
     return (len(ids) - 1) / (t1 - first), ids, t1 - t0
 
 
+def concurrent_throughput(host, port, requests):
+    """Completion tokens per second over all of `requests` sent at once (one connection each)."""
+    results = [None] * len(requests)
+
+    def run(i):
+        with Client(host, port) as c:
+            results[i] = c.complete(**requests[i])[1]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(requests))]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    dt = time.perf_counter() - t0
+    return sum(len(r) for r in results) / dt, results
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--host", default="127.0.0.1")
@@ -53,6 +73,7 @@ def main():
     ap.add_argument("--port-plain", type=int, required=True, help="a server without drafts")
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--vocab", type=int, default=150000)
+    ap.add_argument("--concurrent", type=int, default=8, help="greedy requests at once for the batched row (0: skip)")
     a = ap.parse_args()
     rng = random.Random(3)
     passage = [rng.randrange(a.vocab) for _ in range(200)]
@@ -79,6 +100,19 @@ def main():
             acc_text = f"{acc:.0f}/{drafted:.0f}"
             print(f"  {name:32s} {rate_p:8.2f} {rate_s:8.2f} {rate_s / rate_p:7.2f} {acc_text:>9s} "
                   f"{'yes' if ids_s == ids_p else 'NO':>5s}")
+    if a.concurrent > 0:
+        reqs = [{"prompt_ids": [rng.randrange(a.vocab) for _ in range(64)], "temperature": 0.0,
+                 "max_tokens": a.max_tokens, "ignore_eos": True} for _ in range(a.concurrent)]
+        before = counters(a.host, a.metrics_port)
+        tput_s, outs_s = concurrent_throughput(a.host, a.port, reqs)
+        after = counters(a.host, a.metrics_port)
+        tput_p, outs_p = concurrent_throughput(a.host, a.port_plain, reqs)
+        drafted = after["spec_decode_num_draft_tokens_total"] - before["spec_decode_num_draft_tokens_total"]
+        acc = after["spec_decode_num_accepted_tokens_total"] - before["spec_decode_num_accepted_tokens_total"]
+        name = f"{a.concurrent} greedy at once (total tok/s)"
+        acc_text = f"{acc:.0f}/{drafted:.0f}"
+        print(f"  {name:32s} {tput_p:8.2f} {tput_s:8.2f} {tput_s / tput_p:7.2f} {acc_text:>9s} "
+              f"{'yes' if outs_s == outs_p else 'NO':>5s}")
 
 
 if __name__ == "__main__":
