@@ -55,9 +55,12 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
   }
 
   std::vector<float> row;
+  std::vector<int32_t> context(opts.propose ? prompt : std::vector<int32_t>{});  // for the proposer
+  std::vector<int32_t> fed;  // the last decode step's tokens: the token, then its drafts
+  int64_t r = res.num_rows[0] - 1;  // the row to sample next
   for (int32_t i = 0; i < opts.max_tokens; ++i) {
-    auto r = res.row(0);
-    row.assign(r.begin(), r.end());
+    auto rr = res.row(0, r);
+    row.assign(rr.begin(), rr.end());
     const int32_t id = smp.sample(row, prompt, out.ids);
     out.ids.push_back(id);
     if (on_token) on_token(id);
@@ -67,9 +70,24 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
       return out;
     }
     if (i + 1 == opts.max_tokens) break;
-    step_sequence sq{0, std::span<const int32_t>(&out.ids.back(), 1), static_cast<int32_t>(p + i), pool.table,
-                     logits_mode::last};
+    if (opts.propose) context.push_back(id);
+    // Row r + 1 holds the logits after draft r: when the token just sampled is that draft, the
+    // next token needs no step.
+    if (r + 1 < static_cast<int64_t>(fed.size()) && fed[static_cast<size_t>(r + 1)] == id) {
+      ++r;
+      ++out.accepted_drafts;
+      continue;
+    }
+    fed.assign(1, id);
+    if (opts.propose) {
+      auto drafts = opts.propose(context, opts.max_tokens - i - 2);  // each may add a token
+      fed.insert(fed.end(), drafts.begin(), drafts.end());
+    }
+    step_sequence sq{0, fed, static_cast<int32_t>(p + i), pool.table,
+                     fed.size() > 1 ? logits_mode::all : logits_mode::last};
     runner.step(std::span<const step_sequence>(&sq, 1), res);
+    ++out.decode_steps;
+    r = 0;
   }
   out.finish_reason = "length";
   return out;

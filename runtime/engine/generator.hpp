@@ -18,11 +18,17 @@ struct generate_options {
   int32_t prefill_chunk = 0;  // tokens per prefill step; 0 = the whole prompt in one step
   dtype kv_cache_dtype = dtype::f32;  // the private pool's element type (--kv-cache-dtype)
   kernels::compute_dtype compute = kernels::compute_dtype::f32;  // matmul arithmetic (--compute-dtype)
+  // Speculative decoding (set: on): draft tokens to follow `context` (prompt + output so far), at
+  // most `max_drafts`. A decode step then carries them after the real token and every row is
+  // sampled in turn while the drafts hold, so the ids are exactly those without drafts.
+  std::function<std::vector<int32_t>(std::span<const int32_t> context, int32_t max_drafts)> propose;
 };
 
 struct generate_output {
   std::vector<int32_t> ids;
   std::string finish_reason;  // "stop" (a stop id was sampled) or "length"
+  int64_t decode_steps = 0;     // forward steps after the prompt
+  int64_t accepted_drafts = 0;  // tokens that came from verified drafts (no step of their own)
 };
 
 class generator {

@@ -11,6 +11,7 @@
 #include "runtime/core/error.hpp"
 #include "runtime/engine/generator.hpp"
 #include "runtime/quant/load.hpp"
+#include "runtime/sched/ngram_proposer.hpp"
 #include "runtime/grammar/automaton.hpp"
 #include "runtime/serve/output_text.hpp"
 #include "runtime/serve/structured_output.hpp"
@@ -52,7 +53,7 @@ void check_vocab(const std::vector<int32_t>& ids, const model_config& cfg) {
 int run_generate(int argc, char** argv) {
   CLI::App app{"Generate a completion for one prompt (no server)", "troupe generate"};
   std::string model, ids_text, prompt_text;
-  int32_t max_tokens = 64, prefill_chunk = 0;
+  int32_t max_tokens = 64, prefill_chunk = 0, speculative_tokens = 0;
   std::optional<float> temperature, top_p, min_p, repetition_penalty;
   std::optional<int32_t> top_k;
   float presence = 0, frequency = 0;
@@ -72,6 +73,10 @@ int run_generate(int argc, char** argv) {
   app.add_option("--seed", seed, "sampling seed (same seed, same tokens)");
   app.add_option("--prefill-chunk", prefill_chunk, "prefill the prompt in chunks of N tokens (0 = one step)");
   app.add_flag("--ignore-eos", ignore_eos, "do not stop at the end-of-sequence ids");
+  app.add_option("--speculative-tokens", speculative_tokens,
+                 "prompt-lookup drafts per decode step, verified in the step: the same ids, fewer steps where the "
+                 "text repeats (docs/speculative.md)")
+      ->check(CLI::Range(0, 64));
   app.add_flag("--json", json, "print {\"ids\": [...]} instead of the ids as text");
   std::string quantization = "none", kv_dtype = "auto";
   app.add_option("--quantization", quantization, "quantize float weights on load: none, int8, fp8 (docs/quantization.md)");
@@ -144,6 +149,13 @@ int run_generate(int argc, char** argv) {
         grammar::token_table::from_tokenizer(*tok));
   }
 
+  if (speculative_tokens > 0) {
+    const sched::ngram_options ngram{speculative_tokens, 2, 4};  // the server's defaults
+    o.propose = [ngram](std::span<const int32_t> context, int32_t max_drafts) {
+      return sched::propose_ngram_drafts(context, ngram, max_drafts);
+    };
+  }
+
   generator gen(*ck);
   // The server's output text (no stop strings): special tokens and a model's padded vocabulary
   // rows have no text there, so `generate` prints what a client of `troupe serve` receives.
@@ -164,6 +176,10 @@ int run_generate(int argc, char** argv) {
   if (json) {
     nlohmann::json j{{"ids", out.ids}, {"finish_reason", out.finish_reason}};
     if (text) j["text"] = full_text;
+    if (speculative_tokens > 0) {
+      j["decode_steps"] = out.decode_steps;
+      j["accepted_drafts"] = out.accepted_drafts;
+    }
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("\n");

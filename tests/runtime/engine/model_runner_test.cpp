@@ -105,6 +105,38 @@ BOOST_DATA_TEST_CASE(generator_greedy_equals_reference, boost::unit_test::data::
   }
 }
 
+// Speculative decoding in the generator: drafts that are the right continuation with every
+// third one wrong (so steps accept some and reject others) change no id, greedy or seeded, and
+// save steps.
+BOOST_DATA_TEST_CASE(generator_with_drafts_gives_the_same_ids, boost::unit_test::data::make(kSets), set) {
+  auto ck = load(set);
+  generator gen(*ck);
+  for (const auto& c : load_golden(set)) {
+    for (bool seeded : {false, true}) {
+      generate_options o;
+      o.max_tokens = static_cast<int32_t>(c.greedy.size());
+      o.sampling.temperature = seeded ? 0.9f : 0.0f;
+      o.sampling.seed = 5;
+      o.sampling.has_seed = true;
+      o.sampling.ignore_eos = true;
+      const auto plain = gen.generate(c.prompt, o);
+      if (!seeded) BOOST_TEST(plain.ids == c.greedy, boost::test_tools::per_element());
+      int64_t calls = 0;
+      o.propose = [&](std::span<const int32_t> context, int32_t max_drafts) {
+        const size_t done = context.size() - c.prompt.size();
+        std::vector<int32_t> d;
+        for (size_t k = done; k < plain.ids.size() && static_cast<int32_t>(d.size()) < std::min(max_drafts, 3); ++k)
+          d.push_back(++calls % 3 == 0 ? (plain.ids[k] + 1) % static_cast<int32_t>(ck->config.vocab_size) : plain.ids[k]);
+        return d;
+      };
+      const auto spec = gen.generate(c.prompt, o);
+      BOOST_TEST(spec.ids == plain.ids, boost::test_tools::per_element());
+      BOOST_TEST(spec.decode_steps + spec.accepted_drafts == plain.decode_steps);
+      if (plain.ids.size() > 4) BOOST_TEST(spec.accepted_drafts > 0);
+    }
+  }
+}
+
 // Batch invariance: every golden prompt in one batch, with blocks scattered through the pool,
 // gives logits bit-identical to the prompt alone.
 BOOST_DATA_TEST_CASE(batch_invariance_bitwise, boost::unit_test::data::make(kSets), set) {

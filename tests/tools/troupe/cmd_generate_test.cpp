@@ -59,6 +59,27 @@ BOOST_AUTO_TEST_CASE(generate_json_gives_the_reference_greedy_ids) {
   }
 }
 
+// --speculative-tokens: the same ids (greedy and seeded), and the drafts of a looping random
+// model are used (fewer decode steps than tokens).
+BOOST_AUTO_TEST_CASE(generate_with_speculative_tokens_gives_the_same_ids) {
+  const std::string base = "generate --model " + troupe::testing::golden_dir("tiny-dense") +
+                           " --ids 11,22,33,44 --max-tokens 64 --ignore-eos --json";
+  int64_t accepted = 0;
+  for (std::string sampling : {" --temperature 0", " --temperature 0.8 --seed 3"}) {
+    auto plain = run(base + sampling);
+    auto spec = run(base + sampling + " --speculative-tokens 4");
+    BOOST_TEST_REQUIRE(plain.exit_code == 0, plain.output);
+    BOOST_TEST_REQUIRE(spec.exit_code == 0, spec.output);
+    auto p = nlohmann::json::parse(plain.output), s = nlohmann::json::parse(spec.output);
+    BOOST_TEST(s.at("ids").get<std::vector<int32_t>>() == p.at("ids").get<std::vector<int32_t>>(),
+               boost::test_tools::per_element());
+    BOOST_TEST(s.at("decode_steps").get<int64_t>() + s.at("accepted_drafts").get<int64_t>() == 63);
+    accepted += s.at("accepted_drafts").get<int64_t>();
+  }
+  BOOST_TEST(accepted > 0);
+  BOOST_TEST(run(base + " --speculative-tokens 65").exit_code != 0);
+}
+
 BOOST_AUTO_TEST_CASE(logits_writes_every_prompt_row) {
   const std::string set = "tiny-untied-sharded";
   const auto cases = troupe::testing::load_golden(set);
