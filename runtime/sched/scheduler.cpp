@@ -121,12 +121,17 @@ bool scheduler::leader_computing_prompt(const sequence& s) const {
 }
 
 // Drafts for a decoding sequence: within the step's budget (the token itself needs one) and so
-// that all of them plus the token after cannot pass the sequence's length limit.
+// that all of them plus the token after cannot pass the sequence's length limit. They end before
+// any stop id: verification goes on past an accepted draft, and nothing may be sampled after a
+// token that ends the sequence (a grammar would find no token allowed there).
 std::vector<int32_t> scheduler::drafts_for(const sequence& s, int32_t budget) const {
   if (cfg_.speculative.num_tokens <= 0) return {};
   const auto room = std::min<int64_t>(budget - 1, int64_t{s.max_total} - static_cast<int64_t>(s.tokens.size()) - 1);
   if (room <= 0) return {};
-  return propose_ngram_drafts(s.tokens, cfg_.speculative, static_cast<int32_t>(room));
+  auto drafts = propose_ngram_drafts(s.tokens, cfg_.speculative, static_cast<int32_t>(room));
+  const auto& stops = s.spec.stop_ids;
+  drafts.erase(std::find_first_of(drafts.begin(), drafts.end(), stops.begin(), stops.end()), drafts.end());
+  return drafts;
 }
 
 void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan, std::span<const int32_t> drafts) {

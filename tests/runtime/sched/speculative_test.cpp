@@ -2,7 +2,7 @@
 // (paged_sim.hpp): a stand-in model that falls into loops makes drafts that are mostly right and
 // sometimes wrong, and every output must still equal plain one-token-at-a-time decoding (the
 // pool's check catches K/V of a rejected draft being read as context). Drafts never exceed the
-// budget, the length limit or the free blocks, and never preempt.
+// budget, the length limit or the free blocks, never preempt, and never hold a stop id.
 #include <boost/test/unit_test.hpp>
 
 #include "runtime/sched/scheduler.hpp"
@@ -138,23 +138,35 @@ BOOST_AUTO_TEST_CASE(drafts_never_take_a_decodes_budget_or_keep_blocks) {
   sim.check_outputs();
 }
 
-BOOST_AUTO_TEST_CASE(a_stop_id_among_accepted_drafts_ends_the_sequence_there) {
+// A stop id is never drafted (nothing may be sampled after it): the prompt's cycle holds 507, a
+// stop id, so the drafts end before it, and the model's own 507 ends the output as always.
+BOOST_AUTO_TEST_CASE(drafts_end_before_a_stop_id) {
   paged_sim sim(spec_config(4), 64, 4);
   sim.model = looping_model;
-  // The prompt holds a cycle and a half (no jump at positions 14..19): the first decode carries
-  // 505 and drafts 506 507 508 500, all right; the stop id 507 ends it after the second draft.
-  const std::vector<int32_t> prompt = {500, 501, 502, 503, 504, 505, 506, 507, 508, 500, 501, 502, 503, 504};
   request_spec r;
-  r.seq_id = 7;
-  r.prompt = prompt;
+  r.seq_id = 3;
+  r.prompt = {500, 501, 502, 503, 504, 505, 506, 507, 508, 500, 501, 502, 503, 504};
   r.max_tokens = 40;
   r.stop_ids = {507};
   BOOST_REQUIRE(sim.s.add(std::move(r)).status == admit_status::ok);
-  BOOST_TEST(sim.step() == "7:0+14* ");  // samples 505
-  BOOST_TEST(sim.step() == "7:14+5* ");
+  BOOST_TEST(sim.step() == "3:0+14* ");  // samples 505
+  BOOST_TEST(sim.step() == "3:14+2* ");  // 505 and the draft 506 only: 507 would be next
   BOOST_TEST(sim.s.idle());
-  BOOST_TEST(sim.out[7] == (std::vector<int32_t>{505, 506, 507}), boost::test_tools::per_element());
-  BOOST_TEST(sim.accepted == 4);  // the model agreed with all four; the stop id dropped the rest
+  BOOST_TEST(sim.out[3] == (std::vector<int32_t>{505, 506, 507}), boost::test_tools::per_element());
+}
+
+// The length limit can fall inside a run of accepted drafts' tokens: the drafts are sized so it
+// is reached at most by the token after them, and the output ends exactly there.
+BOOST_AUTO_TEST_CASE(the_length_limit_ends_a_run_of_accepted_drafts) {
+  paged_sim sim(spec_config(4), 64, 4);
+  sim.model = looping_model;
+  sim.add(4, {500, 501, 502, 503, 504, 505, 506, 507, 508, 500, 501, 502, 503, 504}, 3);
+  BOOST_TEST(sim.step() == "4:0+14* ");  // samples 505
+  BOOST_TEST(sim.step() == "4:14+2* ");  // room for one draft: 505 506 and the token after
+  BOOST_TEST(sim.s.idle());
+  sim.check_outputs();
+  BOOST_TEST(sim.out[4].size() == 3u);
+  BOOST_TEST(sim.accepted == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
