@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace troupe::grammar {
 
 token_table::token_table(std::vector<std::string> bytes) : bytes_(std::move(bytes)) {

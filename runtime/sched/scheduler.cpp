@@ -364,7 +364,8 @@ std::vector<seq_event> scheduler::update(const step_plan& plan, std::span<const 
         break;
       }
     }
-    s.num_computed = std::min(s.num_computed, static_cast<int32_t>(s.tokens.size()));
+    // Drafts hold no stop id and end before the length limit, so every accepted one was appended.
+    TROUPE_ASSERT(s.num_computed <= static_cast<int32_t>(s.tokens.size()));
     if (prefix_) prefix_->computed(e.seq_id, s.tokens, alloc_.block_table(e.seq_id), s.num_computed);
     // Blocks that only rejected drafts reached go back now, not when the sequence ends: held,
     // they could make another sequence's real token preempt someone next step.

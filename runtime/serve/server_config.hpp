@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/sched/ngram_proposer.hpp"
+
 namespace troupe::serve {
 
 struct server_config {
@@ -49,8 +51,8 @@ struct server_config {
   bool static_batching = false;
   // [speculative]: prompt-lookup (ngram) drafts per decode step, verified in that step
   int32_t num_speculative_tokens = 0;  // key `num_tokens`; 0 = off; --speculative-tokens
-  int32_t prompt_lookup_min = 2;
-  int32_t prompt_lookup_max = 4;
+  int32_t prompt_lookup_min = sched::ngram_options{}.min_n;
+  int32_t prompt_lookup_max = sched::ngram_options{}.max_n;
   // [kv_cache]
   int32_t block_size = 16;
   int64_t kv_cache_memory_bytes = int64_t{1} << 30;

@@ -150,7 +150,8 @@ int run_generate(int argc, char** argv) {
   }
 
   if (speculative_tokens > 0) {
-    const sched::ngram_options ngram{speculative_tokens, 2, 4};  // the server's defaults
+    sched::ngram_options ngram;  // the server's default suffix lengths
+    ngram.num_tokens = speculative_tokens;
     o.propose = [ngram](std::span<const int32_t> context, int32_t max_drafts) {
       return sched::propose_ngram_drafts(context, ngram, max_drafts);
     };
