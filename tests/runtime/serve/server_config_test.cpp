@@ -82,6 +82,22 @@ BOOST_AUTO_TEST_CASE(bad_input_names_the_key) {
   validate(c);
 }
 
+BOOST_AUTO_TEST_CASE(speculative_keys_and_their_errors) {
+  server_config c;
+  BOOST_TEST(c.num_speculative_tokens == 0);  // off unless asked for
+  apply_toml(c, "[speculative]\nnum_tokens = 4\nprompt_lookup_min = 3\nprompt_lookup_max = 5\n", "t.toml");
+  BOOST_TEST(c.num_speculative_tokens == 4);
+  BOOST_TEST(c.prompt_lookup_min == 3);
+  BOOST_TEST(c.prompt_lookup_max == 5);
+  validate(c);
+  expect_error([&] { apply_override(c, "speculative.num_tokens=65"); }, "speculative.num_tokens = 65 is out of range");
+  expect_error([&] { apply_override(c, "speculative.prompt_lookup_min=0"); },
+               "speculative.prompt_lookup_min = 0 is out of range");
+  apply_override(c, "speculative.prompt_lookup_min=6");
+  expect_error([&] { validate(c); },
+               "speculative.prompt_lookup_min (6) must be <= speculative.prompt_lookup_max (5)");
+}
+
 BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   server_config from_file;
   load_file(from_file, TROUPE_SOURCE_DIR "/config/troupe.toml");
@@ -113,6 +129,9 @@ BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   BOOST_TEST(from_file.max_waiting == d.max_waiting);
   BOOST_TEST(from_file.policy == d.policy);
   BOOST_TEST(from_file.static_batching == d.static_batching);
+  BOOST_TEST(from_file.num_speculative_tokens == d.num_speculative_tokens);
+  BOOST_TEST(from_file.prompt_lookup_min == d.prompt_lookup_min);
+  BOOST_TEST(from_file.prompt_lookup_max == d.prompt_lookup_max);
   BOOST_TEST(from_file.block_size == d.block_size);
   BOOST_TEST(from_file.kv_cache_memory_bytes == d.kv_cache_memory_bytes);
   BOOST_TEST(from_file.num_kv_blocks == d.num_kv_blocks);
