@@ -77,7 +77,10 @@ BOOST_AUTO_TEST_CASE(generate_with_speculative_tokens_gives_the_same_ids) {
     accepted += s.at("accepted_drafts").get<int64_t>();
   }
   BOOST_TEST(accepted > 0);
-  BOOST_TEST(run(base + " --speculative-tokens 65").exit_code != 0);
+  auto too_many = run(base + " --speculative-tokens 65");
+  BOOST_TEST(too_many.exit_code != 0);
+  BOOST_TEST(too_many.output.find("--speculative-tokens: Value 65 not in range 0 to 64") != std::string::npos,
+             too_many.output);
 }
 
 BOOST_AUTO_TEST_CASE(logits_writes_every_prompt_row) {
@@ -182,7 +185,7 @@ BOOST_AUTO_TEST_CASE(client_tools_file_errors_name_the_file) {
   fs::remove_all(dir);
 }
 
-// `troupe client`'s structured-output flags: files are read and checked before connecting, and
+// `troupe client`'s structured-output flags and --n: files are read and values checked before connecting, and
 // two formats at once are one clear refusal.
 BOOST_AUTO_TEST_CASE(client_structured_output_flags_are_checked_first) {
   const auto dir = fs::temp_directory_path() / ("troupe_cli_structured_" + std::to_string(::getpid()));
@@ -198,6 +201,8 @@ BOOST_AUTO_TEST_CASE(client_structured_output_flags_are_checked_first) {
       {"--grammar " + (dir / "missing.gbnf").string(), "--grammar: cannot read"},
       {"--json-schema " + (dir / "ok.json").string() + " --regex a+", "give at most one of"},
       {"--json-object --choice yes --choice no", "give at most one of"},
+      {"--n 0", "--n: Value 0 not in range 1 to 128"},
+      {"--n 129", "--n: Value 129 not in range 1 to 128"},
   };
   for (const auto& b : cases) {
     auto r = run(base + b.args);
