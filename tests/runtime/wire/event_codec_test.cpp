@@ -94,7 +94,7 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
   full.logprobs = {{-0.5, {{5, -0.5}}}, {-1.75, {}}};
   full.prompt_logprobs = std::vector<logprob_info>{{-3.25, {{9, -0.125}}}, {-0.5, {}}};
   std::vector<event> events = {
-      token_event{"a", "", {}, std::nullopt, std::nullopt},
+      token_event{"a", "", {}, std::nullopt, std::nullopt, std::nullopt},
       token_event{"a", "x", {7}, logprob_info{-0.25, {{7, -0.25}, {3, -2.5}}}, std::nullopt, std::nullopt},
       token_event{"a", "", {8}, std::nullopt, std::string("step 1: 2 + 2"), std::nullopt},
       full,
