@@ -38,8 +38,8 @@ struct weight_ref {
 //   y: [n, w.rows] float32 row-major
 // Weight dtypes: f32, f16, bf16. Each y[i][j] is a dot product whose summation order depends only
 // on w.cols and the instruction set chosen at start-up (not on n, i, or the thread count).
-// Quantized weights (i8, f8_e4m3 with scales) go to kernels/cpu/matmul_int8.hpp under the same
-// contract: a row's result depends only on that row of x and the weights, never on n or threads.
+// Quantized weights (i8, f8_e4m3 with scales, kernels/cpu/matmul_quant.hpp) take the same path:
+// each code widens to the float32 value * scale, then the same dot product.
 void matmul(const float* x, int64_t n, const weight_ref& w, float* y);
 
 // The arithmetic a matmul of BF16 weights uses; the engine passes it down per call
@@ -73,11 +73,10 @@ void matmul_reference(const float* x, int64_t n, const weight_ref& w, float* y);
 // Name of the instruction set matmul() dispatches to on this machine ("avx512", "avx2", ...).
 const char* matmul_isa() noexcept;
 
-// The arithmetic of quantized (INT8, FP8) weights on this machine (kernels/cpu/matmul_int8.hpp):
-// "grouped" (sums per scale group, then one multiply by the scale: INT8 as W8A16 with activations
-// in 30-bit fixed point and exact integer sums, FP8 in float32; AVX-512 and portable back-ends) or
-// "dequant" (float32 on code * scale through the float dot product: CPUs with AVX2 only).
-// Machines with the same arithmetic give the same bits; across the two, float32 noise apart.
+// The arithmetic of quantized (INT8, FP8) weights (kernels/cpu/matmul_quant.hpp): "dequant", float32
+// on code * scale through the float dot product, on every back-end. Earlier versions ran AVX-512 and
+// portable back-ends in a "grouped" arithmetic (other bits); the name goes into the prefix cache's
+// keys (quant::kernel_arithmetic) so that KV blocks computed either way are never mixed.
 const char* quant_arithmetic() noexcept;
 
 // out[i] = x[i] / sqrt(mean(x²) + eps) * weight[i]   for each of n rows of length dim.

@@ -11,7 +11,7 @@
 
 #include "kernels/cpu/matmul_backend.hpp"
 #include "kernels/cpu/matmul_bf16.hpp"
-#include "kernels/cpu/matmul_int8.hpp"
+#include "kernels/cpu/matmul_quant.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/core/error.hpp"
 
@@ -84,17 +84,12 @@ uint16_t* activation_buffer(size_t elems) {
   return static_cast<uint16_t*>(b.get(elems * sizeof(uint16_t)));
 }
 
-// Quantized weights in the dequantised arithmetic (matmul_int8.hpp): on CPUs whose best back-end
-// is AVX2. There INT8's two int16 planes cost 10 instructions per 32 weights and row (no VNNI),
-// and INT8 ran at ~1.1x BF16 for one sequence and 0.5x for batches and prompts; FP8's group tiles
-// at 0.35x of what the float tiles reach. The float kernels' tiles widen a code in 3-4 (0.6B
-// shape, `troupe-bench-quant`: INT8 batch 16 30 -> 62-72 tokens/s, prefill 49 -> 88-112).
-bool dequantised() { return chosen_isa().backend == &cpu::matmul_backend_avx2(); }
 bool quantized(dtype t) { return t == dtype::i8 || t == dtype::f8_e4m3; }
 
-// Checks a float-weight (or dequantised quantized) call; false when there is nothing to compute.
+// Checks a call; false when there is nothing to compute. Quantized weights run through the same
+// back-ends, which widen each code to value * scale (matmul_quant.hpp).
 bool check_call(const float* x, int64_t n, const weight_ref& w, float* y) {
-  if (quantized(w.type) && dequantised())
+  if (quantized(w.type))
     cpu::check_quantized_weight(w);
   else if (w.type != dtype::f32 && w.type != dtype::bf16 && w.type != dtype::f16)
     throw_error(errc::unsupported, "matmul: weight dtype " + std::string(to_string(w.type)) +
@@ -126,12 +121,9 @@ const char* matmul_isa() noexcept {
   return c.backend ? c.backend->name : "invalid";
 }
 
-const char* quant_arithmetic() noexcept { return dequantised() ? "dequant" : "grouped"; }
+const char* quant_arithmetic() noexcept { return "dequant"; }
 
 void matmul(const float* x, int64_t n, const weight_ref& w, float* y) {
-  // INT8 / FP8 in the grouped arithmetic: matmul_int8.cpp. In the dequantised one they run
-  // through the float back-end below, which widens each code to code * scale.
-  if (quantized(w.type) && !dequantised()) return cpu::matmul_quantized(x, n, w, y);
   if (!check_call(x, n, w, y)) return;
   const cpu::matmul_backend& b = *chosen_isa().backend;
   const int64_t unit = b.unit_rows(n, w);

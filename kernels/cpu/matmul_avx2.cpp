@@ -1,8 +1,8 @@
 // AVX2+FMA+F16C matmul back-end: the 16 lanes of one dot product live in two ymm (lanes 0-7, 8-15),
 // so results match the AVX-512 and scalar back-ends bit for bit (matmul_backend.hpp).
 // Same two paths as AVX-512 with smaller tiles: 16 ymm registers instead of 32 zmm. INT8 and FP8
-// weights come here too on CPUs whose best back-end this is (matmul_int8.hpp's dequantised
-// arithmetic): each code is widened to the float32 value * scale, then the same tiles run.
+// weights come here too (matmul_quant.hpp): each code is widened to the float32 value * scale,
+// then the same tiles run.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "kernels/cpu/matmul_backend.hpp"
+#include "kernels/cpu/matmul_quant.hpp"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,bmi,bmi2")
@@ -60,21 +61,9 @@ struct row_of {
   const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
 };
 
-// Quantized rows in the dequantised arithmetic (matmul_int8.hpp): each code becomes the float32
-// value * scale (exact widening, one rounding in the multiply), then the float kernels' dot
-// product. A 16-block lies in one scale group: INT8 groups are powers of two of at least 32
-// columns or the whole row; FP8 groups are multiples of 16 or the whole row.
-struct scale_cursor {
-  const float* s;  // the row's scales
-  int shift;       // group = 2^shift columns (62: one group a row); -1: divide by group
-  int64_t group;
-  static scale_cursor at(const weight_ref& w, int64_t j) {
-    const int64_t g = w.group_cols;
-    const int shift = g >= w.cols ? 62 : (g & (g - 1)) == 0 ? __builtin_ctzll(static_cast<uint64_t>(g)) : -1;
-    return {w.scales + (j / w.group_rows) * w.scale_cols(), shift, g};
-  }
-  const float* of(int64_t k) const { return s + (shift >= 0 ? k >> shift : k / group); }
-};
+// Quantized rows (matmul_quant.hpp): each code becomes the float32 value * scale (exact widening,
+// one rounding in the multiply), then the float kernels' dot product. A 16-block lies in one scale
+// group (check_quantized_weight).
 
 // INT8: sign-extend and convert (exact), times the scale. Two 8-code loads: no shuffle to reach
 // the upper half.

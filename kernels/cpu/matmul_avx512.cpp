@@ -2,7 +2,8 @@
 // Four regimes, one arithmetic (docs/kernels.md): decode (n <= 3) streams the checkpoint rows and
 // widens them in registers; small batches (n <= 7) do that once per three rows over an L2-sized
 // unit; batched decode (n <= 60) streams each 8-row sub-panel once, widening it into L1 for the
-// other activation rows; prefill widens 48-row panels once and reuses them.
+// other activation rows; prefill widens 48-row panels once and reuses them. INT8 and FP8 weights
+// take the same paths, each code widened to the float32 value * scale (matmul_quant.hpp).
 // NOTE: no AVX512_BF16 (vdpbf16ps) here: it rounds the fp32 activations to bf16.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_setzero_ps & co., GCC bug 105593).
 #pragma GCC diagnostic push
@@ -15,6 +16,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/matmul_backend.hpp"
+#include "kernels/cpu/matmul_quant.hpp"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,bmi,bmi2")
@@ -41,6 +43,56 @@ struct src_f16 {  // vcvtph2ps is exact (every f16, subnormals included, is an f
   using elem = uint16_t;
   static __m512 load(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static __m512 load(const uint16_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+};
+
+// One weight row as the tiles read it, from column k0 on: load(k) its 16 widened weights at
+// k0 + k, load(k, m) the masked last block, bytes(k) where a prefetch for k0 + k aims.
+template <class Src>
+struct row_of {
+  using elem = typename Src::elem;
+  const elem* p;
+  static row_of at(const weight_ref& w, int64_t j, int64_t k0) { return {static_cast<const elem*>(w.data) + j * w.cols + k0}; }
+  __m512 load(int64_t k) const { return Src::load(p + k); }
+  __m512 load(int64_t k, __mmask16 m) const { return Src::load(p + k, m); }
+  const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
+};
+
+// Quantized rows (matmul_quant.hpp), as matmul_avx2.cpp: each code becomes the float32 value *
+// scale (exact widening, one rounding in the multiply), then the float tiles' dot product. A
+// 16-block lies in one scale group (check_quantized_weight).
+struct codes_i8 {  // sign-extend and convert (exact), times the scale
+  using elem = int8_t;
+  static __m512 widen(__m128i raw, float scale) {
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(raw)), _mm512_set1_ps(scale));
+  }
+};
+
+// FP8 e4m3: each code widened exactly to an f16 equal to value * 2^-8 (sign-extend to 16 bits,
+// shift left 7, clear bit 14; vcvtph2ps is exact), times scale * 256: the float32 value * scale.
+struct codes_fp8 {
+  using elem = uint8_t;
+  static __m512 widen(__m128i raw, float scale) {
+    const __m256i h = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(raw), 7),
+                                       _mm256_set1_epi16(static_cast<short>(0xbfff)));
+    return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(scale * 256.0f));
+  }
+};
+
+template <class Codes>
+struct quant_row {
+  using elem = typename Codes::elem;
+  const elem* p;  // codes from column k0
+  scale_cursor sc;
+  int64_t k0;
+  static quant_row at(const weight_ref& w, int64_t j, int64_t k0) {
+    return {static_cast<const elem*>(w.data) + j * w.cols + k0, scale_cursor::at(w, j), k0};
+  }
+  float scale(int64_t k) const { return *sc.of(k0 + k); }
+  __m512 load(int64_t k) const {
+    return Codes::widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + k)), scale(k));
+  }
+  __m512 load(int64_t k, __mmask16 m) const { return Codes::widen(_mm_maskz_loadu_epi8(m, p + k), scale(k)); }
+  const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
 };
 
 #include "kernels/cpu/avx512_tree.hpp"  // reduce16 / reduce8 / store_tile: the fixed tree, many accumulators at once
@@ -115,8 +167,8 @@ inline row_prefetch make_prefetch(const void* first, int rows, int64_t piece, in
 // are demand loads among the FMAs, so out-of-order execution overlaps them with DRAM latency.
 // `row_bytes` (decode only): bytes between weight rows, for the software prefetch; `jump_rows`:
 // how many rows past its own the prefetch of each row continues once it runs past the row's end.
-template <int R, class Src, bool kPack>
-void tile_stream(const float* x, int64_t ldx, const typename Src::elem* const* rows, int64_t klen, __mmask16 tail,
+template <int R, class Row, bool kPack>
+void tile_stream(const float* x, int64_t ldx, const Row* rows, int64_t klen, __mmask16 tail,
                  const float* resume, float* save, float* y, int64_t ldy, int live, float* pack, row_prefetch& pf,
                  int64_t row_bytes = 0, int64_t jump_rows = tile_cols - 1) {
   constexpr int C = tile_cols;
@@ -130,13 +182,13 @@ void tile_stream(const float* x, int64_t ldx, const typename Src::elem* const* r
   for (int64_t k = 0; k < full; k += 16) {
     pf.step();
     if constexpr (!kPack) {  // decode: each row 512 B ahead (the hardware streamers alone fall ~15% short)
-      const int64_t ahead = k * static_cast<int64_t>(sizeof(typename Src::elem)) + 512;
+      const int64_t ahead = k * static_cast<int64_t>(sizeof(typename Row::elem)) + 512;
       if (ahead % 64 == 0) {
         // Past its row's end the stream goes on in the same row of the next tile: otherwise each
         // tile would start with 8 rows of demand misses.
         const int64_t jump = ahead >= row_bytes ? jump_rows * row_bytes : 0;
 #pragma GCC unroll 8
-        for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(rows[c]) + ahead + jump, _MM_HINT_T0);
+        for (int c = 0; c < C; ++c) _mm_prefetch(rows[c].bytes(0) + ahead + jump, _MM_HINT_T0);
       }
     }
     __m512 xv[R];
@@ -144,7 +196,7 @@ void tile_stream(const float* x, int64_t ldx, const typename Src::elem* const* r
     for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(x + r * ldx + k);
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
-      const __m512 wv = Src::load(rows[c] + k);
+      const __m512 wv = rows[c].load(k);
       if constexpr (kPack) _mm512_store_ps(pack + (k / 16 * C + c) * 16, wv);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) acc[r * C + c] = _mm512_fmadd_ps(xv[r], wv, acc[r * C + c]);
@@ -156,7 +208,7 @@ void tile_stream(const float* x, int64_t ldx, const typename Src::elem* const* r
     for (int r = 0; r < R; ++r) xv[r] = _mm512_maskz_loadu_ps(tail, x + r * ldx + full);
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
-      const __m512 wv = Src::load(rows[c] + full, tail);
+      const __m512 wv = rows[c].load(full, tail);
       if constexpr (kPack) _mm512_store_ps(pack + (full / 16 * C + c) * 16, wv);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) acc[r * C + c] = _mm512_fmadd_ps(xv[r], wv, acc[r * C + c]);
@@ -174,9 +226,9 @@ void tile_stream(const float* x, int64_t ldx, const typename Src::elem* const* r
 
 // The 8 row pointers of the tile at weight row j (offset to column k0). Past the unit's last row
 // they repeat that row: valid memory, and those outputs are never stored.
-template <class T>
-void tile_rows(const T* w, int64_t cols, int64_t j, int live, int64_t k0, const T** rows) {
-  for (int c = 0; c < tile_cols; ++c) rows[c] = w + (j + std::min(c, live - 1)) * cols + k0;
+template <class Row>
+void tile_rows(const weight_ref& w, int64_t j, int live, int64_t k0, Row* rows) {
+  for (int c = 0; c < tile_cols; ++c) rows[c] = Row::at(w, j + std::min(c, live - 1), k0);
 }
 
 // Decode (n <= 3): every weight byte is read once, widened in registers; x stays in L1.
@@ -186,20 +238,19 @@ constexpr int direct_max_n = 3;
 // tiles takes rows j + s + c * S, and the group's tiles run in order, so each page is read front to
 // back by one stream that the L2 streamer (one stream per page) follows, where 8 adjacent rows
 // would put S streams in a page. Same bits: each output is its own row's dot product.
-template <int R, class Src>
+template <int R, class Row>
 void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
-  const auto* wd = static_cast<const typename Src::elem*>(w.data);
-  const int64_t cols = w.cols, row_bytes = cols * static_cast<int64_t>(sizeof(typename Src::elem));
-  const typename Src::elem* rows[tile_cols];
+  const int64_t cols = w.cols, row_bytes = cols * static_cast<int64_t>(sizeof(typename Row::elem));
+  Row rows[tile_cols];
   const int64_t S = row_bytes < 4096 ? 4096 / row_bytes : 1, span = tile_cols * S;
   int64_t j = j0;
   for (; S > 1 && j + span <= j1; j += span) {
     for (int64_t s = 0; s < S; ++s) {
       alignas(64) float out[R * tile_cols];
-      for (int c = 0; c < tile_cols; ++c) rows[c] = wd + (j + s + c * S) * cols;
+      for (int c = 0; c < tile_cols; ++c) rows[c] = Row::at(w, j + s + c * S, 0);
       row_prefetch none;
       // Within a group the next tile's row c is the next row in memory; after it, the next group's.
-      tile_stream<R, Src, false>(x, cols, rows, padded_cols(cols), tail_mask(cols), nullptr, nullptr, out, tile_cols,
+      tile_stream<R, Row, false>(x, cols, rows, padded_cols(cols), tail_mask(cols), nullptr, nullptr, out, tile_cols,
                                  tile_cols, nullptr, none, row_bytes, s + 1 < S ? 0 : span - S);
       for (int r = 0; r < R; ++r)
         for (int c = 0; c < tile_cols; ++c) y[r * w.rows + j + s + c * S] = out[r * tile_cols + c];
@@ -207,23 +258,23 @@ void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1
   }
   for (; j < j1; j += tile_cols) {
     const int live = static_cast<int>(std::min<int64_t>(tile_cols, j1 - j));
-    tile_rows(wd, cols, j, live, 0, rows);
+    tile_rows(w, j, live, 0, rows);
     row_prefetch none;  // decode prefetches within its own rows (tile_stream)
-    tile_stream<R, Src, false>(x, cols, rows, padded_cols(cols), tail_mask(cols), nullptr, nullptr, y + j, w.rows, live,
-                               nullptr, none, cols * static_cast<int64_t>(sizeof(typename Src::elem)));
+    tile_stream<R, Row, false>(x, cols, rows, padded_cols(cols), tail_mask(cols), nullptr, nullptr, y + j, w.rows, live,
+                               nullptr, none, row_bytes);
   }
 }
 
 // Decode (n <= 3) in one pass; small batches (unit_rows below) in one pass per three rows.
-template <class Src>
+template <class Row>
 void run_passes(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
   for (int64_t i = 0; i < n; i += direct_max_n) {
     const float* xi = x + i * w.cols;
     float* yi = y + i * w.rows;
     switch (std::min<int64_t>(direct_max_n, n - i)) {
-      case 1: run_direct_rows<1, Src>(xi, w, j0, j1, yi); break;
-      case 2: run_direct_rows<2, Src>(xi, w, j0, j1, yi); break;
-      default: run_direct_rows<3, Src>(xi, w, j0, j1, yi); break;
+      case 1: run_direct_rows<1, Row>(xi, w, j0, j1, yi); break;
+      case 2: run_direct_rows<2, Row>(xi, w, j0, j1, yi); break;
+      default: run_direct_rows<3, Row>(xi, w, j0, j1, yi); break;
     }
   }
 }
@@ -241,8 +292,9 @@ void run_passes(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
 
 // Sub-panel layout: for each 16-wide k block, the 8 rows' 16 fp32 side by side, so a tile reads one
 // sequential stream. Packs the whole padded width; rows past the matrix are zeros.
-template <class Src>
-void pack_subpanel(const typename Src::elem* w, int64_t ldw, int64_t live_rows, int64_t cols, float* dst) {
+template <class Row>
+void pack_subpanel(const weight_ref& w, int64_t j, int64_t live_rows, float* dst) {
+  const int64_t cols = w.cols;
   const int64_t full = cols / 16 * 16;
   const __mmask16 m = tail_mask(cols);
   for (int c = 0; c < tile_cols; ++c) {
@@ -251,10 +303,10 @@ void pack_subpanel(const typename Src::elem* w, int64_t ldw, int64_t live_rows, 
       for (int64_t k = 0; k < padded_cols(cols); k += 16, d += tile_cols * 16) _mm512_store_ps(d, _mm512_setzero_ps());
       continue;
     }
-    const auto* s = w + c * ldw;
+    const Row row = Row::at(w, j + c, 0);
     int64_t k = 0;
-    for (; k < full; k += 16, d += tile_cols * 16) _mm512_store_ps(d, Src::load(s + k));
-    if (m) _mm512_store_ps(d, Src::load(s + k, m));
+    for (; k < full; k += 16, d += tile_cols * 16) _mm512_store_ps(d, row.load(k));
+    if (m) _mm512_store_ps(d, row.load(k, m));
   }
 }
 
@@ -305,9 +357,9 @@ void tile_packed(const float* x, int64_t ldx, const float* wp, int64_t klen, __m
   }
 }
 
-template <class Src>
+template <class Row>
 void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
-  const auto* wd = static_cast<const typename Src::elem*>(w.data);
+  constexpr int64_t elem_bytes = sizeof(typename Row::elem);
   const int64_t cols = w.cols, ldy = w.rows, kp = padded_cols(cols), sub_floats = tile_cols * kp;
   // Even k blocks of at most k_block columns (multiples of 16); the last one holds the masked tail.
   const int64_t kblocks = (kp + k_block - 1) / k_block;
@@ -316,14 +368,14 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
   const bool streamed = n <= block_n;
   float* partials = scratch;
   float* panel = scratch + block_n * partial_row;
-  const typename Src::elem* rows[tile_cols];
+  Row rows[tile_cols];
 
   for (int64_t jc = j0; jc < j1; jc += panel_rows) {
     const int64_t nc = std::min<int64_t>(panel_rows, j1 - jc);
     const int64_t subs = (nc + tile_cols - 1) / tile_cols;
     if (!streamed)
       for (int64_t s = 0; s < subs; ++s)
-        pack_subpanel<Src>(wd + (jc + s * tile_cols) * cols, cols, nc - s * tile_cols, cols, panel + s * sub_floats);
+        pack_subpanel<Row>(w, jc + s * tile_cols, nc - s * tile_cols, panel + s * sub_floats);
     for (int64_t ic = 0; ic < n; ic += block_n) {
       const int64_t ie = std::min(n, ic + block_n);
       for (int64_t kb = 0; kb < kblocks; ++kb) {
@@ -339,8 +391,8 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
           if (streamed) {
             const int64_t next = jc + (s + 1) * tile_cols;
             const int nrows = static_cast<int>(std::min<int64_t>(tile_cols, w.rows - next));
-            const int64_t piece = std::min(klen, cols - k0) * static_cast<int64_t>(sizeof(*wd));
-            pf = make_prefetch(wd + next * cols + k0, nrows, piece, cols * static_cast<int64_t>(sizeof(*wd)),
+            const int64_t piece = std::min(klen, cols - k0) * elem_bytes;
+            pf = make_prefetch(Row::at(w, next, k0).bytes(0), nrows, piece, cols * elem_bytes,
                                (ie - ic + max_tile_rows - 1) / max_tile_rows * (klen / 16));
           }
           for (int64_t i = ic; i < ie; i += max_tile_rows) {
@@ -351,11 +403,11 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
             float* yi = y + i * ldy + jc + s * tile_cols;
             const int64_t r = std::min<int64_t>(max_tile_rows, ie - i);
             if (streamed && i == ic) {  // first group: stream from the checkpoint, widen into `panel`
-              tile_rows(wd, cols, jc + s * tile_cols, live, k0, rows);
+              tile_rows(w, jc + s * tile_cols, live, k0, rows);
               switch (r) {
-                case 3: tile_stream<3, Src, true>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
-                case 2: tile_stream<2, Src, true>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
-                default: tile_stream<1, Src, true>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
+                case 3: tile_stream<3, Row, true>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
+                case 2: tile_stream<2, Row, true>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
+                default: tile_stream<1, Row, true>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
               }
               continue;
             }
@@ -374,7 +426,7 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
 // ---- the back-end ----
 
 // Decode streams 256 weight rows a unit (each new unit restarts the streams): +2-3% per token over
-// 64-row units on the 0.6B shape (22.1 -> 22.5-22.9 tokens/s), as for INT8 (matmul_int8.cpp).
+// 64-row units on the 0.6B shape (22.1 -> 22.5-22.9 tokens/s), as the grouped INT8 kernels measured.
 // Small batches (4-7 rows) run the decode tiles once per three activation rows over a unit of up
 // to 512 KB of weights: the first pass streams it from memory, the others find it in L2. The packed
 // path below streams only ~50% of the read bandwidth at these sizes; passes took the 0.6B shape's
@@ -395,9 +447,11 @@ size_t scratch_floats(int64_t n, const weight_ref& w) {
 void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
   const bool passes = n <= passes_max_n;
   switch (w.type) {
-    case dtype::f32: return passes ? run_passes<src_f32>(x, n, w, j0, j1, y) : run_packed<src_f32>(x, n, w, j0, j1, y, scratch);
-    case dtype::bf16: return passes ? run_passes<src_bf16>(x, n, w, j0, j1, y) : run_packed<src_bf16>(x, n, w, j0, j1, y, scratch);
-    case dtype::f16: return passes ? run_passes<src_f16>(x, n, w, j0, j1, y) : run_packed<src_f16>(x, n, w, j0, j1, y, scratch);
+    case dtype::f32: return passes ? run_passes<row_of<src_f32>>(x, n, w, j0, j1, y) : run_packed<row_of<src_f32>>(x, n, w, j0, j1, y, scratch);
+    case dtype::bf16: return passes ? run_passes<row_of<src_bf16>>(x, n, w, j0, j1, y) : run_packed<row_of<src_bf16>>(x, n, w, j0, j1, y, scratch);
+    case dtype::f16: return passes ? run_passes<row_of<src_f16>>(x, n, w, j0, j1, y) : run_packed<row_of<src_f16>>(x, n, w, j0, j1, y, scratch);
+    case dtype::i8: return passes ? run_passes<quant_row<codes_i8>>(x, n, w, j0, j1, y) : run_packed<quant_row<codes_i8>>(x, n, w, j0, j1, y, scratch);
+    case dtype::f8_e4m3: return passes ? run_passes<quant_row<codes_fp8>>(x, n, w, j0, j1, y) : run_packed<quant_row<codes_fp8>>(x, n, w, j0, j1, y, scratch);
     default: return;  // matmul() rejected other dtypes before any thread started
   }
 }

@@ -1,10 +1,13 @@
-// Portable matmul back-end: the 16-lane dot product of matmul_backend.hpp written in scalar C++.
+// Portable matmul back-end: the 16-lane dot product of matmul_backend.hpp written in scalar C++
+// (float weights, and quantized ones widened to value * scale, matmul_quant.hpp).
 // std::fma keeps it bit-identical to the SIMD back-ends; on x86 CPUs without FMA hardware that is
 // a (slow, exact) libm call, which is acceptable for the fallback of a fallback.
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/cpu/matmul_backend.hpp"
+#include "kernels/cpu/matmul_quant.hpp"
 
 namespace troupe::kernels::cpu {
 namespace {
@@ -42,6 +45,21 @@ void run_rows(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_
     for (int64_t i = 0; i < n; ++i) y[i * w.rows + j] = dot16<Widen>(x + i * w.cols, wd + j * w.cols, w.cols);
 }
 
+// Quantized rows (matmul_quant.hpp): each row widened once to the float32 value * scale, then the
+// float dot product, as the SIMD back-ends widen the codes in their tiles.
+void run_quant_rows(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
+  std::vector<float> row(static_cast<size_t>(w.cols));
+  const auto* codes = static_cast<const uint8_t*>(w.data);
+  for (int64_t j = j0; j < j1; ++j) {
+    for (int64_t k = 0; k < w.cols; ++k) {
+      const uint8_t c = codes[j * w.cols + k];
+      const float v = w.type == dtype::i8 ? static_cast<float>(static_cast<int8_t>(c)) : f8e4m3_to_f32(c);
+      row[static_cast<size_t>(k)] = v * scale_of(w, j, k);
+    }
+    for (int64_t i = 0; i < n; ++i) y[i * w.rows + j] = dot16<widen_f32>(x + i * w.cols, row.data(), w.cols);
+  }
+}
+
 int64_t unit_rows(int64_t, const weight_ref&) { return 16; }
 size_t scratch_floats(int64_t, const weight_ref&) { return 0; }
 
@@ -50,6 +68,8 @@ void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1,
     case dtype::f32: return run_rows<widen_f32>(x, n, w, j0, j1, y);
     case dtype::bf16: return run_rows<widen_bf16>(x, n, w, j0, j1, y);
     case dtype::f16: return run_rows<widen_f16>(x, n, w, j0, j1, y);
+    case dtype::i8:
+    case dtype::f8_e4m3: return run_quant_rows(x, n, w, j0, j1, y);
     default: return;
   }
 }

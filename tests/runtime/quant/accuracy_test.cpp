@@ -10,7 +10,7 @@
 #include <functional>
 #include <map>
 
-#include "kernels/cpu/matmul_int8.hpp"
+#include "kernels/cpu/matmul_quant.hpp"
 #include "runtime/quant/divergence.hpp"
 #include "runtime/quant/load.hpp"
 #include "tests/runtime/quant/reference_forward.hpp"
