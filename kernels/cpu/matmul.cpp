@@ -23,10 +23,16 @@ struct isa_choice {
   std::string error;  // set when TROUPE_ISA asks for something this CPU or build cannot do
 };
 
+bool cpu_has_avx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq");
+}
+bool cpu_has_avx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
 isa_choice choose_isa() {
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx512 = cpu_has_avx512(), avx2 = cpu_has_avx2();
   const char* env = std::getenv("TROUPE_ISA");
   const std::string want = env ? env : "";
   if (want.empty() || want == "auto")
@@ -115,6 +121,13 @@ bool worth_threads(int64_t units, int64_t n, const weight_ref& w) {
 }
 
 }  // namespace
+
+std::vector<const cpu::matmul_backend*> cpu::runnable_matmul_backends() {
+  std::vector<const matmul_backend*> out{&matmul_backend_generic()};
+  if (cpu_has_avx2()) out.push_back(&matmul_backend_avx2());
+  if (cpu_has_avx512()) out.push_back(&matmul_backend_avx512());
+  return out;
+}
 
 const char* matmul_isa() noexcept {
   const auto& c = chosen_isa();

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/kernels.hpp"
 
@@ -40,5 +41,9 @@ inline int64_t pass_unit_rows(const weight_ref& w) {
 const matmul_backend& matmul_backend_avx512();
 const matmul_backend& matmul_backend_avx2();
 const matmul_backend& matmul_backend_generic();
+
+// The back-ends this CPU can run, the portable one first and the one matmul() picks by default
+// last (tests compare them all).
+std::vector<const matmul_backend*> runnable_matmul_backends();
 
 }  // namespace troupe::kernels::cpu

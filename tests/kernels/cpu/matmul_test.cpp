@@ -188,12 +188,7 @@ BOOST_AUTO_TEST_CASE(thread_count_invariant) {
 BOOST_AUTO_TEST_CASE(backends_agree_bitwise) {
   if (std::string(tk::matmul_isa()) == "invalid") return;
   namespace cpu = tk::cpu;
-  std::vector<const cpu::matmul_backend*> backends{&cpu::matmul_backend_generic()};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-    backends.push_back(&cpu::matmul_backend_avx2());
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq"))
-    backends.push_back(&cpu::matmul_backend_avx512());
+  const auto backends = cpu::runnable_matmul_backends();
   const int64_t shapes[][2] = {{61, 333}, {20, 1024}, {13, 7}, {19, 3072}};
   for (dtype t : all_types)
     for (auto [rows, cols] : shapes) {

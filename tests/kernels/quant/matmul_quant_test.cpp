@@ -63,17 +63,6 @@ std::vector<float> random_x(int64_t n, int64_t cols, uint32_t seed) {
   return x;
 }
 
-// The float back-ends this CPU can run, called directly (matmul() picks the best one).
-std::vector<const cpu::matmul_backend*> backends() {
-  std::vector<const cpu::matmul_backend*> out{&cpu::matmul_backend_generic()};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-    out.push_back(&cpu::matmul_backend_avx2());
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq"))
-    out.push_back(&cpu::matmul_backend_avx512());
-  return out;
-}
-
 // One back-end over every unit of rows, single-threaded, as matmul() hands them out.
 std::vector<float> run(const cpu::matmul_backend& b, const float* x, int64_t n, const tk::weight_ref& w) {
   std::vector<float> y(static_cast<size_t>(n * w.rows), -7.f);
@@ -139,7 +128,7 @@ void check(dtype t, const shape& s) {
     std::vector<float> ref(static_cast<size_t>(n * s.rows));
     cpu::matmul_dequant_reference(x.data(), n, w.ref, ref.data());
     check_close(want, ref, n, s.rows, 1e-5, what + " n=" + std::to_string(n) + " vs float64");
-    for (const auto* b : backends()) {
+    for (const auto* b : cpu::runnable_matmul_backends()) {
       const auto y = run(*b, x.data(), n, w.ref);
       BOOST_TEST(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0, what << " n=" << n << ": " << b->name);
       for (int64_t i = 0; i < n; i += std::max<int64_t>(1, n / 3)) {
