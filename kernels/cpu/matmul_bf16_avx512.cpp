@@ -24,6 +24,7 @@ namespace troupe::kernels::cpu {
 namespace {  // internal linkage: no AVX-512 code can leak into other units through COMDAT folding
 
 #include "kernels/cpu/avx512_tree.hpp"  // reduce16 / reduce8 / store_tile: matmul's tree, many accumulators at once
+#include "kernels/cpu/row_prefetch.hpp"  // the next tile's rows, a few lines per k step
 
 constexpr int tile_cols = 8;      // weight rows per tile
 constexpr int max_tile_rows = 3;  // 24 accumulators + 3 x + 1 w of the 32 zmm registers
@@ -36,16 +37,17 @@ inline __m512bh as_bh(__m512i v) { return (__m512bh)v; }
 
 // One R x 8 tile: xb rows (stride ldx, zero-padded to 32) against the 8 weight rows `rows`, all of
 // w.cols. kPrefetch (decode): each row 512 B ahead and, past its end, the same row of the next
-// tile, as matmul_avx512.cpp's decode does.
+// tile, as matmul_avx512.cpp's decode does. pf: other rows to pull toward L2 meanwhile.
 template <int R, bool kPrefetch>
 void tile(const uint16_t* xb, int64_t ldx, const uint16_t* const* rows, int64_t cols, float* y, int64_t ldy,
-          int live) {
+          int live, row_prefetch& pf) {
   constexpr int C = tile_cols;
   __m512 acc[R * C];
 #pragma GCC unroll 24
   for (int i = 0; i < R * C; ++i) acc[i] = _mm512_setzero_ps();
   const int64_t full = cols / 32 * 32, row_bytes = cols * 2;
   for (int64_t k = 0; k < full; k += 32) {
+    pf.step();
     if constexpr (kPrefetch) {
       const int64_t ahead = k * 2 + 512;
       const int64_t jump = ahead >= row_bytes ? (C - 1) * row_bytes : 0;
@@ -84,11 +86,11 @@ void tile_rows(const uint16_t* w, int64_t cols, int64_t j, int live, const uint1
 
 template <bool kPrefetch>
 void tile_any(int r, const uint16_t* xb, int64_t ldx, const uint16_t* const* rows, int64_t cols, float* y,
-              int64_t ldy, int live) {
+              int64_t ldy, int live, row_prefetch& pf) {
   switch (r) {
-    case 3: return tile<3, kPrefetch>(xb, ldx, rows, cols, y, ldy, live);
-    case 2: return tile<2, kPrefetch>(xb, ldx, rows, cols, y, ldy, live);
-    default: return tile<1, kPrefetch>(xb, ldx, rows, cols, y, ldy, live);
+    case 3: return tile<3, kPrefetch>(xb, ldx, rows, cols, y, ldy, live, pf);
+    case 2: return tile<2, kPrefetch>(xb, ldx, rows, cols, y, ldy, live, pf);
+    default: return tile<1, kPrefetch>(xb, ldx, rows, cols, y, ldy, live, pf);
   }
 }
 
@@ -102,24 +104,33 @@ void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t
     for (int64_t j = j0; j < j1; j += tile_cols) {
       const int live = static_cast<int>(std::min<int64_t>(tile_cols, j1 - j));
       tile_rows(wd, cols, j, live, rows);
-      tile_any<true>(static_cast<int>(n), xb, ldx, rows, cols, y + j, ldy, live);
+      row_prefetch none;  // decode prefetches within its own rows
+      tile_any<true>(static_cast<int>(n), xb, ldx, rows, cols, y + j, ldy, live, none);
     }
     return;
   }
   // A block of activation rows against every 8-row tile of the unit: the tile's rows come from
-  // DRAM for the first row group, which prefetches ahead (and into the next tile) as decode does,
-  // and from L1/L2 for the others.
+  // memory for the first row group, which prefetches ahead as decode does, and from L1/L2 for the
+  // others, which meanwhile pull the next tile's rows (past this unit: the rows after it, which the
+  // other thread is likely reading too) toward L2, so the next first group does not wait on DRAM.
+  const int64_t row_bytes = cols * 2, steps = (cols + 31) / 32;
   for (int64_t ic = 0; ic < n; ic += block_n) {
     const int64_t ie = std::min(n, ic + block_n);
+    const int64_t later_groups = (ie - ic - 1) / max_tile_rows;
     for (int64_t j = j0; j < j1; j += tile_cols) {
       const int live = static_cast<int>(std::min<int64_t>(tile_cols, j1 - j));
       tile_rows(wd, cols, j, live, rows);
+      const int next_rows = static_cast<int>(std::clamp<int64_t>(w.rows - (j + tile_cols), 0, tile_cols));
+      row_prefetch pf = next_rows > 0 ? make_prefetch(wd + (j + tile_cols) * cols, next_rows, row_bytes, row_bytes,
+                                                      later_groups * steps)
+                                        : row_prefetch{};
+      row_prefetch none;
       for (int64_t i = ic; i < ie; i += max_tile_rows) {
         const int r = static_cast<int>(std::min<int64_t>(max_tile_rows, ie - i));
         if (i == ic)
-          tile_any<true>(r, xb + i * ldx, ldx, rows, cols, y + i * ldy + j, ldy, live);
+          tile_any<true>(r, xb + i * ldx, ldx, rows, cols, y + i * ldy + j, ldy, live, none);
         else
-          tile_any<false>(r, xb + i * ldx, ldx, rows, cols, y + i * ldy + j, ldy, live);
+          tile_any<false>(r, xb + i * ldx, ldx, rows, cols, y + i * ldy + j, ldy, live, pf);
       }
     }
   }
