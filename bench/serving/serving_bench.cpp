@@ -66,11 +66,13 @@ std::vector<int32_t> prompt(std::mt19937_64& rng, int n) {
 // defaults unless given.
 int g_chunk = serve::server_config{}.max_prefill_tokens_while_decoding;
 int g_slowdown = serve::server_config{}.decode_slowdown_percent;
+std::string g_compute = serve::server_config{}.compute_dtype;  // --compute-dtype
 
 serve::server_config base_config() {
   serve::server_config c;
   c.max_prefill_tokens_while_decoding = g_chunk;
   c.decode_slowdown_percent = g_slowdown;
+  c.compute_dtype = g_compute;
   c.port = 0;
   c.metrics_port = -1;
   c.max_model_len = 4608;
@@ -299,6 +301,8 @@ int main(int argc, char** argv) {
   app.add_option("--scenarios", scenarios, "comma-separated: scaling, static, prefill, overhead, chat");
   app.add_option("--prefill-chunk", g_chunk, "scheduler.max_prefill_tokens_while_decoding (default: the server's)");
   app.add_option("--slowdown-percent", g_slowdown, "scheduler.decode_slowdown_percent (0: the fixed cap; default: the server's)");
+  app.add_option("--compute-dtype", g_compute, "model.compute_dtype: f32 (exact, the default) or bf16 (docs/engine.md)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_option("--long-prompt-at", t_long, "seconds of idle decoding before the long prompt arrives");
   app.add_flag("--quick", quick, "fewer requests");
   chat_shape shape;
