@@ -49,13 +49,8 @@ void run_rows(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_
 // float dot product, as the SIMD back-ends widen the codes in their tiles.
 void run_quant_rows(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
   std::vector<float> row(static_cast<size_t>(w.cols));
-  const auto* codes = static_cast<const uint8_t*>(w.data);
   for (int64_t j = j0; j < j1; ++j) {
-    for (int64_t k = 0; k < w.cols; ++k) {
-      const uint8_t c = codes[j * w.cols + k];
-      const float v = w.type == dtype::i8 ? static_cast<float>(static_cast<int8_t>(c)) : f8e4m3_to_f32(c);
-      row[static_cast<size_t>(k)] = v * scale_of(w, j, k);
-    }
+    for (int64_t k = 0; k < w.cols; ++k) row[static_cast<size_t>(k)] = dequantized_at(w, j, k);
     for (int64_t i = 0; i < n; ++i) y[i * w.rows + j] = dot16<widen_f32>(x + i * w.cols, row.data(), w.cols);
   }
 }

@@ -15,9 +15,10 @@ bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 }  // namespace
 
 void check_quantized_weight(const weight_ref& w) {
-  const std::string shape = "[" + std::to_string(w.rows) + "x" + std::to_string(w.cols) + "]";
+  // The message is built only on failure: matmul() checks every quantized weight on every call.
   auto fail = [&](const std::string& why) {
-    throw_error(errc::invalid_argument, "matmul: " + std::string(to_string(w.type)) + " weight " + shape + ": " + why);
+    throw_error(errc::invalid_argument, "matmul: " + std::string(to_string(w.type)) + " weight [" +
+                                            std::to_string(w.rows) + "x" + std::to_string(w.cols) + "]: " + why);
   };
   if (w.type != dtype::i8 && w.type != dtype::f8_e4m3) fail("not a quantized dtype");
   if (!w.scales) fail("no scales (a quantized weight needs weight_scale / weight_scale_inv)");

@@ -57,7 +57,7 @@ std::vector<float> random_x(int64_t n, int64_t cols, uint32_t seed) {
   std::normal_distribution<float> d(0.f, 1.f);
   std::vector<float> x(static_cast<size_t>(n * cols));
   for (auto& v : x) v = d(rng);
-  // One row with a wide dynamic range: small values lose bits only below max / 2^6.
+  // One row with a wide dynamic range (2^-20 .. 2^19 times a normal value).
   if (n > 1)
     for (int64_t k = 0; k < cols; ++k) x[static_cast<size_t>(cols + k)] *= std::ldexp(1.0f, static_cast<int>(k % 40) - 20);
   return x;
