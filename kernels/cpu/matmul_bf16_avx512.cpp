@@ -36,11 +36,12 @@ constexpr int64_t block_n = 60;   // activation rows per block: 60 x 3072 x 2 B 
 inline __m512bh as_bh(__m512i v) { return (__m512bh)v; }
 
 // One R x 8 tile: xb rows (stride ldx, zero-padded to 32) against the 8 weight rows `rows`, all of
-// w.cols. kPrefetch (decode): each row 512 B ahead and, past its end, the same row of the next
-// tile, as matmul_avx512.cpp's decode does. pf: other rows to pull toward L2 meanwhile.
+// w.cols; output c goes to y[c * ystride]. kPrefetch (decode): each row 512 B ahead and, past its
+// end, the same row of the next tile, `jump_rows` rows further on, as matmul_avx512.cpp's decode
+// does. pf: other rows to pull toward L2 meanwhile.
 template <int R, bool kPrefetch>
 void tile(const uint16_t* xb, int64_t ldx, const uint16_t* const* rows, int64_t cols, float* y, int64_t ldy,
-          int live, row_prefetch& pf) {
+          int live, row_prefetch& pf, int64_t jump_rows = tile_cols - 1, int64_t ystride = 1) {
   constexpr int C = tile_cols;
   __m512 acc[R * C];
 #pragma GCC unroll 24
@@ -50,7 +51,7 @@ void tile(const uint16_t* xb, int64_t ldx, const uint16_t* const* rows, int64_t 
     pf.step();
     if constexpr (kPrefetch) {
       const int64_t ahead = k * 2 + 512;
-      const int64_t jump = ahead >= row_bytes ? (C - 1) * row_bytes : 0;
+      const int64_t jump = ahead >= row_bytes ? jump_rows * row_bytes : 0;
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(rows[c]) + ahead + jump, _MM_HINT_T0);
     }
@@ -76,7 +77,14 @@ void tile(const uint16_t* xb, int64_t ldx, const uint16_t* const* rows, int64_t 
       for (int r = 0; r < R; ++r) acc[r * C + c] = _mm512_dpbf16_ps(acc[r * C + c], xv[r], wv);
     }
   }
-  store_tile<R>(acc, y, ldy, live);
+  if (ystride == 1) {
+    store_tile<R>(acc, y, ldy, live);
+  } else {  // decode's page-apart rows (run): a tile's outputs are ystride apart
+    alignas(64) float out[R * C];
+    store_tile<R>(acc, out, C, C);
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) y[r * ldy + c * ystride] = out[r * C + c];
+  }
 }
 
 // Rows past the unit's last repeat it: valid memory, outputs never stored.
@@ -86,22 +94,35 @@ void tile_rows(const uint16_t* w, int64_t cols, int64_t j, int live, const uint1
 
 template <bool kPrefetch>
 void tile_any(int r, const uint16_t* xb, int64_t ldx, const uint16_t* const* rows, int64_t cols, float* y,
-              int64_t ldy, int live, row_prefetch& pf) {
+              int64_t ldy, int live, row_prefetch& pf, int64_t jump_rows = tile_cols - 1, int64_t ystride = 1) {
   switch (r) {
-    case 3: return tile<3, kPrefetch>(xb, ldx, rows, cols, y, ldy, live, pf);
-    case 2: return tile<2, kPrefetch>(xb, ldx, rows, cols, y, ldy, live, pf);
-    default: return tile<1, kPrefetch>(xb, ldx, rows, cols, y, ldy, live, pf);
+    case 3: return tile<3, kPrefetch>(xb, ldx, rows, cols, y, ldy, live, pf, jump_rows, ystride);
+    case 2: return tile<2, kPrefetch>(xb, ldx, rows, cols, y, ldy, live, pf, jump_rows, ystride);
+    default: return tile<1, kPrefetch>(xb, ldx, rows, cols, y, ldy, live, pf, jump_rows, ystride);
   }
 }
 
-int64_t unit_rows(int64_t n) { return n <= direct_max_n ? 64 : unit_rows_packed; }
+// Decode streams 256 rows a unit, as the f32 back-end's decode (matmul_avx512.cpp): each new unit
+// restarts the streams.
+int64_t unit_rows(int64_t n) { return n <= direct_max_n ? 256 : unit_rows_packed; }
 
 void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
   const auto* wd = static_cast<const uint16_t*>(w.data);
   const int64_t cols = w.cols, ldx = bf16_padded_cols(cols), ldy = w.rows;
   const uint16_t* rows[tile_cols];
   if (n <= direct_max_n) {
-    for (int64_t j = j0; j < j1; j += tile_cols) {
+    // Rows shorter than a 4 KB page are tiled a page apart (matmul_avx512.cpp's run_direct_rows
+    // says why): tile s of a group of S takes rows j + s + c * S. Same bits: each output is its
+    // own row's dot product.
+    const int64_t row_bytes = cols * 2, S = row_bytes < 4096 ? 4096 / row_bytes : 1, span = tile_cols * S;
+    int64_t j = j0;
+    for (; S > 1 && j + span <= j1; j += span)
+      for (int64_t s = 0; s < S; ++s) {
+        for (int c = 0; c < tile_cols; ++c) rows[c] = wd + (j + s + c * S) * cols;
+        row_prefetch none;
+        tile_any<true>(static_cast<int>(n), xb, ldx, rows, cols, y + j + s, ldy, tile_cols, none, s + 1 < S ? 0 : span - S, S);
+      }
+    for (; j < j1; j += tile_cols) {
       const int live = static_cast<int>(std::min<int64_t>(tile_cols, j1 - j));
       tile_rows(wd, cols, j, live, rows);
       row_prefetch none;  // decode prefetches within its own rows
