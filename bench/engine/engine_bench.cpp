@@ -2,7 +2,8 @@
 // Measures read bandwidth and FMA peak first, then load time, 512-token prefill, and decode at
 // batch 1, 8 and 32 on a checkpoint (the Qwen3-0.6B-shaped one from bench/engine/run.sh), once per
 // compute dtype (--compute-dtype f32,bf16: the exact path and bf16 activations), with the
-// bf16 / f32 ratios of the same run at the end.
+// bf16 / f32 ratios of the same run at the end. --quantization int8|fp8 quantizes the linear weights on
+// load, as troupe does, to profile a quantized model's steps the same way.
 #include <CLI/CLI.hpp>
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593), as in kernels/cpu.
 #pragma GCC diagnostic push
@@ -26,6 +27,7 @@
 #include "bench/machine/machine_limits.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/engine/model_runner.hpp"
+#include "runtime/quant/load.hpp"
 
 using namespace troupe;
 using clk = std::chrono::steady_clock;
@@ -104,6 +106,8 @@ int main(int argc, char** argv) {
   app.add_flag("--skip-limits", skip_limits, "do not measure the machine (for profiling; no ratios)");
   bool no_mmap = false;
   app.add_flag("--no-mmap", no_mmap, "read the weights into 2 MB pages (troupe --no-mmap) instead of mapping the file");
+  std::string quantization = "none";
+  app.add_option("--quantization", quantization, "quantize the linear weights on load (none|int8|fp8), as troupe --quantization");
   // bf16 compute by default only where vdpbf16ps runs it: elsewhere it is the portable emulation
   // (same bits, ~100x slower), which turned a 2-minute run into 20+ minutes on AVX2-only CPUs.
   const bool native_bf16 = __builtin_cpu_supports("avx512bf16") && std::string(kernels::matmul_isa()) == "avx512";
@@ -123,7 +127,15 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  auto ck = load_checkpoint(model, no_mmap ? residency::huge_pages : residency::mapped);
+  quant::load_options load;
+  load.weights = no_mmap ? residency::huge_pages : residency::mapped;
+  try {
+    load.quantization = quant::parse_method(quantization, "--quantization");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  auto ck = quant::load_model(model, load);
   const double load_s = seconds_since(process_start);
   std::printf("weights: %s\n", no_mmap ? "read into 2 MB pages (--no-mmap)" : "memory-mapped file (4 KB page-cache pages)");
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());

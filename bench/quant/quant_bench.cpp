@@ -161,6 +161,7 @@ int main(int argc, char** argv) {
   app.add_flag("--rss-int8", rss_int8, "(internal) with --rss-of: quantize to INT8 on load");
   app.get_option("--model")->required(false);
   CLI11_PARSE(app, argc, argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures show line by line even when redirected
   if (!rss_dir.empty()) return rss_of(rss_dir, rss_int8);
   if (model.empty()) {
     std::fprintf(stderr, "troupe-bench-quant: --model is required\n");
@@ -263,11 +264,12 @@ int main(int argc, char** argv) {
                 load_quantize_huge);
   }
   double pf_bf16 = 0, pf_int8 = 0;
-  for (int r = 0; r < std::max(1, reps - 1); ++r) {
+  for (int r = 0; prefill_len > 0 && r < std::max(1, reps - 1); ++r) {
     pf_bf16 = std::max(pf_bf16, prefill_rate(*bf16, prefill_len));
     pf_int8 = std::max(pf_int8, prefill_rate(*int8, prefill_len));
   }
-  std::printf("prefill %d tokens: BF16 %.1f tokens/s, INT8 %.1f tokens/s (%.2fx)\n", prefill_len, pf_bf16, pf_int8,
+  if (prefill_len > 0)
+    std::printf("prefill %d tokens: BF16 %.1f tokens/s, INT8 %.1f tokens/s (%.2fx)\n", prefill_len, pf_bf16, pf_int8,
               pf_int8 / pf_bf16);
 
   // ---- resident memory, one fresh process each ----
