@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -13,6 +14,7 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/grammar/grammar.hpp"
+#include "runtime/grammar/number_range_gbnf.hpp"
 #include "runtime/grammar/regex_gbnf.hpp"
 
 namespace troupe::grammar {
@@ -22,7 +24,6 @@ namespace {
 using json = nlohmann::ordered_json;
 
 constexpr int kMaxDepth = 64;                       // schema nesting, so recursion stays shallow
-constexpr int64_t kMaxInteger = 9999999999999999;   // 16 digits, the most `integral-part` allows
 constexpr uint32_t kInf = UINT32_MAX;
 
 struct primitive {
@@ -114,59 +115,6 @@ bool is_type(const json& v, std::string_view t) {
   if (t == "integer")
     return v.is_number_integer() || (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>());
   return false;
-}
-
-// --- Integer ranges as digit patterns (no leading zeros) ---
-
-std::string digits_class(char lo, char hi) {
-  return lo == hi ? std::string("\"") + lo + "\"" : std::string("[") + lo + "-" + hi + "]";
-}
-
-std::string any_digits(size_t n) { return n == 0 ? "" : n == 1 ? "[0-9]" : "[0-9]{" + std::to_string(n) + "}"; }
-
-// Alternatives for the numbers from x to y, digit strings of one length, after `prefix`.
-void same_length(const std::string& x, const std::string& y, const std::string& prefix, std::vector<std::string>& out) {
-  size_t p = 0;
-  while (p < x.size() && x[p] == y[p]) ++p;
-  const std::string pre = prefix + x.substr(0, p);
-  const std::string lit = pre.empty() ? "" : "\"" + pre + "\"";
-  if (p == x.size()) {
-    out.push_back(lit);
-    return;
-  }
-  const std::string xs = x.substr(p + 1), ys = y.substr(p + 1);
-  const size_t m = xs.size();
-  const bool low_full = xs == std::string(m, '0'), high_full = ys == std::string(m, '9');
-  const char mid_lo = low_full ? x[p] : char(x[p] + 1), mid_hi = high_full ? y[p] : char(y[p] - 1);
-  if (!low_full) same_length(xs, std::string(m, '9'), pre + x[p], out);
-  if (mid_lo <= mid_hi) out.push_back(join({lit, digits_class(mid_lo, mid_hi), any_digits(m)}, " "));
-  if (!high_full) same_length(std::string(m, '0'), ys, pre + y[p], out);
-}
-
-std::vector<std::string> unsigned_range(int64_t a, int64_t b) {
-  std::vector<std::string> out;
-  const std::string sa = std::to_string(a), sb = std::to_string(b);
-  int64_t low = 1;  // 10^(d-1)
-  for (size_t d = 1; d <= sb.size(); ++d, low *= 10) {
-    if (d < sa.size()) continue;
-    const int64_t lo = std::max(a, d == 1 ? 0 : low), hi = std::min(b, low * 10 - 1);
-    if (lo <= hi) same_length(std::to_string(lo), std::to_string(hi), "", out);
-  }
-  return out;
-}
-
-// The integers from lo to hi (nullopt: unbounded), as one parenthesised expression.
-std::string integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi) {
-  std::vector<std::string> alts;
-  if (!lo || *lo < 0) {
-    const int64_t mag_lo = hi && *hi < 0 ? -*hi : 1, mag_hi = lo ? -*lo : kMaxInteger;
-    alts.push_back("\"-\" ( " + join(unsigned_range(mag_lo, mag_hi), " | ") + " )");
-  }
-  if (!hi || *hi >= 0) {
-    const auto part = unsigned_range(lo ? std::max<int64_t>(*lo, 0) : 0, hi ? *hi : kMaxInteger);
-    alts.insert(alts.end(), part.begin(), part.end());
-  }
-  return "( " + join(alts, " | ") + " )";
 }
 
 class converter {
@@ -375,8 +323,7 @@ class converter {
     if (has_any({"properties", "required", "additionalProperties"})) types.push_back("object");
     if (has_any({"items", "prefixItems", "minItems", "maxItems"})) types.push_back("array");
     if (has_any({"minLength", "maxLength", "pattern", "format"})) types.push_back("string");
-    for (const std::string& b : kBounds)
-      if (s.contains(b)) fail("unsupported keyword '" + b + "' without \"type\": \"integer\"", child(path, b));
+    if (has_any({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) types.push_back("number");
     if (types.empty()) types = {"value"};
     return types;
   }
@@ -384,11 +331,7 @@ class converter {
   std::string typed(const json& s, const std::string& t, const std::string& path, const std::string& hint,
                     int depth) {
     if (t == "value" || t == "null" || t == "boolean") return use(t);
-    if (t == "number") {
-      for (const std::string& b : kBounds)
-        if (s.contains(b)) fail("unsupported keyword '" + b + "' for type number (integer only)", child(path, b));
-      return use("number");
-    }
+    if (t == "number") return number(s, path);
     if (t == "integer") return integer(s, path);
     if (t == "string") return string(s, path);
     if (t == "object") return object(s, path, hint, depth);
@@ -405,8 +348,10 @@ class converter {
     return static_cast<uint32_t>(v.get<double>());
   }
 
-  std::string integer(const json& s, const std::string& path) {
-    std::optional<double> lo, hi;  // inclusive, on the integers
+  // minimum / maximum / exclusiveMinimum / exclusiveMaximum (draft 4's boolean exclusive flags
+  // too) as exact decimals, the strictest of each side.
+  std::pair<std::optional<decimal_bound>, std::optional<decimal_bound>> bounds(const json& s, const std::string& path) {
+    std::optional<decimal_bound> lo, hi;
     for (const std::string& b : kBounds) {
       if (!s.contains(b)) continue;
       const json& v = s.at(b);
@@ -418,31 +363,54 @@ class converter {
         continue;
       }
       if (!v.is_number()) fail("'" + b + "' must be a number", at);
-      const double x = v.get<double>();
-      const bool exclusive_flag = (b == "minimum" && s.value("exclusiveMinimum", json()).is_boolean() &&
-                                   s.at("exclusiveMinimum").get<bool>()) ||
-                                  (b == "maximum" && s.value("exclusiveMaximum", json()).is_boolean() &&
-                                   s.at("exclusiveMaximum").get<bool>());
-      if (b == "minimum" || b == "exclusiveMinimum") {
-        const bool exclusive = b == "exclusiveMinimum" || exclusive_flag;
-        const double bound = exclusive ? std::floor(x) + 1 : std::ceil(x);
-        lo = lo ? std::max(*lo, bound) : bound;
-      } else {
-        const bool exclusive = b == "exclusiveMaximum" || exclusive_flag;
-        const double bound = exclusive ? std::ceil(x) - 1 : std::floor(x);
-        hi = hi ? std::min(*hi, bound) : bound;
+      decimal_bound d;
+      try {
+        d.value = decimal::parse(v.dump());  // a double's shortest text: the number as written
+      } catch (const std::invalid_argument&) {
+        fail("'" + b + "' must be a finite number", at);
       }
+      const bool lower = b == "minimum" || b == "exclusiveMinimum";
+      const char* flag = lower ? "exclusiveMinimum" : "exclusiveMaximum";
+      d.exclusive = b == flag || (s.value(flag, json()).is_boolean() && s.at(flag).get<bool>());
+      std::optional<decimal_bound>& side = lower ? lo : hi;
+      const int c = side ? compare(d.value, side->value) : 0;
+      if (!side || (lower ? c > 0 : c < 0) || (c == 0 && d.exclusive)) side = d;
     }
+    return {lo, hi};
+  }
+
+  std::string integer(const json& s, const std::string& path) {
+    const auto [dlo, dhi] = bounds(s, path);
     use("space");
-    if (!lo && !hi) return use("integer");
+    if (!dlo && !dhi) return use("integer");
+    // On the integers: the least above the lower bound, the greatest below the upper one.
+    std::optional<double> lo, hi;
+    if (dlo) {
+      const double x = std::strtod(dlo->value.text().c_str(), nullptr);
+      lo = dlo->exclusive ? std::floor(x) + 1 : std::ceil(x);
+    }
+    if (dhi) {
+      const double x = std::strtod(dhi->value.text().c_str(), nullptr);
+      hi = dhi->exclusive ? std::ceil(x) - 1 : std::floor(x);
+    }
     // Bounds past what `integer` can write anyway are no bounds.
-    const auto limit = static_cast<double>(kMaxInteger);
+    const auto limit = static_cast<double>(kMaxIntegerPart);
     if ((lo && *lo > limit) || (hi && *hi < -limit) || (lo && hi && *lo > *hi))
       fail("'minimum' / 'maximum' leave no integer", path);
     std::optional<int64_t> ilo, ihi;
     if (lo && *lo >= -limit) ilo = static_cast<int64_t>(*lo);
     if (hi && *hi <= limit) ihi = static_cast<int64_t>(*hi);
     return integer_range(ilo, ihi) + " space";
+  }
+
+  // Bounded numbers are written as plain decimals (no exponent), compared exactly as decimals.
+  std::string number(const json& s, const std::string& path) {
+    const auto [lo, hi] = bounds(s, path);
+    if (!lo && !hi) return use("number");
+    use("space");
+    const auto range = decimal_range(lo, hi);
+    if (!range) fail("'minimum' / 'maximum' leave no number", path);
+    return *range + " space";
   }
 
   std::string string(const json& s, const std::string& path) {

@@ -7,8 +7,9 @@
 // pattern (ECMAScript, matched against the whole decoded string where JSON Schema would search
 // in it; write ^...$ to say the same thing both ways), format (date, time, date-time,
 // uuid; other formats are plain strings), anyOf, oneOf (as anyOf), allOf of one schema, $ref to
-// #, #/$defs/X and #/definitions/X (recursion allowed), integer minimum / maximum /
-// exclusiveMinimum / exclusiveMaximum, {} and true (any value). Annotations are ignored. Anything
+// #, #/$defs/X and #/definitions/X (recursion allowed), minimum / maximum / exclusiveMinimum /
+// exclusiveMaximum on integers and numbers (draft 4's boolean exclusive flags too; exact decimal
+// comparison, number_range_gbnf.hpp), {} and true (any value). Annotations are ignored. Anything
 // else is refused with troupe::error(invalid_argument) "json schema: ... at /json/pointer", and so
 // are combinations the grammar cannot intersect: $ref / anyOf / oneOf / allOf next to other
 // validation keywords, pattern next to minLength / maxLength / a checked format.
@@ -19,7 +20,7 @@
 // one included, may come after them;
 // without `type`, the type is inferred from the keywords present (properties -> object, ...);
 // integers are written without fraction or exponent; numbers have at most 16 integer and 16
-// fraction digits; strings in a pattern write `"`, `\` and controls escaped and other characters
+// fraction digits, and bounded numbers no exponent (nor "-0"); strings in a pattern write `"`, `\` and controls escaped and other characters
 // raw; oneOf does not refuse a value matching several branches; an enum or const value keeps its
 // own member order (whitespace as anywhere else).
 #pragma once

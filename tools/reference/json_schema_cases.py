@@ -235,6 +235,15 @@ def build_cases():
     cases.append(case("integer maximum only", {"type": "integer", "maximum": -250}, integers(None, -250, rng)))
     cases.append(case("integer fractional bounds", {"type": "integer", "minimum": 0.5, "maximum": 99.5},
                       integers(0, 100, rng)))
+    # Bounded numbers: the grammar writes them without an exponent, so no candidate needs one.
+    cases.append(case("number range", {"type": "number", "minimum": -2.5, "maximum": 10.25},
+                      [-2.6, -2.5, -2.49, -1, 0, 0.001, 3.75, 10, 10.25, 10.26, 10.2500001, 11, -3, 100.5, -0.125]))
+    cases.append(case("number exclusive bounds", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+                      [0, 0.0001, 0.5, 0.9999, 1, -0.5, 1.5, 0.999999999999]))
+    cases.append(case("number minimum only, no type", {"minimum": 0.1},
+                      [0.1, 0.09999, 0.11, 5, -1, 12345.678, 0, 0.1000001], generic=False))
+    cases.append(case("number negative maximum", {"type": "number", "maximum": -0.5},
+                      [-0.5, -0.49, -0.51, -100.25, 0, 3, -1]))
     return cases
 
 

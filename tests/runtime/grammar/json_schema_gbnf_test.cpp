@@ -143,14 +143,28 @@ BOOST_AUTO_TEST_CASE(json_integer_bounds_draft4_exclusive_flags) {
   for (int x = -20; x <= 20; ++x) BOOST_TEST(accepts(gr, std::to_string(x)) == (x > 5 && x <= 10), x);
 }
 
+BOOST_AUTO_TEST_CASE(json_number_bounds_draft4_flags_and_strictest_bound) {
+  // Draft 4's boolean flags; of two lower bounds the stricter counts (exclusiveMinimum 0.5 over
+  // minimum 0.25); bounded numbers are plain decimals, so an exponent is not written.
+  const auto gr = compile(g::json_schema_to_gbnf(ojson::parse(
+      R"({"type": "number", "minimum": 0.25, "exclusiveMinimum": 0.5, "maximum": 2, "exclusiveMaximum": false})")));
+  for (const char* t : {"0.51", "1", "2", "1.999", "0.5000000000000001"}) BOOST_TEST(accepts(gr, t), t);
+  for (const char* t : {"0.5", "0.3", "0.25", "2.0000001", "-1", "1e0", "1.5E0"}) BOOST_TEST(!accepts(gr, t), t);
+  const auto d4 = compile(g::json_schema_to_gbnf(
+      ojson::parse(R"({"type": "number", "minimum": -1, "exclusiveMinimum": true, "maximum": 1, "exclusiveMaximum": true})")));
+  for (const char* t : {"-0.9999", "0", "0.5"}) BOOST_TEST(accepts(d4, t), t);
+  for (const char* t : {"-1", "1", "-0", "1.0"}) BOOST_TEST(!accepts(d4, t), t);
+}
+
 BOOST_AUTO_TEST_CASE(json_schema_refusals_name_keyword_and_path) {
   expect_refused(R"({"not": {}})", {"unsupported keyword 'not'", "at /not"});
   expect_refused(R"({"type": "object", "properties": {"a": {"type": "string", "if": {}}}})",
                  {"'if'", "at /properties/a/if"});
   expect_refused(R"({"type": "object", "patternProperties": {"^x": {}}})", {"'patternProperties'", "/patternProperties"});
   expect_refused(R"({"type": "number", "multipleOf": 2})", {"'multipleOf'", "/multipleOf"});
-  expect_refused(R"({"type": "number", "minimum": 0})", {"'minimum'", "at /minimum"});
-  expect_refused(R"({"minimum": 0})", {"'minimum'", "at /minimum"});
+  expect_refused(R"({"type": "number", "minimum": "0"})", {"'minimum' must be a number", "at /minimum"});
+  expect_refused(R"({"type": "number", "minimum": 1.5, "exclusiveMaximum": 1.5})", {"no number"});
+  expect_refused(R"({"type": "number", "exclusiveMinimum": true})", {"'exclusiveMinimum': true needs 'minimum'"});
   expect_refused(R"({"type": "array", "uniqueItems": true})", {"'uniqueItems'", "/uniqueItems"});
   expect_refused(R"({"type": "object", "required": 3})", {"'required'", "at /required"});
   expect_refused(R"({"type": "object", "required": ["zz"], "properties": {}})", {"'zz'", "at /required"});
