@@ -270,7 +270,7 @@ int main(int argc, char** argv) {
   }
   if (prefill_len > 0)
     std::printf("prefill %d tokens: BF16 %.1f tokens/s, INT8 %.1f tokens/s (%.2fx)\n", prefill_len, pf_bf16, pf_int8,
-              pf_int8 / pf_bf16);
+                pf_int8 / pf_bf16);
 
   // ---- resident memory, one fresh process each ----
   const double rss_bf16 = child_rss_mb(model, false), rss_q = child_rss_mb(model, true), rss_pre = child_rss_mb(pre_dir, false);
