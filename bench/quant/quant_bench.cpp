@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
   app.add_option("--context", context);
   app.add_option("--decode-steps", steps);
   app.add_option("--long-context", long_context, "context of the KV-dtype decode comparison (0: skip it; one run each)");
-  app.add_option("--reps", reps, "interleaved repetitions; the best of each model is reported");
+  app.add_option("--reps", reps, "interleaved repetitions; the best of each model is reported, and the median pair ratio");
   app.add_option("--prefill-len", prefill_len);
   app.add_option("--positions", positions, "random-id positions for the accuracy measurement");
   app.add_flag("--skip-accuracy", skip_accuracy);
