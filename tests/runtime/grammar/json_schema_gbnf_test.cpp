@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -154,6 +155,14 @@ BOOST_AUTO_TEST_CASE(json_number_bounds_draft4_flags_and_strictest_bound) {
       ojson::parse(R"({"type": "number", "minimum": -1, "exclusiveMinimum": true, "maximum": 1, "exclusiveMaximum": true})")));
   for (const char* t : {"-0.9999", "0", "0.5"}) BOOST_TEST(accepts(d4, t), t);
   for (const char* t : {"-1", "1", "-0", "1.0"}) BOOST_TEST(!accepts(d4, t), t);
+  // JSON text cannot spell an infinite bound (nlohmann refuses 1e999), a schema built in code can.
+  const ojson inf = {{"type", "number"}, {"maximum", std::numeric_limits<double>::infinity()}};
+  try {
+    g::json_schema_to_gbnf(inf);
+    BOOST_ERROR("an infinite maximum was accepted");
+  } catch (const troupe::error& e) {
+    BOOST_TEST(std::string(e.what()).find("'maximum' must be a finite number at /maximum") != std::string::npos, e.what());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(json_schema_refusals_name_keyword_and_path) {
