@@ -20,9 +20,10 @@
 // one included, may come after them;
 // without `type`, the type is inferred from the keywords present (properties -> object, ...);
 // integers are written without fraction or exponent; numbers have at most 16 integer and 16
-// fraction digits, and bounded numbers no exponent (nor "-0"); strings in a pattern write `"`, `\` and controls escaped and other characters
-// raw; oneOf does not refuse a value matching several branches; an enum or const value keeps its
-// own member order (whitespace as anywhere else).
+// fraction digits, and bounded numbers no exponent (nor "-0"); strings in a pattern write `"`,
+// `\` and controls escaped and other characters raw; oneOf does not refuse a value matching
+// several branches; an enum or const value keeps its own member order (whitespace as anywhere
+// else).
 #pragma once
 
 #include <string>
