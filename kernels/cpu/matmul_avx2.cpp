@@ -177,10 +177,10 @@ void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) y[r * ldy + first + c * stride] = out[r * C + c];
   };
-  // Rows shorter than a page: tiles of rows a page apart, as the AVX-512 back-end does (its
-  // run_direct_rows says why); past a row's end the 512 B prefetch runs into the next tile's row.
+  // Rows shorter than a page: tiles of rows a page apart (rows_per_page, matmul_backend.hpp);
+  // past a row's end the 512 B prefetch runs into the next tile's row.
   const int64_t row_bytes = cols * elem_bytes;
-  const int64_t S = row_bytes < 4096 ? 4096 / row_bytes : 1, span = C * S;
+  const int64_t S = rows_per_page(row_bytes), span = C * S;
   for (; S > 1 && j + span <= j1; j += span)
     for (int64_t s = 0; s < S; ++s) rows_tile(j + s, S);
   for (; j + C <= j1; j += C) rows_tile(j, 1);

@@ -198,15 +198,12 @@ void tile_rows(const weight_ref& w, int64_t j, int live, int64_t k0, Row* rows) 
 // Decode (n <= 3): every weight byte is read once, widened in registers; x stays in L1.
 constexpr int direct_max_n = 3;
 
-// Rows shorter than a 4 KB page are tiled a page apart: tile s of a group of S = 4096 / row bytes
-// tiles takes rows j + s + c * S, and the group's tiles run in order, so each page is read front to
-// back by one stream that the L2 streamer (one stream per page) follows, where 8 adjacent rows
-// would put S streams in a page. Same bits: each output is its own row's dot product.
+// Rows shorter than a 4 KB page are tiled a page apart (rows_per_page, matmul_backend.hpp).
 template <int R, class Row>
 void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
   const int64_t cols = w.cols, row_bytes = cols * static_cast<int64_t>(sizeof(typename Row::elem));
   Row rows[tile_cols];
-  const int64_t S = row_bytes < 4096 ? 4096 / row_bytes : 1, span = tile_cols * S;
+  const int64_t S = rows_per_page(row_bytes), span = tile_cols * S;
   int64_t j = j0;
   for (; S > 1 && j + span <= j1; j += span) {
     for (int64_t s = 0; s < S; ++s) {

@@ -38,6 +38,13 @@ inline int64_t pass_unit_rows(const weight_ref& w) {
   return std::clamp<int64_t>((int64_t{512} << 10) / row_bytes / 16 * 16, 16, 256);
 }
 
+// Decode tiles of weight rows shorter than a 4 KB page take rows a page apart: with S rows in a
+// page, tile s of a group of S tiles takes rows j + s + c * S and the group's tiles run in order,
+// so each page is read front to back by one stream that the L2 streamer (one stream per page)
+// follows, where adjacent rows would put S streams in a page. Same bits: each output is its own
+// row's dot product. S (1 for rows of a page or more):
+inline int64_t rows_per_page(int64_t row_bytes) { return row_bytes < 4096 ? 4096 / row_bytes : 1; }
+
 const matmul_backend& matmul_backend_avx512();
 const matmul_backend& matmul_backend_avx2();
 const matmul_backend& matmul_backend_generic();

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/cpu/matmul_backend.hpp"
 #include "kernels/cpu/matmul_bf16.hpp"
 
 #pragma GCC push_options
@@ -111,10 +112,8 @@ void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t
   const int64_t cols = w.cols, ldx = bf16_padded_cols(cols), ldy = w.rows;
   const uint16_t* rows[tile_cols];
   if (n <= direct_max_n) {
-    // Rows shorter than a 4 KB page are tiled a page apart (matmul_avx512.cpp's run_direct_rows
-    // says why): tile s of a group of S takes rows j + s + c * S. Same bits: each output is its
-    // own row's dot product.
-    const int64_t row_bytes = cols * 2, S = row_bytes < 4096 ? 4096 / row_bytes : 1, span = tile_cols * S;
+    // Rows shorter than a 4 KB page are tiled a page apart (rows_per_page, matmul_backend.hpp).
+    const int64_t S = rows_per_page(cols * 2), span = tile_cols * S;
     int64_t j = j0;
     for (; S > 1 && j + span <= j1; j += span)
       for (int64_t s = 0; s < S; ++s) {
