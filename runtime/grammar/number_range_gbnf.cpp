@@ -11,15 +11,18 @@ namespace {
 constexpr int kMaxIntegerDigits = 16;   // `integral-part`
 constexpr int kMaxFractionDigits = 16;  // the JSON grammar's "." [0-9]{1,16}
 
-std::string alternatives(const std::vector<std::string>& parts) {
+// The non-empty parts, separated by `sep`.
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   std::string out;
   for (const std::string& p : parts) {
     if (p.empty()) continue;
-    if (!out.empty()) out += " | ";
+    if (!out.empty()) out += sep;
     out += p;
   }
-  return "( " + out + " )";
+  return out;
 }
+
+std::string alternatives(const std::vector<std::string>& parts) { return "( " + join(parts, " | ") + " )"; }
 
 std::string literal(const std::string& text) { return text.empty() ? "" : "\"" + text + "\""; }
 
@@ -30,16 +33,6 @@ std::string digits_class(char lo, char hi) {
 std::string any_digits(size_t n) { return n == 0 ? "" : n == 1 ? "[0-9]" : "[0-9]{" + std::to_string(n) + "}"; }
 
 std::string up_to_digits(int n) { return n <= 0 ? "" : "[0-9]{0," + std::to_string(n) + "}"; }
-
-std::string seq(std::initializer_list<std::string> parts) {
-  std::string out;
-  for (const std::string& p : parts) {
-    if (p.empty()) continue;
-    if (!out.empty()) out += " ";
-    out += p;
-  }
-  return out;
-}
 
 // ---- integers ----
 
@@ -57,7 +50,7 @@ void same_length(const std::string& x, const std::string& y, const std::string& 
   const bool low_full = xs == std::string(m, '0'), high_full = ys == std::string(m, '9');
   const char mid_lo = low_full ? x[p] : char(x[p] + 1), mid_hi = high_full ? y[p] : char(y[p] - 1);
   if (!low_full) same_length(xs, std::string(m, '9'), pre + x[p], out);
-  if (mid_lo <= mid_hi) out.push_back(seq({literal(pre), digits_class(mid_lo, mid_hi), any_digits(m)}));
+  if (mid_lo <= mid_hi) out.push_back(join({literal(pre), digits_class(mid_lo, mid_hi), any_digits(m)}, " "));
   if (!high_full) same_length(std::string(m, '0'), ys, pre + y[p], out);
 }
 
@@ -94,7 +87,7 @@ void fraction_range(const digits_bound& lo, const std::optional<digits_bound>& h
   if (a > b) return;
   // First digits strictly between the bounds' own: anything may follow.
   if (a + 1 <= b - 1)
-    out.push_back(seq({literal(prefix), digits_class(char('0' + a + 1), char('0' + b - 1)), up_to_digits(budget - 1)}));
+    out.push_back(join({literal(prefix), digits_class(char('0' + a + 1), char('0' + b - 1)), up_to_digits(budget - 1)}, " "));
   // The lower bound's digit: the text may end here only if it then equals the bound (its digits
   // end too) and the bound is inclusive, or lies below the upper one.
   const std::string pa = prefix + char('0' + a);
@@ -123,6 +116,16 @@ std::optional<int64_t> integer_part(const decimal& d) {
   return std::stoll(d.integer);
 }
 
+// The texts with integer part `digits`: the bare integer when `whole`, and with a fraction
+// between the two bounds (fraction_range).
+void with_fraction(const std::string& digits, bool whole, const digits_bound& lo, const std::optional<digits_bound>& hi,
+                   std::vector<std::string>& out) {
+  if (whole) out.push_back(literal(digits));
+  std::vector<std::string> fr;
+  fraction_range(lo, hi, kMaxFractionDigits, "", fr);
+  if (!fr.empty()) out.push_back(join({literal(digits + "."), alternatives(fr)}, " "));
+}
+
 // Unsigned plain decimals m with lo <= m (lo < m) and m <= hi (m < hi), lo >= 0, hi >= 0 or none.
 std::vector<std::string> magnitude_range(const decimal_bound& lo, const std::optional<decimal_bound>& hi) {
   std::vector<std::string> out;
@@ -133,36 +136,26 @@ std::vector<std::string> magnitude_range(const decimal_bound& lo, const std::opt
     hi_int = integer_part(hi->value);
     if (hi_int && *hi_int < *lo_int) return out;
   }
-  const std::string any_fraction = "( \".\" [0-9]{1," + std::to_string(kMaxFractionDigits) + "} )?";
   const std::string li = std::to_string(*lo_int);
   const digits_bound lo_frac{lo.value.fraction, lo.exclusive};
+  const bool lo_whole = lo.value.fraction.empty() && !lo.exclusive;  // the bare integer reaches lo
   if (hi_int && *hi_int == *lo_int) {  // one integer part: the fraction between both bounds
-    const digits_bound hi_frac{hi->value.fraction, hi->exclusive};
-    std::vector<std::string> fr;
-    fraction_range(lo_frac, hi_frac, kMaxFractionDigits, "", fr);
-    const bool whole = lo.value.fraction.empty() && !lo.exclusive && (!hi->value.fraction.empty() || !hi->exclusive);
-    if (whole) out.push_back(literal(li));
-    if (!fr.empty()) out.push_back(seq({literal(li + "."), alternatives(fr)}));
+    const bool hi_whole = !hi->value.fraction.empty() || !hi->exclusive;
+    with_fraction(li, lo_whole && hi_whole, lo_frac, digits_bound{hi->value.fraction, hi->exclusive}, out);
     return out;
   }
   // Integer part == lo's: the fraction above lo's.
-  {
-    std::vector<std::string> fr;
-    fraction_range(lo_frac, std::nullopt, kMaxFractionDigits, "", fr);
-    if (lo.value.fraction.empty() && !lo.exclusive) out.push_back(literal(li));
-    if (!fr.empty()) out.push_back(seq({literal(li + "."), alternatives(fr)}));
-  }
+  with_fraction(li, lo_whole, lo_frac, std::nullopt, out);
   // Integer parts strictly between: any fraction.
   const int64_t top = hi_int ? *hi_int - 1 : kMaxIntegerPart;
-  if (*lo_int + 1 <= top) out.push_back(seq({alternatives(unsigned_range(*lo_int + 1, top)), any_fraction}));
+  if (*lo_int + 1 <= top)
+    out.push_back(join({alternatives(unsigned_range(*lo_int + 1, top)),
+                        "( \".\" [0-9]{1," + std::to_string(kMaxFractionDigits) + "} )?"},
+                       " "));
   // Integer part == hi's: the fraction below hi's.
-  if (hi_int) {
-    const std::string hs = std::to_string(*hi_int);
-    std::vector<std::string> fr;
-    fraction_range({"", false}, digits_bound{hi->value.fraction, hi->exclusive}, kMaxFractionDigits, "", fr);
-    if (!hi->value.fraction.empty() || !hi->exclusive) out.push_back(literal(hs));
-    if (!fr.empty()) out.push_back(seq({literal(hs + "."), alternatives(fr)}));
-  }
+  if (hi_int)
+    with_fraction(std::to_string(*hi_int), !hi->value.fraction.empty() || !hi->exclusive, digits_bound{"", false},
+                  digits_bound{hi->value.fraction, hi->exclusive}, out);
   return out;
 }
 
