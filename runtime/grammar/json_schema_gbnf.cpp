@@ -14,6 +14,7 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/grammar/grammar.hpp"
+#include "runtime/grammar/gbnf_text.hpp"
 #include "runtime/grammar/number_range_gbnf.hpp"
 #include "runtime/grammar/regex_gbnf.hpp"
 
@@ -85,16 +86,6 @@ std::string pointer_token(std::string_view key) {
 }
 
 std::string child(const std::string& path, std::string_view key) { return path + "/" + pointer_token(key); }
-
-std::string join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (const std::string& p : parts) {
-    if (p.empty()) continue;
-    if (!out.empty()) out += sep;
-    out += p;
-  }
-  return out;
-}
 
 // x repeated m to n times (n kInf: unbounded); "" when it may not appear at all.
 std::string repetition(const std::string& x, uint32_t m, uint32_t n) {

@@ -4,23 +4,14 @@
 #include <stdexcept>
 #include <vector>
 
+#include "runtime/grammar/gbnf_text.hpp"
+
 namespace troupe::grammar {
 
 namespace {
 
 constexpr int kMaxIntegerDigits = 16;   // `integral-part`
 constexpr int kMaxFractionDigits = 16;  // the JSON grammar's "." [0-9]{1,16}
-
-// The non-empty parts, separated by `sep`.
-std::string join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (const std::string& p : parts) {
-    if (p.empty()) continue;
-    if (!out.empty()) out += sep;
-    out += p;
-  }
-  return out;
-}
 
 std::string alternatives(const std::vector<std::string>& parts) { return "( " + join(parts, " | ") + " )"; }
 
