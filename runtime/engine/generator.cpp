@@ -41,6 +41,7 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
 
   single_sequence_pool pool(ckpt_.config, static_cast<int64_t>(prompt.size()) + opts.max_tokens, opts.kv_cache_dtype);
   model_runner runner(ckpt_, pool.kv, {opts.compute});
+  const int32_t adapter = opts.adapter ? runner.add_adapter(opts.adapter) : -1;
   sampler smp(opts.sampling);
   step_result res;
   generate_output out;
@@ -50,7 +51,7 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
   for (int64_t start = 0; start < p; start += chunk) {
     const int64_t n = std::min(chunk, p - start);
     step_sequence sq{0, std::span<const int32_t>(prompt.data() + start, n), static_cast<int32_t>(start), pool.table,
-                     start + n == p ? logits_mode::last : logits_mode::none};
+                     start + n == p ? logits_mode::last : logits_mode::none, adapter};
     runner.step(std::span<const step_sequence>(&sq, 1), res);
   }
 
@@ -84,7 +85,7 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
       fed.insert(fed.end(), drafts.begin(), drafts.end());
     }
     step_sequence sq{0, fed, static_cast<int32_t>(p + i), pool.table,
-                     fed.size() > 1 ? logits_mode::all : logits_mode::last};
+                     fed.size() > 1 ? logits_mode::all : logits_mode::last, adapter};
     runner.step(std::span<const step_sequence>(&sq, 1), res);
     ++out.decode_steps;
     r = 0;
@@ -94,10 +95,12 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
 }
 
 std::vector<float> generator::prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk,
-                                            dtype kv_cache_dtype, kernels::compute_dtype compute) {
+                                            dtype kv_cache_dtype, kernels::compute_dtype compute,
+                                            std::shared_ptr<const lora_adapter> adapter) {
   check_prompt(prompt, ckpt_.config, 0);
   single_sequence_pool pool(ckpt_.config, static_cast<int64_t>(prompt.size()), kv_cache_dtype);
   model_runner runner(ckpt_, pool.kv, {compute});
+  const int32_t slot = adapter ? runner.add_adapter(std::move(adapter)) : -1;
   step_result res;
   std::vector<float> all;
   const int64_t p = static_cast<int64_t>(prompt.size());
@@ -106,7 +109,7 @@ std::vector<float> generator::prompt_logits(const std::vector<int32_t>& prompt, 
   for (int64_t start = 0; start < p; start += chunk) {
     const int64_t n = std::min(chunk, p - start);
     step_sequence sq{0, std::span<const int32_t>(prompt.data() + start, n), static_cast<int32_t>(start), pool.table,
-                     logits_mode::all};
+                     logits_mode::all, slot};
     runner.step(std::span<const step_sequence>(&sq, 1), res);
     all.insert(all.end(), res.logits.begin(), res.logits.end());
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct generate_options {
   int32_t prefill_chunk = 0;  // tokens per prefill step; 0 = the whole prompt in one step
   dtype kv_cache_dtype = dtype::f32;  // the private pool's element type (--kv-cache-dtype)
   kernels::compute_dtype compute = kernels::compute_dtype::f32;  // matmul arithmetic (--compute-dtype)
+  std::shared_ptr<const lora_adapter> adapter;                    // a LoRA adapter (--lora); null: the base model
   // Speculative decoding (set: on): draft tokens to follow `context` (prompt + output so far), at
   // most `max_drafts`. A decode step then carries them after the real token and every row is
   // sampled in turn while the drafts hold, so the ids are exactly those without drafts.
@@ -42,7 +44,8 @@ class generator {
   // Logits of every prompt position, row-major [prompt.size(), vocab].
   std::vector<float> prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk = 0,
                                    dtype kv_cache_dtype = dtype::f32,
-                                   kernels::compute_dtype compute = kernels::compute_dtype::f32);
+                                   kernels::compute_dtype compute = kernels::compute_dtype::f32,
+                                   std::shared_ptr<const lora_adapter> adapter = nullptr);
 
  private:
   const checkpoint& ckpt_;

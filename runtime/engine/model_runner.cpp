@@ -42,7 +42,42 @@ model_runner::model_runner(const checkpoint& ckpt, kv_cache& kv, model_runner_op
 }
 
 void model_runner::validate(std::span<const step_sequence> batch) const {
-  validate_step(batch, cfg_, kv_.num_blocks(), kv_.block_size());
+  validate_step(batch, cfg_, kv_.num_blocks(), kv_.block_size(), num_adapters());
+}
+
+int32_t model_runner::add_adapter(std::shared_ptr<const lora_adapter> adapter) {
+  if (!adapter || static_cast<int64_t>(adapter->layers.size()) != cfg_.num_hidden_layers)
+    throw_error(errc::invalid_argument, "model_runner: LoRA adapter '" + (adapter ? adapter->name : std::string()) +
+                                            "' was not loaded for this model's " +
+                                            std::to_string(cfg_.num_hidden_layers) + " layers");
+  adapters_.push_back(std::move(adapter));
+  return static_cast<int32_t>(adapters_.size() - 1);
+}
+
+// Rows of one adapter are gathered and run as one batch per matrix: matmul gives each row the same
+// bits whatever its neighbours, so a sequence's result does not depend on who shares its adapter.
+void model_runner::apply_lora(int64_t layer, lora_target t, const float* x, float* y) {
+  for (int32_t slot : step_adapters_) {
+    const lora_pair* p = adapters_[static_cast<size_t>(slot)]->pair(layer, t);
+    if (!p) continue;
+    lora_rows_.clear();
+    for (int64_t r = 0; r < n_; ++r)
+      if (row_adapter_[r] == slot) lora_rows_.push_back(r);
+    const int64_t m = static_cast<int64_t>(lora_rows_.size());
+    if (m == 0) continue;
+    ensure(lora_x_, m * p->in);
+    ensure(lora_t_, m * p->rank);
+    ensure(lora_u_, m * p->out);
+    for (int64_t i = 0; i < m; ++i) std::copy_n(x + lora_rows_[i] * p->in, p->in, lora_x_.data() + i * p->in);
+    kernels::matmul(lora_x_.data(), m, p->a_ref(), lora_t_.data());
+    kernels::matmul(lora_t_.data(), m, p->b_ref(), lora_u_.data());
+    // PEFT's order: result + lora_B(lora_A(x)) * scaling.
+    for (int64_t i = 0; i < m; ++i) {
+      float* yr = y + lora_rows_[i] * p->out;
+      const float* ur = lora_u_.data() + i * p->out;
+      for (int64_t j = 0; j < p->out; ++j) yr[j] += ur[j] * p->scaling;
+    }
+  }
 }
 
 void model_runner::step(std::span<const step_sequence> batch, step_result& out) {
@@ -54,12 +89,18 @@ void model_runner::step(std::span<const step_sequence> batch, step_result& out) 
   for (const auto& sq : batch) n_ += static_cast<int64_t>(sq.tokens.size());
   ensure(ids_, n_);
   ensure(positions_, n_);
+  ensure(row_adapter_, n_);
+  step_adapters_.clear();
   int64_t row = 0;
-  for (const auto& sq : batch)
+  for (const auto& sq : batch) {
+    if (sq.adapter >= 0 && std::find(step_adapters_.begin(), step_adapters_.end(), sq.adapter) == step_adapters_.end())
+      step_adapters_.push_back(sq.adapter);
     for (size_t t = 0; t < sq.tokens.size(); ++t, ++row) {
       ids_[row] = sq.tokens[t];
       positions_[row] = sq.start_pos + static_cast<int32_t>(t);
+      row_adapter_[row] = sq.adapter;
     }
+  }
 
   ensure(x_, n_ * hidden);
   ensure(h_, n_ * hidden);
@@ -97,7 +138,7 @@ void model_runner::step(std::span<const step_sequence> batch, step_result& out) 
     if (cfg_.layer_is_moe(l))
       moe_mlp(lw);
     else
-      dense_mlp(lw);
+      dense_mlp(l, lw);
   }
 
   // Logits only for the rows asked for (pruned: they are rows 0 .. n_out - 1 of x_ now).
@@ -123,6 +164,8 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
   // K and V of every token go to the pool.
   matmul(h_.data(), n_, lw.k_proj, k_.data());
   matmul(h_.data(), n_, lw.v_proj, v_.data());
+  apply_lora(l, lora_target::k_proj, h_.data(), k_.data());
+  apply_lora(l, lora_target::v_proj, h_.data(), v_.data());
   // Qwen3: per-head RMSNorm of q and k over head_dim, before RoPE.
   kernels::rmsnorm(k_.data(), lw.k_norm.data(), n_ * hk, d, eps, k_.data());
   kernels::rope(k_.data(), n_, hk, d, positions_.data(), rope_.inv_freq.data(), rope_.attention_factor);
@@ -146,6 +189,7 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
       std::copy_n(x_.data() + from * hidden, hidden, x_.data() + r * hidden);
       std::copy_n(h_.data() + from * hidden, hidden, h_.data() + r * hidden);
       positions_[r] = positions_[from];
+      row_adapter_[r] = row_adapter_[from];
     }
     int64_t k = 0;
     for (size_t s = 0; s < batch.size(); ++s) {
@@ -161,6 +205,7 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
   }
   if (n_ == 0) return;
   matmul(h_.data(), n_, lw.q_proj, q_.data());
+  apply_lora(l, lora_target::q_proj, h_.data(), q_.data());
   kernels::rmsnorm(q_.data(), lw.q_norm.data(), n_ * hq, d, eps, q_.data());
   kernels::rope(q_.data(), n_, hq, d, positions_.data(), rope_.inv_freq.data(), rope_.attention_factor);
 
@@ -186,17 +231,21 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
     for (size_t s = 0; s < batch.size(); ++s) attend(s);
   }
   matmul(attn_.data(), n_, lw.o_proj, tmp_.data());
+  apply_lora(l, lora_target::o_proj, attn_.data(), tmp_.data());
   add_inplace(x_.data(), tmp_.data(), n_ * hidden);
 }
 
-void model_runner::dense_mlp(const layer_weights& lw) {
+void model_runner::dense_mlp(int64_t layer, const layer_weights& lw) {
   const int64_t inter = lw.gate_proj.rows;
   ensure(gate_, n_ * inter);
   ensure(up_, n_ * inter);
   matmul(h_.data(), n_, lw.gate_proj, gate_.data());
   matmul(h_.data(), n_, lw.up_proj, up_.data());
+  apply_lora(layer, lora_target::gate_proj, h_.data(), gate_.data());
+  apply_lora(layer, lora_target::up_proj, h_.data(), up_.data());
   kernels::silu_mul(gate_.data(), up_.data(), n_ * inter, gate_.data());
   matmul(gate_.data(), n_, lw.down_proj, tmp_.data());
+  apply_lora(layer, lora_target::down_proj, gate_.data(), tmp_.data());
   add_inplace(x_.data(), tmp_.data(), n_ * cfg_.hidden_size);
 }
 

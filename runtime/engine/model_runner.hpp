@@ -2,6 +2,7 @@
 // through the paged KV pool: the step every higher layer (generate, scheduler, executors) drives.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "runtime/core/aligned_vector.hpp"
 #include "runtime/engine/step.hpp"
 #include "runtime/kv/kv_cache.hpp"
+#include "runtime/lora/lora_adapter.hpp"
 #include "runtime/model/checkpoint.hpp"
 #include "runtime/model/rope.hpp"
 
@@ -35,6 +37,11 @@ class model_runner {
   // the pool, positions beyond max_position_embeddings) before touching any KV.
   void step(std::span<const step_sequence> batch, step_result& out);
 
+  // Holds a LoRA adapter for sequences that name the returned slot (0, 1, ...) in
+  // step_sequence::adapter. Throws invalid_argument if it was loaded for another layer count.
+  int32_t add_adapter(std::shared_ptr<const lora_adapter> adapter);
+  int64_t num_adapters() const noexcept { return static_cast<int64_t>(adapters_.size()); }
+
   const model_config& config() const noexcept { return cfg_; }
   const model_runner_options& options() const noexcept { return opts_; }
 
@@ -43,11 +50,14 @@ class model_runner {
   // keep: the rows to go on with after this layer's K and V (ascending; null: all), moved to the
   // front; n_ becomes their count.
   void attention_block(int64_t layer, std::span<const step_sequence> batch, const std::vector<int64_t>* keep);
-  void dense_mlp(const layer_weights& lw);
+  void dense_mlp(int64_t layer, const layer_weights& lw);
   void moe_mlp(const layer_weights& lw);
   void matmul(const float* x, int64_t n, const kernels::weight_ref& w, float* y) const {
     kernels::matmul(x, n, w, y, opts_.compute);
   }
+  // y[r] += scaling * B (A x[r]) for every row r of the first n_ whose sequence's adapter has a
+  // pair on (layer, t); x rows have the pair's `in` floats, y rows its `out`.
+  void apply_lora(int64_t layer, lora_target t, const float* x, float* y);
 
   const checkpoint& ckpt_;
   const model_config& cfg_;
@@ -59,10 +69,15 @@ class model_runner {
   std::vector<int32_t> ids_, positions_;
   std::vector<int64_t> seq_rows_;     // each sequence's first query row in q_ / attn_
   std::vector<int64_t> seq_queries_;  // and how many queries it has there
+  std::vector<std::shared_ptr<const lora_adapter>> adapters_;
+  std::vector<int32_t> row_adapter_;    // each row's adapter slot (-1: none), moved with the rows
+  std::vector<int32_t> step_adapters_;  // the distinct slots in this step's batch
+  std::vector<int64_t> lora_rows_;
   // 64-byte aligned: the matmul tiles load these rows a cache line at a time (aligned_vector.hpp).
   aligned_vector<float> x_, h_, q_, k_, v_, attn_, tmp_, gate_, up_;
   aligned_vector<float> router_, moe_out_, expert_in_, expert_gate_, expert_up_, expert_out_;
   aligned_vector<float> final_;
+  aligned_vector<float> lora_x_, lora_t_, lora_u_;
 };
 
 }  // namespace troupe

@@ -7,12 +7,16 @@
 namespace troupe {
 
 void validate_step(std::span<const step_sequence> batch, const model_config& cfg, int64_t num_blocks,
-                   int64_t bs) {
+                   int64_t bs, int64_t num_adapters) {
   for (size_t s = 0; s < batch.size(); ++s) {
     const auto& sq = batch[s];
     const std::string who = "step: sequence " + std::to_string(sq.seq_id);
     if (sq.tokens.empty()) throw_error(errc::invalid_input, who + " has no tokens");
     if (sq.start_pos < 0) throw_error(errc::invalid_input, who + " has a negative start position");
+    if (sq.adapter < -1 || sq.adapter >= num_adapters)
+      throw_error(errc::out_of_range, who + " asks for LoRA adapter slot " + std::to_string(sq.adapter) +
+                                          "; this runner holds " + std::to_string(num_adapters) +
+                                          " adapter(s) (-1: the base model)");
     const int64_t end = sq.start_pos + static_cast<int64_t>(sq.tokens.size());
     if (cfg.context_length() > 0 && end > cfg.context_length())
       throw_error(errc::out_of_range, who + " reaches position " + std::to_string(end) +

@@ -25,6 +25,7 @@ struct step_sequence {
   int32_t start_pos = 0;                 // position of tokens[0]; K/V of 0..start_pos-1 are cached
   std::span<const int32_t> block_table;  // covers positions [0, start_pos + tokens.size())
   logits_mode logits = logits_mode::last;
+  int32_t adapter = -1;                  // a LoRA adapter slot of the runner (model_runner::add_adapter); -1: none
 };
 
 struct step_result {
@@ -39,9 +40,10 @@ struct step_result {
 
 // Checks a batch before any KV is touched (every runner, CPU or CUDA, calls it): tokens present,
 // positions within max_position_embeddings, ids inside the vocabulary, block tables long enough
-// and naming blocks inside a pool of num_blocks blocks of block_size tokens. Throws
-// troupe::error (invalid_input / out_of_range) naming the sequence and what is wrong.
+// and naming blocks inside a pool of num_blocks blocks of block_size tokens, adapter slots below
+// num_adapters. Throws troupe::error (invalid_input / out_of_range) naming the sequence and what
+// is wrong.
 void validate_step(std::span<const step_sequence> batch, const model_config& cfg, int64_t num_blocks,
-                   int64_t block_size);
+                   int64_t block_size, int64_t num_adapters = 0);
 
 }  // namespace troupe

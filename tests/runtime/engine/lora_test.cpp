@@ -1,0 +1,206 @@
+// The forward step with LoRA adapters against PEFT's own float64 run of them
+// (tools/reference/lora_golden.py): logits within the golden tolerance, greedy ids identical,
+// decode through the KV cache equal to PEFT's recomputation; and a sequence's bits independent of
+// the adapters (or none) of the sequences beside it and of its prompt's chunking.
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <numeric>
+
+#include "runtime/core/error.hpp"
+#include "runtime/engine/generator.hpp"
+#include "runtime/engine/model_runner.hpp"
+#include "tests/runtime/engine/golden.hpp"
+
+using namespace troupe;
+using namespace troupe::testing;
+
+namespace {
+
+constexpr double kTolerance = 1e-4;  // the golden sets' (tests/data/README.md)
+
+// Each set: tiny-dense or tiny-moe (linked) with adapter/ saved by PEFT.
+const char* kLoraSets[] = {"tiny-dense-lora", "tiny-dense-lora-rs", "tiny-moe-lora"};
+
+std::shared_ptr<checkpoint> load(const std::string& name) {
+  static std::map<std::string, std::shared_ptr<checkpoint>> cache;
+  auto& c = cache[name];
+  if (!c) c = load_checkpoint(golden_dir(name));
+  return c;
+}
+
+std::shared_ptr<const lora_adapter> adapter(const std::string& set, const model_config& cfg) {
+  return std::make_shared<lora_adapter>(load_lora_adapter(golden_dir(set) + "/adapter", cfg));
+}
+
+std::vector<int32_t> identity_table(int64_t n) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), 0);
+  return t;
+}
+
+}  // namespace
+
+BOOST_DATA_TEST_CASE(lora_prompt_logits_match_peft, boost::unit_test::data::make(kLoraSets), set) {
+  auto ck = load(set);
+  auto a = adapter(set, ck->config);
+  generator gen(*ck);
+  const int64_t vocab = ck->config.vocab_size;
+  double worst = 0;
+  for (const auto& c : load_golden(set)) {
+    auto logits = gen.prompt_logits(c.prompt, 7, dtype::f32, kernels::compute_dtype::f32, a);
+    for (size_t r = 0; r < c.prompt_logits.index.size(); ++r) {
+      const int64_t pos = c.prompt_logits.index[r];
+      const double err = row_error(logits.data() + pos * vocab, c.prompt_logits.data.data() + r * vocab, vocab);
+      worst = std::max(worst, err);
+      BOOST_TEST(err <= kTolerance, set << " " << c.id << " position " << pos << ": relative error " << err);
+    }
+  }
+  BOOST_TEST_MESSAGE(set << ": worst relative logits error " << worst << " (tolerance " << kTolerance << ")");
+}
+
+BOOST_DATA_TEST_CASE(lora_decode_through_the_cache_matches_peft, boost::unit_test::data::make(kLoraSets), set) {
+  auto ck = load(set);
+  auto a = adapter(set, ck->config);
+  const int64_t vocab = ck->config.vocab_size;
+  for (const auto& c : load_golden(set)) {
+    const int64_t max_len = static_cast<int64_t>(c.prompt.size() + c.greedy.size());
+    kv_cache kv(ck->config, static_cast<int32_t>((max_len + 15) / 16));
+    model_runner runner(*ck, kv);
+    const int32_t slot = runner.add_adapter(a);
+    auto table = identity_table(kv.num_blocks());
+    step_result res;
+    step_sequence sq{0, c.prompt, 0, table, logits_mode::last, slot};
+    runner.step(std::span<const step_sequence>(&sq, 1), res);
+    std::vector<int32_t> got;
+    for (size_t i = 0; i < c.greedy.size(); ++i) {
+      auto row = res.row(0);
+      const double err = row_error(row.data(), c.decode_logits.data.data() + i * vocab, vocab);
+      BOOST_TEST(err <= kTolerance, set << " " << c.id << " decode step " << i << ": relative error " << err);
+      got.push_back(static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
+      if (i + 1 == c.greedy.size()) break;
+      step_sequence d{0, std::span<const int32_t>(&got.back(), 1), static_cast<int32_t>(c.prompt.size() + i), table,
+                      logits_mode::last, slot};
+      runner.step(std::span<const step_sequence>(&d, 1), res);
+    }
+    BOOST_TEST(got == c.greedy, boost::test_tools::per_element());
+  }
+}
+
+BOOST_DATA_TEST_CASE(lora_generate_gives_peft_greedy_ids, boost::unit_test::data::make(kLoraSets), set) {
+  auto ck = load(set);
+  generator gen(*ck);
+  for (const auto& c : load_golden(set)) {
+    generate_options o;
+    o.max_tokens = static_cast<int32_t>(c.greedy.size());
+    o.sampling.temperature = 0.0f;
+    o.prefill_chunk = 5;
+    o.adapter = adapter(set, ck->config);
+    BOOST_TEST(gen.generate(c.prompt, o).ids == c.greedy, boost::test_tools::per_element());
+    o.adapter = nullptr;  // the base model's tokens differ: the adapter is what made them
+    BOOST_TEST(gen.generate(c.prompt, o).ids != c.greedy);
+  }
+}
+
+// Two adapters and the base model in one step, blocks scattered, each prompt twice (once per
+// neighbour mix): every sequence's logits equal, bit for bit, its prompt run alone with its
+// adapter; and a prompt prefilled in chunks of 5 ends with the same last row.
+BOOST_AUTO_TEST_CASE(lora_mixed_adapters_in_one_batch_are_bitwise_invariant) {
+  auto ck = load("tiny-dense");
+  const auto cases = load_golden("tiny-dense-lora");
+  kv_cache kv(ck->config, 128);
+  model_runner runner(*ck, kv);
+  const int32_t s1 = runner.add_adapter(adapter("tiny-dense-lora", ck->config));
+  const int32_t s2 = runner.add_adapter(adapter("tiny-dense-lora-rs", ck->config));
+  const int32_t slots[] = {-1, s1, s2};
+
+  struct item {
+    const golden_case* c;
+    int32_t slot;
+  };
+  std::vector<item> items;
+  for (const auto& c : cases)
+    for (int32_t s : slots) items.push_back({&c, s});
+
+  std::vector<std::vector<float>> alone;
+  for (const item& it : items) {
+    auto table = identity_table((it.c->prompt.size() + 15) / 16);
+    step_sequence sq{0, it.c->prompt, 0, table, logits_mode::all, it.slot};
+    step_result r;
+    runner.step(std::span<const step_sequence>(&sq, 1), r);
+    alone.push_back(r.logits);
+  }
+  BOOST_TEST(alone[0] != alone[1]);  // the adapter changes the logits
+  BOOST_TEST(alone[1] != alone[2]);
+
+  std::vector<std::vector<int32_t>> tables(items.size());
+  int32_t next = kv.num_blocks() - 1;
+  for (size_t i = 0; i < items.size(); ++i)
+    for (size_t b = 0; b < (items[i].c->prompt.size() + 15) / 16; ++b) tables[i].push_back(next--);
+  std::vector<step_sequence> batch;
+  for (size_t i = items.size(); i-- > 0;)  // reversed: neighbours change
+    batch.push_back({static_cast<int64_t>(i), items[i].c->prompt, 0, tables[i], logits_mode::all, items[i].slot});
+  step_result r;
+  runner.step(batch, r);
+  for (size_t b = 0; b < batch.size(); ++b) {
+    const size_t i = static_cast<size_t>(batch[b].seq_id);
+    BOOST_TEST(std::memcmp(r.row(b).data(), alone[i].data(), alone[i].size() * sizeof(float)) == 0,
+               items[i].c->id << " adapter slot " << items[i].slot << ": batched logits differ from solo");
+  }
+
+  // Last rows only: the last layer runs on those rows alone, moved to the front, and each must keep
+  // its own sequence's adapter.
+  for (auto& sq : batch) sq.logits = logits_mode::last;
+  runner.step(batch, r);
+  const int64_t vocab = ck->config.vocab_size;
+  for (size_t b = 0; b < batch.size(); ++b) {
+    const size_t i = static_cast<size_t>(batch[b].seq_id);
+    const float* last = alone[i].data() + (items[i].c->prompt.size() - 1) * vocab;
+    BOOST_TEST(std::memcmp(r.row(b).data(), last, vocab * sizeof(float)) == 0,
+               items[i].c->id << " adapter slot " << items[i].slot << ": batched last row differs from solo");
+  }
+
+  // Chunked prefill (last rows only: the pruned path) ends on the same bits.
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto& prompt = items[i].c->prompt;
+    auto table = identity_table((prompt.size() + 15) / 16);
+    for (size_t start = 0; start < prompt.size(); start += 5) {
+      const size_t n = std::min<size_t>(5, prompt.size() - start);
+      step_sequence sq{0, std::span<const int32_t>(prompt.data() + start, n), static_cast<int32_t>(start), table,
+                       start + n == prompt.size() ? logits_mode::last : logits_mode::none, items[i].slot};
+      runner.step(std::span<const step_sequence>(&sq, 1), r);
+    }
+    BOOST_TEST(std::memcmp(r.row(0).data(), alone[i].data() + (prompt.size() - 1) * vocab, vocab * sizeof(float)) == 0,
+               items[i].c->id << " adapter slot " << items[i].slot << ": chunked prefill differs");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(lora_unknown_adapter_slots_are_refused) {
+  auto ck = load("tiny-dense");
+  kv_cache kv(ck->config, 4);
+  model_runner runner(*ck, kv);
+  auto table = identity_table(4);
+  const std::vector<int32_t> ids{1, 2, 3};
+  step_result r;
+  for (int32_t bad : {0, -2}) {
+    step_sequence sq{7, ids, 0, table, logits_mode::last, bad};
+    try {
+      runner.step(std::span<const step_sequence>(&sq, 1), r);
+      BOOST_ERROR("slot " << bad << " accepted");
+    } catch (const troupe::error& e) {
+      BOOST_TEST(to_string(e.code()) == to_string(errc::out_of_range));
+      const std::string expected = std::string("sequence 7 asks for LoRA adapter slot ") + std::to_string(bad);
+      BOOST_TEST(std::string(e.what()).find(expected) !=
+                 std::string::npos, e.what());
+    }
+  }
+  runner.add_adapter(adapter("tiny-dense-lora", ck->config));
+  step_sequence ok{7, ids, 0, table, logits_mode::last, 0};
+  runner.step(std::span<const step_sequence>(&ok, 1), r);
+  BOOST_TEST(r.num_rows[0] == 1);
+  // An adapter loaded for a model with another layer count is refused.
+  BOOST_CHECK_THROW(runner.add_adapter(std::make_shared<lora_adapter>(lora_adapter{})), troupe::error);
+}
