@@ -91,6 +91,8 @@ int run_generate(int argc, char** argv) {
                "faster decode (docs/engine.md)");
   std::string compute = "f32";
   app.add_option("--compute-dtype", compute, "matmul arithmetic for BF16 weights: f32 (exact) or bf16 (bf16 activations, vdpbf16ps; docs/engine.md)");
+  std::string lora;
+  app.add_option("--lora", lora, "a PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors; docs/lora.md)");
   cli::structured_flags structured_flags;
   structured_flags.add_to(app);
   try {
@@ -123,6 +125,7 @@ int run_generate(int argc, char** argv) {
   o.prefill_chunk = prefill_chunk;
   o.kv_cache_dtype = kv_type;
   o.compute = compute_type;
+  if (!lora.empty()) o.adapter = std::make_shared<lora_adapter>(load_lora_adapter(lora, ck->config));
   o.sampling = defaults_from(ck->generation);
   if (temperature) o.sampling.temperature = *temperature;
   if (top_p) o.sampling.top_p = *top_p;
@@ -209,6 +212,8 @@ int run_logits(int argc, char** argv) {
                "faster decode (docs/engine.md)");
   std::string compute = "f32";
   app.add_option("--compute-dtype", compute, "matmul arithmetic for BF16 weights: f32 (exact) or bf16 (bf16 activations, vdpbf16ps; docs/engine.md)");
+  std::string lora;
+  app.add_option("--lora", lora, "a PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors; docs/lora.md)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -223,8 +228,10 @@ int run_logits(int argc, char** argv) {
   auto ck = quant::load_model(model, lo);
   auto prompt = parse_ids(ids_text);
   check_vocab(prompt, ck->config);
+  std::shared_ptr<const lora_adapter> adapter;
+  if (!lora.empty()) adapter = std::make_shared<lora_adapter>(load_lora_adapter(lora, ck->config));
   generator gen(*ck);
-  auto logits = gen.prompt_logits(prompt, prefill_chunk, kv_type, compute_type);
+  auto logits = gen.prompt_logits(prompt, prefill_chunk, kv_type, compute_type, adapter);
   std::ofstream f(out_path, std::ios::binary);
   if (!f) throw_error(errc::io_error, "cannot write " + out_path);
   f.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * sizeof(float)));

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <sys/wait.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/runtime/model/test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -111,4 +113,31 @@ BOOST_AUTO_TEST_CASE(rope_scaling_option_replaces_the_config) {
                                " --max-tokens 250");
   BOOST_TEST(too_long.rc == 1);
   BOOST_TEST(contains(too_long.output, "exceeds the model's context of 256 tokens"));
+}
+
+// --lora: the greedy ids PEFT gives the adapter (tiny-dense-lora's reference); a broken adapter is one
+// clear error naming its file.
+BOOST_AUTO_TEST_CASE(lora_option_applies_a_peft_adapter) {
+  const auto ref = nlohmann::json::parse(troupe::test::read_file(troupe::test::golden("tiny-dense-lora") + "/reference.json"));
+  const auto& c = ref.at("cases").at(0);
+  std::string ids;
+  for (const auto& id : c.at("prompt_ids")) ids += (ids.empty() ? "" : ",") + std::to_string(id.get<int>());
+  const std::string adapter = troupe::test::golden("tiny-dense-lora") + "/adapter";
+  const std::string args = "generate --model " + troupe::test::golden("tiny-dense") + " --ids " + ids +
+                           " --max-tokens 8 --temperature 0 --json";
+  result with = troupe_cli(args + " --lora " + adapter);
+  BOOST_TEST(with.rc == 0);
+  BOOST_REQUIRE(contains(with.output, "\"ids\""));
+  const auto got = nlohmann::json::parse(with.output).at("ids").get<std::vector<int>>();
+  const auto want = c.at("greedy").at("ids").get<std::vector<int>>();
+  BOOST_TEST(got == want, boost::test_tools::per_element());
+  BOOST_TEST(troupe_cli(args).output != with.output);
+
+  temp_dir dir;
+  fs::create_directories(dir.path() / "a");
+  fs::copy_file(adapter + "/adapter_model.safetensors", dir.path() / "a" / "adapter_model.safetensors");
+  troupe::test::write_file(dir.path() / "a" / "adapter_config.json", R"({"peft_type": "LORA", "r": 8, "lora_alpha": 16, "use_dora": true})");
+  result bad = troupe_cli(args + " --lora " + dir.str("a"));
+  BOOST_TEST(bad.rc == 1);
+  BOOST_TEST(contains(bad.output, "a/adapter_config.json: use_dora is true"));
 }
