@@ -203,7 +203,9 @@ void on_request(self_ptr self, connection_handle hdl, wire::request&& req) {
     on_set_policy(self, hdl, std::move(*sp));
   } else if (std::holds_alternative<wire::models_request>(req)) {
     const auto& f = st.ctx->facts;
-    write_event(self, hdl, wire::models_event{id, {{f.name, f.max_model_len, f.vocab_size}}});
+    wire::models_event e{id, {{f.name, f.max_model_len, f.vocab_size, {}}}};
+    for (const auto& a : f.adapters) e.models.push_back({a.name, f.max_model_len, f.vocab_size, f.name});
+    write_event(self, hdl, std::move(e));
   } else {
     write_error(self, hdl, wire::error_code::unsupported,
                 "request type '" + std::string(wire::request_type(req)) + "' is not served by this server", id);

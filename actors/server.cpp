@@ -63,6 +63,12 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   f.default_max_tokens = ctx->cfg.default_max_tokens;
   f.generation = ctx->ckpt->generation;
   f.tok = ctx->tok.get();
+  // LoRA adapters: loaded (and checked against the model) now, so a bad one stops the start.
+  for (auto& [name, dir] : serve::parse_lora_modules(ctx->cfg.lora_modules)) {
+    auto a = std::make_shared<const lora_adapter>(load_lora_adapter(dir, mc, name));
+    f.adapters.push_back({a->name, a->identity});
+    ctx->adapters.push_back(std::move(a));
+  }
   // Structured output walks the vocabulary as bytes in a trie: built on the first structured
   // request, then shared, as are the automata of grammars that requests repeat.
   if (ctx->tok)

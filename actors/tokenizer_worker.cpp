@@ -83,6 +83,8 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
           s.spec.stop_ids = br.stop_ids;
           s.spec.priority = r.priority;
           s.spec.tenant = r.tenant;
+          s.spec.adapter = br.adapter;
+          s.spec.adapter_identity = br.adapter_identity;
           if (i > 0) s.spec.prompt_leader = m.rid;
           if (r.deadline_ms) s.spec.deadline = m.received + std::chrono::milliseconds(*r.deadline_ms);
           auto params = br.sampling;

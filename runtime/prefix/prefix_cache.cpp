@@ -16,13 +16,24 @@ prefix_cache::seq_state& prefix_cache::state(int64_t seq) {
 }
 
 void prefix_cache::extend(seq_state& s, std::span<const int32_t> tokens) {
-  extend_block_hashes(s.hashes, root_, tokens, block_size_);
+  extend_block_hashes(s.hashes, s.root, tokens, block_size_);
+}
+
+const block_hash& prefix_cache::adapter_root(std::string_view adapter) {
+  if (adapter.empty()) return root_;
+  auto it = adapter_roots_.find(std::string(adapter));
+  if (it == adapter_roots_.end()) {
+    cache_identity id = identity_;
+    id.adapter = std::string(adapter);
+    it = adapter_roots_.emplace(std::string(adapter), root_hash(id)).first;
+  }
+  return it->second;
 }
 
 block_meta prefix_cache::meta(const seq_state& s, std::span<const int32_t> tokens, size_t b) const {
   block_meta m;
   m.hash = s.hashes[b];
-  m.parent = b == 0 ? root_ : s.hashes[b - 1];
+  m.parent = b == 0 ? s.root : s.hashes[b - 1];
   auto first = tokens.begin() + static_cast<ptrdiff_t>(b * static_cast<size_t>(block_size_));
   m.tokens.assign(first, first + block_size_);
   return m;
@@ -35,11 +46,12 @@ static size_t reusable_blocks(size_t num_tokens, int32_t block_size) {
   return num_tokens == 0 ? 0 : (num_tokens - 1) / static_cast<size_t>(block_size);
 }
 
-void prefix_cache::add(int64_t seq, std::span<const int32_t> prompt, bool reuse) {
+void prefix_cache::add(int64_t seq, std::span<const int32_t> prompt, bool reuse, std::string_view adapter) {
   auto [it, fresh] = seqs_.try_emplace(seq);
   TROUPE_ASSERT(fresh);
   auto& s = it->second;
   s.reuse = reuse;
+  s.root = adapter_root(adapter);
   extend(s, prompt);
   if (!opts_.remote || !reuse) return;
   const size_t cap = reusable_blocks(prompt.size(), block_size_);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -85,7 +86,9 @@ class prefix_cache {
   // remote lookup and waits for resolve_remote(). reuse = false: it computes its whole prompt
   // (match() finds nothing, no lookup) but still publishes its blocks for others (a request
   // that wants every prompt row's logits, as vLLM skips the cache for prompt_logprobs).
-  void add(int64_t seq, std::span<const int32_t> prompt, bool reuse = true);
+  // adapter: a LoRA adapter's identity ("": the base model), which roots the sequence's hash chain
+  // (root_hash of the identity with that adapter): its blocks match only the same adapter's.
+  void add(int64_t seq, std::span<const int32_t> prompt, bool reuse = true, std::string_view adapter = {});
   bool waiting_remote(int64_t seq) const;
   std::vector<remote_lookup> take_remote_lookups();
   // Ends a sequence's wait (payloads may be empty: nothing found, too slow, store down). A
@@ -138,7 +141,8 @@ class prefix_cache {
 
  private:
   struct seq_state {
-    std::vector<block_hash> hashes;  // full blocks of the known tokens, chained from root_
+    std::vector<block_hash> hashes;  // full blocks of the known tokens, chained from root
+    block_hash root;                 // root_, or the root of its adapter
     size_t registered = 0;           // leading blocks already handed to the index (or duplicates)
     bool waiting_remote = false;
     bool admitted_once = false;
@@ -152,10 +156,12 @@ class prefix_cache {
   void release(seq_state& s);
   seq_state& state(int64_t seq);
   void extend(seq_state& s, std::span<const int32_t> tokens);
+  const block_hash& adapter_root(std::string_view adapter);  // memoised: one SHA-256 per adapter
   block_meta meta(const seq_state& s, std::span<const int32_t> tokens, size_t b) const;
 
   cache_identity identity_;
   block_hash root_;
+  std::unordered_map<std::string, block_hash> adapter_roots_;
   int32_t block_size_;
   prefix_options opts_;
   prefix_index index_;

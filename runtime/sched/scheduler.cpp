@@ -95,7 +95,7 @@ admission scheduler::add(request_spec spec) {
   s.spec = std::move(spec);
   int64_t id = s.spec.seq_id;
   const auto& queued = seqs_.emplace(id, std::move(s)).first->second;
-  if (prefix_) prefix_->add(id, queued.tokens, /*reuse=*/!queued.spec.prompt_logits);
+  if (prefix_) prefix_->add(id, queued.tokens, /*reuse=*/!queued.spec.prompt_logits, queued.spec.adapter_identity);
   insert_sorted(waiting_, id);
   policy_->on_waiting(view(queued));
   return {};
@@ -313,6 +313,7 @@ step_plan scheduler::schedule() {
     sq.block_table = std::span<const int32_t>(plan.blocks.data() + blk, used);
     // Prompt rows whose next token is a prompt token score it (prompt_logits): every row.
     const auto& s = seqs_.at(e.seq_id);
+    sq.adapter = s.spec.adapter;
     if ((s.spec.prompt_logits && e.start_pos + 1 < s.num_prompt) || e.num_draft > 0)
       sq.logits = logits_mode::all;
     else

@@ -70,6 +70,10 @@ struct request_spec {
   // admitted while this sequence (the first) still computes its prompt's full blocks, so that it
   // starts from them instead of computing them again beside it. -1: none.
   int64_t prompt_leader = -1;
+  // A LoRA adapter (the executor's slot, step_sequence::adapter; -1: none) and its identity, which
+  // roots the sequence's prefix-cache hash chain: blocks are shared only under the same adapter.
+  int32_t adapter = -1;
+  std::string adapter_identity;
 };
 
 enum class admit_status : uint8_t { ok, prompt_too_long, queue_full, invalid };

@@ -8,10 +8,13 @@
 namespace troupe::serve {
 
 batch_executor::batch_executor(std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks, int32_t block_size,
-                               dtype kv_type, model_runner_options runner_options)
+                               dtype kv_type, model_runner_options runner_options,
+                               const std::vector<std::shared_ptr<const lora_adapter>>& adapters)
     : ckpt_(std::move(ckpt)),
       kv_(ckpt_->config, num_blocks, block_size, kv_type),
-      runner_(*ckpt_, kv_, runner_options) {}
+      runner_(*ckpt_, kv_, runner_options) {
+  for (const auto& a : adapters) runner_.add_adapter(a);
+}
 
 std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::span<const int32_t> known_output) {
   auto p = old.smp.params();

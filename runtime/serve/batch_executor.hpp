@@ -66,8 +66,10 @@ struct step_outcome {
 class batch_executor {
  public:
   // kv_type: the pool's element type (f32, or INT8 / FP8 codes with per-token scales).
+  // adapters: the LoRA adapters, in slot order (model_facts::adapters, request_spec::adapter).
   batch_executor(std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks, int32_t block_size,
-                 dtype kv_type = dtype::f32, model_runner_options runner_options = {});
+                 dtype kv_type = dtype::f32, model_runner_options runner_options = {},
+                 const std::vector<std::shared_ptr<const lora_adapter>>& adapters = {});
   step_outcome run(step_job& job);
   const kv_cache& kv() const noexcept { return kv_; }
 

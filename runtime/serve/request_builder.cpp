@@ -79,6 +79,25 @@ tokenize_result prompt_ids(wire::prompt_kind kind, const std::string& text,
 build_result build_generate(const wire::generate_request& r, const model_facts& m) {
   build_result res;
   built_request b;
+  if (!r.adapter.empty()) {
+    for (size_t i = 0; i < m.adapters.size() && b.adapter < 0; ++i)
+      if (m.adapters[i].name == r.adapter) {
+        b.adapter = static_cast<int32_t>(i);
+        b.adapter_identity = m.adapters[i].identity;
+      }
+    if (b.adapter < 0) {
+      std::string served;
+      for (const auto& a : m.adapters) {
+        if (!served.empty()) served += ", ";
+        served += a.name;
+      }
+      res.error = err(wire::error_code::invalid_value,
+                      "adapter '" + r.adapter + "' is not served here; " +
+                          (served.empty() ? std::string("this server has no LoRA adapters (troupe serve --lora NAME=DIR)")
+                                          : "the LoRA adapters are: " + served));
+      return res;
+    }
+  }
   if (r.kind == wire::prompt_kind::ids) {
     if (auto e = first_outside_vocab("prompt_ids", r.prompt_ids, m.vocab_size)) {
       res.error = *e;

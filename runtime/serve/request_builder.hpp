@@ -32,6 +32,12 @@ struct model_facts {
   // Structured output's grammars over the vocabulary (token_table::from_tokenizer of tok),
   // shared by requests with the same format; null: structured output is refused.
   std::shared_ptr<grammar::automaton_cache> grammars;
+  // LoRA adapters (troupe serve --lora), by name; a request's `adapter` picks one, its index the
+  // executor's adapter slot.
+  struct adapter_fact {
+    std::string name, identity;  // identity: lora_adapter::identity (the prefix cache's key part)
+  };
+  std::vector<adapter_fact> adapters;
 };
 
 struct built_request {
@@ -45,6 +51,8 @@ struct built_request {
   int32_t prompt_logprobs = -1;  // the same for every prompt token; -1: none
   // separate_reasoning: whether the prompt already opened a <think> block; nullopt: not asked.
   std::optional<bool> reasoning_opened_in_prompt;
+  int32_t adapter = -1;          // index into model_facts::adapters; -1: the base model
+  std::string adapter_identity;  // its identity (prefix caching keys its blocks apart)
 };
 
 struct build_result {

@@ -53,6 +53,7 @@ const std::vector<knob>& knobs() {
       {"model", "compute_dtype", &server_config::compute_dtype},
       {"model", "use_mmap", &server_config::use_mmap},
       {"model", "rope_scaling", &server_config::rope_scaling},
+      {"model", "lora_modules", &server_config::lora_modules},
       {"scheduler", "max_num_seqs", &server_config::max_num_seqs, 1, i32max},
       {"scheduler", "max_num_batched_tokens", &server_config::max_num_batched_tokens, 1, i32max},
       {"scheduler", "long_prefill_token_threshold", &server_config::long_prefill_token_threshold, 0, i32max},
@@ -186,8 +187,34 @@ std::vector<std::string> split_dirs(std::string_view dirs) {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> parse_lora_modules(std::string_view modules) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto fail = [](const std::string& why) { throw_error(errc::invalid_argument, "model.lora_modules (--lora): " + why); };
+  while (!modules.empty()) {
+    const auto comma = modules.find(',');
+    const std::string_view entry = modules.substr(0, comma);
+    modules = comma == std::string_view::npos ? std::string_view{} : modules.substr(comma + 1);
+    if (entry.empty()) continue;
+    const auto eq = entry.find('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == entry.size())
+      fail("'" + std::string(entry) + "' is not NAME=DIR");
+    std::string name(entry.substr(0, eq));
+    if (name.size() > 128 || name.find_first_of(" \t\r\n") != std::string::npos)
+      fail("adapter name '" + name + "' must be at most 128 bytes without white space");
+    for (const auto& [n, d] : out)
+      if (n == name) fail("adapter name '" + name + "' is given twice");
+    out.emplace_back(std::move(name), std::string(entry.substr(eq + 1)));
+  }
+  return out;
+}
+
 void validate(const server_config& c) {
   auto bad2 = [](const std::string& m) { throw_error(errc::invalid_argument, "config: " + m); };
+  try {
+    parse_lora_modules(c.lora_modules);
+  } catch (const error& e) {
+    bad2(e.what());
+  }
   // The plugin must exist now (fcfs has a built-in stand-in); its config is checked at load.
   if (c.policy != "fcfs") {
     try {

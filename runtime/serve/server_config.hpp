@@ -36,6 +36,7 @@ struct server_config {
   std::string compute_dtype = "f32";  // matmul arithmetic for BF16 weights: f32 (exact), bf16 (docs/engine.md)
   bool use_mmap = true;               // false (--no-mmap): weights read into 2 MB pages (docs/engine.md)
   std::string rope_scaling;           // "" = config.json's; else a JSON object (or null) replacing it (docs/engine.md)
+  std::string lora_modules;           // "NAME=DIR,NAME=DIR": PEFT LoRA adapters requests name (docs/lora.md); --lora
   // [scheduler]
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 512;
@@ -84,5 +85,8 @@ void apply_override(server_config& cfg, std::string_view assignment);
 void validate(const server_config& cfg);
 // "a:b::c" -> {"a", "b", "c"} (scheduler.plugin_dirs).
 std::vector<std::string> split_dirs(std::string_view dirs);
+// model.lora_modules "a=/x,b=/y" -> {{"a", "/x"}, {"b", "/y"}}; throws troupe::error(invalid_argument)
+// naming the entry when one is not NAME=DIR, a name has white space or a comma, or repeats.
+std::vector<std::pair<std::string, std::string>> parse_lora_modules(std::string_view modules);
 
 }  // namespace troupe::serve

@@ -152,13 +152,17 @@ struct event_packer {
     pack_str(pk, "models");
     pk.pack_array(static_cast<uint32_t>(e.models.size()));
     for (const auto& m : e.models) {
-      pk.pack_map(3);
+      pk.pack_map(m.parent.empty() ? 3 : 4);
       pack_str(pk, "name");
       pack_str(pk, m.name);
       pack_str(pk, "max_model_len");
       pk.pack(m.max_model_len);
       pack_str(pk, "vocab_size");
       pk.pack(m.vocab_size);
+      if (!m.parent.empty()) {
+        pack_str(pk, "parent");
+        pack_str(pk, m.parent);
+      }
     }
   }
   void operator()(const policy_event& e) {
@@ -326,7 +330,8 @@ event decode_body(const reader& r) {
     if (a.type != msgpack::type::ARRAY) throw bad_event{"field 'models' is not an array"};
     for (uint32_t i = 0; i < a.via.array.size; ++i) {
       reader e(a.via.array.ptr[i]);
-      m.models.push_back({e.str("name"), e.integer("max_model_len"), e.integer("vocab_size")});
+      m.models.push_back({e.str("name"), e.integer("max_model_len"), e.integer("vocab_size"),
+                          e.find("parent") ? e.str("parent") : std::string()});
     }
     return m;
   }

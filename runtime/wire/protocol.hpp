@@ -99,6 +99,7 @@ struct generate_request {
   bool stream = true;
   int32_t priority = 0;                // lower is served first (vLLM's convention)
   std::string tenant;
+  std::string adapter;                 // a LoRA adapter the server loaded (troupe serve --lora); "": the base model
   std::optional<uint32_t> deadline_ms; // relative to the server receiving the request
   // Report each generated token's log-probability and those of the `logprobs` most likely
   // tokens (0..20) under the model's own distribution; absent: none.
@@ -252,6 +253,7 @@ struct model_info {
   std::string name;
   int64_t max_model_len = 0;
   int64_t vocab_size = 0;
+  std::string parent;  // a LoRA adapter: the base model's name (generate's `adapter` takes `name`); "": a base model
 };
 
 struct models_event {

@@ -418,7 +418,7 @@ generate_request decode_generate(const field_map& f) {
   static constexpr std::string_view allowed[] = {
       "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "tools", "temperature",
       "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
-      "seed", "max_tokens", "stop", "stop_ids", "ignore_eos", "stream", "priority", "tenant",
+      "seed", "max_tokens", "stop", "stop_ids", "ignore_eos", "stream", "priority", "tenant", "adapter",
       "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs", "bad_words",
       "response_format", "structured_outputs", "n"};
   f.check_known(allowed, "a generate request");
@@ -448,6 +448,7 @@ generate_request decode_generate(const field_map& f) {
     r.priority = static_cast<int32_t>(get_int(*o, "priority", std::numeric_limits<int32_t>::min(),
                                               std::numeric_limits<int32_t>::max()));
   if (const auto* o = f.find("tenant")) r.tenant = get_string(*o, "tenant", max_tenant_bytes);
+  if (const auto* o = f.find("adapter")) r.adapter = get_string(*o, "adapter", max_adapter_name_bytes);
   if (const auto* o = f.find("deadline_ms"))
     r.deadline_ms = static_cast<uint32_t>(get_int(*o, "deadline_ms", 1, std::numeric_limits<uint32_t>::max()));
   if (const auto* o = f.find("logprobs")) r.logprobs = static_cast<int32_t>(get_int(*o, "logprobs", 0, max_logprobs));
@@ -694,6 +695,7 @@ std::string encode_request(const request& req) {
     if (!g->stream) m.key("stream").pack(false);
     if (g->priority != 0) m.key("priority").pack(g->priority);
     if (!g->tenant.empty()) detail::pack_str(m.key("tenant"), g->tenant);
+    if (!g->adapter.empty()) detail::pack_str(m.key("adapter"), g->adapter);
     if (g->deadline_ms) m.key("deadline_ms").pack(*g->deadline_ms);
     if (g->logprobs) m.key("logprobs").pack(*g->logprobs);
     if (g->separate_reasoning) m.key("separate_reasoning").pack(true);

@@ -20,6 +20,7 @@ struct decoded_request {
 // Limits a decoder applies beyond the frame size (documented in docs/protocol.md).
 inline constexpr size_t max_id_bytes = 128;
 inline constexpr size_t max_tenant_bytes = 128;
+inline constexpr size_t max_adapter_name_bytes = 128;
 inline constexpr size_t max_stop_strings = 16;
 inline constexpr size_t max_stop_string_bytes = 256;
 inline constexpr size_t max_stop_ids = 64;

@@ -74,6 +74,10 @@ int run_serve(int argc, char** argv) {
                  "\"factor\":4.0,\"original_max_position_embeddings\":32768}' for Qwen3 at 131072 tokens");
   app.add_option("--speculative-tokens", speculative_tokens,
                  "prompt-lookup drafts per decode step, verified in the step (speculative.num_tokens; 0 = off)");
+  std::vector<std::string> loras;
+  app.add_option("--lora", loras,
+                 "serve a PEFT LoRA adapter as NAME=DIR (repeatable; requests pick it with `adapter`; "
+                 "model.lora_modules; docs/lora.md)");
   app.add_option("--set", sets, "override any config key: section.key=value (repeatable)");
   try {
     app.parse(argc, argv);
@@ -104,6 +108,10 @@ int run_serve(int argc, char** argv) {
   if (kv_cache_dtype) c.kv_cache_dtype = *kv_cache_dtype;
   if (compute_dtype) c.compute_dtype = *compute_dtype;
   if (rope_scaling) c.rope_scaling = *rope_scaling;
+  for (const auto& l : loras) {
+    if (!c.lora_modules.empty()) c.lora_modules += ',';
+    c.lora_modules += l;
+  }
   bool demo = opts.model_dir.empty();
   if (demo) opts.model_dir = demo_model_dir();
 

@@ -1,0 +1,139 @@
+// End to end: `troupe serve --lora NAME=DIR` with two PEFT adapters (tests/data/golden/*-lora*).
+// Concurrent requests for either adapter and for the base model share the batches and each gets
+// exactly the tokens the generator gives it alone with its adapter; the prefix cache never hands
+// one adapter's blocks to another; unknown adapters and bad adapter settings are clear errors.
+#include "tests/actors/e2e_fixture.hpp"
+#include "runtime/core/error.hpp"
+#include "runtime/lora/lora_adapter.hpp"
+
+using namespace troupe;
+using namespace troupe::e2e;
+
+namespace {
+
+const std::string peft_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-dense-lora/adapter";
+const std::string rs_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-dense-lora-rs/adapter";
+
+std::vector<int32_t> lora_reference(const wire::generate_request& r) {
+  static const auto peft = std::make_shared<const lora_adapter>(load_lora_adapter(peft_dir, tiny_dense().config));
+  static const auto rs = std::make_shared<const lora_adapter>(load_lora_adapter(rs_dir, tiny_dense().config));
+  const checkpoint& ck = tiny_dense();
+  generate_options o;
+  o.max_tokens = *r.max_tokens;
+  o.sampling = defaults_from(ck.generation);
+  if (r.sampling.temperature) o.sampling.temperature = static_cast<float>(*r.sampling.temperature);
+  if (r.sampling.seed) {
+    o.sampling.seed = *r.sampling.seed;
+    o.sampling.has_seed = true;
+  }
+  o.sampling.ignore_eos = r.ignore_eos;
+  if (r.adapter == "peft") o.adapter = peft;
+  if (r.adapter == "rs") o.adapter = rs;
+  generator g(ck);
+  return g.generate(r.prompt_ids, o).ids;
+}
+
+serve::server_config lora_config() {
+  auto c = test_config();
+  c.lora_modules = "peft=" + peft_dir + ",rs=" + rs_dir;
+  return c;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(e2e_lora)
+
+BOOST_AUTO_TEST_CASE(adapters_and_the_base_model_share_batches_and_each_gets_its_own_tokens) {
+  auto srv = start(lora_config());
+  std::mt19937 rng(21);
+  std::vector<wire::generate_request> reqs;
+  const char* adapters[] = {"", "peft", "rs"};
+  for (int i = 0; i < 12; ++i) {
+    auto r = ids_request("r" + std::to_string(i), random_prompt(rng, 40), 10, i % 2 ? i : -1);
+    r.adapter = adapters[i % 3];
+    reqs.push_back(std::move(r));
+  }
+  client::client cl("127.0.0.1", srv->port());
+  std::vector<client::stream> streams;
+  for (const auto& r : reqs) streams.push_back(cl.generate(r));
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    std::vector<int32_t> got;
+    while (auto ev = streams[i].next()) got.insert(got.end(), ev->ids.begin(), ev->ids.end());
+    BOOST_TEST(got == lora_reference(reqs[i]), boost::test_tools::per_element());
+  }
+  // The adapters matter: the same greedy request under each gives other tokens.
+  auto a = reqs[0];
+  auto b = a, c = a;
+  b.adapter = "peft", b.id = "b";
+  c.adapter = "rs", c.id = "c";
+  const auto ta = cl.complete(a).ids, tb = cl.complete(b).ids, tc = cl.complete(c).ids;
+  BOOST_TEST(ta != tb);
+  BOOST_TEST(tb != tc);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_CASE(the_prefix_cache_keeps_adapters_apart) {
+  auto srv = start(lora_config());
+  std::mt19937 rng(22);
+  std::vector<int32_t> prompt(50);  // three full blocks of 16
+  for (auto& t : prompt) t = static_cast<int32_t>(rng() % 4000);
+  client::client cl("127.0.0.1", srv->port());
+  auto run = [&](const std::string& id, const std::string& adapter) {
+    auto r = ids_request(id, prompt, 6);
+    r.adapter = adapter;
+    auto out = cl.complete(r);
+    BOOST_TEST(out.ids == lora_reference(r), boost::test_tools::per_element());
+    return out.done.usage.cached_prompt_tokens;
+  };
+  BOOST_TEST(run("p1", "peft") == 0);
+  BOOST_TEST(run("p2", "rs") == 0);    // peft's blocks are not rs's K/V
+  BOOST_TEST(run("p3", "") == 0);      // nor the base model's
+  BOOST_TEST(run("p4", "peft") == 48);  // its own are
+  BOOST_TEST(run("p5", "") == 48);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_CASE(models_lists_the_adapters_and_unknown_ones_are_refused) {
+  auto srv = start(lora_config());
+  client::client cl("127.0.0.1", srv->port());
+  const auto models = cl.models();
+  BOOST_REQUIRE_EQUAL(models.size(), 3u);
+  BOOST_TEST(models[0].name == "tiny-dense");
+  BOOST_TEST(models[0].parent.empty());
+  BOOST_TEST(models[1].name == "peft");
+  BOOST_TEST(models[1].parent == "tiny-dense");
+  BOOST_TEST(models[2].name == "rs");
+  auto r = ids_request("x", {1, 2, 3}, 4);
+  r.adapter = "pfet";
+  try {
+    cl.complete(r);
+    BOOST_ERROR("an unknown adapter was served");
+  } catch (const client::request_error& e) {
+    BOOST_TEST(wire::to_string(e.error().code) == "invalid_value");
+    BOOST_TEST(e.error().message.find("adapter 'pfet' is not served here; the LoRA adapters are: peft, rs") !=
+                   std::string::npos,
+               e.error().message);
+  }
+  // The connection and the server go on.
+  r.adapter = "rs";
+  BOOST_TEST(cl.complete(r).ids == lora_reference(r), boost::test_tools::per_element());
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_CASE(bad_lora_modules_stop_the_start_with_a_clear_error) {
+  auto expect = [](const std::string& modules, const std::string& needle) {
+    auto c = test_config();
+    c.lora_modules = modules;
+    try {
+      start(c);
+      BOOST_ERROR("started with lora_modules = " << modules);
+    } catch (const troupe::error& e) {
+      BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos, e.what());
+    }
+  };
+  expect("peft", "model.lora_modules (--lora): 'peft' is not NAME=DIR");
+  expect("a=" + peft_dir + ",a=" + rs_dir, "adapter name 'a' is given twice");
+  expect("a=/nowhere", "/nowhere/adapter_config.json");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
