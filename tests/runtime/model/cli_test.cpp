@@ -121,7 +121,10 @@ BOOST_AUTO_TEST_CASE(lora_option_applies_a_peft_adapter) {
   const auto ref = nlohmann::json::parse(troupe::test::read_file(troupe::test::golden("tiny-dense-lora") + "/reference.json"));
   const auto& c = ref.at("cases").at(0);
   std::string ids;
-  for (const auto& id : c.at("prompt_ids")) ids += (ids.empty() ? "" : ",") + std::to_string(id.get<int>());
+  for (const auto& id : c.at("prompt_ids")) {
+    if (!ids.empty()) ids += ',';
+    ids += std::to_string(id.get<int>());
+  }
   const std::string adapter = troupe::test::golden("tiny-dense-lora") + "/adapter";
   const std::string args = "generate --model " + troupe::test::golden("tiny-dense") + " --ids " + ids +
                            " --max-tokens 8 --temperature 0 --json";
