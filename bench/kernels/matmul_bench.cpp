@@ -138,6 +138,10 @@ int main(int argc, char** argv) {
   std::string dtype_name = "bf16";
   app.add_option("--dtype", dtype_name, "weight dtype: bf16, int8 (scales per row and 128 columns) or fp8 (128x128 blocks)")
       ->check(CLI::IsMember({"bf16", "int8", "fp8"}));
+  std::string compute_name = "f32";
+  app.add_option("--compute-dtype", compute_name,
+                 "matmul arithmetic for bf16 weights: f32 (exact) or bf16 (vdpbf16ps; no OpenBLAS comparison)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   bool cpu_time = false;
   app.add_flag("--cpu-time", cpu_time,
                "time by the thread's CPU time (implies --threads 1): kernel efficiency on a machine shared with others");
@@ -147,7 +151,9 @@ int main(int argc, char** argv) {
   // timing, not a result), with one scale array shared by every copy (scales are ~3% of the bytes).
   const troupe::dtype wtype = dtype_name == "int8" ? troupe::dtype::i8 : dtype_name == "fp8" ? troupe::dtype::f8_e4m3 : troupe::dtype::bf16;
   const int64_t esize = static_cast<int64_t>(troupe::dtype_size(wtype));
+  const tk::compute_dtype compute = compute_name == "bf16" ? tk::compute_dtype::bf16 : tk::compute_dtype::f32;
   if (wtype != troupe::dtype::bf16) blas = false;
+  if (compute == tk::compute_dtype::bf16) blas = false;  // OpenBLAS has no bf16-activation sgemm to compare
   std::vector<float> scales;  // the most rows (lm_head) times the most INT8 groups (down_proj)
   if (wtype != troupe::dtype::bf16) scales.assign(static_cast<size_t>(151936) * (3072 / 128), 1.0f / 127);
   auto view = [&](const void* data, int64_t rows, int64_t cols) {
@@ -167,10 +173,11 @@ int main(int argc, char** argv) {
 #endif
 
   const double bw = troupe::bench::measure_read_bandwidth_gbs(threads, bench_clock);
-  const double peak = troupe::bench::measure_fma_gflops(threads, false, bench_clock);
-  std::printf("matmul isa %s (quantized arithmetic %s), %s weights, %d threads, %s time; machine: read %.1f GB/s, fp32 FMA peak "
+  const double peak = troupe::bench::measure_fma_gflops(threads, compute == tk::compute_dtype::bf16, bench_clock);
+  std::printf("matmul isa %s (quantized arithmetic %s), %s weights, %s compute, %d threads, %s time; machine: read %.1f GB/s, %s peak "
               "%.1f GFLOP/s\n",
-              tk::matmul_isa(), tk::quant_arithmetic(), dtype_name.c_str(), threads, cpu_time ? "thread CPU" : "wall", bw, peak);
+              tk::matmul_isa(), tk::quant_arithmetic(), dtype_name.c_str(), compute_name.c_str(), threads, cpu_time ? "thread CPU" : "wall", bw,
+              compute == tk::compute_dtype::bf16 ? "vdpbf16ps" : "fp32 FMA", peak);
 
   arena weights(size_t{1} << 30);
   std::vector<float> blas_w;
@@ -199,7 +206,7 @@ int main(int argc, char** argv) {
       const int64_t n = ns[t];
       auto x = random_x(n * s.cols);
       std::vector<float> y(static_cast<size_t>(n * s.rows));
-      res[t].ours = best_call_seconds(copies, budget_s, [&](int64_t c) { tk::matmul(x.data(), n, ref(c), y.data()); });
+      res[t].ours = best_call_seconds(copies, budget_s, [&](int64_t c) { tk::matmul(x.data(), n, ref(c), y.data(), compute); });
     }
 #ifdef TROUPE_HAVE_OPENBLAS
     if (blas) {
@@ -263,7 +270,7 @@ int main(int argc, char** argv) {
         auto x = random_x(n * 3072);
         std::vector<float> y(static_cast<size_t>(n * max_rows));
         const double sec = best_call_seconds(1, budget_s * 3, [&](int64_t) {
-          for (size_t i = 0; i < count; ++i) tk::matmul(x.data(), n, layers[i], y.data());
+          for (size_t i = 0; i < count; ++i) tk::matmul(x.data(), n, layers[i], y.data(), compute);
         });
         const double gbs = bytes / sec / 1e9, gflops = flops_per_row * n / sec / 1e9;
         std::printf("%-10s %4lld %9.3f %7.1f %4.0f%% %8.1f %5.0f%% | %.0f tokens/s of %s\n", with_lm ? "model+lm" : "model",
