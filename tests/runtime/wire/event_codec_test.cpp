@@ -101,7 +101,7 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
       wire_error{error_code::unknown_field, "unknown field 'x'", "b"},
       tokenize_event{"t", {1, 2, 3}},
       health_event{"h", "draining", 3, 7},
-      models_event{"m", {{"qwen3-tiny", 4096, 151936}}},
+      models_event{"m", {{"qwen3-tiny", 4096, 151936, ""}, {"sql-lora", 4096, 151936, "qwen3-tiny"}}},
   };
   for (const auto& e : events) {
     auto d = decode_event(encode_event(e));
@@ -118,6 +118,9 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
   BOOST_TEST(h.waiting == 7);
   auto m = std::get<models_event>(*decode_event(encode_event(events[7])).ev);
   BOOST_TEST(m.models.at(0).vocab_size == 151936);
+  BOOST_TEST(m.models.at(0).parent.empty());
+  BOOST_TEST(m.models.at(1).name == "sql-lora");
+  BOOST_TEST(m.models.at(1).parent == "qwen3-tiny");
 }
 
 // Requests with n > 1: token and done events name their completion; others carry no index.

@@ -86,6 +86,7 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.stream = false;
   g.priority = -3;
   g.tenant = "team-a";
+  g.adapter = "sql-lora";
   g.deadline_ms = 2500;
   g.logprobs = 3;
   g.separate_reasoning = true;
@@ -323,6 +324,9 @@ BOOST_AUTO_TEST_CASE(limits_on_ids_stop_and_tenant) {
                "'stop[0]' must not be empty", "r1");
   expect_error(decode(generate_with({{"tenant", std::string(200, 't')}})), error_code::invalid_value,
                "field 'tenant' has 200 bytes", "r1");
+  expect_error(decode(generate_with({{"adapter", std::string(129, 'a')}})), error_code::invalid_value,
+               "field 'adapter' has 129 bytes; at most 128", "r1");
+  expect_error(decode(generate_with({{"adapter", 7}})), error_code::wrong_type, "'adapter'", "r1");
 }
 
 // Tools and tool calls are free-form JSON: they arrive as JSON text with the client's key order
