@@ -1,6 +1,8 @@
 // The timed decode loop of the engine and quantization benches (bench/engine, bench/quant).
 #pragma once
 
+#include <memory>
+
 #include "runtime/core/dtype.hpp"
 #include "runtime/engine/model_runner.hpp"
 
@@ -18,8 +20,14 @@ double process_cpu_seconds();
 
 // Decodes `steps` tokens for `batch` sequences that each already hold `context` random tokens (one
 // batched prefill step, untimed), each next token picked greedily as the engine does
-// (greedy_next). `threads`: the OpenMP threads, for the CPU-time figure.
+// (greedy_next). `threads`: the OpenMP threads, for the CPU-time figure. adapter: every sequence
+// runs it (LoRA's cost at its worst); null: none.
 decode_speed measure_decode(const checkpoint& ck, int batch, int context, int steps, int threads,
-                           model_runner_options opts = {}, dtype kv_dtype = dtype::f32);
+                           model_runner_options opts = {}, dtype kv_dtype = dtype::f32,
+                           std::shared_ptr<const lora_adapter> adapter = nullptr);
+
+// A LoRA adapter of `rank` on every projection of every layer, A and B random (|x| < 0.01), for
+// timing: what a fine-tune of all linear layers (PEFT's target_modules="all-linear") costs.
+std::shared_ptr<const lora_adapter> random_lora(const model_config& cfg, int64_t rank, uint64_t seed = 1);
 
 }  // namespace troupe::bench

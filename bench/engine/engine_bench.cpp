@@ -113,6 +113,10 @@ int main(int argc, char** argv) {
   const bool native_bf16 = __builtin_cpu_supports("avx512bf16") && std::string(kernels::matmul_isa()) == "avx512";
   std::vector<std::string> compute_names{"f32"};
   if (native_bf16) compute_names.push_back("bf16");
+  int lora_rank = 0;
+  app.add_option("--lora-rank", lora_rank,
+                 "also decode each batch with a random LoRA adapter of this rank on every projection (0: no)")
+      ->check(CLI::Range(0, 4096));
   app.add_option("--compute-dtype", compute_names,
                  "matmul arithmetic(s) for BF16 weights, each measured in turn (default f32, plus bf16 where the CPU "
                  "has AVX512_BF16)")
@@ -206,6 +210,17 @@ int main(int argc, char** argv) {
       }
       std::printf("  cpu: %.1f tokens/s = %.1fx\n", best_cpu, best_cpu / b1_cpu);
       decode_rate[{compute, batch}] = best;
+      if (lora_rank > 0) {
+        // Alternated with runs without it, so a drifting machine moves both alike.
+        const auto adapter = bench::random_lora(ck->config, lora_rank);
+        double with = 0, without = 0;
+        for (int r = 0; r < reps; ++r) {
+          with = std::max(with, bench::measure_decode(*ck, batch, context, decode_steps, threads, {compute}, dtype::f32, adapter).wall);
+          without = std::max(without, bench::measure_decode(*ck, batch, context, decode_steps, threads, {compute}).wall);
+        }
+        std::printf("[%s] decode batch %d with a rank-%d LoRA on every projection: %.1f tokens/s = %.3fx without (%.1f)\n",
+                    label, batch, lora_rank, with, with / without, without);
+      }
     }
   }
   // bf16 against f32, both measured above in this process.
