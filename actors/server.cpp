@@ -274,6 +274,9 @@ std::string server::banner() const {
                   static_cast<long long>(m.ctx->ckpt->config.context_length()));
     b += buf;
   }
+  for (const auto& a : m.ctx->adapters)
+    b += "  LoRA adapter '" + a->name + "': " + a->dir + " (r " + std::to_string(a->r) + ", " +
+         std::to_string(a->pairs) + " projections, " + mib(double(a->bytes())) + ")\n";
   b += "  KV pool: " + std::to_string(m.ctx->num_blocks) + " blocks x " + std::to_string(c.block_size) + " tokens (" +
        std::string(kv_cache::kv_dtype_name(m.ctx->kv_type)) + ", " + mib(pool_bytes) + "); max_num_seqs " + std::to_string(c.max_num_seqs) + ", max_num_batched_tokens " +
        std::to_string(c.max_num_batched_tokens) + (c.static_batching ? ", STATIC batching" : "") + "\n";

@@ -20,6 +20,8 @@ int run_chat(int argc, char** argv) {
   app.add_option("--host", host);
   app.add_option("--port", port);
   app.add_option("--system", system_prompt, "system message");
+  std::string adapter;
+  app.add_option("--adapter", adapter, "chat with a LoRA adapter the server serves (troupe serve --lora NAME=DIR)");
   app.add_option("--max-tokens", max_tokens);
   app.add_flag("--thinking", thinking, "let the model think first (Qwen3 enable_thinking)");
   try {
@@ -53,6 +55,7 @@ int run_chat(int argc, char** argv) {
     r.kind = wire::prompt_kind::messages;
     r.messages = history;
     r.enable_thinking = thinking;
+    r.adapter = adapter;
     r.max_tokens = max_tokens;
     std::string answer;
     try {

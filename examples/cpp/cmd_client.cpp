@@ -94,6 +94,8 @@ int run_client(int argc, char** argv) {
   app.add_option("--n", n, "completions of the prompt (printed one after another once all have ended)")
       ->check(CLI::Range(1, 128));
   app.add_option("--stop", stop, "stop string (repeatable)");
+  std::string adapter;
+  app.add_option("--adapter", adapter, "a LoRA adapter the server serves (troupe serve --lora NAME=DIR)");
   app.add_flag("--no-stream", no_stream, "one answer at the end instead of a stream");
   app.add_flag("--show-ids", show_ids, "print the token ids too");
   app.add_flag("--separate-reasoning", separate_reasoning,
@@ -134,6 +136,7 @@ int run_client(int argc, char** argv) {
   r.separate_reasoning = separate_reasoning;
   r.structured = structured.value();
   r.n = n;
+  r.adapter = adapter;
 
   client::client c(host, port);
   try {

@@ -95,6 +95,8 @@ BOOST_AUTO_TEST_CASE(the_prefix_cache_keeps_adapters_apart) {
 
 BOOST_AUTO_TEST_CASE(models_lists_the_adapters_and_unknown_ones_are_refused) {
   auto srv = start(lora_config());
+  BOOST_TEST(srv->banner().find("LoRA adapter 'rs': " + rs_dir + " (r 4, 6 projections") != std::string::npos,
+             srv->banner());
   client::client cl("127.0.0.1", srv->port());
   const auto models = cl.models();
   BOOST_REQUIRE_EQUAL(models.size(), 3u);
