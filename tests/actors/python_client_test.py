@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The Python client against the real `troupe serve` binary: greedy and seeded outputs equal
-`troupe generate --json` for the same request (and n completions the request with seed + i),
+`troupe generate --json` for the same request (and with a LoRA adapter, `troupe generate --lora`) (and n completions the request with seed + i),
 logprobs / prompt_logprobs / logit_bias gathered by complete_all, interleaved streaming iterators on one connection, cancel, errors as
 TroupeError, SIGTERM ending the server with a final done, and structured output (response_format,
 structured_outputs) on a model with the real Qwen3 tokenizer.
@@ -31,9 +31,14 @@ def check(cond, what):
         failures.append(what)
 
 
-def generate_cli(ids, max_tokens, temperature=None, seed=None):
+adapter = os.path.join(source, "tests", "data", "golden", "tiny-dense-lora", "adapter")
+
+
+def generate_cli(ids, max_tokens, temperature=None, seed=None, lora=None):
     cmd = [troupe, "generate", "--model", model, "--ids", ",".join(map(str, ids)), "--max-tokens", str(max_tokens),
            "--ignore-eos", "--json"]
+    if lora is not None:
+        cmd += ["--lora", lora]
     if temperature is not None:
         cmd += ["--temperature", str(temperature)]
     if seed is not None:
@@ -41,10 +46,10 @@ def generate_cli(ids, max_tokens, temperature=None, seed=None):
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["ids"]
 
 
-def start_server(model_dir):
+def start_server(model_dir, extra=()):
     proc = subprocess.Popen([troupe, "serve", "--model", model_dir, "--port", "0", "--metrics-port", "-1",
                              "--num-kv-blocks", "256", "--max-model-len", "1024", "--set",
-                             "server.shutdown_grace_ms=200"],
+                             "server.shutdown_grace_ms=200", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     found = None
     banner = []
@@ -59,7 +64,7 @@ def start_server(model_dir):
     return proc, found
 
 
-server, port = start_server(model)
+server, port = start_server(model, ["--lora", "peft=" + adapter])
 
 try:
     with Client("127.0.0.1", port) as c:
@@ -73,6 +78,12 @@ try:
         check(done["finish_reason"] == "length" and done["usage"]["completion_tokens"] == 12, "done event")
         _, ids, _ = c.complete(prompt_ids=prompt, max_tokens=12, temperature=0.9, seed=1234, ignore_eos=True)
         check(ids == generate_cli(prompt, 12, temperature=0.9, seed=1234), "seeded equals troupe generate")
+        # A LoRA adapter the server serves (--lora peft=DIR) by name, as `troupe generate --lora DIR`.
+        _, ids, _ = c.complete(prompt_ids=prompt, max_tokens=12, temperature=0.0, ignore_eos=True, adapter="peft")
+        check(ids == generate_cli(prompt, 12, temperature=0, lora=adapter) and ids != generate_cli(prompt, 12, 0),
+              "adapter equals troupe generate --lora")
+        check([m["name"] for m in c.models()] == ["tiny-dense", "peft"] and c.models()[1]["parent"] == "tiny-dense",
+              "models lists the adapter")
 
         # Everything a request reports, streamed or not: logprobs, prompt_logprobs (None first),
         # and logit_bias with OpenAI's string keys forcing one token.
