@@ -62,9 +62,10 @@ inline wire::generate_request ids_request(std::string id, std::vector<int32_t> p
   return r;
 }
 
-// What `troupe generate --ids ... --max-tokens N [--temperature T --seed S] --ignore-eos` prints:
-// the same parameter derivation as tools/troupe/cmd_generate.cpp.
-inline std::vector<int32_t> reference(const checkpoint& ck, const wire::generate_request& r) {
+// What `troupe generate --ids ... --max-tokens N [--temperature T --seed S] --ignore-eos [--lora DIR]`
+// prints: the same parameter derivation as tools/troupe/cmd_generate.cpp.
+inline std::vector<int32_t> reference(const checkpoint& ck, const wire::generate_request& r,
+                                      std::shared_ptr<const lora_adapter> adapter = nullptr) {
   generate_options o;
   o.max_tokens = *r.max_tokens;
   o.sampling = defaults_from(ck.generation);
@@ -74,8 +75,20 @@ inline std::vector<int32_t> reference(const checkpoint& ck, const wire::generate
     o.sampling.has_seed = true;
   }
   o.sampling.ignore_eos = r.ignore_eos;
+  o.adapter = std::move(adapter);
   generator g(ck);
   return g.generate(r.prompt_ids, o).ids;
+}
+
+// Sends every request on one connection before reading any (so they share the server's steps),
+// then each stream's ids in request order.
+inline std::vector<std::vector<int32_t>> stream_all(client::client& cl, const std::vector<wire::generate_request>& reqs) {
+  std::vector<client::stream> streams;
+  for (const auto& r : reqs) streams.push_back(cl.generate(r));
+  std::vector<std::vector<int32_t>> out(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i)
+    while (auto ev = streams[i].next()) out[i].insert(out[i].end(), ev->ids.begin(), ev->ids.end());
+  return out;
 }
 
 inline std::vector<int32_t> random_prompt(std::mt19937& rng, int max_len, int vocab = 4000) {

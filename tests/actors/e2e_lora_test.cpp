@@ -14,23 +14,11 @@ namespace {
 const std::string peft_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-dense-lora/adapter";
 const std::string rs_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-dense-lora-rs/adapter";
 
+// What `troupe generate --lora DIR` gives the request alone.
 std::vector<int32_t> lora_reference(const wire::generate_request& r) {
   static const auto peft = std::make_shared<const lora_adapter>(load_lora_adapter(peft_dir, tiny_dense().config));
   static const auto rs = std::make_shared<const lora_adapter>(load_lora_adapter(rs_dir, tiny_dense().config));
-  const checkpoint& ck = tiny_dense();
-  generate_options o;
-  o.max_tokens = *r.max_tokens;
-  o.sampling = defaults_from(ck.generation);
-  if (r.sampling.temperature) o.sampling.temperature = static_cast<float>(*r.sampling.temperature);
-  if (r.sampling.seed) {
-    o.sampling.seed = *r.sampling.seed;
-    o.sampling.has_seed = true;
-  }
-  o.sampling.ignore_eos = r.ignore_eos;
-  if (r.adapter == "peft") o.adapter = peft;
-  if (r.adapter == "rs") o.adapter = rs;
-  generator g(ck);
-  return g.generate(r.prompt_ids, o).ids;
+  return reference(tiny_dense(), r, r.adapter == "peft" ? peft : r.adapter == "rs" ? rs : nullptr);
 }
 
 serve::server_config lora_config() {
@@ -54,13 +42,8 @@ BOOST_AUTO_TEST_CASE(adapters_and_the_base_model_share_batches_and_each_gets_its
     reqs.push_back(std::move(r));
   }
   client::client cl("127.0.0.1", srv->port());
-  std::vector<client::stream> streams;
-  for (const auto& r : reqs) streams.push_back(cl.generate(r));
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    std::vector<int32_t> got;
-    while (auto ev = streams[i].next()) got.insert(got.end(), ev->ids.begin(), ev->ids.end());
-    BOOST_TEST(got == lora_reference(reqs[i]), boost::test_tools::per_element());
-  }
+  const auto got = stream_all(cl, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) BOOST_TEST(got[i] == lora_reference(reqs[i]), boost::test_tools::per_element());
   // The adapters matter: the same greedy request under each gives other tokens.
   auto a = reqs[0];
   auto b = a, c = a;

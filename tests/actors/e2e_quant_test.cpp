@@ -44,13 +44,9 @@ void check_served_equals_alone(const char* quantization, const char* kv_name, dt
     reqs.push_back(ids_request(std::string(quantization) + kv_name + std::to_string(i), p, 12));
   }
   client::client cl("127.0.0.1", srv->port());
-  std::vector<client::stream> streams;
-  for (const auto& r : reqs) streams.push_back(cl.generate(r));
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    std::vector<int32_t> got;
-    while (auto ev = streams[i].next()) got.insert(got.end(), ev->ids.begin(), ev->ids.end());
-    BOOST_TEST(got == quantized_reference(*ck, kv, reqs[i]), boost::test_tools::per_element());
-  }
+  const auto got = stream_all(cl, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i)
+    BOOST_TEST(got[i] == quantized_reference(*ck, kv, reqs[i]), boost::test_tools::per_element());
   // Again, one at a time: now every prompt's shared blocks come from the prefix cache.
   int64_t cached = 0;
   for (const auto& r : reqs) {

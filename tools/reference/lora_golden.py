@@ -26,7 +26,7 @@ import transformers
 from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM
 
-from rope_scaling_golden import DATA, N_NEW, forward_logits, margin
+from rope_scaling_golden import DATA, N_NEW, forward_logits, reference_cases
 
 ALL = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -63,6 +63,7 @@ def make_adapter(base_dir, lora_args, dtype, seed, out_dir):
     with open(cfg_path) as f:
         cfg = json.load(f)
     cfg["base_model_name_or_path"] = os.path.basename(base_dir)  # not this machine's absolute path
+    cfg["target_modules"] = sorted(cfg["target_modules"])  # a set in PEFT: its order changes from run to run
     with open(cfg_path, "w") as f:
         json.dump(cfg, f, indent=2, sort_keys=True)
         f.write("\n")
@@ -89,45 +90,15 @@ def make_set(name, base, lora_args, dtype, seed):
 
     with open(os.path.join(base_dir, "reference.json")) as f:
         base_ref = json.load(f)
-    cases = []
-    for case in base_ref["cases"]:
-        if case["id"] not in ("p2", "p3"):
-            continue
-        ids = case["prompt_ids"]
-        prompt = forward_logits(model, ids)
-        positions = list(range(len(ids))) if len(ids) < 64 else sorted(set(range(0, len(ids), 8)) | {len(ids) - 1})
-        pfile = f"{case['id']}.prompt_logits.f32"
-        prompt[positions].astype("<f4").tofile(os.path.join(out_dir, pfile))
-        seq, greedy, margins, rows = list(ids), [], [], []
-        for _ in range(N_NEW):
-            row = forward_logits(model, seq)[-1]
-            tok = int(np.argmax(row))
-            greedy.append(tok)
-            margins.append(margin(row))
-            rows.append(row)
-            seq.append(tok)
-        base_greedy = []
-        seq = list(ids)
+    cases = reference_cases(model, base_ref, out_dir)
+    for case in cases:  # the base model's greedy ids, to show that the adapter changes them
+        seq, base_greedy = list(case["prompt_ids"]), []
         for _ in range(N_NEW):
             tok = int(np.argmax(forward_logits(plain, seq)[-1]))
             base_greedy.append(tok)
             seq.append(tok)
-        print(f"{name} {case['id']}: greedy {greedy}, without the adapter {base_greedy}, "
-              f"max |logit change| {np.abs(prompt - forward_logits(plain, ids)).max():.3f}", file=sys.stderr)
-        dfile = f"{case['id']}.decode_logits.f32"
-        np.stack(rows).astype("<f4").tofile(os.path.join(out_dir, dfile))
-        cases.append({
-            "id": case["id"],
-            "prompt_len": len(ids),
-            "prompt_ids": ids,
-            "prompt_logits": {"file": pfile, "dtype": "float32", "shape": [len(positions), prompt.shape[1]],
-                              "positions": positions},
-            "prompt_top2_margin": [margin(r) for r in prompt],
-            "greedy": {"n_new": N_NEW, "ids": greedy, "eos_ignored": True, "top2_margin": margins,
-                       "base_model_ids": base_greedy,
-                       "logits": {"file": dfile, "dtype": "float32", "shape": [N_NEW, prompt.shape[1]],
-                                  "steps": list(range(N_NEW))}},
-        })
+        case["greedy"]["base_model_ids"] = base_greedy
+        print(f"{name} {case['id']}: greedy {case['greedy']['ids']}, without the adapter {base_greedy}", file=sys.stderr)
     ref = {
         "format_version": 1,
         "name": name,

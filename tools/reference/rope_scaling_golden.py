@@ -48,30 +48,10 @@ def margin(row):
     return float(top[1] - top[0])
 
 
-def make_set(name, rope_scaling, max_pos):
-    out_dir = os.path.join(DATA, "golden", name)
-    os.makedirs(out_dir, exist_ok=True)
-    for f in ("model.safetensors", "generation_config.json"):
-        link = os.path.join(out_dir, f)
-        if os.path.lexists(link):
-            os.remove(link)
-        os.symlink(os.path.join("..", "tiny-dense", f), link)
-    with open(os.path.join(BASE, "config.json")) as f:
-        config = json.load(f)
-    config["rope_scaling"] = rope_scaling
-    config["max_position_embeddings"] = max_pos
-    with open(os.path.join(out_dir, "config.json"), "w") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
-        f.write("\n")
-
-    model = Qwen3ForCausalLM.from_pretrained(out_dir, dtype=torch.float64, attn_implementation="eager")
-    model.eval()
-    rot = model.model.rotary_emb
-    print(f"{name}: rope_type {rot.rope_type}, attention_scaling {rot.attention_scaling}", file=sys.stderr)
-    assert rot.rope_type == rope_scaling["rope_type"], "transformers did not take the rope_scaling"
-
-    with open(os.path.join(BASE, "reference.json")) as f:
-        base_ref = json.load(f)
+def reference_cases(model, base_ref, out_dir):
+    """p2 and p3 of the base set through `model`: prompt logits (every position of p2; every 8th
+    and the last of p3) and N_NEW greedy steps with their logits, written beside reference.json;
+    returns the cases' entries."""
     cases = []
     for case in base_ref["cases"]:
         if case["id"] not in ("p2", "p3"):
@@ -103,6 +83,34 @@ def make_set(name, rope_scaling, max_pos):
                        "logits": {"file": dfile, "dtype": "float32", "shape": [N_NEW, prompt.shape[1]],
                                   "steps": list(range(N_NEW))}},
         })
+    return cases
+
+
+def make_set(name, rope_scaling, max_pos):
+    out_dir = os.path.join(DATA, "golden", name)
+    os.makedirs(out_dir, exist_ok=True)
+    for f in ("model.safetensors", "generation_config.json"):
+        link = os.path.join(out_dir, f)
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(os.path.join("..", "tiny-dense", f), link)
+    with open(os.path.join(BASE, "config.json")) as f:
+        config = json.load(f)
+    config["rope_scaling"] = rope_scaling
+    config["max_position_embeddings"] = max_pos
+    with open(os.path.join(out_dir, "config.json"), "w") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+    model = Qwen3ForCausalLM.from_pretrained(out_dir, dtype=torch.float64, attn_implementation="eager")
+    model.eval()
+    rot = model.model.rotary_emb
+    print(f"{name}: rope_type {rot.rope_type}, attention_scaling {rot.attention_scaling}", file=sys.stderr)
+    assert rot.rope_type == rope_scaling["rope_type"], "transformers did not take the rope_scaling"
+
+    with open(os.path.join(BASE, "reference.json")) as f:
+        base_ref = json.load(f)
+    cases = reference_cases(model, base_ref, out_dir)
     ref = {
         "format_version": 1,
         "name": name,

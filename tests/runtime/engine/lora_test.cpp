@@ -13,6 +13,7 @@
 #include "runtime/core/error.hpp"
 #include "runtime/engine/generator.hpp"
 #include "runtime/engine/model_runner.hpp"
+#include "tests/runtime/engine/cached_decode.hpp"
 #include "tests/runtime/engine/golden.hpp"
 
 using namespace troupe;
@@ -65,27 +66,9 @@ BOOST_DATA_TEST_CASE(lora_prompt_logits_match_peft, boost::unit_test::data::make
 BOOST_DATA_TEST_CASE(lora_decode_through_the_cache_matches_peft, boost::unit_test::data::make(kLoraSets), set) {
   auto ck = load(set);
   auto a = adapter(set, ck->config);
-  const int64_t vocab = ck->config.vocab_size;
   for (const auto& c : load_golden(set)) {
-    const int64_t max_len = static_cast<int64_t>(c.prompt.size() + c.greedy.size());
-    kv_cache kv(ck->config, static_cast<int32_t>((max_len + 15) / 16));
-    model_runner runner(*ck, kv);
-    const int32_t slot = runner.add_adapter(a);
-    auto table = identity_table(kv.num_blocks());
-    step_result res;
-    step_sequence sq{0, c.prompt, 0, table, logits_mode::last, slot};
-    runner.step(std::span<const step_sequence>(&sq, 1), res);
-    std::vector<int32_t> got;
-    for (size_t i = 0; i < c.greedy.size(); ++i) {
-      auto row = res.row(0);
-      const double err = row_error(row.data(), c.decode_logits.data.data() + i * vocab, vocab);
-      BOOST_TEST(err <= kTolerance, set << " " << c.id << " decode step " << i << ": relative error " << err);
-      got.push_back(static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
-      if (i + 1 == c.greedy.size()) break;
-      step_sequence d{0, std::span<const int32_t>(&got.back(), 1), static_cast<int32_t>(c.prompt.size() + i), table,
-                      logits_mode::last, slot};
-      runner.step(std::span<const step_sequence>(&d, 1), res);
-    }
+    BOOST_REQUIRE_EQUAL(c.decode_logits.index.size(), c.greedy.size());  // every step is checked
+    const auto got = check_cached_decode(*ck, c, set, kTolerance, a);
     BOOST_TEST(got == c.greedy, boost::test_tools::per_element());
   }
 }

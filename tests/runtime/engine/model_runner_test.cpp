@@ -13,6 +13,7 @@
 #include "runtime/engine/generator.hpp"
 #include "runtime/engine/model_runner.hpp"
 #include "tests/runtime/engine/batch_invariance.hpp"
+#include "tests/runtime/engine/cached_decode.hpp"
 #include "tests/runtime/engine/golden.hpp"
 
 using namespace troupe;
@@ -33,12 +34,6 @@ std::shared_ptr<checkpoint> load(const std::string& name) {
   auto& c = cache[name];
   if (!c) c = load_checkpoint(golden_dir(name));
   return c;
-}
-
-std::vector<int32_t> identity_table(int32_t n, int32_t offset = 0) {
-  std::vector<int32_t> t(n);
-  std::iota(t.begin(), t.end(), offset);
-  return t;
 }
 
 }  // namespace
@@ -62,31 +57,9 @@ BOOST_DATA_TEST_CASE(prompt_logits_match_reference, boost::unit_test::data::make
 
 BOOST_DATA_TEST_CASE(greedy_decode_matches_reference, boost::unit_test::data::make(kSets), set) {
   auto ck = load(set);
-  const int64_t vocab = ck->config.vocab_size;
   for (const auto& c : load_golden(set)) {
-    // Drive the runner directly so every decode step's logits can be compared.
-    const int64_t max_len = static_cast<int64_t>(c.prompt.size() + c.greedy.size());
-    kv_cache kv(ck->config, static_cast<int32_t>((max_len + 15) / 16));
-    model_runner runner(*ck, kv);
-    auto table = identity_table(kv.num_blocks());
-    step_result res;
-    step_sequence sq{0, c.prompt, 0, table, logits_mode::last};
-    runner.step(std::span<const step_sequence>(&sq, 1), res);
-    std::vector<int32_t> got;
-    for (size_t i = 0; i < c.greedy.size(); ++i) {
-      auto row = res.row(0);
-      auto it = std::find(c.decode_logits.index.begin(), c.decode_logits.index.end(), static_cast<int64_t>(i));
-      if (it != c.decode_logits.index.end()) {
-        const size_t r = static_cast<size_t>(it - c.decode_logits.index.begin());
-        double err = row_error(row.data(), c.decode_logits.data.data() + r * vocab, vocab);
-        BOOST_TEST(err <= kTolerance, set << " " << c.id << " decode step " << i << ": relative error " << err);
-      }
-      got.push_back(static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
-      if (i + 1 == c.greedy.size()) break;
-      step_sequence d{0, std::span<const int32_t>(&got.back(), 1), static_cast<int32_t>(c.prompt.size() + i), table,
-                      logits_mode::last};
-      runner.step(std::span<const step_sequence>(&d, 1), res);
-    }
+    // The runner driven directly, so every decode step's logits are compared.
+    const auto got = check_cached_decode(*ck, c, set, kTolerance);
     BOOST_TEST(got == c.greedy, boost::test_tools::per_element());
   }
 }
