@@ -69,6 +69,33 @@ BOOST_AUTO_TEST_CASE(a_repeated_prompt_reuses_its_full_blocks) {
   BOOST_TEST(st.remote_hit_tokens == 0);
 }
 
+// LoRA adapters: a sequence's blocks are keyed from its adapter's root, so the same prompt under
+// another adapter (or none) reuses nothing, under the same one its blocks; the step carries each
+// sequence's adapter slot.
+BOOST_AUTO_TEST_CASE(blocks_are_shared_only_under_the_same_adapter) {
+  paged_sim sim(prefix_config(), 32, 4);
+  auto p = tokens_from(100, 10);
+  sim.add(1, p, 2, false, -1, /*adapter=*/0);
+  sim.run();
+  sim.add(2, p, 2, false, -1, 1);
+  sim.run();
+  sim.add(3, p, 2);
+  sim.run();
+  BOOST_TEST(sim.cached[1] == 0);
+  BOOST_TEST(sim.cached[2] == 0);  // adapter 0's blocks are not adapter 1's K/V
+  BOOST_TEST(sim.cached[3] == 0);  // nor the base model's
+  sim.add(4, p, 2, false, -1, 0);
+  sim.add(5, p, 2, false, -1, 1);
+  sim.add(6, p, 2);
+  sim.run();
+  BOOST_TEST(sim.cached[4] == 8);
+  BOOST_TEST(sim.cached[5] == 8);
+  BOOST_TEST(sim.cached[6] == 8);
+  BOOST_TEST(sim.pc().index().num_cached_blocks() == 3 * 2);
+  const std::map<int64_t, int32_t> slots{{1, 0}, {2, 1}, {3, -1}, {4, 0}, {5, 1}, {6, -1}};
+  BOOST_TEST(sim.adapter_of == slots);
+}
+
 // A request that wants every prompt row's logits (prompt_logprobs) computes its whole prompt even
 // when the cache holds it, as vLLM skips the cache for it, and issues no remote look-up; what it
 // computes is still cached for others.

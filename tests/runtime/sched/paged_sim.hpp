@@ -50,15 +50,20 @@ struct paged_sim {
   std::vector<int32_t> pool;  // the token whose K/V each slot holds (-1: never written)
   std::map<int64_t, std::vector<int32_t>> prompts, out;
   std::map<int64_t, int32_t> max_tokens, cached;
+  std::map<int64_t, int32_t> adapter_of;  // the adapter slot the step carried for each sequence
   std::vector<prefix::kv_save> saves;
   std::vector<prefix::kv_load> loads;
 
   paged_sim(sched_config cfg, int32_t blocks, int32_t block_size)
       : s(cfg, blocks, block_size), bs(block_size), pool(static_cast<size_t>(blocks * block_size), -1) {}
 
-  void add(int64_t id, std::vector<int32_t> prompt, int32_t n_out, bool prompt_logits = false, int64_t leader = -1) {
+  // adapter >= 0: a LoRA adapter slot, with identity "lora<slot>" (its blocks are its own).
+  void add(int64_t id, std::vector<int32_t> prompt, int32_t n_out, bool prompt_logits = false, int64_t leader = -1,
+           int32_t adapter = -1) {
     request_spec r;
     r.seq_id = id;
+    r.adapter = adapter;
+    if (adapter >= 0) r.adapter_identity = "lora" + std::to_string(adapter);
     r.prompt_leader = leader;
     r.prompt_logits = prompt_logits;
     r.prompt = prompt;
@@ -89,6 +94,7 @@ struct paged_sim {
       const auto& b = plan.batch[i];
       d << e.seq_id << ":" << e.start_pos << "+" << e.num_tokens << (e.sample ? "*" : "") << " ";
       if (e.first_scheduled) cached[e.seq_id] = e.num_cached_tokens;
+      adapter_of[e.seq_id] = b.adapter;
       auto known = s.tokens(e.seq_id);
       for (int32_t p = 0; p < e.start_pos; ++p)
         BOOST_REQUIRE_MESSAGE(slot(b.block_table, p) == known[static_cast<size_t>(p)],
