@@ -96,6 +96,23 @@ void publish_gauges(self_ptr self) {
   auto s = st.core->stats();
   st.ctx->metrics->set_queue_sizes(s.num_running, s.num_waiting);
   st.ctx->metrics->set_kv_cache_usage(st.core->allocator().usage());
+  if (const auto& adapters = st.ctx->facts.adapters; !adapters.empty()) {
+    // The names of the adapters with requests in each queue, in slot order.
+    auto names = [&](const std::vector<int64_t>& ids) {
+      std::vector<bool> seen(adapters.size());
+      for (int64_t id : ids)
+        if (int32_t a = st.core->adapter_of(id); a >= 0) seen[static_cast<size_t>(a)] = true;
+      std::string out;
+      for (size_t a = 0; a < adapters.size(); ++a)
+        if (seen[a]) {
+          if (!out.empty()) out += ',';
+          out += adapters[a].name;
+        }
+      return out;
+    };
+    st.ctx->metrics->set_lora_requests(static_cast<int64_t>(adapters.size()), names(st.core->running_ids()),
+                                       names(st.core->waiting_ids()));
+  }
   if (const auto* pc = st.core->prefix_cache()) st.ctx->prefix_metrics->set_local(pc->stats());
 }
 

@@ -183,6 +183,7 @@ class scheduler {
   int32_t num_prompt_tokens(int64_t seq_id) const { return seqs_.at(seq_id).num_prompt; }
   int32_t num_output_tokens(int64_t seq_id) const;
   int32_t num_computed_tokens(int64_t seq_id) const;
+  int32_t adapter_of(int64_t seq_id) const { return seqs_.at(seq_id).spec.adapter; }
 
   // TROUPE_ASSERTs the invariants in the header comment (O(pool + queues)).
   void check_invariants() const;

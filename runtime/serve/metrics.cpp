@@ -1,6 +1,7 @@
 #include "runtime/serve/metrics.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "runtime/core/prometheus.hpp"
@@ -60,6 +61,12 @@ void metrics::set_queue_sizes(int64_t running, int64_t waiting) {
 void metrics::set_kv_cache_usage(double f) {
   std::lock_guard lock(mu_);
   kv_usage_ = f;
+}
+void metrics::set_lora_requests(int64_t max_lora, std::string running, std::string waiting) {
+  std::lock_guard lock(mu_);
+  max_lora_ = max_lora;
+  lora_running_ = std::move(running);
+  lora_waiting_ = std::move(waiting);
 }
 void metrics::set_prefill_pacing(int32_t cap, double decode_step_seconds, double seconds_per_prompt_token) {
   std::lock_guard lock(mu_);
@@ -135,6 +142,16 @@ std::string metrics::render() const {
   sample(o, "num_requests_waiting", labels_, std::to_string(waiting_));
   family(o, "kv_cache_usage_perc", "gauge", "KV-cache usage: 1 means 100 percent of the blocks are in use.");
   sample(o, "kv_cache_usage_perc", labels_, number(kv_usage_));
+  if (max_lora_ > 0) {
+    // vLLM's: the information is in the labels, the value is when it was taken (Unix seconds).
+    family(o, "lora_requests_info", "gauge", "Running stats on LoRA requests.");
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    sample(o, "lora_requests_info",
+           labels_ + ",max_lora=\"" + std::to_string(max_lora_) + "\",running_lora_adapters=\"" +
+               prometheus::escape_label(lora_running_) + "\",waiting_lora_adapters=\"" +
+               prometheus::escape_label(lora_waiting_) + "\"",
+           number(now));
+  }
   family(o, "prefill_tokens_while_decoding", "gauge",
        "Most prompt tokens the next step that also decodes may take (scheduler.decode_slowdown_percent).");
   sample(o, "prefill_tokens_while_decoding", labels_, std::to_string(prefill_cap_));

@@ -35,6 +35,9 @@ class metrics {
 
   void set_queue_sizes(int64_t running, int64_t waiting);
   void set_kv_cache_usage(double fraction);
+  // LoRA (vLLM's lora_requests_info): the adapters loaded (0: the metric is not rendered) and the
+  // names, comma-separated, of those with running / waiting requests.
+  void set_lora_requests(int64_t max_lora, std::string running, std::string waiting);
   // The prefill pacer's view (runtime/sched/prefill_pacer.hpp): prompt-token cap of steps that
   // also decode, and the step costs it is computed from.
   void set_prefill_pacing(int32_t cap, double decode_step_seconds, double seconds_per_prompt_token);
@@ -62,6 +65,8 @@ class metrics {
   std::string labels_;
   int64_t running_ = 0, waiting_ = 0;
   double kv_usage_ = 0;
+  int64_t max_lora_ = 0;
+  std::string lora_running_, lora_waiting_;
   int32_t prefill_cap_ = 0;
   double decode_step_s_ = 0, prompt_token_s_ = 0;
   int64_t preemptions_ = 0, prompt_tokens_ = 0, generation_tokens_ = 0;

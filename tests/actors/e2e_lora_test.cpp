@@ -44,6 +44,24 @@ BOOST_AUTO_TEST_CASE(adapters_and_the_base_model_share_batches_and_each_gets_its
   client::client cl("127.0.0.1", srv->port());
   const auto got = stream_all(cl, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) BOOST_TEST(got[i] == lora_reference(reqs[i]), boost::test_tools::per_element());
+  // vLLM's lora_requests_info: nothing running now; a long request under rs shows while it runs.
+  auto lora_info = [&] {
+    const auto text = srv->metrics().render();
+    const auto at = text.find("\ntroupe:lora_requests_info{");
+    return at == std::string::npos ? std::string() : text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  };
+  BOOST_TEST(eventually([&] { return lora_info().find("max_lora=\"2\",running_lora_adapters=\"\",") != std::string::npos; }),
+             lora_info());
+  auto long_req = ids_request("long", {1, 2, 3}, 200);
+  long_req.adapter = "rs";
+  auto s = cl.generate(long_req);
+  BOOST_REQUIRE(s.next());
+  BOOST_TEST(eventually([&] { return lora_info().find("running_lora_adapters=\"rs\"") != std::string::npos; }),
+             lora_info());
+  cl.cancel("long");
+  while (s.next()) {
+  }
+
   // The adapters matter: the same greedy request under each gives other tokens.
   auto a = reqs[0];
   auto b = a, c = a;

@@ -52,4 +52,21 @@ BOOST_AUTO_TEST_CASE(vllm_names_with_the_troupe_prefix) {
   has("# TYPE troupe:request_queue_time_seconds histogram");
 }
 
+// vLLM's lora_requests_info: the adapters in the labels, the time as the value; absent without
+// adapters, so a server without LoRA renders what it did before.
+BOOST_AUTO_TEST_CASE(lora_requests_info_only_with_adapters) {
+  metrics m("m");
+  BOOST_TEST(m.render().find("lora_requests_info") == std::string::npos);
+  m.set_lora_requests(2, "sql,chat", "");
+  const auto t = m.render();
+  BOOST_TEST(t.find("# TYPE troupe:lora_requests_info gauge\n") != std::string::npos, t);
+  const std::string line =
+      "troupe:lora_requests_info{model_name=\"m\",max_lora=\"2\",running_lora_adapters=\"sql,chat\","
+      "waiting_lora_adapters=\"\"} ";
+  const auto at = t.find(line);
+  BOOST_REQUIRE(at != std::string::npos);
+  const double when = std::stod(t.substr(at + line.size()));
+  BOOST_TEST(when > 1.7e9);  // Unix seconds (2023 on)
+}
+
 BOOST_AUTO_TEST_SUITE_END()
