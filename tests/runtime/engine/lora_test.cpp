@@ -5,6 +5,7 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -61,6 +62,32 @@ BOOST_DATA_TEST_CASE(lora_prompt_logits_match_peft, boost::unit_test::data::make
     }
   }
   BOOST_TEST_MESSAGE(set << ": worst relative logits error " << worst << " (tolerance " << kTolerance << ")");
+}
+
+// The bf16 compute mode rounds the base model's activations only (the adapter's matmuls stay f32):
+// the logits keep bf16_compute_test's bound against PEFT's float64 run, and the adapter still
+// decides the tokens.
+BOOST_AUTO_TEST_CASE(lora_in_the_bf16_compute_mode) {
+  const std::string set = "tiny-dense-lora";
+  auto ck = load(set);
+  auto a = adapter(set, ck->config);
+  generator gen(*ck);
+  const int64_t vocab = ck->config.vocab_size;
+  double worst = 0;
+  int64_t rows = 0, top1 = 0;
+  for (const auto& c : load_golden(set)) {
+    const auto fast = gen.prompt_logits(c.prompt, 0, dtype::f32, kernels::compute_dtype::bf16, a);
+    for (size_t r = 0; r < c.prompt_logits.index.size(); ++r) {
+      const float* got = fast.data() + c.prompt_logits.index[r] * vocab;
+      const float* ref = c.prompt_logits.data.data() + r * vocab;
+      worst = std::max(worst, row_error(got, ref, vocab));
+      top1 += std::max_element(got, got + vocab) - got == std::max_element(ref, ref + vocab) - ref;
+      ++rows;
+    }
+  }
+  BOOST_TEST(worst <= 0.04, "bf16 with LoRA: worst relative error " << worst);  // bf16_compute_test's bound
+  BOOST_TEST(worst > 1e-4, "the bf16 mode was not on: " << worst);
+  BOOST_TEST(static_cast<double>(top1) >= 0.95 * static_cast<double>(rows), top1 << " of " << rows << " top-1");
 }
 
 BOOST_DATA_TEST_CASE(lora_decode_through_the_cache_matches_peft, boost::unit_test::data::make(kLoraSets), set) {
