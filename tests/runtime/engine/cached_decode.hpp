@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 #include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,15 +17,12 @@
 
 namespace troupe::testing {
 
-inline std::vector<int32_t> check_cached_decode(const checkpoint& ck, const golden_case& c, const std::string& what,
-                                                double tolerance, std::shared_ptr<const lora_adapter> adapter = nullptr) {
-  const int64_t vocab = ck.config.vocab_size;
-  const int64_t max_len = static_cast<int64_t>(c.prompt.size() + c.greedy.size());
-  kv_cache kv(ck.config, static_cast<int32_t>((max_len + 15) / 16));
-  model_runner runner(ck, kv);
-  const int32_t slot = adapter ? runner.add_adapter(std::move(adapter)) : -1;
-  std::vector<int32_t> table(static_cast<size_t>(kv.num_blocks()));
-  std::iota(table.begin(), table.end(), 0);
+// Any runner with step(batch, result) (model_runner, cuda_model_runner) over a pool that `table`
+// covers; slot: the sequence's LoRA adapter slot. worst (optional) gets the largest error seen.
+template <class Runner>
+std::vector<int32_t> decode_and_check(Runner& runner, std::span<const int32_t> table, const golden_case& c,
+                                      int64_t vocab, const std::string& what, double tolerance, int32_t slot = -1,
+                                      double* worst = nullptr) {
   step_result res;
   step_sequence sq{0, c.prompt, 0, table, logits_mode::last, slot};
   runner.step(std::span<const step_sequence>(&sq, 1), res);
@@ -35,6 +33,7 @@ inline std::vector<int32_t> check_cached_decode(const checkpoint& ck, const gold
     if (it != c.decode_logits.index.end()) {
       const size_t r = static_cast<size_t>(it - c.decode_logits.index.begin());
       const double err = row_error(row.data(), c.decode_logits.data.data() + r * vocab, vocab);
+      if (worst) *worst = std::max(*worst, err);
       BOOST_TEST(err <= tolerance, what << " " << c.id << " decode step " << i << ": relative error " << err);
     }
     got.push_back(static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin()));
@@ -44,6 +43,18 @@ inline std::vector<int32_t> check_cached_decode(const checkpoint& ck, const gold
     runner.step(std::span<const step_sequence>(&d, 1), res);
   }
   return got;
+}
+
+// The CPU runner on a pool just large enough, with `adapter` (if any) for the sequence.
+inline std::vector<int32_t> check_cached_decode(const checkpoint& ck, const golden_case& c, const std::string& what,
+                                                double tolerance, std::shared_ptr<const lora_adapter> adapter = nullptr) {
+  const int64_t max_len = static_cast<int64_t>(c.prompt.size() + c.greedy.size());
+  kv_cache kv(ck.config, static_cast<int32_t>((max_len + 15) / 16));
+  model_runner runner(ck, kv);
+  const int32_t slot = adapter ? runner.add_adapter(std::move(adapter)) : -1;
+  std::vector<int32_t> table(static_cast<size_t>(kv.num_blocks()));
+  std::iota(table.begin(), table.end(), 0);
+  return decode_and_check(runner, table, c, ck.config.vocab_size, what, tolerance, slot);
 }
 
 }  // namespace troupe::testing

@@ -34,6 +34,7 @@ const char* cuda_test_data_dir() {
 #include "runtime/engine/model_runner.hpp"
 #include "runtime/kv/kv_cache.hpp"
 #include "runtime/quant/load.hpp"
+#include "tests/runtime/engine/cached_decode.hpp"
 #include "tests/runtime/engine/golden.hpp"
 
 using namespace troupe;
@@ -167,25 +168,7 @@ BOOST_DATA_TEST_CASE(greedy_decode_matches_reference, boost::unit_test::data::ma
     const size_t max_len = c.prompt.size() + c.greedy.size();
     cuda_model_runner runner(*ck, blocks_for(max_len));
     auto table = iota_table(blocks_for(max_len));
-    step_result res;
-    step_sequence sq{0, c.prompt, 0, table, logits_mode::last};
-    runner.step(std::span<const step_sequence>(&sq, 1), res);
-    std::vector<int32_t> got;
-    for (size_t i = 0; i < c.greedy.size(); ++i) {
-      auto row = res.row(0);
-      auto it = std::find(c.decode_logits.index.begin(), c.decode_logits.index.end(), static_cast<int64_t>(i));
-      if (it != c.decode_logits.index.end()) {
-        const size_t r = static_cast<size_t>(it - c.decode_logits.index.begin());
-        const double err = row_error(row.data(), c.decode_logits.data.data() + r * vocab, vocab);
-        worst = std::max(worst, err);
-        BOOST_TEST(err <= kTolerance, set << " " << c.id << " decode step " << i << ": relative error " << err);
-      }
-      got.push_back(static_cast<int32_t>(argmax(row)));
-      if (i + 1 == c.greedy.size()) break;
-      step_sequence d{0, std::span<const int32_t>(&got.back(), 1), static_cast<int32_t>(c.prompt.size() + i), table,
-                      logits_mode::last};
-      runner.step(std::span<const step_sequence>(&d, 1), res);
-    }
+    const auto got = decode_and_check(runner, table, c, vocab, set, kTolerance, -1, &worst);
     BOOST_TEST(got == c.greedy, boost::test_tools::per_element());
   }
   BOOST_TEST_MESSAGE(set << ": worst decode-step error vs float64 " << worst);
