@@ -98,6 +98,28 @@ BOOST_AUTO_TEST_CASE(speculative_keys_and_their_errors) {
                "speculative.prompt_lookup_min (6) must be <= speculative.prompt_lookup_max (5)");
 }
 
+BOOST_AUTO_TEST_CASE(lora_modules_and_their_errors) {
+  server_config c;
+  BOOST_TEST(parse_lora_modules(c.lora_modules).empty());  // none unless asked for
+  apply_toml(c, "[model]\nlora_modules = \"sql=/a/sql,chat=/b/c=d,\"\n", "t.toml");
+  const auto m = parse_lora_modules(c.lora_modules);
+  BOOST_REQUIRE_EQUAL(m.size(), 2u);
+  BOOST_TEST(m[0].first == "sql");
+  BOOST_TEST(m[0].second == "/a/sql");
+  BOOST_TEST(m[1].first == "chat");
+  BOOST_TEST(m[1].second == "/b/c=d");  // the first '=' splits; an empty entry is skipped
+  validate(c);
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {"sql", "'sql' is not NAME=DIR"},
+           {"=/a", "'=/a' is not NAME=DIR"},
+           {"sql=", "'sql=' is not NAME=DIR"},
+           {"my sql=/a", "adapter name 'my sql' must be at most 128 bytes without white space"},
+           {"a=/x,a=/y", "adapter name 'a' is given twice"}}) {
+    c.lora_modules = bad;
+    expect_error([&] { validate(c); }, "config: model.lora_modules (--lora): " + why);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   server_config from_file;
   load_file(from_file, TROUPE_SOURCE_DIR "/config/troupe.toml");
