@@ -57,8 +57,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
 
   auto& f = ctx->facts;
   f.name = ctx->cfg.served_model_name;
-  if (f.name.empty()) f.name = fs::path(o.model_dir).lexically_normal().filename().string();
-  if (f.name.empty()) f.name = fs::path(o.model_dir).lexically_normal().parent_path().filename().string();
+  if (f.name.empty()) f.name = directory_name(o.model_dir);
   f.vocab_size = mc.vocab_size;
   f.default_max_tokens = ctx->cfg.default_max_tokens;
   f.generation = ctx->ckpt->generation;

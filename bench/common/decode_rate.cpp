@@ -27,14 +27,13 @@ std::shared_ptr<const lora_adapter> random_lora(const model_config& cfg, int64_t
   a->layers.resize(static_cast<size_t>(cfg.num_hidden_layers));
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-0.01f, 0.01f);
-  const int64_t q = cfg.num_attention_heads * cfg.head_dim, kv = cfg.num_key_value_heads * cfg.head_dim;
-  const int64_t h = cfg.hidden_size, m = cfg.intermediate_size;
-  const std::pair<int64_t, int64_t> shapes[kLoraTargets] = {{q, h}, {kv, h}, {kv, h}, {h, q}, {m, h}, {m, h}, {h, m}};
-  for (int64_t l = 0; l < cfg.num_hidden_layers; ++l)
+  const auto shapes = lora_target_shapes(cfg);
+  for (size_t l = 0; l < shapes.size(); ++l)
     for (int t = 0; t < kLoraTargets; ++t) {
-      if (t >= static_cast<int>(lora_target::gate_proj) && cfg.layer_is_moe(l)) continue;
-      lora_pair& p = a->layers[static_cast<size_t>(l)][static_cast<size_t>(t)];
-      p.rank = rank, p.out = shapes[t].first, p.in = shapes[t].second, p.scaling = 2.0f;
+      const auto [out, in] = shapes[l][static_cast<size_t>(t)];
+      if (out == 0) continue;  // a mixture-of-experts layer's MLP
+      lora_pair& p = a->layers[l][static_cast<size_t>(t)];
+      p.rank = rank, p.out = out, p.in = in, p.scaling = 2.0f;
       p.a.resize(static_cast<size_t>(rank * p.in));
       p.b.resize(static_cast<size_t>(p.out * rank));
       for (auto& v : p.a) v = u(rng);

@@ -3,16 +3,16 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/error.hpp"
 #include "runtime/core/fnv1a64.hpp"
+#include "runtime/model/checkpoint.hpp"
 #include "runtime/model/safetensors.hpp"
+#include "runtime/model/tensor_layout.hpp"
 
 namespace troupe {
 
@@ -30,6 +30,25 @@ const char* to_string(lora_target t) noexcept {
     case lora_target::down_proj: return "down_proj";
   }
   return "?";
+}
+
+std::vector<std::array<std::pair<int64_t, int64_t>, kLoraTargets>> lora_target_shapes(const model_config& cfg) {
+  std::vector<std::array<std::pair<int64_t, int64_t>, kLoraTargets>> shapes(static_cast<size_t>(cfg.num_hidden_layers));
+  for (const expected_tensor& t : expected_tensors(cfg)) {
+    lora_target target;
+    switch (t.kind) {
+      case tensor_kind::q_proj: target = lora_target::q_proj; break;
+      case tensor_kind::k_proj: target = lora_target::k_proj; break;
+      case tensor_kind::v_proj: target = lora_target::v_proj; break;
+      case tensor_kind::o_proj: target = lora_target::o_proj; break;
+      case tensor_kind::gate_proj: target = lora_target::gate_proj; break;
+      case tensor_kind::up_proj: target = lora_target::up_proj; break;
+      case tensor_kind::down_proj: target = lora_target::down_proj; break;
+      default: continue;
+    }
+    shapes[static_cast<size_t>(t.layer)][static_cast<size_t>(target)] = {t.shape[0], t.shape[1]};
+  }
+  return shapes;
 }
 
 size_t lora_adapter::bytes() const noexcept {
@@ -138,42 +157,6 @@ bool parse_name(std::string_view name, pair_name& out) {
   return false;
 }
 
-// The projection's [out, in] in this model.
-std::pair<int64_t, int64_t> projection_shape(const model_config& c, lora_target t) {
-  const int64_t q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
-  switch (t) {
-    case lora_target::q_proj: return {q, c.hidden_size};
-    case lora_target::k_proj:
-    case lora_target::v_proj: return {kv, c.hidden_size};
-    case lora_target::o_proj: return {c.hidden_size, q};
-    case lora_target::gate_proj:
-    case lora_target::up_proj: return {c.intermediate_size, c.hidden_size};
-    case lora_target::down_proj: return {c.hidden_size, c.intermediate_size};
-  }
-  return {0, 0};
-}
-
-void widen(const tensor_info& t, aligned_vector<float>& out) {
-  const int64_t n = t.numel();
-  out.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    switch (t.type) {
-      case dtype::f32: std::memcpy(&out[i], t.data + 4 * i, 4); break;
-      case dtype::bf16: {
-        uint16_t v;
-        std::memcpy(&v, t.data + 2 * i, 2);
-        out[i] = bf16_to_f32(v);
-        break;
-      }
-      default: {  // f16 (checked by the caller)
-        uint16_t v;
-        std::memcpy(&v, t.data + 2 * i, 2);
-        out[i] = f16_to_f32(v);
-      }
-    }
-  }
-}
-
 }  // namespace
 
 lora_adapter load_lora_adapter(const std::string& dir, const model_config& cfg, std::string name) {
@@ -190,13 +173,13 @@ lora_adapter load_lora_adapter(const std::string& dir, const model_config& cfg, 
 
   lora_adapter a;
   a.dir = dir;
-  a.name = name.empty() ? fs::path(dir).lexically_normal().filename().string() : std::move(name);
-  if (a.name.empty()) a.name = fs::absolute(root).parent_path().filename().string();
+  a.name = name.empty() ? directory_name(dir) : std::move(name);
   a.r = s.r;
   a.lora_alpha = s.alpha;
   a.use_rslora = s.rslora;
   a.layers.resize(static_cast<size_t>(cfg.num_hidden_layers));
 
+  const auto shapes = lora_target_shapes(cfg);
   auto bad = [&](const tensor_info& t, errc code, const std::string& why) {
     throw_error(code, tensors_file + ": tensor '" + t.name + "' " + why);
   };
@@ -209,8 +192,8 @@ lora_adapter load_lora_adapter(const std::string& dir, const model_config& cfg, 
     if (pn.layer < 0 || pn.layer >= cfg.num_hidden_layers)
       bad(t, errc::invalid_checkpoint, "names layer " + std::to_string(pn.layer) + "; the model has " +
                                            std::to_string(cfg.num_hidden_layers) + " layers");
-    const bool mlp = pn.target >= lora_target::gate_proj;
-    if (mlp && cfg.layer_is_moe(pn.layer))
+    const auto [out, in] = shapes[static_cast<size_t>(pn.layer)][static_cast<size_t>(pn.target)];
+    if (out == 0)  // no dense projection there: the MLP of a mixture-of-experts layer
       bad(t, errc::unsupported, "targets the MLP of layer " + std::to_string(pn.layer) +
                                     ", a mixture-of-experts layer: LoRA on experts is not supported");
     if (t.type != dtype::f32 && t.type != dtype::bf16 && t.type != dtype::f16)
@@ -218,7 +201,6 @@ lora_adapter load_lora_adapter(const std::string& dir, const model_config& cfg, 
     if (t.shape.size() != 2 || t.shape[0] < 1 || t.shape[1] < 1)
       bad(t, errc::invalid_checkpoint, "has shape " + shape_string(t.shape) + "; expected a matrix");
     lora_pair& p = a.layers[static_cast<size_t>(pn.layer)][static_cast<size_t>(pn.target)];
-    const auto [out, in] = projection_shape(cfg, pn.target);
     const int64_t rank = pn.is_a ? t.shape[0] : t.shape[1];
     const std::vector<int64_t> expected = pn.is_a ? std::vector<int64_t>{rank, in} : std::vector<int64_t>{out, rank};
     if (t.shape != expected)
@@ -229,7 +211,7 @@ lora_adapter load_lora_adapter(const std::string& dir, const model_config& cfg, 
       bad(t, errc::invalid_checkpoint, "has rank " + std::to_string(rank) + " but its pair's other matrix has rank " +
                                            std::to_string(p.rank));
     p.rank = rank, p.in = in, p.out = out;
-    widen(t, pn.is_a ? p.a : p.b);
+    (pn.is_a ? p.a : p.b) = widen_to_f32(t);
   }
 
   fnv1a64 h;

@@ -6,9 +6,10 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kernels/kernels.hpp"
-#include "runtime/core/aligned_vector.hpp"
 #include "runtime/model/config.hpp"
 
 namespace troupe {
@@ -23,7 +24,7 @@ struct lora_pair {
   int64_t rank = 0;  // 0: this projection has no pair
   int64_t in = 0, out = 0;
   float scaling = 0;  // lora_alpha / rank (lora_alpha / sqrt(rank) with use_rslora)
-  aligned_vector<float> a, b;
+  std::vector<float> a, b;
   kernels::weight_ref a_ref() const { return {a.data(), dtype::f32, rank, in}; }
   kernels::weight_ref b_ref() const { return {b.data(), dtype::f32, out, rank}; }
 };
@@ -44,6 +45,10 @@ struct lora_adapter {
     return p.rank > 0 ? &p : nullptr;
   }
 };
+
+// Each layer's [out, in] per target, from the checkpoint's tensor layout (tensor_layout.hpp);
+// {0, 0} where the layer has no such dense projection (a mixture-of-experts layer's MLP).
+std::vector<std::array<std::pair<int64_t, int64_t>, kLoraTargets>> lora_target_shapes(const model_config& cfg);
 
 // Loads a PEFT LoRA directory for a model of config `cfg`. Tensors may be F32, BF16 or F16 (kept
 // as float32). Throws troupe::error naming the file and the field or tensor: io_error when a

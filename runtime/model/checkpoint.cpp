@@ -157,22 +157,13 @@ weight_files open_weights(const fs::path& root, residency where) {
   return w;
 }
 
-std::vector<float> widen(const tensor_info& t) {
-  std::vector<float> out(static_cast<size_t>(t.numel()));
-  const uint8_t* p = t.data;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (t.type == dtype::f32) {
-      std::memcpy(&out[i], p + 4 * i, 4);
-    } else {
-      uint16_t v;
-      std::memcpy(&v, p + 2 * i, 2);
-      out[i] = t.type == dtype::bf16 ? bf16_to_f32(v) : f16_to_f32(v);
-    }
-  }
-  return out;
-}
-
 }  // namespace
+
+std::string directory_name(const std::string& dir) {
+  const fs::path p = fs::path(dir).lexically_normal();
+  const std::string name = p.filename().string();
+  return name.empty() ? p.parent_path().filename().string() : name;
+}
 
 std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir, residency where) {
   auto ck = std::make_unique<checkpoint>();
@@ -208,7 +199,7 @@ std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir, residency wh
       throw_error(errc::invalid_checkpoint, file_path + ": tensor '" + t.name + "' has shape " +
                                                 shape_string(info->shape) + "; " + expectation(t));
     if (t.is_norm()) {
-      *norm_slot(w, t) = widen(*info);
+      *norm_slot(w, t) = widen_to_f32(*info);
       continue;
     }
     const void* data = info->data;

@@ -69,6 +69,10 @@ struct checkpoint {
 // asks for a copy on huge pages (runtime/core/mapped_file.hpp).
 std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir, residency where = residency::mapped);
 
+// A model or adapter directory's own name, trailing separators ignored ("models/Qwen3-0.6B/" ->
+// "Qwen3-0.6B"): what the server calls it when no name is given.
+std::string directory_name(const std::string& dir);
+
 // Recomputes weights.bytes, active_bytes and num_parameters by model_weights' rules, quantization
 // scales counted with their weights (load_checkpoint calls it; so does runtime/quant after
 // quantizing).

@@ -32,6 +32,10 @@ struct tensor_info {
 // "[151936, 1024]"
 std::string shape_string(const std::vector<int64_t>& shape);
 
+// The values of an F32, BF16 or F16 tensor as float32 (exact; the caller checks the dtype): norm
+// weights and scales at checkpoint load, LoRA pairs.
+std::vector<float> widen_to_f32(const tensor_info& t);
+
 class safetensors_file {
  public:
   // Maps `path` and validates the header: length within the file, JSON syntax, every dtype known,

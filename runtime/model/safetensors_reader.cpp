@@ -190,6 +190,20 @@ int64_t tensor_info::numel() const noexcept {
   return n;
 }
 
+std::vector<float> widen_to_f32(const tensor_info& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (t.type == dtype::f32) {
+      std::memcpy(&out[i], t.data + 4 * i, 4);
+    } else {
+      uint16_t v;
+      std::memcpy(&v, t.data + 2 * i, 2);
+      out[i] = t.type == dtype::bf16 ? bf16_to_f32(v) : f16_to_f32(v);
+    }
+  }
+  return out;
+}
+
 std::string shape_string(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) {

@@ -32,20 +32,6 @@ namespace {
 
 bool is_float(dtype t) { return t == dtype::f32 || t == dtype::f16 || t == dtype::bf16; }
 
-std::vector<float> widen(const tensor_info& t) {
-  std::vector<float> out(static_cast<size_t>(t.numel()));
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (t.type == dtype::f32) {
-      std::memcpy(&out[i], t.data + 4 * i, 4);
-    } else {
-      uint16_t v;
-      std::memcpy(&v, t.data + 2 * i, 2);
-      out[i] = t.type == dtype::bf16 ? bf16_to_f32(v) : f16_to_f32(v);
-    }
-  }
-  return out;
-}
-
 const char* codes_dtype(method m) { return m == method::fp8 ? "F8_E4M3" : "I8"; }
 
 // The shape of a quantized weight's scales.
@@ -94,7 +80,7 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
       if (!is_float(info->type))
         throw_error(errc::unsupported, path + ": tensor '" + t.name + "' has dtype " +
                                            std::string(to_string(info->type)) + "; " + expect);
-      *norm_slot(w, t) = widen(*info);
+      *norm_slot(w, t) = widen_to_f32(*info);
       continue;
     }
     const void* data = info->data;
@@ -130,7 +116,7 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
       if (s->type == dtype::f32 && reinterpret_cast<uintptr_t>(s->data) % 4 == 0) {
         ref.scales = reinterpret_cast<const float*>(s->data);
       } else {
-        auto widened = std::make_shared<std::vector<float>>(widen(*s));
+        auto widened = std::make_shared<std::vector<float>>(widen_to_f32(*s));
         ref.scales = widened->data();
         ck->owned.push_back(widened);
       }
