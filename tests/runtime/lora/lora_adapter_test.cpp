@@ -158,6 +158,18 @@ BOOST_AUTO_TEST_CASE(config_errors_name_the_field) {
       {"alpha_pattern", [](json& j) { j["alpha_pattern"] = {{"q_proj", 4}}; }, errc::unsupported, {"alpha_pattern"}},
       {"aLoRA", [](json& j) { j["alora_invocation_tokens"] = {1, 2}; }, errc::unsupported, {"alora_invocation_tokens"}},
       {"layer_replication", [](json& j) { j["layer_replication"] = {{0, 1}}; }, errc::unsupported, {"layer_replication"}},
+      {"not an object", [](json& j) { j = json::array({1, 2}); }, errc::invalid_checkpoint, {"expected a JSON object"}},
+      {"trainable tokens", [](json& j) { j["trainable_token_indices"] = {1, 2}; }, errc::unsupported,
+       {"trainable_token_indices"}},
+      {"arrow", [](json& j) { j["arrow_config"] = {{"top_k", 2}}; }, errc::unsupported, {"arrow_config"}},
+      {"target_parameters", [](json& j) { j["target_parameters"] = {"mlp.experts.gate_up_proj"}; }, errc::unsupported,
+       {"target_parameters"}},
+      {"bdlora", [](json& j) { j["use_bdlora"] = true; }, errc::unsupported, {"use_bdlora"}},
+      {"kasa", [](json& j) { j["kasa_config"] = {{"k", 1}}; }, errc::unsupported, {"kasa_config"}},
+      {"monteclora", [](json& j) { j["monteclora_config"] = {{"n", 1}}; }, errc::unsupported, {"monteclora_config"}},
+      {"velora", [](json& j) { j["velora_config"] = {{"n", 1}}; }, errc::unsupported, {"velora_config"}},
+      {"qalora", [](json& j) { j["use_qalora"] = true; }, errc::unsupported, {"use_qalora", "QA-LoRA"}},
+      {"dora text", [](json& j) { j["use_dora"] = 1; }, errc::invalid_checkpoint, {"use_dora", "true or false"}},
   };
   for (const bad& b : cases) {
     BOOST_TEST_CONTEXT(b.what) {
@@ -240,6 +252,12 @@ BOOST_AUTO_TEST_CASE(tensor_errors_name_the_tensor) {
     std::vector<int8_t> z(8 * 64, 1);
     c.edit_tensors([&](tensor_to_write& t) { return t.name != q_a; }, {tensor_to_write{q_a, dtype::i8, {8, 64}, z.data(), {}}});
     expect_error([&] { c.load(); }, errc::unsupported, {q_a, "F32, BF16 or F16"});
+  }
+  {  // not a matrix
+    adapter_copy c;
+    std::vector<float> z(2 * 8 * 64, 0.5f);
+    c.edit_tensors([&](tensor_to_write& t) { return t.name != q_a; }, {tensor_to_write{q_a, dtype::f32, {2, 8, 64}, z.data(), {}}});
+    expect_error([&] { c.load(); }, errc::invalid_checkpoint, {q_a, "[2, 8, 64]", "expected a matrix"});
   }
   {  // nothing in it
     adapter_copy c;
