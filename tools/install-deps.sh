@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config
       libcaf-dev libhiredis-dev libmsgpack-cxx-dev libboost-dev libboost-test-dev
       redis-server redis-tools libpcre2-dev libutf8proc-dev nlohmann-json3-dev
-      libcli11-dev libopenblas-dev python3-msgpack libtomlplusplus-dev)
+      libcli11-dev libopenblas-dev python3-msgpack libtomlplusplus-dev
+      haproxy)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,5 @@
 // A `troupe serve` child process for end-to-end tests: started with the given flags on free
-// loopback ports, its ports read from the banner, stopped with SIGTERM.
+// loopback ports, its ports read from the banner, stopped with SIGTERM (or crashed with SIGKILL).
 #pragma once
 
 #include <fcntl.h>
@@ -56,6 +56,15 @@ class replica_process {
   void stop() {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGTERM);
+    int st = 0;
+    ::waitpid(pid_, &st, 0);
+    pid_ = -1;
+    ::close(out_);
+  }
+  // SIGKILL: a replica that crashes, with no drain and no goodbye to its clients.
+  void crash() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
     int st = 0;
     ::waitpid(pid_, &st, 0);
     pid_ = -1;
