@@ -8,6 +8,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/io/receive_policy.hpp>
 #include <caf/io/system_messages.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <unordered_map>
 
@@ -36,6 +37,8 @@ struct conn_state {
   int32_t running_seqs = 0;  // completions of those (what max_requests_per_connection bounds)
   uint64_t unsent_bytes = 0;  // written but not yet on the wire (as the scribe last reported)
   bool paused = false;        // reading stopped until the client drains its output
+  int32_t other_requests = 0;  // tokenize requests in flight (answered later)
+  clock::time_point quiet_since = clock::now();  // the last complete frame or the last request's end
 };
 
 struct route {
@@ -93,12 +96,17 @@ void cancel_all(self_ptr self, connection_handle hdl) {
   }
 }
 
-// A completion's last bytes went out: the request id is free again once all of its completions did.
+// A completion's (or a tokenize's) last bytes went out: the request id is free again once all of
+// its completions did, and the connection's quiet time starts anew.
 void completion_ended(self_ptr self, const route& r) {
-  if (!r.generate) return;
   auto c = self->state.conns.find(r.hdl);
   if (c == self->state.conns.end()) return;
   auto& cs = c->second;
+  cs.quiet_since = clock::now();
+  if (!r.generate) {
+    --cs.other_requests;
+    return;
+  }
   --cs.running_seqs;
   auto g = cs.generates.find(r.client_id);
   if (g != cs.generates.end() && --g->second.live == 0) cs.generates.erase(g);
@@ -193,6 +201,7 @@ void on_request(self_ptr self, connection_handle hdl, wire::request&& req) {
     int64_t rid = st.next_rid++;
     auto w = static_cast<int32_t>(rid % static_cast<int64_t>(st.workers.size()));
     st.routes.emplace(rid, route{hdl, id, w, false});
+    ++cs.other_requests;
     self->send(st.workers[static_cast<size_t>(w)],
                tokenize_msg{rid, std::make_shared<const wire::tokenize_request>(std::move(*t))});
   } else if (std::holds_alternative<wire::health_request>(req)) {
@@ -229,6 +238,7 @@ void on_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf)
       drop_connection(self, hdl, true);
       return;
     }
+    c->second.quiet_since = clock::now();
     auto d = wire::decode_request(payload);
     if (!d.ok()) {
       write_error(self, hdl, d.error.code, d.error.message, d.error.id);
@@ -239,6 +249,25 @@ void on_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf)
     if (c == st.conns.end()) return;
   }
   apply_backpressure(self, hdl);
+}
+
+// Closes the connections that have had nothing running and sent no complete frame for
+// idle_timeout_ms, telling them why; then looks again in a quarter of that (at least every 10 ms).
+void sweep_idle(self_ptr self) {
+  auto& st = self->state;
+  const auto timeout = std::chrono::milliseconds(st.ctx->cfg.idle_timeout_ms);
+  const auto now = clock::now();
+  std::vector<connection_handle> idle;
+  for (const auto& [hdl, cs] : st.conns)
+    if (cs.running_seqs == 0 && cs.other_requests == 0 && now - cs.quiet_since >= timeout) idle.push_back(hdl);
+  for (auto hdl : idle) {
+    write_error(self, hdl, wire::error_code::idle_timeout,
+                "no request for " + std::to_string(st.ctx->cfg.idle_timeout_ms) +
+                    " ms (idle_timeout_ms); closing the connection",
+                "");
+    drop_connection(self, hdl, true);
+  }
+  self->delayed_send(self, std::max(timeout / 4, std::chrono::milliseconds(10)), idle_sweep_atom::value);
 }
 
 caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> workers,
@@ -255,6 +284,7 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
   }
   st.doorman = res->first;
   bound->set_value({res->second, {}});
+  if (ctx->cfg.idle_timeout_ms > 0) sweep_idle(self);
   return {
       [=](const caf::io::new_connection_msg& m) {
         auto& st = self->state;
@@ -283,6 +313,7 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
       },
       [=](const caf::io::connection_closed_msg& m) { drop_connection(self, m.handle, false); },
       [=](const caf::io::acceptor_closed_msg&) {},
+      [=](idle_sweep_atom) { sweep_idle(self); },
       [=](output_msg& m) {
         auto& st = self->state;
         std::vector<connection_handle> touched;
@@ -339,6 +370,7 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
             self->send(m.worker, cancel_msg{it->first});
           } else {
             write_event(self, it->second.hdl, lost);
+            completion_ended(self, it->second);
           }
           it = st.routes.erase(it);
         }

@@ -25,6 +25,7 @@ using clock = std::chrono::steady_clock;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;       // stop accepting; finish or cancel
 using drained_atom = caf::atom_constant<caf::atom("drained")>;   // scheduler -> supervisor: all done
 using tick_atom = caf::atom_constant<caf::atom("tick")>;         // scheduler: deadlines / drain timer
+using idle_sweep_atom = caf::atom_constant<caf::atom("idlesweep")>;  // gateway: close idle connections
 using kill_exec_atom = caf::atom_constant<caf::atom("killexec")>;  // tests: fail the executor
 using kill_sched_atom = caf::atom_constant<caf::atom("killsched")>;  // tests: fail the scheduler
 using kill_worker_atom = caf::atom_constant<caf::atom("killworker")>;  // tests: fail a tokenizer worker

@@ -22,6 +22,9 @@ struct server_config {
   int32_t max_requests_per_connection = 256;
   int64_t max_connection_buffer_bytes = 8 << 20;
   int32_t shutdown_grace_ms = 10000;
+  // A connection with nothing running that sends no complete request for this long is closed
+  // (idle_timeout); 0 = never. Frees the slots of clients that connect and go quiet.
+  int32_t idle_timeout_ms = 0;
   int32_t tokenizer_workers = 2;
   int32_t actor_threads = 2;
   // CAF's scheduler for them: "sharing" (idle workers block) or "stealing" (idle workers poll;

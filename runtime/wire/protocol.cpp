@@ -10,7 +10,7 @@ constexpr std::array<std::string_view, num_error_codes> error_names = {
     "unknown_field", "missing_field",     "wrong_type",          "invalid_value",
     "invalid_utf8",  "duplicate_id",      "unknown_id",          "prompt_too_long",
     "too_many_requests", "unsupported",   "shutting_down",       "forbidden",
-    "internal",
+    "idle_timeout",      "internal",
 };
 constexpr std::array<std::string_view, 5> finish_names = {"stop", "length", "cancelled",
                                                           "deadline", "error"};

@@ -33,6 +33,7 @@ enum class error_code : uint8_t {
   unsupported,          // valid but not served here (text prompt without a tokenizer, ...)
   shutting_down,        // the server is draining and takes no new requests
   forbidden,            // an admin request without the server's admin token, or admin disabled
+  idle_timeout,         // no request for [server] idle_timeout_ms; the connection is closed after it
   internal,             // a server-side failure (an actor failed); not the client's fault
 };
 inline constexpr int num_error_codes = static_cast<int>(error_code::internal) + 1;

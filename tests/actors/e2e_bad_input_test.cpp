@@ -3,6 +3,9 @@
 #include "tests/actors/e2e_fixture.hpp"
 #include "tests/runtime/wire/msgpack_builder.hpp"
 
+#include <atomic>
+#include <thread>
+
 #include "runtime/wire/frame.hpp"
 #include "runtime/wire/request_codec.hpp"
 
@@ -187,6 +190,101 @@ BOOST_AUTO_TEST_CASE(per_connection_request_limit) {
     }
   }
   BOOST_FAIL("no too_many_requests error");
+}
+
+// idle_timeout_ms: a client that connects and goes quiet, or sends half a frame and stops,
+// gives its connection back (max_connections is finite), told why.
+BOOST_AUTO_TEST_CASE(idle_and_half_sent_connections_are_closed_with_a_reason) {
+  auto c = test_config();
+  c.idle_timeout_ms = 300;
+  auto srv = start(c);
+  const auto t0 = std::chrono::steady_clock::now();
+  client::connection silent("127.0.0.1", srv->port());
+  client::connection half("127.0.0.1", srv->port());
+  // `half` announces a 40-byte frame and dribbles it a byte every 50 ms: bytes that never make
+  // a request are no activity.
+  std::string header;
+  wire::append_frame_header(header, 40);
+  half.send_raw(header);
+  std::atomic<bool> stop{false};
+  std::thread dribble([&] {
+    for (int i = 0; i < 30 && !stop; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      try {
+        half.send_raw("x");
+      } catch (const std::exception&) {
+        return;  // closed
+      }
+    }
+  });
+  for (auto* conn : {&silent, &half}) {
+    auto ev = conn->next_event(std::chrono::seconds(10));
+    BOOST_REQUIRE_MESSAGE(ev.has_value(), "an idle connection got no idle_timeout event");
+    auto* e = std::get_if<wire::wire_error>(&*ev);
+    BOOST_REQUIRE(e);
+    BOOST_TEST(to_string(e->code) == "idle_timeout");
+    BOOST_TEST(e->message.find("no request for 300 ms") != std::string::npos, e->message);
+  }
+  const auto told = std::chrono::steady_clock::now() - t0;
+  stop = true;
+  dribble.join();
+  BOOST_TEST((told >= std::chrono::milliseconds(300)));
+  BOOST_TEST((told < std::chrono::milliseconds(1200)), "the dribbling connection was kept too long");
+  BOOST_TEST(silent.closed_by_peer(std::chrono::seconds(5)));
+  BOOST_TEST(half.closed_by_peer(std::chrono::seconds(5)));
+  // The server is fine, and a new client is served.
+  client::client next("127.0.0.1", srv->port());
+  BOOST_TEST(next.complete(ids_request("n", {1, 2, 3}, 4)).ids == reference(tiny_dense(), ids_request("n", {1, 2, 3}, 4)),
+             boost::test_tools::per_element());
+}
+
+// Quiet means nothing running and no complete frame: a stream that outlasts the timeout many
+// times over is never cut, a client that keeps asking is kept, and the quiet time starts when
+// the last request ends.
+BOOST_AUTO_TEST_CASE(only_connections_with_nothing_running_and_nothing_sent_are_idle) {
+  auto c = test_config();
+  c.idle_timeout_ms = 200;
+  c.max_model_len = 8192;
+  auto srv = start(c);
+  client::client busy("127.0.0.1", srv->port());
+  client::connection chatty("127.0.0.1", srv->port());
+  std::atomic<bool> stop{false};
+  std::atomic<int> answered{0}, unanswered{0};
+  std::thread asker([&] {  // a health request every 10 ms
+    while (!stop) {
+      chatty.send(wire::health_request{"h"});
+      auto ev = chatty.next_event(std::chrono::seconds(10));
+      (ev && std::holds_alternative<wire::health_event>(*ev) ? answered : unanswered)++;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  auto long_one = ids_request("long", {1, 2, 3}, 6000);  // ~1 s of decoding on the tiny model
+  const auto t0 = std::chrono::steady_clock::now();
+  auto got = busy.complete(long_one);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  // The quiet time begins with the request's end, not with its frame (a second ago): 60 ms after
+  // the end the connection is still open.
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  busy.raw().send(wire::health_request{"after"});
+  auto after = busy.raw().next_event(std::chrono::seconds(10));
+  BOOST_TEST((after.has_value() && std::holds_alternative<wire::health_event>(*after)));
+  stop = true;
+  asker.join();
+  BOOST_TEST_MESSAGE("6000 tokens in " << std::chrono::duration<double>(took).count() << " s");
+  BOOST_TEST((took >= std::chrono::milliseconds(400)), "the stream must outlast the timeout twice or more");
+  BOOST_TEST((got.done.reason == wire::finish_reason::length));
+  BOOST_TEST(got.ids == reference(tiny_dense(), long_one), boost::test_tools::per_element());
+  BOOST_TEST(answered >= 10);
+  BOOST_TEST(unanswered == 0);
+  // Nothing running now: both connections are closed about 200 ms later, each told why.
+  for (auto* conn : {&busy.raw(), &chatty}) {
+    auto ev = conn->next_event(std::chrono::seconds(10));
+    BOOST_REQUIRE(ev.has_value());
+    auto* e = std::get_if<wire::wire_error>(&*ev);
+    BOOST_REQUIRE(e);
+    BOOST_TEST(to_string(e->code) == "idle_timeout");
+    BOOST_TEST(conn->closed_by_peer(std::chrono::seconds(5)));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -132,6 +132,7 @@ BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   BOOST_TEST(from_file.max_requests_per_connection == d.max_requests_per_connection);
   BOOST_TEST(from_file.max_connection_buffer_bytes == d.max_connection_buffer_bytes);
   BOOST_TEST(from_file.shutdown_grace_ms == d.shutdown_grace_ms);
+  BOOST_TEST(from_file.idle_timeout_ms == d.idle_timeout_ms);
   BOOST_TEST(from_file.tokenizer_workers == d.tokenizer_workers);
   BOOST_TEST(from_file.actor_threads == d.actor_threads);
   BOOST_TEST(from_file.actor_scheduling == d.actor_scheduling);

@@ -2,6 +2,8 @@
 // round trip through the client decoder.
 #include <boost/test/unit_test.hpp>
 
+#include <set>
+
 #include "runtime/wire/event_codec.hpp"
 #include "runtime/wire/frame.hpp"
 #include "tests/runtime/wire/msgpack_builder.hpp"
@@ -121,6 +123,22 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
   BOOST_TEST(m.models.at(0).parent.empty());
   BOOST_TEST(m.models.at(1).name == "sql-lora");
   BOOST_TEST(m.models.at(1).parent == "qwen3-tiny");
+}
+
+// Every error code has its own name on the wire, and reads back as itself.
+BOOST_AUTO_TEST_CASE(every_error_code_round_trips_by_name) {
+  std::set<std::string_view> names;
+  for (int i = 0; i < num_error_codes; ++i) {
+    const auto code = static_cast<error_code>(i);
+    names.insert(to_string(code));
+    BOOST_TEST((parse_error_code(to_string(code)) == code));
+    auto d = decode_event(encode_event(wire_error{code, "m", "x"}));
+    BOOST_REQUIRE(d.ok());
+    BOOST_TEST((std::get<wire_error>(*d.ev).code == code));
+  }
+  BOOST_TEST(names.size() == static_cast<size_t>(num_error_codes));
+  BOOST_TEST(to_string(error_code::idle_timeout) == "idle_timeout");
+  BOOST_TEST(!parse_error_code("idle").has_value());
 }
 
 // Requests with n > 1: token and done events name their completion; others carry no index.
