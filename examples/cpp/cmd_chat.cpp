@@ -3,8 +3,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "examples/cpp/troupe_client.hpp"
+#include "runtime/core/error.hpp"
 #include "tools/troupe/command.hpp"
 
 namespace {
@@ -29,8 +31,8 @@ int run_chat(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  client::client c(host, port);
-  auto models = c.models();
+  auto c = std::make_unique<client::client>(host, port);
+  auto models = c->models();
   std::printf("connected to %s (%s); /reset clears the conversation, /think toggles thinking, Ctrl-D quits\n",
               models.empty() ? "?" : models[0].name.c_str(), (host + ":" + std::to_string(port)).c_str());
   std::vector<wire::chat_message> history;
@@ -58,19 +60,31 @@ int run_chat(int argc, char** argv) {
     r.adapter = adapter;
     r.max_tokens = max_tokens;
     std::string answer;
-    try {
-      auto s = c.generate(r);
-      while (auto t = s.next()) {
-        answer += t->text;
-        std::fputs(t->text.c_str(), stdout);
-        std::fflush(stdout);
+    // A server with idle_timeout_ms closes a connection left quiet while the user types: then
+    // this turn goes once more on a new connection (nothing of it had streamed).
+    for (int attempt = 0;; ++attempt) {
+      try {
+        auto s = c->generate(r);
+        while (auto t = s.next()) {
+          answer += t->text;
+          std::fputs(t->text.c_str(), stdout);
+          std::fflush(stdout);
+        }
+        std::printf("\n[%s, %lld tokens]\n", std::string(wire::to_string(s.done().reason)).c_str(),
+                    static_cast<long long>(s.done().usage.completion_tokens));
+        history.push_back({"assistant", answer, "", ""});
+      } catch (const client::request_error& e) {
+        std::printf("error: %s\n", e.what());
+        history.pop_back();
+      } catch (const troupe::error& e) {
+        if (attempt == 0 && answer.empty()) {
+          c = std::make_unique<client::client>(host, port);
+          continue;
+        }
+        std::printf("error: %s\n", e.what());
+        history.pop_back();
       }
-      std::printf("\n[%s, %lld tokens]\n", std::string(wire::to_string(s.done().reason)).c_str(),
-                  static_cast<long long>(s.done().usage.completion_tokens));
-      history.push_back({"assistant", answer, "", ""});
-    } catch (const client::request_error& e) {
-      std::printf("error: %s\n", e.what());
-      history.pop_back();
+      break;
     }
   }
   return 0;
