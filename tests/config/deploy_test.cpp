@@ -19,21 +19,20 @@
 #include <nlohmann/json.hpp>
 
 #include "examples/cpp/troupe_client.hpp"
-#include "runtime/engine/generator.hpp"
-#include "runtime/model/checkpoint.hpp"
 #include "runtime/wire/event_codec.hpp"
 #include "runtime/wire/frame.hpp"
 #include "runtime/wire/request_codec.hpp"
 #include "tests/runtime/prefix/redis_server.hpp"
+#include "tests/runtime/prefix/replica_checks.hpp"
 #include "tests/runtime/prefix/replica_process.hpp"
 
 using namespace troupe;
 using troupe::testing::redis_server;
 using troupe::testing::replica_process;
+using namespace troupe::testing;
 
 namespace {
 
-const std::string model_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-dense";
 const std::string deploy_dir = TROUPE_SOURCE_DIR "/config/deploy";
 
 std::string read_file(const std::string& path) {
@@ -118,63 +117,6 @@ class haproxy_process {
   uint16_t port_;
 };
 
-std::string scrape(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string text;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    const std::string req = "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n";
-    (void)::write(fd, req.data(), req.size());
-    char buf[8192];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return text;
-}
-
-// The sum of every sample of troupe:<name> (all label sets).
-double metric_sum(uint16_t port, const std::string& name) {
-  std::istringstream lines(scrape(port));
-  double sum = 0;
-  for (std::string l; std::getline(lines, l);) {
-    const std::string head = "troupe:" + name;
-    if (l.rfind(head, 0) != 0 || (l[head.size()] != '{' && l[head.size()] != ' ')) continue;
-    sum += std::stod(l.substr(l.rfind(' ') + 1));
-  }
-  return sum;
-}
-
-wire::generate_request greedy(const std::string& id, const std::vector<int32_t>& prompt, int32_t max_tokens) {
-  wire::generate_request r;
-  r.id = id;
-  r.kind = wire::prompt_kind::ids;
-  r.prompt_ids = prompt;
-  r.max_tokens = max_tokens;
-  r.ignore_eos = true;
-  r.sampling.temperature = 0.0;
-  return r;
-}
-
-std::vector<int32_t> cold(const std::vector<int32_t>& prompt, int32_t max_tokens) {
-  static auto ck = load_checkpoint(model_dir);
-  generate_options o;
-  o.max_tokens = max_tokens;
-  o.sampling = defaults_from(ck->generation);
-  o.sampling.temperature = 0;
-  o.sampling.ignore_eos = true;
-  generator g(*ck);
-  return g.generate(prompt, o).ids;
-}
-
-std::vector<int32_t> random_ids(std::mt19937& rng, int n) {
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  for (auto& t : v) t = static_cast<int32_t>(rng() % 4000);
-  return v;
-}
-
 // One request on its own connection through the balancer (the balancer places connections).
 client::completion through(uint16_t port, const wire::generate_request& r) {
   client::client c("127.0.0.1", port);
@@ -201,7 +143,7 @@ BOOST_AUTO_TEST_CASE(the_health_check_is_the_protocols_health_exchange) {
 
 BOOST_AUTO_TEST_CASE(replicas_behind_haproxy_share_a_cache_and_survive_a_crash) {
   redis_server redis;
-  const std::vector<std::string> flags = {"--model", model_dir, "--num-kv-blocks", "128", "--max-model-len", "512",
+  const std::vector<std::string> flags = {"--model", replica_model_dir, "--num-kv-blocks", "128", "--max-model-len", "512",
                                           "--redis", redis.url()};
   replica_process r1(flags), r2(flags);
   haproxy_process lb(free_port(), r1.port(), r2.port());
@@ -243,7 +185,7 @@ BOOST_AUTO_TEST_CASE(replicas_behind_haproxy_share_a_cache_and_survive_a_crash) 
   BOOST_TEST(b.done.usage.cached_prompt_tokens == 192);
 
   // Every troupe: series the dashboard queries exists on a replica serving with Redis.
-  const std::string exposition = scrape(r1.metrics_port());
+  const std::string exposition = scrape_metrics(r1.metrics_port());
   const auto dashboard = nlohmann::json::parse(read_file(deploy_dir + "/grafana-dashboard.json"));
   std::set<std::string> names;
   const std::regex metric_re("troupe:([a-zA-Z0-9_]+)");

@@ -53,23 +53,17 @@ class replica_process {
   }
   ~replica_process() { stop(); }
 
-  void stop() {
+  // SIGTERM: the server drains and exits; SIGKILL (crash()): a replica that dies with no drain
+  // and no goodbye to its clients.
+  void stop(int signal = SIGTERM) {
     if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
+    ::kill(pid_, signal);
     int st = 0;
     ::waitpid(pid_, &st, 0);
     pid_ = -1;
     ::close(out_);
   }
-  // SIGKILL: a replica that crashes, with no drain and no goodbye to its clients.
-  void crash() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int st = 0;
-    ::waitpid(pid_, &st, 0);
-    pid_ = -1;
-    ::close(out_);
-  }
+  void crash() { stop(SIGKILL); }
   uint16_t port() const { return port_; }
   uint16_t metrics_port() const { return metrics_port_; }
   const std::string& banner() const { return banner_; }

@@ -6,9 +6,6 @@
 #define BOOST_TEST_MODULE troupe_prefix_replicas
 #include <boost/test/unit_test.hpp>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <random>
 #include <thread>
 
@@ -17,71 +14,22 @@
 #include "runtime/engine/generator.hpp"
 #include "runtime/model/checkpoint.hpp"
 #include "tests/runtime/prefix/redis_server.hpp"
+#include "tests/runtime/prefix/replica_checks.hpp"
 #include "tests/runtime/prefix/replica_process.hpp"
 
 using namespace troupe;
 using troupe::testing::redis_server;
 using troupe::testing::replica_process;
+using namespace troupe::testing;
 
 namespace {
 
-const std::string model_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-dense";
+const std::string& model_dir = troupe::testing::replica_model_dir;
 
 std::vector<std::string> flags(std::vector<std::string> extra = {}) {
   std::vector<std::string> f = {"--model", model_dir, "--num-kv-blocks", "128", "--max-model-len", "512"};
   f.insert(f.end(), extra.begin(), extra.end());
   return f;
-}
-
-wire::generate_request greedy(const std::string& id, const std::vector<int32_t>& prompt, int32_t max_tokens) {
-  wire::generate_request r;
-  r.id = id;
-  r.kind = wire::prompt_kind::ids;
-  r.prompt_ids = prompt;
-  r.max_tokens = max_tokens;
-  r.ignore_eos = true;
-  r.sampling.temperature = 0.0;
-  return r;
-}
-
-std::vector<int32_t> cold(const std::vector<int32_t>& prompt, int32_t max_tokens) {
-  static auto ck = load_checkpoint(model_dir);
-  generate_options o;
-  o.max_tokens = max_tokens;
-  o.sampling = defaults_from(ck->generation);
-  o.sampling.temperature = 0;
-  o.sampling.ignore_eos = true;
-  generator g(*ck);
-  return g.generate(prompt, o).ids;
-}
-
-// GET /metrics from a replica; the value of `name{...} value` (first match), or -1.
-double metric(uint16_t port, const std::string& name) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  std::string req = "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n";
-  (void)::write(fd, req.data(), req.size());
-  std::string text;
-  char buf[8192];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  auto pos = text.find("\ntroupe:" + name + "{");
-  if (pos == std::string::npos) return -1;
-  auto sp = text.find("} ", pos);
-  return std::stod(text.substr(sp + 2, text.find('\n', sp) - sp - 2));
-}
-
-std::vector<int32_t> random_ids(std::mt19937& rng, int n) {
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  for (auto& t : v) t = static_cast<int32_t>(rng() % 4000);
-  return v;
 }
 
 }  // namespace
