@@ -252,7 +252,8 @@ void on_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf)
 }
 
 // Closes the connections that have had nothing running and sent no complete frame for
-// idle_timeout_ms, telling them why; then looks again in a quarter of that (at least every 10 ms).
+// idle_timeout_ms, telling them why; then looks again in a quarter of that, between 10 ms and 1 s
+// (a connection is closed at most that late).
 void sweep_idle(self_ptr self) {
   auto& st = self->state;
   const auto timeout = std::chrono::milliseconds(st.ctx->cfg.idle_timeout_ms);
@@ -267,7 +268,8 @@ void sweep_idle(self_ptr self) {
                 "");
     drop_connection(self, hdl, true);
   }
-  self->delayed_send(self, std::max(timeout / 4, std::chrono::milliseconds(10)), idle_sweep_atom::value);
+  self->delayed_send(self, std::clamp(timeout / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000)),
+                     idle_sweep_atom::value);
 }
 
 caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> workers,
