@@ -115,6 +115,7 @@ void completion_ended(self_ptr self, const route& r) {
 void drop_connection(self_ptr self, connection_handle hdl, bool close_socket) {
   cancel_all(self, hdl);
   self->state.conns.erase(hdl);
+  self->state.ctx->metrics->set_client_connections(static_cast<int64_t>(self->state.conns.size()));
   if (close_socket) self->close(hdl);
 }
 
@@ -268,6 +269,7 @@ void sweep_idle(self_ptr self) {
                 "");
     drop_connection(self, hdl, true);
   }
+  st.ctx->metrics->add_idle_closed(static_cast<int64_t>(idle.size()));
   self->delayed_send(self, std::clamp(timeout / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000)),
                      idle_sweep_atom::value);
 }
@@ -303,6 +305,7 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
           return;
         }
         st.conns.emplace(m.handle, conn_state(static_cast<uint32_t>(st.ctx->cfg.max_frame_bytes)));
+        st.ctx->metrics->set_client_connections(static_cast<int64_t>(st.conns.size()));
         self->configure_read(m.handle, caf::io::receive_policy::at_most(64 * 1024));
         self->ack_writes(m.handle, true);
       },
@@ -345,6 +348,7 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
         if (++st.drained_workers < st.workers.size()) return;
         for (auto& [hdl, cs] : st.conns) self->close(hdl);
         st.conns.clear();
+        st.ctx->metrics->set_client_connections(0);
         st.routes.clear();
         if (st.drain_listener) self->send(st.drain_listener, drained_atom::value);
       },

@@ -119,6 +119,14 @@ void metrics::add_step(double engine_seconds, double loop_seconds, int64_t token
   engine_seconds_ += engine_seconds;
   loop_seconds_ += loop_seconds;
 }
+void metrics::set_client_connections(int64_t open) {
+  std::lock_guard lock(mu_);
+  connections_ = open;
+}
+void metrics::add_idle_closed(int64_t n) {
+  std::lock_guard lock(mu_);
+  idle_closed_ += n;
+}
 int64_t metrics::running() const {
   std::lock_guard lock(mu_);
   return running_;
@@ -194,6 +202,11 @@ std::string metrics::render() const {
   family(o, "scheduler_loop_seconds_total", "counter",
        "Wall time from planning a step to its results applied: engine time plus runtime overhead (troupe-specific).");
   sample(o, "scheduler_loop_seconds_total", labels_, number(loop_seconds_));
+  family(o, "client_connections", "gauge", "Open client connections (troupe-specific).");
+  sample(o, "client_connections", labels_, std::to_string(connections_));
+  family(o, "idle_connections_closed_total", "counter",
+         "Client connections closed after idle_timeout_ms with nothing running (troupe-specific).");
+  sample(o, "idle_connections_closed_total", labels_, std::to_string(idle_closed_));
   for (const auto& r : renderers_) r(o, labels_);
   return o;
 }

@@ -52,6 +52,9 @@ class metrics {
   void observe_e2e(double seconds);
   void observe_queue(double seconds);
   void add_step(double engine_seconds, double loop_seconds, int64_t batched_tokens);
+  // The gateway's connections: how many are open, and those it closed for idle_timeout_ms.
+  void set_client_connections(int64_t open);
+  void add_idle_closed(int64_t n);
 
   std::string render() const;
   // Appends what another component renders (e.g. the scheduling policy's metrics) to render();
@@ -73,6 +76,7 @@ class metrics {
   int64_t spec_drafts_ = 0, spec_accepted_ = 0, spec_steps_ = 0;
   std::array<int64_t, 4> finished_{};
   int64_t steps_ = 0, step_tokens_ = 0;
+  int64_t connections_ = 0, idle_closed_ = 0;
   double engine_seconds_ = 0, loop_seconds_ = 0;
   histogram ttft_, itl_, e2e_, queue_;
   std::vector<std::function<void(std::string&, const std::string&)>> renderers_;

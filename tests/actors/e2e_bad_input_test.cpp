@@ -232,8 +232,11 @@ BOOST_AUTO_TEST_CASE(idle_and_half_sent_connections_are_closed_with_a_reason) {
   BOOST_TEST((told < std::chrono::milliseconds(1200)), "the dribbling connection was kept too long");
   BOOST_TEST(silent.closed_by_peer(std::chrono::seconds(5)));
   BOOST_TEST(half.closed_by_peer(std::chrono::seconds(5)));
+  BOOST_TEST(metric(*srv, "idle_connections_closed_total") == 2.0);
+  BOOST_TEST(metric(*srv, "client_connections") == 0.0);
   // The server is fine, and a new client is served.
   client::client next("127.0.0.1", srv->port());
+  BOOST_TEST(eventually([&] { return metric(*srv, "client_connections") == 1.0; }));
   BOOST_TEST(next.complete(ids_request("n", {1, 2, 3}, 4)).ids == reference(tiny_dense(), ids_request("n", {1, 2, 3}, 4)),
              boost::test_tools::per_element());
 }

@@ -52,6 +52,20 @@ BOOST_AUTO_TEST_CASE(vllm_names_with_the_troupe_prefix) {
   has("# TYPE troupe:request_queue_time_seconds histogram");
 }
 
+// The gateway's connections (troupe-specific): the open count as set last, the idle closes summed.
+BOOST_AUTO_TEST_CASE(client_connections_and_idle_closes) {
+  metrics m("m");
+  m.set_client_connections(5);
+  m.set_client_connections(3);
+  m.add_idle_closed(2);
+  m.add_idle_closed(1);
+  auto t = m.render();
+  BOOST_TEST(t.find("# TYPE troupe:client_connections gauge\n") != std::string::npos);
+  BOOST_TEST(t.find("troupe:client_connections{model_name=\"m\"} 3\n") != std::string::npos, t);
+  BOOST_TEST(t.find("# TYPE troupe:idle_connections_closed_total counter\n") != std::string::npos);
+  BOOST_TEST(t.find("troupe:idle_connections_closed_total{model_name=\"m\"} 3\n") != std::string::npos, t);
+}
+
 // vLLM's lora_requests_info: the adapters in the labels, the time as the value; absent without
 // adapters, so a server without LoRA renders what it did before.
 BOOST_AUTO_TEST_CASE(lora_requests_info_only_with_adapters) {
