@@ -65,11 +65,13 @@ BOOST_AUTO_TEST_CASE(backend_equals_reference_bit_for_bit) {
   struct shape {
     int64_t n, rows, cols;
   };
-  // Every regime (decode n <= 3, one row block, several blocks), odd cols, tails of 1..31 columns,
+  // Every regime (decode n <= 3, k chunks for small batches (several, a tail in the last), one row
+  // block, several blocks), odd cols, tails of 1..31 columns,
   // rows that leave partial 8-row tiles and units.
   const shape shapes[] = {{1, 13, 1},    {1, 64, 1024},  {2, 37, 33},   {3, 70, 3072}, {3, 9, 31},
                           {8, 50, 1027}, {33, 19, 64},   {33, 97, 255}, {61, 17, 96},  {130, 11, 97},
-                          {512, 24, 129}, {4, 8, 32},    {1, 200, 2049}};
+                          {512, 24, 129}, {4, 8, 32},    {1, 200, 2049}, {16, 40, 3072}, {16, 23, 1000},
+                          {5, 17, 300},  {24, 9, 257},   {13, 31, 2048}};
   uint32_t seed = 1;
   for (const auto& s : shapes) {
     bf16_weight w(s.rows, s.cols, seed++);
