@@ -20,6 +20,7 @@
 #include "runtime/core/error.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "runtime/model/tensor_layout.hpp"
+#include "runtime/quant/gptq.hpp"
 #include "runtime/quant/quantize.hpp"
 #include "runtime/quant/weight_files.hpp"
 
@@ -47,6 +48,14 @@ bool ignorable(std::string_view name, const model_config& c) {
   return c.tie_word_embeddings && name == "lm_head.weight";
 }
 
+// Drops the pages wholly inside [p, p + bytes) of a checkpoint file's mapping from the resident set.
+void drop_mapped_pages(const void* p, size_t bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::path& config_path,
                                               const std::string& config_text, const quant_config& q,
                                               residency where) {
@@ -68,11 +77,31 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
   std::string path, scale_path;
   for (const auto& t : expected) {
     wanted.insert(t.name);
+    if (q.source == int8_source::gptq && !t.is_norm() && has_gptq_weight(wf, t.name)) {
+      if (t.kind == tensor_kind::embed_tokens)
+        throw_error(errc::unsupported, dir + ": '" + t.name + "' is GPTQ-quantized (" + gptq_tensor_names(t.name)[0] +
+                                           "); embedding tables must stay F32, F16 or BF16");
+      quantized_weight g = read_gptq_weight(wf, t.name, t.shape[0], t.shape[1], q, where);
+      // The packed words are never read again: they leave the resident set at once, so that the
+      // load peaks at the INT8 model plus one packed weight, not both models.
+      for (const auto& n : gptq_tensor_names(t.name)) {
+        wanted.insert(n);
+        if (const tensor_info* packed = wf.find(n, path)) drop_mapped_pages(packed->data, packed->bytes());
+      }
+      ck->owned.push_back(g.codes);
+      ck->owned.push_back(g.scales);
+      *weight_slot(w, t) = g.ref;
+      continue;
+    }
     const tensor_info* info = wf.find(t.name, path);
     const std::string expect = "expected " + std::string(t.is_norm() ? "F32, F16 or BF16" : "F32, F16, BF16 or quantized ") +
                                (t.is_norm() ? "" : codes_dtype(q.kind)) + " with shape " + shape_string(t.shape) +
                                " from config.json";
-    if (!info) throw_error(errc::invalid_checkpoint, path + ": missing tensor '" + t.name + "'; " + expect);
+    if (!info)
+      throw_error(errc::invalid_checkpoint,
+                  path + ": missing tensor '" + t.name + "'" +
+                      (q.source == int8_source::gptq && !t.is_norm() ? " (or GPTQ's '" + gptq_tensor_names(t.name)[0] + "')" : "") +
+                      "; " + expect);
     if (info->shape != t.shape)
       throw_error(errc::invalid_checkpoint,
                   path + ": tensor '" + t.name + "' has shape " + shape_string(info->shape) + "; " + expect);
@@ -141,7 +170,10 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
                 where + ": unexpected tensor '" + name + "'; expected only the tensors of a " + architecture_name(c.arch) +
                     " with config.json's shape (" + std::to_string(c.num_hidden_layers) + " layers" +
                     (c.tie_word_embeddings ? ", tied embeddings" : ", untied lm_head") + ") and the " +
-                    (q.kind == method::fp8 ? "weight_scale_inv" : "weight_scale") + " of each quantized weight");
+                    (q.source == int8_source::gptq ? "qweight, qzeros, scales and g_idx"
+                     : q.kind == method::fp8       ? "weight_scale_inv"
+                                                   : "weight_scale") +
+                    " of each quantized weight");
   };
   for (const auto& [name, file] : wf.placement)
     if (!wanted.count(name) && !ignorable(name, c)) unexpected(wf.index_path, name);

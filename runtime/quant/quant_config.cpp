@@ -29,6 +29,45 @@ int64_t integer(const std::string& path, const std::string& field, const json& v
   return v.get<int64_t>();
 }
 
+// GPTQ as AutoGPTQ, GPTQModel and optimum write it. Fields that only describe how the weights were
+// found (damp_percent, true_sequential, dataset, ...) do not change what they compute and are
+// ignored; every field that would is checked.
+quant_config parse_gptq(const json& j, const std::string& path) {
+  quant_config c;
+  c.kind = method::int8;
+  c.source = int8_source::gptq;
+  if (!j.contains("bits"))
+    throw_error(errc::invalid_checkpoint, path + ": field 'quantization_config.bits' is missing; expected 4 or 8");
+  const int64_t bits = integer(path, "bits", j["bits"], "4 or 8");
+  if (bits != 4 && bits != 8) bad(errc::unsupported, path, "bits", j["bits"], "4 or 8 (2- and 3-bit GPTQ are not supported)");
+  c.bits = static_cast<int32_t>(bits);
+  if (!j.contains("group_size"))
+    throw_error(errc::invalid_checkpoint, path + ": field 'quantization_config.group_size' is missing; expected the "
+                                                 "input columns per scale (a power of two in [32, 4096], or -1)");
+  const std::string expected = "a power of two in [32, 4096], or -1 for one scale per output channel";
+  const int64_t g = integer(path, "group_size", j["group_size"], expected);
+  if (g != -1 && !(is_pow2(g) && g >= 32 && g <= 4096)) bad(errc::unsupported, path, "group_size", j["group_size"], expected);
+  c.group_size = g == -1 ? 0 : static_cast<int32_t>(g);
+  if (j.contains("sym") && !j["sym"].is_boolean()) bad(errc::invalid_checkpoint, path, "sym", j["sym"], "true or false");
+  if (j.contains("desc_act") && !j["desc_act"].is_boolean())
+    bad(errc::invalid_checkpoint, path, "desc_act", j["desc_act"], "true or false");
+  if (j.contains("lm_head") && j["lm_head"] != false)
+    bad(errc::unsupported, path, "lm_head", j["lm_head"], "false (a GPTQ-quantized lm_head is not supported)");
+  if (j.contains("dynamic") && !j["dynamic"].is_null() && !j["dynamic"].empty())
+    bad(errc::unsupported, path, "dynamic", j["dynamic"], "null (per-module GPTQ overrides are not supported)");
+  const char* format_field = j.contains("checkpoint_format") ? "checkpoint_format" : "format";
+  if (j.contains(format_field)) {
+    const json& f = j[format_field];
+    if (f == "gptq_v2") c.gptq_v1 = false;
+    else if (f != "gptq")
+      bad(errc::unsupported, path, format_field, f, "\"gptq\" or \"gptq_v2\" (repacked kernel layouts such as "
+                                                     "marlin are not supported)");
+  }
+  if (j.contains("pack_dtype") && j["pack_dtype"] != "int32")
+    bad(errc::unsupported, path, "pack_dtype", j["pack_dtype"], "\"int32\"");
+  return c;
+}
+
 }  // namespace
 
 const char* method_name(method m) noexcept {
@@ -97,8 +136,10 @@ quant_config parse_quant_config(const std::string& json_text, const std::string&
     c.group_size = g == -1 ? 0 : static_cast<int32_t>(g);
     return c;
   }
+  if (m == "gptq") return parse_gptq(j, path);
   bad(errc::unsupported, path, "quant_method", m,
-      "\"fp8\" (Qwen's block-wise FP8) or \"troupe_int8\" (written by troupe quantize --method int8)");
+      "\"fp8\" (Qwen's block-wise FP8), \"gptq\" (4- or 8-bit GPTQ) or \"troupe_int8\" (written by troupe "
+      "quantize --method int8)");
 }
 
 std::string to_json(const quant_config& c) {

@@ -96,6 +96,8 @@ struct row_buffer {
 
 }  // namespace
 
+std::shared_ptr<void> quantized_buffer(size_t bytes, residency where) { return aligned_buffer(bytes, where); }
+
 float float_weight_at(const kernels::weight_ref& w, int64_t r, int64_t c) {
   const int64_t i = r * w.cols + c;
   switch (w.type) {

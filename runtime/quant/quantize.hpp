@@ -29,6 +29,10 @@ quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size,
 quantized_weight quantize_fp8(const kernels::weight_ref& w, int32_t block_rows, int32_t block_cols,
                               residency where = residency::mapped);
 
+// A 64-byte aligned buffer for quantized codes or scales: the heap, or 2 MB pages with
+// residency::huge_pages.
+std::shared_ptr<void> quantized_buffer(size_t bytes, residency where);
+
 // Element (r, c) of a float weight widened to float32 (a quantized one: kernels::dequantized_at).
 float float_weight_at(const kernels::weight_ref& w, int64_t r, int64_t c);
 

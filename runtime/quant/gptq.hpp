@@ -1,0 +1,37 @@
+// GPTQ checkpoints (AutoGPTQ / GPTQModel / optimum, "quant_method": "gptq") read into Troupe's INT8
+// layout. A GPTQ linear layer stores, for a weight of `rows` outputs and `cols` inputs:
+//   qweight  I32 [cols / (32 / bits), rows]  code of input c, output r: bits (c % pack) of word [c / pack][r]
+//   qzeros   I32 [groups, rows / (32 / bits)] zero point of group g, output r: bits (r % pack) of [g][r / pack]
+//   scales   F16 [groups, rows]               (BF16 / F32 read too)
+//   g_idx    I32 [cols], optional             group of input c; must be c / group_size here
+// with groups = ceil(cols / group_size) and w[r][c] = scale[g][r] * (code - zero), zero being the
+// stored value + 1 in the "gptq" (v1) format. code - zero fits INT8 for 4-bit weights and for
+// symmetric 8-bit ones (zero 128), so each becomes one INT8 code with the group's scale: the same
+// values, run by the INT8 kernels. The codes are transposed into owned memory (GPTQ's layout is
+// input-major), so a GPTQ model costs one INT8 byte per weight, not its packed size.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/quant/quant_config.hpp"
+#include "runtime/quant/quantize.hpp"
+#include "runtime/quant/weight_files.hpp"
+
+namespace troupe::quant {
+
+// The names of the GPTQ tensors of the linear layer whose float weight would be `weight_name`
+// ("<prefix>.weight"): qweight, qzeros, scales, g_idx.
+std::vector<std::string> gptq_tensor_names(const std::string& weight_name);
+
+// True when `wf` holds "<prefix>.qweight" for `weight_name`.
+bool has_gptq_weight(const weight_files& wf, const std::string& weight_name);
+
+// Reads the GPTQ tensors of `weight_name` ([rows, cols] as the config says) into INT8 codes and
+// float32 scales with q.group_size columns a scale. Throws troupe::error naming the file and the
+// tensor: invalid_checkpoint for a missing tensor, a wrong shape or dtype; unsupported for an
+// act-order g_idx or a code - zero outside [-128, 127] (asymmetric 8-bit).
+quantized_weight read_gptq_weight(const weight_files& wf, const std::string& weight_name, int64_t rows, int64_t cols,
+                                  const quant_config& q, residency where);
+
+}  // namespace troupe::quant

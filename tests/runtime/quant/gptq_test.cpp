@@ -1,0 +1,250 @@
+// GPTQ checkpoints (tests/data/gptq, written by tools/reference/gptq_golden.py from tiny-dense): each
+// weight loads as INT8 codes whose code * scale is, bit for bit, what GPTQ's own dequantisation
+// gives (reference.safetensors); the model runs as the float32 model on those weights; a GPTQ model
+// written by `troupe quantize` reloads as the same weights; and every field or tensor Troupe cannot
+// run is refused by name.
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/error.hpp"
+#include "runtime/model/safetensors.hpp"
+#include "runtime/quant/load.hpp"
+#include "runtime/quant/write.hpp"
+#include "tests/runtime/engine/golden.hpp"
+#include "tests/runtime/quant/test_util.hpp"
+
+using namespace troupe;
+using namespace troupe::testing;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string gptq_dir(const std::string& set) { return std::string(TROUPE_TEST_DATA_DIR) + "/gptq/" + set; }
+
+const char* kSets[] = {"tiny-dense-gptq8", "tiny-dense-gptq4"};
+
+// The model of `q` with every linear weight replaced by reference.safetensors' float32 tensor.
+std::unique_ptr<checkpoint> reference_model(const checkpoint& q, const safetensors_file& ref) {
+  auto out = std::make_unique<checkpoint>();
+  out->dir = q.dir;
+  out->config = q.config;
+  out->generation = q.generation;
+  out->weights = q.weights;
+  for (const auto& t : expected_tensors(out->config)) {
+    kernels::weight_ref* r = weight_slot(out->weights, t);
+    if (!r || !r->scales) continue;
+    const tensor_info* f = ref.find(t.name);
+    BOOST_REQUIRE_MESSAGE(f, "reference.safetensors lacks " << t.name);
+    *r = kernels::weight_ref{f->data, dtype::f32, r->rows, r->cols};
+  }
+  if (out->config.tie_word_embeddings) out->weights.lm_head = out->weights.embed_tokens;
+  return out;
+}
+
+// Number of elements of the linear weights of `ck` that differ from reference.safetensors.
+int64_t differing_weights(const checkpoint& ck, const safetensors_file& ref, int64_t& checked) {
+  int64_t bad = 0;
+  for (const auto& t : expected_tensors(ck.config)) {
+    const kernels::weight_ref* r = weight_slot(const_cast<model_weights&>(ck.weights), t);
+    if (!r || !r->scales) continue;
+    const tensor_info* f = ref.find(t.name);
+    BOOST_REQUIRE_MESSAGE(f, "reference.safetensors lacks " << t.name);
+    const auto* want = reinterpret_cast<const float*>(f->data);
+    for (int64_t i = 0; i < r->rows; ++i)
+      for (int64_t j = 0; j < r->cols; ++j) {
+        const float got = kernels::dequantized_at(*r, i, j);
+        bad += std::memcmp(&got, &want[i * r->cols + j], sizeof(float)) != 0;
+        ++checked;
+      }
+  }
+  return bad;
+}
+
+json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return json::parse(in);
+}
+
+void write_json(const fs::path& p, const json& j) {
+  std::ofstream out(p);
+  out << j.dump(2);
+}
+
+void copy_dir(const fs::path& from, const fs::path& to) {
+  fs::create_directories(to);
+  for (const auto& e : fs::directory_iterator(from)) fs::copy_file(e.path(), to / e.path().filename());
+}
+
+// Rewrites model.safetensors of `dir` after `edit` changes its tensors (data copied, editable).
+void edit_tensors(const fs::path& dir, const std::function<void(std::vector<tensor_to_write>&,
+                                                                std::vector<std::vector<uint8_t>>&)>& edit) {
+  std::vector<std::vector<uint8_t>> keep;
+  std::vector<tensor_to_write> ts;
+  {
+    safetensors_file in((dir / "model.safetensors").string());
+    keep.reserve(in.tensors().size() + 8);
+    for (const auto& t : in.tensors()) {
+      keep.emplace_back(t.data, t.data + t.bytes());
+      ts.push_back({t.name, t.type, t.shape, keep.back().data(), {}});
+    }
+  }
+  edit(ts, keep);
+  write_safetensors((dir / "model.safetensors").string(), ts);
+}
+
+tensor_to_write& find(std::vector<tensor_to_write>& ts, const std::string& name) {
+  for (auto& t : ts)
+    if (t.name == name) return t;
+  BOOST_FAIL("no tensor " << name);
+  return ts.front();
+}
+
+template <class F>
+void expect_error(F&& f, errc code, const std::vector<std::string>& needles) {
+  try {
+    f();
+    BOOST_ERROR("expected an error containing '" << needles.front() << "'");
+  } catch (const troupe::error& e) {
+    BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(code), e.what());
+    for (const auto& n : needles) BOOST_TEST(std::string(e.what()).find(n) != std::string::npos, "'" << n << "' not in: " << e.what());
+  }
+}
+
+const std::string kQ = "model.layers.1.self_attn.q_proj";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(gptq_weights_are_gptqs_own_dequantisation_bit_for_bit) {
+  for (const std::string set : kSets) {
+    const auto ck = quant::load_model(gptq_dir(set));
+    const json qc = read_json(fs::path(gptq_dir(set)) / "config.json")["quantization_config"];
+    BOOST_TEST(to_string(ck->weights.layers[0].q_proj.type) == "I8");
+    BOOST_TEST(ck->weights.layers[1].down_proj.group_cols == qc["group_size"].get<int>());
+    BOOST_TEST(to_string(ck->weights.embed_tokens.type) == "BF16");  // as stored
+    const quant::quant_config q = quant::weight_quantization(*ck);
+    BOOST_TEST((q.kind == quant::method::int8));
+    BOOST_TEST(q.group_size == qc["group_size"].get<int>());
+    safetensors_file ref(gptq_dir(set) + "/reference.safetensors");
+    int64_t checked = 0;
+    const int64_t bad = differing_weights(*ck, ref, checked);
+    BOOST_TEST(bad == 0, set << ": " << bad << " of " << checked << " weights differ from GPTQ's dequantisation");
+    BOOST_TEST(checked == 2 * (128 * 64 + 2 * 64 * 64 + 64 * 128 + 2 * 160 * 64 + 64 * 160));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(gptq_model_runs_as_the_float_model_on_its_weights) {
+  for (const std::string set : kSets) {
+    const auto ck = quant::load_model(gptq_dir(set));
+    safetensors_file ref(gptq_dir(set) + "/reference.safetensors");
+    const auto f = reference_model(*ck, ref);
+    generator q(*ck), r(*f);
+    const int64_t vocab = ck->config.vocab_size;
+    for (const auto& c : load_golden("tiny-dense")) {
+      const auto lq = q.prompt_logits(c.prompt), lr = r.prompt_logits(c.prompt);
+      BOOST_REQUIRE_EQUAL(lq.size(), lr.size());
+      for (size_t pos = 0; pos < c.prompt.size(); ++pos) {
+        const double err = row_error(lq.data() + pos * vocab, lr.data() + pos * vocab, vocab);
+        BOOST_TEST(err <= 1e-4, set << " " << c.id << " position " << pos << ": relative error " << err);
+      }
+      generate_options o;
+      o.max_tokens = 12;
+      o.sampling.temperature = 0.0f;
+      BOOST_TEST(q.generate(c.prompt, o).ids == r.generate(c.prompt, o).ids, boost::test_tools::per_element());
+    }
+  }
+}
+
+// `troupe quantize --method int8` on a GPTQ model writes Troupe's INT8 layout, which loads in place
+// as the same codes and scales.
+BOOST_AUTO_TEST_CASE(gptq_model_written_as_troupe_int8_reloads_the_same_weights) {
+  temp_dir dir("gptq_write");
+  const auto ck = quant::load_model(gptq_dir("tiny-dense-gptq4"));
+  quant::write_quantized_checkpoint(*ck, gptq_dir("tiny-dense-gptq4"), dir.str("int8"));
+  BOOST_TEST(read_json(dir.path / "int8" / "config.json")["quantization_config"]["quant_method"] == "troupe_int8");
+  const auto back = quant::load_model(dir.str("int8"));
+  safetensors_file ref(gptq_dir("tiny-dense-gptq4") + "/reference.safetensors");
+  int64_t checked = 0;
+  BOOST_TEST(differing_weights(*back, ref, checked) == 0);
+  BOOST_TEST(checked > 0);
+}
+
+BOOST_AUTO_TEST_CASE(bad_gptq_configs_name_the_field) {
+  temp_dir dir("gptq_bad_config");
+  struct edit {
+    std::string field;
+    json value;
+    errc code;
+  };
+  const edit edits[] = {{"bits", 3, errc::unsupported},          {"bits", "8", errc::invalid_checkpoint},
+                        {"group_size", 16, errc::unsupported},   {"lm_head", true, errc::unsupported},
+                        {"checkpoint_format", "marlin", errc::unsupported},
+                        {"desc_act", "no", errc::invalid_checkpoint}, {"pack_dtype", "int16", errc::unsupported}};
+  int k = 0;
+  for (const auto& e : edits) {
+    const fs::path d = dir.path / std::to_string(k++);
+    copy_dir(gptq_dir("tiny-dense-gptq8"), d);
+    json c = read_json(d / "config.json");
+    c["quantization_config"][e.field] = e.value;
+    write_json(d / "config.json", c);
+    expect_error([&] { quant::load_model(d.string()); }, e.code, {"quantization_config." + e.field, "config.json"});
+  }
+  const fs::path d = dir.path / "missing_bits";
+  copy_dir(gptq_dir("tiny-dense-gptq8"), d);
+  json c = read_json(d / "config.json");
+  c["quantization_config"].erase("bits");
+  write_json(d / "config.json", c);
+  expect_error([&] { quant::load_model(d.string()); }, errc::invalid_checkpoint, {"quantization_config.bits", "missing"});
+}
+
+BOOST_AUTO_TEST_CASE(bad_gptq_tensors_name_the_tensor) {
+  temp_dir dir("gptq_bad_tensor");
+  int k = 0;
+  auto broken = [&](const std::string& set, auto&& edit) {
+    const fs::path d = dir.path / std::to_string(k++);
+    copy_dir(gptq_dir(set), d);
+    edit_tensors(d, edit);
+    return d.string();
+  };
+  using tensors = std::vector<tensor_to_write>;
+  using buffers = std::vector<std::vector<uint8_t>>;
+  // A missing zero-point tensor.
+  auto d = broken("tiny-dense-gptq8", [](tensors& ts, buffers&) {
+    std::erase_if(ts, [](const tensor_to_write& t) { return t.name == kQ + ".qzeros"; });
+  });
+  expect_error([&] { quant::load_model(d); }, errc::invalid_checkpoint, {"missing tensor '" + kQ + ".qzeros'", "[2, 32]"});
+  // qweight of the wrong shape (packed as if 4-bit).
+  d = broken("tiny-dense-gptq8", [](tensors& ts, buffers&) { find(ts, kQ + ".qweight").shape = {8, 256}; });
+  expect_error([&] { quant::load_model(d); }, errc::invalid_checkpoint, {kQ + ".qweight", "[8, 256]", "[16, 128]"});
+  // Scales of an integer dtype.
+  d = broken("tiny-dense-gptq8", [](tensors& ts, buffers& keep) {
+    auto& t = find(ts, kQ + ".scales");
+    keep.emplace_back(static_cast<size_t>(2 * 128 * 4), 0);
+    t.type = dtype::i32;
+    t.data = keep.back().data();
+  });
+  expect_error([&] { quant::load_model(d); }, errc::invalid_checkpoint, {kQ + ".scales", "I32", "F16"});
+  // An act-order g_idx (two columns swapped between groups).
+  d = broken("tiny-dense-gptq8", [](tensors& ts, buffers&) {
+    auto* g = reinterpret_cast<int32_t*>(const_cast<void*>(find(ts, kQ + ".g_idx").data));
+    std::swap(g[0], g[40]);
+  });
+  expect_error([&] { quant::load_model(d); }, errc::unsupported, {kQ + ".g_idx", "act-order", "column 0"});
+  // 8-bit zero points away from 128 (asymmetric): code - zero leaves INT8.
+  d = broken("tiny-dense-gptq8", [](tensors& ts, buffers&) {
+    auto& t = find(ts, kQ + ".qzeros");
+    std::memset(const_cast<void*>(t.data), 0, static_cast<size_t>(2 * 32 * 4));  // stored 0: zero point 1
+  });
+  expect_error([&] { quant::load_model(d); }, errc::unsupported, {kQ + ".qweight", "outside [-128, 127]", "zero point 1"});
+  // A GPTQ tensor the model does not have.
+  d = broken("tiny-dense-gptq4", [](tensors& ts, buffers&) {
+    auto t = find(ts, kQ + ".scales");
+    t.name = "model.layers.1.self_attn.q_proj.bias";
+    ts.push_back(t);
+  });
+  expect_error([&] { quant::load_model(d); }, errc::invalid_checkpoint, {"unexpected tensor 'model.layers.1.self_attn.q_proj.bias'", "qzeros"});
+}

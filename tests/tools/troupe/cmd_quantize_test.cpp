@@ -1,0 +1,86 @@
+// `troupe quantize` as a user runs it: a float checkpoint quantized and written, a GPTQ one rewritten
+// in Troupe's INT8 layout (generating the same ids as the GPTQ model), and a GPTQ model refused for
+// FP8 with one clear message.
+#include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/runtime/engine/golden.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct result {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+result troupe_cli(const std::string& args) {
+  const std::string cmd = std::string(TROUPE_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  BOOST_REQUIRE(p);
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+struct scratch_dir {
+  fs::path path = fs::temp_directory_path() / ("troupe_cli_quantize_" + std::to_string(::getpid()));
+  scratch_dir() { fs::create_directories(path); }
+  ~scratch_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string gptq_dir(const std::string& set) { return std::string(TROUPE_TEST_DATA_DIR) + "/gptq/" + set; }
+
+std::vector<int32_t> greedy_ids(const std::string& model) {
+  const auto r = troupe_cli("generate --model " + model + " --ids 5,17,300,4000 --max-tokens 10 --temperature 0 --ignore-eos --json");
+  BOOST_TEST_REQUIRE(r.exit_code == 0, r.output);
+  return nlohmann::json::parse(r.output).at("ids").get<std::vector<int32_t>>();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(quantize_rewrites_a_gptq_model_as_troupe_int8) {
+  scratch_dir dir;
+  for (const std::string set : {"tiny-dense-gptq8", "tiny-dense-gptq4"}) {
+    const std::string out = (dir.path / set).string();
+    const auto r = troupe_cli("quantize --model " + gptq_dir(set) + " --out " + out + " --method int8");
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r.output);
+    BOOST_TEST(r.output.find("14 tensors quantized") != std::string::npos, r.output);
+    const auto ids = greedy_ids(gptq_dir(set));
+    BOOST_TEST(ids.size() == 10u);
+    BOOST_TEST(greedy_ids(out) == ids, boost::test_tools::per_element());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(quantize_still_quantizes_float_checkpoints) {
+  scratch_dir dir;
+  const std::string out = (dir.path / "int8").string();
+  const auto r = troupe_cli("quantize --model " + troupe::testing::golden_dir("tiny-dense") + " --out " + out + " --method int8");
+  BOOST_TEST_REQUIRE(r.exit_code == 0, r.output);
+  BOOST_TEST(r.output.find("int8, 15 tensors quantized") != std::string::npos, r.output);  // lm_head too
+}
+
+BOOST_AUTO_TEST_CASE(quantize_refuses_fp8_of_a_gptq_model) {
+  scratch_dir dir;
+  const auto r = troupe_cli("quantize --model " + gptq_dir("tiny-dense-gptq8") + " --out " + (dir.path / "fp8").string() +
+                            " --method fp8");
+  BOOST_TEST(r.exit_code != 0);
+  BOOST_TEST(r.output.find("already quantized (int8)") != std::string::npos, r.output);
+  BOOST_TEST(!fs::exists(dir.path / "fp8"));
+}
