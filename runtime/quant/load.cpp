@@ -20,7 +20,7 @@
 #include "runtime/core/error.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "runtime/model/tensor_layout.hpp"
-#include "runtime/quant/gptq.hpp"
+#include "runtime/quant/packed_int.hpp"
 #include "runtime/quant/quantize.hpp"
 #include "runtime/quant/weight_files.hpp"
 
@@ -77,14 +77,17 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
   std::string path, scale_path;
   for (const auto& t : expected) {
     wanted.insert(t.name);
-    if (q.source == int8_source::gptq && !t.is_norm() && has_gptq_weight(wf, t.name)) {
+    if (q.source != int8_source::troupe && !t.is_norm() && has_packed_weight(wf, t.name)) {
       if (t.kind == tensor_kind::embed_tokens)
-        throw_error(errc::unsupported, dir + ": '" + t.name + "' is GPTQ-quantized (" + gptq_tensor_names(t.name)[0] +
+        throw_error(errc::unsupported, dir + ": '" + t.name + "' is stored packed (" + packed_tensor_names(t.name)[0] +
                                            "); embedding tables must stay F32, F16 or BF16");
-      quantized_weight g = read_gptq_weight(wf, t.name, t.shape[0], t.shape[1], q, where);
-      // The packed words are never read again: they leave the resident set at once, so that the
+      quantized_weight g = q.source == int8_source::gptq ? read_gptq_weight(wf, t.name, t.shape[0], t.shape[1], q, where)
+                                                         : read_awq_weight(wf, t.name, t.shape[0], t.shape[1], q, where);
+      // The packed words (GPTQ, AWQ) are never read again: they leave the resident set at once, so that the
       // load peaks at the INT8 model plus one packed weight, not both models.
-      for (const auto& n : gptq_tensor_names(t.name)) {
+      std::vector<std::string> names = packed_tensor_names(t.name);
+      if (q.source == int8_source::awq) names.pop_back();  // AWQ has no g_idx
+      for (const auto& n : names) {
         wanted.insert(n);
         if (const tensor_info* packed = wf.find(n, path)) drop_mapped_pages(packed->data, packed->bytes());
       }
@@ -100,7 +103,7 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
     if (!info)
       throw_error(errc::invalid_checkpoint,
                   path + ": missing tensor '" + t.name + "'" +
-                      (q.source == int8_source::gptq && !t.is_norm() ? " (or GPTQ's '" + gptq_tensor_names(t.name)[0] + "')" : "") +
+                      (q.source != int8_source::troupe && !t.is_norm() ? " (or the packed '" + packed_tensor_names(t.name)[0] + "')" : "") +
                       "; " + expect);
     if (info->shape != t.shape)
       throw_error(errc::invalid_checkpoint,
@@ -170,7 +173,8 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
                 where + ": unexpected tensor '" + name + "'; expected only the tensors of a " + architecture_name(c.arch) +
                     " with config.json's shape (" + std::to_string(c.num_hidden_layers) + " layers" +
                     (c.tie_word_embeddings ? ", tied embeddings" : ", untied lm_head") + ") and the " +
-                    (q.source == int8_source::gptq ? "qweight, qzeros, scales and g_idx"
+                    (q.source == int8_source::gptq  ? "qweight, qzeros, scales and g_idx"
+                     : q.source == int8_source::awq ? "qweight, qzeros and scales"
                      : q.kind == method::fp8       ? "weight_scale_inv"
                                                    : "weight_scale") +
                     " of each quantized weight");

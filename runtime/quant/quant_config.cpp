@@ -68,6 +68,34 @@ quant_config parse_gptq(const json& j, const std::string& path) {
   return c;
 }
 
+// AWQ as AutoAWQ writes it (and transformers' AwqConfig describes it): 4-bit codes with zero points
+// in the GEMM layout. modules_to_not_convert needs nothing: those layers are stored as float weights.
+quant_config parse_awq(const json& j, const std::string& path) {
+  quant_config c;
+  c.kind = method::int8;
+  c.source = int8_source::awq;
+  c.bits = 4;
+  c.gptq_v1 = false;
+  const char* bits_field = j.contains("bits") ? "bits" : "w_bit";
+  if (!j.contains(bits_field))
+    throw_error(errc::invalid_checkpoint, path + ": field 'quantization_config.bits' is missing; expected 4");
+  if (integer(path, bits_field, j[bits_field], "4") != 4) bad(errc::unsupported, path, bits_field, j[bits_field], "4");
+  const char* group_field = j.contains("group_size") ? "group_size" : "q_group_size";
+  if (!j.contains(group_field))
+    throw_error(errc::invalid_checkpoint, path + ": field 'quantization_config.group_size' is missing; expected the "
+                                                 "input columns per scale (a power of two in [32, 4096], or -1)");
+  const std::string expected = "a power of two in [32, 4096], or -1 for one scale per output channel";
+  const int64_t g = integer(path, group_field, j[group_field], expected);
+  if (g != -1 && !(is_pow2(g) && g >= 32 && g <= 4096)) bad(errc::unsupported, path, group_field, j[group_field], expected);
+  c.group_size = g == -1 ? 0 : static_cast<int32_t>(g);
+  if (j.contains("zero_point") && j["zero_point"] != true)
+    bad(errc::unsupported, path, "zero_point", j["zero_point"], "true (AWQ without zero points is not supported)");
+  if (j.contains("version") && !(j["version"].is_string() && (j["version"] == "gemm" || j["version"] == "GEMM")))
+    bad(errc::unsupported, path, "version", j["version"],
+        "\"gemm\" (the GEMV, GEMV-fast, Marlin and ExLlama layouts are not supported)");
+  return c;
+}
+
 }  // namespace
 
 const char* method_name(method m) noexcept {
@@ -137,9 +165,10 @@ quant_config parse_quant_config(const std::string& json_text, const std::string&
     return c;
   }
   if (m == "gptq") return parse_gptq(j, path);
+  if (m == "awq") return parse_awq(j, path);
   bad(errc::unsupported, path, "quant_method", m,
-      "\"fp8\" (Qwen's block-wise FP8), \"gptq\" (4- or 8-bit GPTQ) or \"troupe_int8\" (written by troupe "
-      "quantize --method int8)");
+      "\"fp8\" (Qwen's block-wise FP8), \"gptq\" (4- or 8-bit GPTQ), \"awq\" (4-bit AWQ, GEMM layout) or "
+      "\"troupe_int8\" (written by troupe quantize --method int8)");
 }
 
 std::string to_json(const quant_config& c) {

@@ -1,8 +1,9 @@
 // The quantization_config of a checkpoint's config.json, for the formats Troupe reads
 // (docs/quantization.md): Qwen's FP8 ("quant_method": "fp8", e4m3 weights, block-wise
 // weight_scale_inv) and Troupe's INT8 ("quant_method": "troupe_int8", per-group weight_scale), which
-// it also writes, and GPTQ's 4- and 8-bit integers ("quant_method": "gptq", as AutoGPTQ, GPTQModel
-// and optimum write them), which it converts to its INT8 layout on load.
+// it also writes, GPTQ's 4- and 8-bit integers ("quant_method": "gptq", as AutoGPTQ, GPTQModel and
+// optimum write them) and AWQ's 4-bit ones ("quant_method": "awq", AutoAWQ's GEMM layout), which it
+// converts to its INT8 layout on load (packed_int.hpp).
 #pragma once
 
 #include <cstdint>
@@ -13,9 +14,9 @@ namespace troupe::quant {
 
 enum class method { none, int8, fp8 };
 
-// Where INT8 codes come from: Troupe's layout (used in place from the mapping) or GPTQ's packed
-// int32 tensors (qweight, qzeros, scales, g_idx), unpacked to codes q - zero on load.
-enum class int8_source { troupe, gptq };
+// Where INT8 codes come from: Troupe's layout (used in place from the mapping), or GPTQ's or AWQ's
+// packed int32 tensors (qweight, qzeros, scales), unpacked to codes q - zero on load.
+enum class int8_source { troupe, gptq, awq };
 
 // "none", "int8", "fp8" (the --quantization / --method spellings).
 const char* method_name(method m) noexcept;
@@ -28,7 +29,7 @@ struct quant_config {
   int32_t group_size = 128;
   // FP8: [rows, cols] of each weight_scale_inv block (Qwen: [128, 128]).
   int32_t block_rows = 128, block_cols = 128;
-  // GPTQ: bits per packed code (4 or 8); gptq_v1: the "gptq" checkpoint format, whose qzeros hold
+  // GPTQ / AWQ: bits per packed code (GPTQ 4 or 8, AWQ 4); gptq_v1: the "gptq" checkpoint format, whose qzeros hold
   // zero - 1 (AutoGPTQ's convention, kept on disk for compatibility), against "gptq_v2"'s zero.
   int8_source source = int8_source::troupe;
   int32_t bits = 8;

@@ -1,6 +1,6 @@
-// `troupe quantize` as a user runs it: a float checkpoint quantized and written, a GPTQ one rewritten
-// in Troupe's INT8 layout (generating the same ids as the GPTQ model), and a GPTQ model refused for
-// FP8 with one clear message.
+// `troupe quantize` as a user runs it: a float checkpoint quantized and written, GPTQ and AWQ ones
+// rewritten in Troupe's INT8 layout (generating the same ids as the packed model), and a GPTQ model
+// refused for FP8 with one clear message.
 #include <boost/test/unit_test.hpp>
 
 #include <sys/wait.h>
@@ -45,7 +45,8 @@ struct scratch_dir {
   }
 };
 
-std::string gptq_dir(const std::string& set) { return std::string(TROUPE_TEST_DATA_DIR) + "/gptq/" + set; }
+// "gptq/tiny-dense-gptq8" -> its directory.
+std::string data_dir(const std::string& set) { return std::string(TROUPE_TEST_DATA_DIR) + "/" + set; }
 
 std::vector<int32_t> greedy_ids(const std::string& model) {
   const auto r = troupe_cli("generate --model " + model + " --ids 5,17,300,4000 --max-tokens 10 --temperature 0 --ignore-eos --json");
@@ -55,14 +56,15 @@ std::vector<int32_t> greedy_ids(const std::string& model) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(quantize_rewrites_a_gptq_model_as_troupe_int8) {
+BOOST_AUTO_TEST_CASE(quantize_rewrites_gptq_and_awq_models_as_troupe_int8) {
   scratch_dir dir;
-  for (const std::string set : {"tiny-dense-gptq8", "tiny-dense-gptq4"}) {
-    const std::string out = (dir.path / set).string();
-    const auto r = troupe_cli("quantize --model " + gptq_dir(set) + " --out " + out + " --method int8");
+  int k = 0;
+  for (const std::string set : {"gptq/tiny-dense-gptq8", "gptq/tiny-dense-gptq4", "awq/tiny-dense-awq"}) {
+    const std::string out = (dir.path / std::to_string(k++)).string();
+    const auto r = troupe_cli("quantize --model " + data_dir(set) + " --out " + out + " --method int8");
     BOOST_TEST_REQUIRE(r.exit_code == 0, r.output);
     BOOST_TEST(r.output.find("14 tensors quantized") != std::string::npos, r.output);
-    const auto ids = greedy_ids(gptq_dir(set));
+    const auto ids = greedy_ids(data_dir(set));
     BOOST_TEST(ids.size() == 10u);
     BOOST_TEST(greedy_ids(out) == ids, boost::test_tools::per_element());
   }
@@ -78,7 +80,7 @@ BOOST_AUTO_TEST_CASE(quantize_still_quantizes_float_checkpoints) {
 
 BOOST_AUTO_TEST_CASE(quantize_refuses_fp8_of_a_gptq_model) {
   scratch_dir dir;
-  const auto r = troupe_cli("quantize --model " + gptq_dir("tiny-dense-gptq8") + " --out " + (dir.path / "fp8").string() +
+  const auto r = troupe_cli("quantize --model " + data_dir("gptq/tiny-dense-gptq8") + " --out " + (dir.path / "fp8").string() +
                             " --method fp8");
   BOOST_TEST(r.exit_code != 0);
   BOOST_TEST(r.output.find("already quantized (int8)") != std::string::npos, r.output);

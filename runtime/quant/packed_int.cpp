@@ -1,6 +1,6 @@
-// Unpacking GPTQ's int32 words into INT8 codes (gptq.hpp): a blocked transpose, 16 output rows
-// (one cache line of each qweight row) at a time, by the OpenMP team.
-#include "runtime/quant/gptq.hpp"
+// Unpacking GPTQ's and AWQ's int32 words into INT8 codes (packed_int.hpp): blocked transposes by
+// the OpenMP team, each block one cache line of the side it reads or writes across.
+#include "runtime/quant/packed_int.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -40,21 +40,31 @@ const tensor_info& need(const weight_files& wf, const std::string& name, dtype t
   return *t;
 }
 
+// Scales [groups, rows] (F16 / BF16 / F32) as Troupe's float32 [rows, groups].
+std::shared_ptr<void> transposed_scales(const tensor_info& scales, int64_t groups, int64_t rows, residency where) {
+  auto buf = quantized_buffer(static_cast<size_t>(rows * groups) * sizeof(float), where);
+  auto* s = static_cast<float*>(buf.get());
+  const std::vector<float> wide = widen_to_f32(scales);
+  for (int64_t k = 0; k < groups; ++k)
+    for (int64_t r = 0; r < rows; ++r) s[r * groups + k] = wide[static_cast<size_t>(k * rows + r)];
+  return buf;
+}
+
 }  // namespace
 
-std::vector<std::string> gptq_tensor_names(const std::string& weight_name) {
+std::vector<std::string> packed_tensor_names(const std::string& weight_name) {
   const std::string p = prefix_of(weight_name);
   return {p + ".qweight", p + ".qzeros", p + ".scales", p + ".g_idx"};
 }
 
-bool has_gptq_weight(const weight_files& wf, const std::string& weight_name) {
+bool has_packed_weight(const weight_files& wf, const std::string& weight_name) {
   std::string path;
   return wf.find(prefix_of(weight_name) + ".qweight", path) != nullptr;
 }
 
 quantized_weight read_gptq_weight(const weight_files& wf, const std::string& weight_name, int64_t rows, int64_t cols,
                                   const quant_config& q, residency where) {
-  const std::vector<std::string> names = gptq_tensor_names(weight_name);
+  const std::vector<std::string> names = packed_tensor_names(weight_name);
   const int bits = q.bits, pack = 32 / bits;
   const uint32_t maxq = (1u << bits) - 1;
   const int64_t g = q.group_size == 0 || q.group_size >= cols ? std::max<int64_t>(cols, 1) : q.group_size;
@@ -92,12 +102,7 @@ quantized_weight read_gptq_weight(const weight_files& wf, const std::string& wei
           static_cast<int16_t>(((w >> (bits * (r % pack))) & maxq) + (q.gptq_v1 ? 1 : 0));
     }
   quantized_weight out;
-  out.scales = quantized_buffer(static_cast<size_t>(rows * groups) * sizeof(float), where);
-  auto* s = static_cast<float*>(std::const_pointer_cast<void>(out.scales).get());
-  const std::vector<float> wide = widen_to_f32(scales);
-  for (int64_t k = 0; k < groups; ++k)
-    for (int64_t r = 0; r < rows; ++r) s[r * groups + k] = wide[static_cast<size_t>(k * rows + r)];
-
+  out.scales = transposed_scales(scales, groups, rows, where);
   out.codes = quantized_buffer(static_cast<size_t>(rows * cols), where);
   auto* codes = static_cast<int8_t*>(std::const_pointer_cast<void>(out.codes).get());
   // code - zero for every element; `spill` collects (v + 128) >> 8, non-zero once any v leaves
@@ -141,7 +146,54 @@ quantized_weight read_gptq_weight(const weight_files& wf, const std::string& wei
                     "): asymmetric 8-bit GPTQ does not fit INT8; Troupe runs 4-bit GPTQ and symmetric 8-bit (sym true)");
   }
   out.ref = kernels::weight_ref{codes, dtype::i8, rows, cols};
-  out.ref.scales = s;
+  out.ref.scales = static_cast<const float*>(out.scales.get());
+  out.ref.group_rows = 1;
+  out.ref.group_cols = static_cast<int32_t>(g);
+  return out;
+}
+
+quantized_weight read_awq_weight(const weight_files& wf, const std::string& weight_name, int64_t rows, int64_t cols,
+                                 const quant_config& q, residency where) {
+  const std::vector<std::string> names = packed_tensor_names(weight_name);
+  constexpr int pack = 8;
+  constexpr int slot[pack] = {0, 4, 1, 5, 2, 6, 3, 7};  // nibble of output 8p + m (AutoAWQ's order)
+  const int64_t g = q.group_size == 0 || q.group_size >= cols ? std::max<int64_t>(cols, 1) : q.group_size;
+  const int64_t groups = (cols + g - 1) / g, words = rows / pack;
+  std::string path;
+  if (rows % pack != 0) {
+    wf.find(names[0], path);
+    throw_error(errc::unsupported, path + ": tensor '" + names[0] + "': a weight of " + std::to_string(rows) +
+                                       " outputs does not pack into 4-bit AWQ words (a multiple of 8 is needed)");
+  }
+  const tensor_info& qweight =
+      need(wf, names[0], dtype::i32, {cols, words}, "the packed 4-bit codes of '" + weight_name + "'", path);
+  const tensor_info& qzeros =
+      need(wf, names[1], dtype::i32, {groups, words}, "the packed zero points of '" + weight_name + "'", path);
+  const tensor_info& scales = need(wf, names[2], dtype::f16, {groups, rows}, "the scales of '" + weight_name + "'", path);
+
+  std::vector<int16_t> zero(static_cast<size_t>(groups * rows));
+  for (int64_t k = 0; k < groups; ++k)
+    for (int64_t r = 0; r < rows; ++r)
+      zero[static_cast<size_t>(k * rows + r)] =
+          static_cast<int16_t>((word_at(qzeros.data, k * words + r / pack) >> (4 * slot[r % pack])) & 15u);
+  quantized_weight out;
+  out.scales = transposed_scales(scales, groups, rows, where);
+  out.codes = quantized_buffer(static_cast<size_t>(rows * cols), where);
+  auto* codes = static_cast<int8_t*>(std::const_pointer_cast<void>(out.codes).get());
+  // 64 inputs at a time: each output row's 64 codes are one cache line.
+#pragma omp parallel for schedule(static)
+  for (int64_t c0 = 0; c0 < cols; c0 += 64) {
+    const int64_t c1 = std::min(cols, c0 + 64);
+    for (int64_t p = 0; p < words; ++p)
+      for (int64_t c = c0; c < c1; ++c) {
+        const uint32_t w = word_at(qweight.data, c * words + p);
+        const int16_t* z = zero.data() + (c / g) * rows + p * pack;
+        for (int m = 0; m < pack; ++m)
+          codes[(p * pack + m) * cols + c] = static_cast<int8_t>(static_cast<int>((w >> (4 * slot[m])) & 15u) - z[m]);
+      }
+  }
+  out.ref = kernels::weight_ref{codes, dtype::i8, rows, cols};
+  out.ref.scales = static_cast<const float*>(out.scales.get());
   out.ref.group_rows = 1;
   out.ref.group_cols = static_cast<int32_t>(g);
   return out;

@@ -1,8 +1,8 @@
-// GPTQ checkpoints (tests/data/gptq, written by tools/reference/gptq_golden.py from tiny-dense): each
-// weight loads as INT8 codes whose code * scale is, bit for bit, what GPTQ's own dequantisation
-// gives (reference.safetensors); the model runs as the float32 model on those weights; a GPTQ model
-// written by `troupe quantize` reloads as the same weights; and every field or tensor Troupe cannot
-// run is refused by name.
+// GPTQ and AWQ checkpoints (tests/data/gptq, tests/data/awq, written by
+// tools/reference/gptq_awq_golden.py from tiny-dense): each weight loads as INT8 codes whose
+// code * scale is, bit for bit, what the format's own dequantisation gives (reference.safetensors);
+// the model runs as the float32 model on those weights; a model written by `troupe quantize`
+// reloads as the same weights; and every field or tensor Troupe cannot run is refused by name.
 #include <boost/test/unit_test.hpp>
 
 #include <cstring>
@@ -24,9 +24,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string gptq_dir(const std::string& set) { return std::string(TROUPE_TEST_DATA_DIR) + "/gptq/" + set; }
+// "gptq/tiny-dense-gptq8" -> its directory.
+std::string data_dir(const std::string& set) { return std::string(TROUPE_TEST_DATA_DIR) + "/" + set; }
 
-const char* kSets[] = {"tiny-dense-gptq8", "tiny-dense-gptq4"};
+const char* kSets[] = {"gptq/tiny-dense-gptq8", "gptq/tiny-dense-gptq4", "awq/tiny-dense-awq"};
 
 // The model of `q` with every linear weight replaced by reference.safetensors' float32 tensor.
 std::unique_ptr<checkpoint> reference_model(const checkpoint& q, const safetensors_file& ref) {
@@ -119,17 +120,17 @@ const std::string kQ = "model.layers.1.self_attn.q_proj";
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(gptq_weights_are_gptqs_own_dequantisation_bit_for_bit) {
+BOOST_AUTO_TEST_CASE(packed_weights_are_the_formats_own_dequantisation_bit_for_bit) {
   for (const std::string set : kSets) {
-    const auto ck = quant::load_model(gptq_dir(set));
-    const json qc = read_json(fs::path(gptq_dir(set)) / "config.json")["quantization_config"];
+    const auto ck = quant::load_model(data_dir(set));
+    const json qc = read_json(fs::path(data_dir(set)) / "config.json")["quantization_config"];
     BOOST_TEST(to_string(ck->weights.layers[0].q_proj.type) == "I8");
     BOOST_TEST(ck->weights.layers[1].down_proj.group_cols == qc["group_size"].get<int>());
     BOOST_TEST(to_string(ck->weights.embed_tokens.type) == "BF16");  // as stored
     const quant::quant_config q = quant::weight_quantization(*ck);
     BOOST_TEST((q.kind == quant::method::int8));
     BOOST_TEST(q.group_size == qc["group_size"].get<int>());
-    safetensors_file ref(gptq_dir(set) + "/reference.safetensors");
+    safetensors_file ref(data_dir(set) + "/reference.safetensors");
     int64_t checked = 0;
     const int64_t bad = differing_weights(*ck, ref, checked);
     BOOST_TEST(bad == 0, set << ": " << bad << " of " << checked << " weights differ from GPTQ's dequantisation");
@@ -137,10 +138,10 @@ BOOST_AUTO_TEST_CASE(gptq_weights_are_gptqs_own_dequantisation_bit_for_bit) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(gptq_model_runs_as_the_float_model_on_its_weights) {
+BOOST_AUTO_TEST_CASE(packed_model_runs_as_the_float_model_on_its_weights) {
   for (const std::string set : kSets) {
-    const auto ck = quant::load_model(gptq_dir(set));
-    safetensors_file ref(gptq_dir(set) + "/reference.safetensors");
+    const auto ck = quant::load_model(data_dir(set));
+    safetensors_file ref(data_dir(set) + "/reference.safetensors");
     const auto f = reference_model(*ck, ref);
     generator q(*ck), r(*f);
     const int64_t vocab = ck->config.vocab_size;
@@ -159,18 +160,22 @@ BOOST_AUTO_TEST_CASE(gptq_model_runs_as_the_float_model_on_its_weights) {
   }
 }
 
-// `troupe quantize --method int8` on a GPTQ model writes Troupe's INT8 layout, which loads in place
-// as the same codes and scales.
-BOOST_AUTO_TEST_CASE(gptq_model_written_as_troupe_int8_reloads_the_same_weights) {
-  temp_dir dir("gptq_write");
-  const auto ck = quant::load_model(gptq_dir("tiny-dense-gptq4"));
-  quant::write_quantized_checkpoint(*ck, gptq_dir("tiny-dense-gptq4"), dir.str("int8"));
-  BOOST_TEST(read_json(dir.path / "int8" / "config.json")["quantization_config"]["quant_method"] == "troupe_int8");
-  const auto back = quant::load_model(dir.str("int8"));
-  safetensors_file ref(gptq_dir("tiny-dense-gptq4") + "/reference.safetensors");
-  int64_t checked = 0;
-  BOOST_TEST(differing_weights(*back, ref, checked) == 0);
-  BOOST_TEST(checked > 0);
+// `troupe quantize --method int8` on a GPTQ or AWQ model writes Troupe's INT8 layout, which loads
+// in place as the same codes and scales.
+BOOST_AUTO_TEST_CASE(packed_model_written_as_troupe_int8_reloads_the_same_weights) {
+  temp_dir dir("packed_write");
+  int k = 0;
+  for (const std::string set : {"gptq/tiny-dense-gptq4", "awq/tiny-dense-awq"}) {
+    const std::string out = dir.str(std::to_string(k++));
+    const auto ck = quant::load_model(data_dir(set));
+    quant::write_quantized_checkpoint(*ck, data_dir(set), out);
+    BOOST_TEST(read_json(fs::path(out) / "config.json")["quantization_config"]["quant_method"] == "troupe_int8");
+    const auto back = quant::load_model(out);
+    safetensors_file ref(data_dir(set) + "/reference.safetensors");
+    int64_t checked = 0;
+    BOOST_TEST(differing_weights(*back, ref, checked) == 0, set);
+    BOOST_TEST(checked > 0);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(bad_gptq_configs_name_the_field) {
@@ -187,18 +192,40 @@ BOOST_AUTO_TEST_CASE(bad_gptq_configs_name_the_field) {
   int k = 0;
   for (const auto& e : edits) {
     const fs::path d = dir.path / std::to_string(k++);
-    copy_dir(gptq_dir("tiny-dense-gptq8"), d);
+    copy_dir(data_dir("gptq/tiny-dense-gptq8"), d);
     json c = read_json(d / "config.json");
     c["quantization_config"][e.field] = e.value;
     write_json(d / "config.json", c);
     expect_error([&] { quant::load_model(d.string()); }, e.code, {"quantization_config." + e.field, "config.json"});
   }
   const fs::path d = dir.path / "missing_bits";
-  copy_dir(gptq_dir("tiny-dense-gptq8"), d);
+  copy_dir(data_dir("gptq/tiny-dense-gptq8"), d);
   json c = read_json(d / "config.json");
   c["quantization_config"].erase("bits");
   write_json(d / "config.json", c);
   expect_error([&] { quant::load_model(d.string()); }, errc::invalid_checkpoint, {"quantization_config.bits", "missing"});
+}
+
+BOOST_AUTO_TEST_CASE(bad_awq_configs_name_the_field) {
+  temp_dir dir("awq_bad_config");
+  struct edit {
+    std::string field;
+    json value;
+    errc code;
+  };
+  const edit edits[] = {{"bits", 8, errc::unsupported},
+                        {"group_size", 100, errc::unsupported},
+                        {"zero_point", false, errc::unsupported},
+                        {"version", "gemv", errc::unsupported}};
+  int k = 0;
+  for (const auto& e : edits) {
+    const fs::path d = dir.path / std::to_string(k++);
+    copy_dir(data_dir("awq/tiny-dense-awq"), d);
+    json c = read_json(d / "config.json");
+    c["quantization_config"][e.field] = e.value;
+    write_json(d / "config.json", c);
+    expect_error([&] { quant::load_model(d.string()); }, e.code, {"quantization_config." + e.field, "config.json"});
+  }
 }
 
 BOOST_AUTO_TEST_CASE(bad_gptq_tensors_name_the_tensor) {
@@ -206,22 +233,22 @@ BOOST_AUTO_TEST_CASE(bad_gptq_tensors_name_the_tensor) {
   int k = 0;
   auto broken = [&](const std::string& set, auto&& edit) {
     const fs::path d = dir.path / std::to_string(k++);
-    copy_dir(gptq_dir(set), d);
+    copy_dir(data_dir(set), d);
     edit_tensors(d, edit);
     return d.string();
   };
   using tensors = std::vector<tensor_to_write>;
   using buffers = std::vector<std::vector<uint8_t>>;
   // A missing zero-point tensor.
-  auto d = broken("tiny-dense-gptq8", [](tensors& ts, buffers&) {
+  auto d = broken("gptq/tiny-dense-gptq8", [](tensors& ts, buffers&) {
     std::erase_if(ts, [](const tensor_to_write& t) { return t.name == kQ + ".qzeros"; });
   });
   expect_error([&] { quant::load_model(d); }, errc::invalid_checkpoint, {"missing tensor '" + kQ + ".qzeros'", "[2, 32]"});
   // qweight of the wrong shape (packed as if 4-bit).
-  d = broken("tiny-dense-gptq8", [](tensors& ts, buffers&) { find(ts, kQ + ".qweight").shape = {8, 256}; });
+  d = broken("gptq/tiny-dense-gptq8", [](tensors& ts, buffers&) { find(ts, kQ + ".qweight").shape = {8, 256}; });
   expect_error([&] { quant::load_model(d); }, errc::invalid_checkpoint, {kQ + ".qweight", "[8, 256]", "[16, 128]"});
   // Scales of an integer dtype.
-  d = broken("tiny-dense-gptq8", [](tensors& ts, buffers& keep) {
+  d = broken("gptq/tiny-dense-gptq8", [](tensors& ts, buffers& keep) {
     auto& t = find(ts, kQ + ".scales");
     keep.emplace_back(static_cast<size_t>(2 * 128 * 4), 0);
     t.type = dtype::i32;
@@ -229,19 +256,22 @@ BOOST_AUTO_TEST_CASE(bad_gptq_tensors_name_the_tensor) {
   });
   expect_error([&] { quant::load_model(d); }, errc::invalid_checkpoint, {kQ + ".scales", "I32", "F16"});
   // An act-order g_idx (two columns swapped between groups).
-  d = broken("tiny-dense-gptq8", [](tensors& ts, buffers&) {
+  d = broken("gptq/tiny-dense-gptq8", [](tensors& ts, buffers&) {
     auto* g = reinterpret_cast<int32_t*>(const_cast<void*>(find(ts, kQ + ".g_idx").data));
     std::swap(g[0], g[40]);
   });
   expect_error([&] { quant::load_model(d); }, errc::unsupported, {kQ + ".g_idx", "act-order", "column 0"});
   // 8-bit zero points away from 128 (asymmetric): code - zero leaves INT8.
-  d = broken("tiny-dense-gptq8", [](tensors& ts, buffers&) {
+  d = broken("gptq/tiny-dense-gptq8", [](tensors& ts, buffers&) {
     auto& t = find(ts, kQ + ".qzeros");
     std::memset(const_cast<void*>(t.data), 0, static_cast<size_t>(2 * 32 * 4));  // stored 0: zero point 1
   });
   expect_error([&] { quant::load_model(d); }, errc::unsupported, {kQ + ".qweight", "outside [-128, 127]", "zero point 1"});
+  // AWQ codes stored in GPTQ's orientation ([in / 8, out] instead of [in, out / 8]).
+  d = broken("awq/tiny-dense-awq", [](tensors& ts, buffers&) { find(ts, kQ + ".qweight").shape = {8, 128}; });
+  expect_error([&] { quant::load_model(d); }, errc::invalid_checkpoint, {kQ + ".qweight", "[8, 128]", "[64, 16]"});
   // A GPTQ tensor the model does not have.
-  d = broken("tiny-dense-gptq4", [](tensors& ts, buffers&) {
+  d = broken("gptq/tiny-dense-gptq4", [](tensors& ts, buffers&) {
     auto t = find(ts, kQ + ".scales");
     t.name = "model.layers.1.self_attn.q_proj.bias";
     ts.push_back(t);
