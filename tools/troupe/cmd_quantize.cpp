@@ -1,5 +1,5 @@
 // `troupe quantize`: writes a quantized copy of a float Qwen3 checkpoint in the Hugging Face
-// layout (INT8: Troupe's troupe_int8; FP8: Qwen's block-wise format), or rewrites a GPTQ one in
+// layout (INT8: Troupe's troupe_int8; FP8: Qwen's block-wise format), or rewrites a GPTQ / AWQ one in
 // Troupe's INT8 layout (its own codes and group size, loaded in place from then on), then loads it
 // back as any model would (without quantizing again) and reports sizes and times.
 #include <chrono>
@@ -24,14 +24,14 @@ int run_quantize(int argc, char** argv) {
   int32_t group_size = 128;
   bool keep_lm_head = false, force = false;
   app.add_option("--model", model,
-                 "Float (BF16 / F16 / F32) Hugging Face Qwen3 checkpoint directory, or a GPTQ one (with --method int8)")
+                 "Float (BF16 / F16 / F32) Hugging Face Qwen3 checkpoint directory, or a GPTQ / AWQ one (with --method int8)")
       ->required();
   app.add_option("--out", out, "Directory to create")->required();
   app.add_option("--method", method_text, "int8 (per-group scales, Troupe's format) or fp8 (Qwen's block-wise E4M3)")
       ->required()
       ->check(CLI::IsMember({"int8", "fp8"}));
   app.add_option("--group-size", group_size,
-                 "INT8: input columns per scale, a power of two in [32, 4096]; 0 = per output channel (a GPTQ model keeps its own)");
+                 "INT8: input columns per scale, a power of two in [32, 4096]; 0 = per output channel (a GPTQ / AWQ model keeps its own)");
   app.add_flag("--keep-lm-head", keep_lm_head, "INT8: leave the output projection in its float dtype");
   app.add_flag("--force", force, "Replace an existing checkpoint directory");
   try {
@@ -45,7 +45,7 @@ int run_quantize(int argc, char** argv) {
   if (keep_lm_head) o.quantize_lm_head = false;
   o.release_source_pages = false;  // the writer copies the float tensors it keeps from these pages
   const auto t0 = clock::now();
-  auto ck = quant::load_model(model, o);  // float: quantized here; GPTQ: its codes, as loaded
+  auto ck = quant::load_model(model, o);  // float: quantized here; GPTQ / AWQ: their codes, as loaded
   const double quantize_s = std::chrono::duration<double>(clock::now() - t0).count();
   const auto summary = quant::write_quantized_checkpoint(*ck, model, out, force);
   const double write_s = std::chrono::duration<double>(clock::now() - t0).count() - quantize_s;

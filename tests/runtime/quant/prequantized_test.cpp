@@ -164,8 +164,8 @@ BOOST_AUTO_TEST_CASE(bad_quantization_configs_name_the_field) {
     return d.string();
   };
   auto q = [](json& j) -> json& { return j["quantization_config"]; };
-  expect_error([&] { quant::load_model(with_config("fp8", [&](json& j) { q(j)["quant_method"] = "awq"; })); },
-               errc::unsupported, {"config.json", "'quantization_config.quant_method' is \"awq\"", "\"gptq\""});
+  expect_error([&] { quant::load_model(with_config("fp8", [&](json& j) { q(j)["quant_method"] = "bitsandbytes"; })); },
+               errc::unsupported, {"config.json", "'quantization_config.quant_method' is \"bitsandbytes\"", "\"gptq\"", "\"awq\""});
   expect_error([&] { quant::load_model(with_config("fp8", [&](json& j) { q(j).erase("quant_method"); })); },
                errc::invalid_checkpoint, {"'quantization_config.quant_method' is missing"});
   expect_error([&] { quant::load_model(with_config("fp8", [&](json& j) { q(j)["fmt"] = "e5m2"; })); },
