@@ -29,6 +29,18 @@ int64_t integer(const std::string& path, const std::string& field, const json& v
   return v.get<int64_t>();
 }
 
+// The input columns per scale of INT8-like schemes: `field` (required) holds -1 (one scale per
+// output channel, returned as 0) or a power of two in [32, 4096]; `per` names what it scales.
+int32_t group_size_field(const json& j, const std::string& path, const char* field, const std::string& per) {
+  const std::string expected = "a power of two in [32, 4096], or -1 for one scale per output channel";
+  if (!j.contains(field))
+    throw_error(errc::invalid_checkpoint, path + ": field 'quantization_config." + field +
+                                              "' is missing; expected the input columns per " + per + " (" + expected + ")");
+  const int64_t g = integer(path, field, j[field], expected);
+  if (g != -1 && !(is_pow2(g) && g >= 32 && g <= 4096)) bad(errc::unsupported, path, field, j[field], expected);
+  return g == -1 ? 0 : static_cast<int32_t>(g);
+}
+
 // GPTQ as AutoGPTQ, GPTQModel and optimum write it. Fields that only describe how the weights were
 // found (damp_percent, true_sequential, dataset, ...) do not change what they compute and are
 // ignored; every field that would is checked.
@@ -41,13 +53,7 @@ quant_config parse_gptq(const json& j, const std::string& path) {
   const int64_t bits = integer(path, "bits", j["bits"], "4 or 8");
   if (bits != 4 && bits != 8) bad(errc::unsupported, path, "bits", j["bits"], "4 or 8 (2- and 3-bit GPTQ are not supported)");
   c.bits = static_cast<int32_t>(bits);
-  if (!j.contains("group_size"))
-    throw_error(errc::invalid_checkpoint, path + ": field 'quantization_config.group_size' is missing; expected the "
-                                                 "input columns per scale (a power of two in [32, 4096], or -1)");
-  const std::string expected = "a power of two in [32, 4096], or -1 for one scale per output channel";
-  const int64_t g = integer(path, "group_size", j["group_size"], expected);
-  if (g != -1 && !(is_pow2(g) && g >= 32 && g <= 4096)) bad(errc::unsupported, path, "group_size", j["group_size"], expected);
-  c.group_size = g == -1 ? 0 : static_cast<int32_t>(g);
+  c.group_size = group_size_field(j, path, "group_size", "scale");
   if (j.contains("sym") && !j["sym"].is_boolean()) bad(errc::invalid_checkpoint, path, "sym", j["sym"], "true or false");
   if (j.contains("desc_act") && !j["desc_act"].is_boolean())
     bad(errc::invalid_checkpoint, path, "desc_act", j["desc_act"], "true or false");
@@ -80,14 +86,7 @@ quant_config parse_awq(const json& j, const std::string& path) {
   if (!j.contains(bits_field))
     throw_error(errc::invalid_checkpoint, path + ": field 'quantization_config.bits' is missing; expected 4");
   if (integer(path, bits_field, j[bits_field], "4") != 4) bad(errc::unsupported, path, bits_field, j[bits_field], "4");
-  const char* group_field = j.contains("group_size") ? "group_size" : "q_group_size";
-  if (!j.contains(group_field))
-    throw_error(errc::invalid_checkpoint, path + ": field 'quantization_config.group_size' is missing; expected the "
-                                                 "input columns per scale (a power of two in [32, 4096], or -1)");
-  const std::string expected = "a power of two in [32, 4096], or -1 for one scale per output channel";
-  const int64_t g = integer(path, group_field, j[group_field], expected);
-  if (g != -1 && !(is_pow2(g) && g >= 32 && g <= 4096)) bad(errc::unsupported, path, group_field, j[group_field], expected);
-  c.group_size = g == -1 ? 0 : static_cast<int32_t>(g);
+  c.group_size = group_size_field(j, path, j.contains("group_size") ? "group_size" : "q_group_size", "scale");
   if (j.contains("zero_point") && j["zero_point"] != true)
     bad(errc::unsupported, path, "zero_point", j["zero_point"], "true (AWQ without zero points is not supported)");
   if (j.contains("version") && !(j["version"].is_string() && (j["version"] == "gemm" || j["version"] == "GEMM")))
@@ -155,13 +154,7 @@ quant_config parse_quant_config(const std::string& json_text, const std::string&
     if (j.contains("bits") && j["bits"] != 8) bad(errc::unsupported, path, "bits", j["bits"], "8");
     if (j.contains("symmetric") && j["symmetric"] != true)
       bad(errc::unsupported, path, "symmetric", j["symmetric"], "true (asymmetric INT8 is not supported)");
-    if (!j.contains("group_size"))
-      throw_error(errc::invalid_checkpoint, path + ": field 'quantization_config.group_size' is missing; expected the "
-                                                   "input columns per weight_scale (a power of two in [32, 4096], or -1)");
-    const std::string expected = "a power of two in [32, 4096], or -1 for one scale per output channel";
-    const int64_t g = integer(path, "group_size", j["group_size"], expected);
-    if (g != -1 && !(is_pow2(g) && g >= 32 && g <= 4096)) bad(errc::unsupported, path, "group_size", j["group_size"], expected);
-    c.group_size = g == -1 ? 0 : static_cast<int32_t>(g);
+    c.group_size = group_size_field(j, path, "group_size", "weight_scale");
     return c;
   }
   if (m == "gptq") return parse_gptq(j, path);

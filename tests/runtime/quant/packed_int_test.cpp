@@ -6,15 +6,14 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstring>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/core/error.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "runtime/quant/load.hpp"
 #include "runtime/quant/write.hpp"
 #include "tests/runtime/engine/golden.hpp"
+#include "tests/runtime/quant/checkpoint_edits.hpp"
 #include "tests/runtime/quant/test_util.hpp"
 
 using namespace troupe;
@@ -31,20 +30,11 @@ const char* kSets[] = {"gptq/tiny-dense-gptq8", "gptq/tiny-dense-gptq4", "awq/ti
 
 // The model of `q` with every linear weight replaced by reference.safetensors' float32 tensor.
 std::unique_ptr<checkpoint> reference_model(const checkpoint& q, const safetensors_file& ref) {
-  auto out = std::make_unique<checkpoint>();
-  out->dir = q.dir;
-  out->config = q.config;
-  out->generation = q.generation;
-  out->weights = q.weights;
-  for (const auto& t : expected_tensors(out->config)) {
-    kernels::weight_ref* r = weight_slot(out->weights, t);
-    if (!r || !r->scales) continue;
+  return with_float_weights(q, [&](const expected_tensor& t, const kernels::weight_ref& r, auto&) {
     const tensor_info* f = ref.find(t.name);
-    BOOST_REQUIRE_MESSAGE(f, "reference.safetensors lacks " << t.name);
-    *r = kernels::weight_ref{f->data, dtype::f32, r->rows, r->cols};
-  }
-  if (out->config.tie_word_embeddings) out->weights.lm_head = out->weights.embed_tokens;
-  return out;
+    if (!f) throw std::runtime_error("reference.safetensors lacks " + t.name);
+    return kernels::weight_ref{f->data, dtype::f32, r.rows, r.cols};
+  });
 }
 
 // Number of elements of the linear weights of `ck` that differ from reference.safetensors.
@@ -64,56 +54,6 @@ int64_t differing_weights(const checkpoint& ck, const safetensors_file& ref, int
       }
   }
   return bad;
-}
-
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
-}
-
-void write_json(const fs::path& p, const json& j) {
-  std::ofstream out(p);
-  out << j.dump(2);
-}
-
-void copy_dir(const fs::path& from, const fs::path& to) {
-  fs::create_directories(to);
-  for (const auto& e : fs::directory_iterator(from)) fs::copy_file(e.path(), to / e.path().filename());
-}
-
-// Rewrites model.safetensors of `dir` after `edit` changes its tensors (data copied, editable).
-void edit_tensors(const fs::path& dir, const std::function<void(std::vector<tensor_to_write>&,
-                                                                std::vector<std::vector<uint8_t>>&)>& edit) {
-  std::vector<std::vector<uint8_t>> keep;
-  std::vector<tensor_to_write> ts;
-  {
-    safetensors_file in((dir / "model.safetensors").string());
-    keep.reserve(in.tensors().size() + 8);
-    for (const auto& t : in.tensors()) {
-      keep.emplace_back(t.data, t.data + t.bytes());
-      ts.push_back({t.name, t.type, t.shape, keep.back().data(), {}});
-    }
-  }
-  edit(ts, keep);
-  write_safetensors((dir / "model.safetensors").string(), ts);
-}
-
-tensor_to_write& find(std::vector<tensor_to_write>& ts, const std::string& name) {
-  for (auto& t : ts)
-    if (t.name == name) return t;
-  BOOST_FAIL("no tensor " << name);
-  return ts.front();
-}
-
-template <class F>
-void expect_error(F&& f, errc code, const std::vector<std::string>& needles) {
-  try {
-    f();
-    BOOST_ERROR("expected an error containing '" << needles.front() << "'");
-  } catch (const troupe::error& e) {
-    BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(code), e.what());
-    for (const auto& n : needles) BOOST_TEST(std::string(e.what()).find(n) != std::string::npos, "'" << n << "' not in: " << e.what());
-  }
 }
 
 const std::string kQ = "model.layers.1.self_attn.q_proj";
@@ -178,54 +118,56 @@ BOOST_AUTO_TEST_CASE(packed_model_written_as_troupe_int8_reloads_the_same_weight
   }
 }
 
-BOOST_AUTO_TEST_CASE(bad_gptq_configs_name_the_field) {
-  temp_dir dir("gptq_bad_config");
-  struct edit {
-    std::string field;
-    json value;
-    errc code;
-  };
-  const edit edits[] = {{"bits", 3, errc::unsupported},          {"bits", "8", errc::invalid_checkpoint},
-                        {"group_size", 16, errc::unsupported},   {"lm_head", true, errc::unsupported},
-                        {"checkpoint_format", "marlin", errc::unsupported},
-                        {"desc_act", "no", errc::invalid_checkpoint}, {"pack_dtype", "int16", errc::unsupported}};
+namespace {
+
+struct config_edit {
+  std::string field;
+  json value;
+  errc code;
+};
+
+// Each edit of `set`'s quantization_config, alone, is refused with its code, naming the field.
+void expect_refused(const std::string& set, const std::vector<config_edit>& edits, const temp_dir& dir) {
   int k = 0;
   for (const auto& e : edits) {
     const fs::path d = dir.path / std::to_string(k++);
-    copy_dir(data_dir("gptq/tiny-dense-gptq8"), d);
+    copy_dir(data_dir(set), d);
     json c = read_json(d / "config.json");
-    c["quantization_config"][e.field] = e.value;
+    if (e.value.is_null())
+      c["quantization_config"].erase(e.field);
+    else
+      c["quantization_config"][e.field] = e.value;
     write_json(d / "config.json", c);
-    expect_error([&] { quant::load_model(d.string()); }, e.code, {"quantization_config." + e.field, "config.json"});
+    expect_error([&] { quant::load_model(d.string()); }, e.code,
+                 {"quantization_config." + e.field, "config.json", e.value.is_null() ? "missing" : e.value.dump()});
   }
-  const fs::path d = dir.path / "missing_bits";
-  copy_dir(data_dir("gptq/tiny-dense-gptq8"), d);
-  json c = read_json(d / "config.json");
-  c["quantization_config"].erase("bits");
-  write_json(d / "config.json", c);
-  expect_error([&] { quant::load_model(d.string()); }, errc::invalid_checkpoint, {"quantization_config.bits", "missing"});
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(bad_gptq_configs_name_the_field) {
+  temp_dir dir("gptq_bad_config");
+  expect_refused("gptq/tiny-dense-gptq8",
+                 {{"bits", 3, errc::unsupported},
+                  {"bits", "8", errc::invalid_checkpoint},
+                  {"bits", nullptr, errc::invalid_checkpoint},
+                  {"group_size", 16, errc::unsupported},
+                  {"group_size", nullptr, errc::invalid_checkpoint},
+                  {"lm_head", true, errc::unsupported},
+                  {"checkpoint_format", "marlin", errc::unsupported},
+                  {"desc_act", "no", errc::invalid_checkpoint},
+                  {"pack_dtype", "int16", errc::unsupported}},
+                 dir);
 }
 
 BOOST_AUTO_TEST_CASE(bad_awq_configs_name_the_field) {
   temp_dir dir("awq_bad_config");
-  struct edit {
-    std::string field;
-    json value;
-    errc code;
-  };
-  const edit edits[] = {{"bits", 8, errc::unsupported},
-                        {"group_size", 100, errc::unsupported},
-                        {"zero_point", false, errc::unsupported},
-                        {"version", "gemv", errc::unsupported}};
-  int k = 0;
-  for (const auto& e : edits) {
-    const fs::path d = dir.path / std::to_string(k++);
-    copy_dir(data_dir("awq/tiny-dense-awq"), d);
-    json c = read_json(d / "config.json");
-    c["quantization_config"][e.field] = e.value;
-    write_json(d / "config.json", c);
-    expect_error([&] { quant::load_model(d.string()); }, e.code, {"quantization_config." + e.field, "config.json"});
-  }
+  expect_refused("awq/tiny-dense-awq",
+                 {{"bits", 8, errc::unsupported},
+                  {"group_size", 100, errc::unsupported},
+                  {"zero_point", false, errc::unsupported},
+                  {"version", "gemv", errc::unsupported}},
+                 dir);
 }
 
 BOOST_AUTO_TEST_CASE(bad_gptq_tensors_name_the_tensor) {
@@ -237,19 +179,19 @@ BOOST_AUTO_TEST_CASE(bad_gptq_tensors_name_the_tensor) {
     edit_tensors(d, edit);
     return d.string();
   };
-  using tensors = std::vector<tensor_to_write>;
-  using buffers = std::vector<std::vector<uint8_t>>;
+  using tensors = tensor_list;
+  using buffers = tensor_bytes;
   // A missing zero-point tensor.
   auto d = broken("gptq/tiny-dense-gptq8", [](tensors& ts, buffers&) {
     std::erase_if(ts, [](const tensor_to_write& t) { return t.name == kQ + ".qzeros"; });
   });
   expect_error([&] { quant::load_model(d); }, errc::invalid_checkpoint, {"missing tensor '" + kQ + ".qzeros'", "[2, 32]"});
   // qweight of the wrong shape (packed as if 4-bit).
-  d = broken("gptq/tiny-dense-gptq8", [](tensors& ts, buffers&) { find(ts, kQ + ".qweight").shape = {8, 256}; });
+  d = broken("gptq/tiny-dense-gptq8", [](tensors& ts, buffers&) { find_tensor(ts, kQ + ".qweight").shape = {8, 256}; });
   expect_error([&] { quant::load_model(d); }, errc::invalid_checkpoint, {kQ + ".qweight", "[8, 256]", "[16, 128]"});
   // Scales of an integer dtype.
   d = broken("gptq/tiny-dense-gptq8", [](tensors& ts, buffers& keep) {
-    auto& t = find(ts, kQ + ".scales");
+    auto& t = find_tensor(ts, kQ + ".scales");
     keep.emplace_back(static_cast<size_t>(2 * 128 * 4), 0);
     t.type = dtype::i32;
     t.data = keep.back().data();
@@ -257,22 +199,22 @@ BOOST_AUTO_TEST_CASE(bad_gptq_tensors_name_the_tensor) {
   expect_error([&] { quant::load_model(d); }, errc::invalid_checkpoint, {kQ + ".scales", "I32", "F16"});
   // An act-order g_idx (two columns swapped between groups).
   d = broken("gptq/tiny-dense-gptq8", [](tensors& ts, buffers&) {
-    auto* g = reinterpret_cast<int32_t*>(const_cast<void*>(find(ts, kQ + ".g_idx").data));
+    auto* g = reinterpret_cast<int32_t*>(const_cast<void*>(find_tensor(ts, kQ + ".g_idx").data));
     std::swap(g[0], g[40]);
   });
   expect_error([&] { quant::load_model(d); }, errc::unsupported, {kQ + ".g_idx", "act-order", "column 0"});
   // 8-bit zero points away from 128 (asymmetric): code - zero leaves INT8.
   d = broken("gptq/tiny-dense-gptq8", [](tensors& ts, buffers&) {
-    auto& t = find(ts, kQ + ".qzeros");
+    auto& t = find_tensor(ts, kQ + ".qzeros");
     std::memset(const_cast<void*>(t.data), 0, static_cast<size_t>(2 * 32 * 4));  // stored 0: zero point 1
   });
   expect_error([&] { quant::load_model(d); }, errc::unsupported, {kQ + ".qweight", "outside [-128, 127]", "zero point 1"});
   // AWQ codes stored in GPTQ's orientation ([in / 8, out] instead of [in, out / 8]).
-  d = broken("awq/tiny-dense-awq", [](tensors& ts, buffers&) { find(ts, kQ + ".qweight").shape = {8, 128}; });
+  d = broken("awq/tiny-dense-awq", [](tensors& ts, buffers&) { find_tensor(ts, kQ + ".qweight").shape = {8, 128}; });
   expect_error([&] { quant::load_model(d); }, errc::invalid_checkpoint, {kQ + ".qweight", "[8, 128]", "[64, 16]"});
   // A GPTQ tensor the model does not have.
   d = broken("gptq/tiny-dense-gptq4", [](tensors& ts, buffers&) {
-    auto t = find(ts, kQ + ".scales");
+    auto t = find_tensor(ts, kQ + ".scales");
     t.name = "model.layers.1.self_attn.q_proj.bias";
     ts.push_back(t);
   });

@@ -14,6 +14,7 @@
 #include "runtime/quant/load.hpp"
 #include "runtime/quant/write.hpp"
 #include "tests/runtime/engine/golden.hpp"
+#include "tests/runtime/quant/checkpoint_edits.hpp"
 #include "tests/runtime/quant/test_util.hpp"
 
 using namespace troupe;
@@ -30,48 +31,6 @@ void write_quantized(const std::string& set, quant::method m, const std::string&
   auto ck = load_checkpoint(golden_dir(set));
   quant::quantize_weights(*ck, o);
   quant::write_quantized_checkpoint(*ck, golden_dir(set), out);
-}
-
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
-}
-
-void write_json(const fs::path& p, const json& j) {
-  std::ofstream out(p);
-  out << j.dump(2);
-}
-
-template <class F>
-void expect_error(F&& f, errc code, const std::vector<std::string>& needles) {
-  try {
-    f();
-    BOOST_ERROR("expected an error containing '" << needles.front() << "'");
-  } catch (const troupe::error& e) {
-    BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(code), e.what());
-    for (const auto& n : needles) BOOST_TEST(std::string(e.what()).find(n) != std::string::npos, "'" << n << "' not in: " << e.what());
-  }
-}
-
-// A copy of a written checkpoint whose config or tensors a test then breaks.
-void copy_dir(const fs::path& from, const fs::path& to) {
-  fs::create_directories(to);
-  for (const auto& e : fs::directory_iterator(from)) fs::copy_file(e.path(), to / e.path().filename());
-}
-
-// Rewrites model.safetensors of `dir` after `edit` changes its tensor list (data copied).
-void edit_tensors(const fs::path& dir, const std::function<void(std::vector<tensor_to_write>&)>& edit) {
-  std::vector<std::vector<uint8_t>> keep;
-  std::vector<tensor_to_write> ts;
-  {
-    safetensors_file in((dir / "model.safetensors").string());
-    for (const auto& t : in.tensors()) {
-      keep.emplace_back(t.data, t.data + t.bytes());
-      ts.push_back({t.name, t.type, t.shape, keep.back().data(), {}});
-    }
-  }
-  edit(ts);
-  write_safetensors((dir / "model.safetensors").string(), ts);
 }
 
 }  // namespace
@@ -197,17 +156,13 @@ BOOST_AUTO_TEST_CASE(bad_quantized_tensors_name_the_tensor) {
   temp_dir dir("bad_tensors");
   write_quantized("tiny-dense", quant::method::fp8, dir.str("fp8"));
   int n = 0;
-  auto with_tensors = [&](const std::function<void(std::vector<tensor_to_write>&)>& edit) {
+  auto with_tensors = [&](const std::function<void(tensor_list&)>& edit) {
     const fs::path d = dir.path / ("case" + std::to_string(n++));
     copy_dir(dir.path / "fp8", d);
-    edit_tensors(d, edit);
+    edit_tensors(d, [&](tensor_list& ts, tensor_bytes&) { edit(ts); });
     return d.string();
   };
-  auto find = [](std::vector<tensor_to_write>& ts, const std::string& name) -> tensor_to_write& {
-    for (auto& t : ts)
-      if (t.name == name) return t;
-    throw std::runtime_error("no " + name);
-  };
+  auto& find = find_tensor;
   const std::string w = "model.layers.0.self_attn.q_proj.weight";
   expect_error([&] { quant::load_model(with_tensors([&](auto& ts) { std::erase_if(ts, [&](auto& t) { return t.name == w + "_scale_inv"; }); })); },
                errc::invalid_checkpoint, {"missing tensor '" + w + "_scale_inv'", "block scales of '" + w + "'"});

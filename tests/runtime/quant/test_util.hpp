@@ -16,9 +16,10 @@
 
 namespace troupe::testing {
 
-// A checkpoint whose quantized weights are replaced by float32 copies of code * scale. Shares the
-// other weights with `q`, which must outlive it.
-inline std::unique_ptr<checkpoint> dequantized_copy(const checkpoint& q) {
+// A copy of `q` sharing its weights, except that each quantized weight becomes the float weight
+// to_float(tensor, weight, owned) returns (owned: where its buffers are kept alive).
+template <class F>
+std::unique_ptr<checkpoint> with_float_weights(const checkpoint& q, F&& to_float) {
   auto out = std::make_unique<checkpoint>();
   out->dir = q.dir;
   out->config = q.config;
@@ -26,15 +27,22 @@ inline std::unique_ptr<checkpoint> dequantized_copy(const checkpoint& q) {
   out->weights = q.weights;
   for (const auto& t : expected_tensors(out->config)) {
     kernels::weight_ref* r = weight_slot(out->weights, t);
-    if (!r || !r->scales) continue;
-    auto buf = std::make_shared<std::vector<float>>(static_cast<size_t>(r->rows * r->cols));
-    for (int64_t i = 0; i < r->rows; ++i)
-      for (int64_t j = 0; j < r->cols; ++j) (*buf)[static_cast<size_t>(i * r->cols + j)] = kernels::dequantized_at(*r, i, j);
-    *r = kernels::weight_ref{buf->data(), dtype::f32, r->rows, r->cols};
-    out->owned.push_back(buf);
+    if (r && r->scales) *r = to_float(t, *r, out->owned);
   }
   if (out->config.tie_word_embeddings) out->weights.lm_head = out->weights.embed_tokens;
   return out;
+}
+
+// A checkpoint whose quantized weights are replaced by float32 copies of code * scale. Shares the
+// other weights with `q`, which must outlive it.
+inline std::unique_ptr<checkpoint> dequantized_copy(const checkpoint& q) {
+  return with_float_weights(q, [](const expected_tensor&, const kernels::weight_ref& r, auto& owned) {
+    auto buf = std::make_shared<std::vector<float>>(static_cast<size_t>(r.rows * r.cols));
+    for (int64_t i = 0; i < r.rows; ++i)
+      for (int64_t j = 0; j < r.cols; ++j) (*buf)[static_cast<size_t>(i * r.cols + j)] = kernels::dequantized_at(r, i, j);
+    owned.push_back(buf);
+    return kernels::weight_ref{buf->data(), dtype::f32, r.rows, r.cols};
+  });
 }
 
 // A directory under the temp dir, removed with this object.

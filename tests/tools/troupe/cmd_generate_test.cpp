@@ -17,27 +17,14 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/runtime/engine/golden.hpp"
+#include "tests/tools/troupe/run_troupe.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct run_result {
-  int exit_code;
-  std::string output;  // stdout and stderr
-};
-
-run_result run(const std::string& args) {
-  std::string cmd = std::string(TROUPE_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  BOOST_REQUIRE(p);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
-}
+using troupe::testing::run_result;
+run_result run(const std::string& args) { return troupe::testing::run_troupe(args); }
 
 std::string join(const std::vector<int32_t>& ids) {
   std::string s;

@@ -3,38 +3,21 @@
 // refused for FP8 with one clear message.
 #include <boost/test/unit_test.hpp>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "tests/runtime/engine/golden.hpp"
+#include "tests/tools/troupe/run_troupe.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct result {
-  int exit_code;
-  std::string output;  // stdout and stderr
-};
-
-result troupe_cli(const std::string& args) {
-  const std::string cmd = std::string(TROUPE_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  BOOST_REQUIRE(p);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
-}
+troupe::testing::run_result troupe_cli(const std::string& args) { return troupe::testing::run_troupe(args); }
 
 struct scratch_dir {
   fs::path path = fs::temp_directory_path() / ("troupe_cli_quantize_" + std::to_string(::getpid()));
