@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPTQ and AWQ checkpoints of the tiny-dense golden set, and the weights they stand for.
+"""GPTQ and AWQ checkpoints of the tiny-dense (and tiny-moe) golden sets, and the weights they stand for.
 
 Writes tests/data/gptq/<set>/ and tests/data/awq/<set>/ for each set below:
   config.json              tiny-dense's, with a quantization_config as AutoGPTQ / GPTQModel or
@@ -48,6 +48,9 @@ SETS = {
     "gptq/tiny-dense-gptq4": dict(format="gptq", bits=4, group_size=64, sym=False, g_idx=False),
     # AutoAWQ's defaults (4-bit, zero points, GEMM), groups of 32.
     "awq/tiny-dense-awq": dict(format="awq", bits=4, group_size=32, sym=False, g_idx=False),
+    # Qwen3-MoE: every expert packed, the router kept float; down_proj's 48 inputs end in a partial
+    # group of 16.
+    "gptq/tiny-moe-gptq4": dict(format="gptq", bits=4, group_size=32, sym=True, g_idx=True, src="tiny-moe"),
 }
 AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]          # nibble i of a word holds output 8p + AWQ_ORDER[i]
 AWQ_REVERSE_ORDER = [0, 4, 1, 5, 2, 6, 3, 7]  # output 8p + m sits in nibble AWQ_REVERSE_ORDER[m]
@@ -237,7 +240,8 @@ def main():
         convert(a.src, a.out, p, False)
         return
     for name, p in SETS.items():
-        convert(SRC, os.path.join(OUT, name), p, True)
+        src = os.path.join(os.path.dirname(SRC), p["src"]) if "src" in p else SRC
+        convert(src, os.path.join(OUT, name), p, True)
 
 
 if __name__ == "__main__":
