@@ -2,6 +2,7 @@
 // (kv_cache.kv_cache_dtype). Concurrent requests get exactly the tokens the generator gives the
 // same quantized model and KV type alone (what `troupe generate --quantization ... --kv-cache-dtype
 // ...` prints), also when the prefix cache hands them quantized blocks; the banner says what runs.
+// GPTQ and AWQ checkpoints serve as they are stored.
 #include "tests/actors/e2e_fixture.hpp"
 #include "runtime/quant/load.hpp"
 
@@ -21,17 +22,18 @@ std::vector<int32_t> quantized_reference(const checkpoint& ck, dtype kv, const w
   return g.generate(r.prompt_ids, o).ids;
 }
 
-void check_served_equals_alone(const char* quantization, const char* kv_name, dtype kv) {
+void check_served_equals_alone(const char* quantization, const char* kv_name, dtype kv,
+                                const std::string& model = tiny_dense_dir) {
   auto c = test_config();
   c.quantization = quantization;
   c.kv_cache_dtype = kv_name;
-  auto srv = start(c);
+  auto srv = start(c, model);
   BOOST_TEST(srv->banner().find(" tokens (" + std::string(kv_cache::kv_dtype_name(kv)) + ", ") !=
                  std::string::npos,
              srv->banner());
   quant::load_options lo;
   lo.quantization = quant::parse_method(quantization, "test");
-  auto ck = quant::load_model(tiny_dense_dir, lo);
+  auto ck = quant::load_model(model, lo);
 
   std::mt19937 rng(11);
   std::vector<int32_t> shared(40);  // two and a half blocks of 16
@@ -70,6 +72,12 @@ BOOST_AUTO_TEST_CASE(int8_weights_and_int8_kv_serve_what_the_generator_gives) {
 
 BOOST_AUTO_TEST_CASE(fp8_weights_and_fp8_kv_serve_what_the_generator_gives) {
   check_served_equals_alone("fp8", "fp8", dtype::f8_e4m3);
+}
+
+// Packed checkpoints load as stored (INT8 codes from GPTQ's or AWQ's words) and serve like any.
+BOOST_AUTO_TEST_CASE(gptq_and_awq_checkpoints_serve_what_the_generator_gives) {
+  check_served_equals_alone("none", "int8", dtype::i8, TROUPE_TEST_DATA_DIR "/gptq/tiny-dense-gptq8");
+  check_served_equals_alone("none", "fp8", dtype::f8_e4m3, TROUPE_TEST_DATA_DIR "/awq/tiny-dense-awq");
 }
 
 BOOST_AUTO_TEST_CASE(float_weights_with_an_int8_kv_pool_hold_more_blocks) {
