@@ -118,6 +118,11 @@ quantized_weight read_gptq_weight(const weight_files& wf, const std::string& wei
         const uint32_t w = word_at(qweight.data, p * rows + r);
         const int z = zrow[r];
         int8_t* out = codes + r * cols + p * pack;
+        if (bits == 8 && z == 128) {  // symmetric 8-bit (Qwen's GPTQ-Int8): q - 128 is q with its top bit flipped
+          const uint32_t flipped = w ^ 0x80808080u;
+          std::memcpy(out, &flipped, 4);
+          continue;
+        }
         for (int j = 0; j < pack; ++j) {
           const int v = static_cast<int>((w >> (bits * j)) & maxq) - z;
           spill |= (v + 128) >> 8;
