@@ -64,8 +64,8 @@ int run_serve(int argc, char** argv) {
                  "share the prefix cache between replicas: redis://[user:password@]host:port/db or "
                  "unix:///path.sock[?db=N] (prefix_cache.redis_url)");
   app.add_option("--quantization", quantization,
-                 "quantize float weights on load: none, int8, fp8 (model.quantization; pre-quantized checkpoints "
-                 "load as they are)");
+                 "quantize float weights on load: none, int8, fp8 (model.quantization; pre-quantized checkpoints, "
+                 "FP8, GPTQ and AWQ among them, load as they are)");
   app.add_option("--kv-cache-dtype", kv_cache_dtype, "KV cache element type: auto (float32), int8, fp8 (kv_cache.kv_cache_dtype)");
   app.add_option("--compute-dtype", compute_dtype,
                  "matmul arithmetic for BF16 weights: f32 (exact) or bf16 (model.compute_dtype; docs/engine.md)");
