@@ -127,7 +127,12 @@ BOOST_AUTO_TEST_CASE(redis_down_is_answered_at_once) {
 
 BOOST_AUTO_TEST_CASE(a_hung_redis_is_answered_by_the_deadline) {
   redis_server srv;
-  actor_env env(config(srv.url()));
+  auto c = config(srv.url());
+  // A back-off long enough that the second look-up below falls inside it on a loaded machine too
+  // (at 50 ms, a slow second ask found it over, waited for Redis again and missed the 50 ms bound).
+  c.redis.backoff_initial = 200ms;
+  c.redis.backoff_max = 200ms;
+  actor_env env(c);
   publish_blocks(env.h, blocks(3), *env.metrics);
   env.wait_published(3);
   srv.pause();
@@ -139,7 +144,7 @@ BOOST_AUTO_TEST_CASE(a_hung_redis_is_answered_by_the_deadline) {
   BOOST_TEST((again.decision == prefix::fetch_decision::unavailable));
   BOOST_TEST(ms2 < 50.0);
   srv.resume();
-  std::this_thread::sleep_for(300ms);  // past the back-off
+  std::this_thread::sleep_for(400ms);  // past the back-off
   auto [back, ms3] = env.ask(lookup(4), 2000ms);
   BOOST_TEST((back.decision == prefix::fetch_decision::fetch));
   BOOST_TEST(back.found.payloads.size() == 3u);
