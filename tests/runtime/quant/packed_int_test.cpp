@@ -131,6 +131,43 @@ BOOST_AUTO_TEST_CASE(packed_model_written_as_troupe_int8_reloads_the_same_weight
   }
 }
 
+// Published GPTQ / AWQ models of 8B and up come in shards with model.safetensors.index.json: a
+// layer's qweight, qzeros and scales may sit in different files.
+BOOST_AUTO_TEST_CASE(sharded_packed_checkpoints_load_the_same_weights) {
+  temp_dir dir("packed_shards");
+  for (const std::string set : {"gptq/tiny-dense-gptq8", "awq/tiny-dense-awq"}) {
+    const fs::path d = dir.path / fs::path(set).filename();
+    copy_dir(data_dir(set), d);
+    tensor_bytes keep;
+    tensor_list all;
+    {
+      safetensors_file in((d / "model.safetensors").string());
+      keep.reserve(in.tensors().size());
+      for (const auto& t : in.tensors()) {
+        keep.emplace_back(t.data, t.data + t.bytes());
+        all.push_back({t.name, t.type, t.shape, keep.back().data(), {}});
+      }
+    }
+    fs::remove(d / "model.safetensors");
+    // Alternate tensors between the shards (sorted by name: qweight, qzeros and scales of a layer
+    // are neighbours, so they land in different files).
+    tensor_list shard[2];
+    json index = {{"metadata", json::object()}, {"weight_map", json::object()}};
+    const std::string names[2] = {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"};
+    for (size_t i = 0; i < all.size(); ++i) {
+      shard[i % 2].push_back(all[i]);
+      index["weight_map"][all[i].name] = names[i % 2];
+    }
+    for (int k = 0; k < 2; ++k) write_safetensors((d / names[k]).string(), shard[k]);
+    write_json(d / "model.safetensors.index.json", index);
+    const auto ck = quant::load_model(d.string());
+    safetensors_file ref(data_dir(set) + "/reference.safetensors");
+    int64_t checked = 0;
+    BOOST_TEST(differing_weights(*ck, ref, checked) == 0, set);
+    BOOST_TEST(checked > 0);
+  }
+}
+
 namespace {
 
 struct config_edit {
