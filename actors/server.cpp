@@ -264,8 +264,10 @@ std::string server::banner() const {
   const auto q = quant::weight_quantization(*m.ctx->ckpt);
   std::string b = "troupe serve: model '" + f.name + "' (vocab " + std::to_string(f.vocab_size) + ", max_model_len " +
                   std::to_string(f.max_model_len) + (m.max_len_clamped ? ", fitted to the KV pool" : "") + ")\n";
-  b += "  weights: " + std::string(q.kind == quant::method::none ? "as stored" : quant::method_name(q.kind)) + ", " +
-       mib(double(m.ctx->ckpt->weights.bytes)) + " read per token\n";
+  const std::string& stored_as = m.ctx->ckpt->stored_as;
+  b += "  weights: " + std::string(q.kind == quant::method::none ? "as stored" : quant::method_name(q.kind)) +
+       (stored_as.empty() ? "" : " (stored as " + stored_as + ")") + ", " + mib(double(m.ctx->ckpt->weights.bytes)) +
+       " read per token\n";
   b += "  tokenizer: " + std::string(f.tok ? f.tok->model_dir() : "none (prompt_ids only)") + "\n";
   if (const rope_scaling& r = m.ctx->ckpt->config.rope; r.type != rope_scaling_type::none) {
     char buf[160];

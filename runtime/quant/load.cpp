@@ -186,6 +186,8 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
       if (!wanted.count(t.name) && !ignorable(t.name, c)) unexpected(f.path(), t.name);
 
   for (auto& f : wf.files) ck->files.push_back(std::move(f).release_mapping());
+  if (q.source != int8_source::troupe)
+    ck->stored_as = std::string(q.source == int8_source::gptq ? "GPTQ " : "AWQ ") + std::to_string(q.bits) + "-bit";
   account_weight_bytes(*ck);
   return ck;
 }

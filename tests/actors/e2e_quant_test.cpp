@@ -23,11 +23,12 @@ std::vector<int32_t> quantized_reference(const checkpoint& ck, dtype kv, const w
 }
 
 void check_served_equals_alone(const char* quantization, const char* kv_name, dtype kv,
-                                const std::string& model = tiny_dense_dir) {
+                                const std::string& model = tiny_dense_dir, const std::string& weights_line = "") {
   auto c = test_config();
   c.quantization = quantization;
   c.kv_cache_dtype = kv_name;
   auto srv = start(c, model);
+  if (!weights_line.empty()) BOOST_TEST(srv->banner().find(weights_line) != std::string::npos, srv->banner());
   BOOST_TEST(srv->banner().find(" tokens (" + std::string(kv_cache::kv_dtype_name(kv)) + ", ") !=
                  std::string::npos,
              srv->banner());
@@ -76,8 +77,10 @@ BOOST_AUTO_TEST_CASE(fp8_weights_and_fp8_kv_serve_what_the_generator_gives) {
 
 // Packed checkpoints load as stored (INT8 codes from GPTQ's or AWQ's words) and serve like any.
 BOOST_AUTO_TEST_CASE(gptq_and_awq_checkpoints_serve_what_the_generator_gives) {
-  check_served_equals_alone("none", "int8", dtype::i8, TROUPE_TEST_DATA_DIR "/gptq/tiny-dense-gptq8");
-  check_served_equals_alone("none", "fp8", dtype::f8_e4m3, TROUPE_TEST_DATA_DIR "/awq/tiny-dense-awq");
+  check_served_equals_alone("none", "int8", dtype::i8, TROUPE_TEST_DATA_DIR "/gptq/tiny-dense-gptq8",
+                            "weights: int8 (stored as GPTQ 8-bit), ");
+  check_served_equals_alone("none", "fp8", dtype::f8_e4m3, TROUPE_TEST_DATA_DIR "/awq/tiny-dense-awq",
+                            "weights: int8 (stored as AWQ 4-bit), ");
 }
 
 BOOST_AUTO_TEST_CASE(float_weights_with_an_int8_kv_pool_hold_more_blocks) {
