@@ -38,7 +38,7 @@ const char* codes_dtype(method m) { return m == method::fp8 ? "F8_E4M3" : "I8"; 
 // The shape of a quantized weight's scales.
 std::vector<int64_t> scale_shape(const quant_config& q, int64_t rows, int64_t cols) {
   if (q.kind == method::fp8) return {(rows + q.block_rows - 1) / q.block_rows, (cols + q.block_cols - 1) / q.block_cols};
-  const int64_t g = q.group_size == 0 || q.group_size >= cols ? std::max<int64_t>(cols, 1) : q.group_size;
+  const int64_t g = int8_group_cols(q.group_size, cols);
   return {rows, (cols + g - 1) / g};
 }
 
@@ -157,8 +157,7 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
         ref.group_cols = q.block_cols;
       } else {
         ref.group_rows = 1;
-        ref.group_cols = q.group_size == 0 || q.group_size >= t.shape[1] ? static_cast<int32_t>(std::max<int64_t>(t.shape[1], 1))
-                                                                          : q.group_size;
+        ref.group_cols = static_cast<int32_t>(int8_group_cols(q.group_size, t.shape[1]));
       }
     } else if (info->type != dtype::f32 && info->type != dtype::bf16 && info->type != dtype::f16) {
       throw_error(errc::unsupported, path + ": tensor '" + t.name + "' has dtype " + std::string(to_string(info->type)) +
@@ -201,10 +200,7 @@ void release_pages(const checkpoint& ck, const void* p, size_t bytes, bool still
   for (const auto& f : ck.files) {
     if (b < f.data() || b + bytes > f.data() + f.size()) continue;
     if (still_read && f.is_copy()) return;
-    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-    const uintptr_t lo = (reinterpret_cast<uintptr_t>(b) + page - 1) / page * page;
-    const uintptr_t hi = (reinterpret_cast<uintptr_t>(b) + bytes) / page * page;
-    if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+    drop_mapped_pages(b, bytes);
     return;
   }
 }

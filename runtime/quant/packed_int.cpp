@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "runtime/core/error.hpp"
 
@@ -50,6 +51,15 @@ std::shared_ptr<void> transposed_scales(const tensor_info& scales, int64_t group
   return buf;
 }
 
+// `out` with its ref set: [rows, cols] INT8 codes, one scale per output row and g columns.
+quantized_weight with_int8_ref(quantized_weight out, int64_t rows, int64_t cols, int64_t g) {
+  out.ref = kernels::weight_ref{out.codes.get(), dtype::i8, rows, cols};
+  out.ref.scales = static_cast<const float*>(out.scales.get());
+  out.ref.group_rows = 1;
+  out.ref.group_cols = static_cast<int32_t>(g);
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> packed_tensor_names(const std::string& weight_name) {
@@ -67,7 +77,7 @@ quantized_weight read_gptq_weight(const weight_files& wf, const std::string& wei
   const std::vector<std::string> names = packed_tensor_names(weight_name);
   const int bits = q.bits, pack = 32 / bits;
   const uint32_t maxq = (1u << bits) - 1;
-  const int64_t g = q.group_size == 0 || q.group_size >= cols ? std::max<int64_t>(cols, 1) : q.group_size;
+  const int64_t g = int8_group_cols(q.group_size, cols);
   const int64_t groups = (cols + g - 1) / g;
   std::string path;
   if (cols % pack != 0 || rows % pack != 0) {
@@ -150,11 +160,7 @@ quantized_weight read_gptq_weight(const weight_files& wf, const std::string& wei
                     std::to_string(zero[static_cast<size_t>((c / g) * rows + r)]) +
                     "): asymmetric 8-bit GPTQ does not fit INT8; Troupe runs 4-bit GPTQ and symmetric 8-bit (sym true)");
   }
-  out.ref = kernels::weight_ref{codes, dtype::i8, rows, cols};
-  out.ref.scales = static_cast<const float*>(out.scales.get());
-  out.ref.group_rows = 1;
-  out.ref.group_cols = static_cast<int32_t>(g);
-  return out;
+  return with_int8_ref(std::move(out), rows, cols, g);
 }
 
 quantized_weight read_awq_weight(const weight_files& wf, const std::string& weight_name, int64_t rows, int64_t cols,
@@ -162,7 +168,7 @@ quantized_weight read_awq_weight(const weight_files& wf, const std::string& weig
   const std::vector<std::string> names = packed_tensor_names(weight_name);
   constexpr int pack = 8;
   constexpr int slot[pack] = {0, 4, 1, 5, 2, 6, 3, 7};  // nibble of output 8p + m (AutoAWQ's order)
-  const int64_t g = q.group_size == 0 || q.group_size >= cols ? std::max<int64_t>(cols, 1) : q.group_size;
+  const int64_t g = int8_group_cols(q.group_size, cols);
   const int64_t groups = (cols + g - 1) / g, words = rows / pack;
   std::string path;
   if (rows % pack != 0) {
@@ -197,11 +203,7 @@ quantized_weight read_awq_weight(const weight_files& wf, const std::string& weig
           codes[(p * pack + m) * cols + c] = static_cast<int8_t>(static_cast<int>((w >> (4 * slot[m])) & 15u) - z[m]);
       }
   }
-  out.ref = kernels::weight_ref{codes, dtype::i8, rows, cols};
-  out.ref.scales = static_cast<const float*>(out.scales.get());
-  out.ref.group_rows = 1;
-  out.ref.group_cols = static_cast<int32_t>(g);
-  return out;
+  return with_int8_ref(std::move(out), rows, cols, g);
 }
 
 }  // namespace troupe::quant

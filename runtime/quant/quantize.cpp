@@ -116,7 +116,7 @@ quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size,
   quantized_weight q;
   q.ref = {nullptr, dtype::i8, w.rows, w.cols};
   q.ref.group_rows = 1;
-  q.ref.group_cols = static_cast<int32_t>(group_size == 0 || group_size >= w.cols ? std::max<int64_t>(w.cols, 1) : group_size);
+  q.ref.group_cols = static_cast<int32_t>(int8_group_cols(group_size, w.cols));
   auto codes = aligned_buffer(static_cast<size_t>(w.rows * w.cols), where);
   auto scales = aligned_buffer(q.ref.scale_bytes(), where);
   auto* c = static_cast<int8_t*>(codes.get());

@@ -4,6 +4,7 @@
 // model quantized on load equals the one `troupe quantize` writes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 
@@ -28,6 +29,12 @@ quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size,
 // multiplier Qwen stores as weight_scale_inv), code = e4m3(w / scale) rounded to nearest even.
 quantized_weight quantize_fp8(const kernels::weight_ref& w, int32_t block_rows, int32_t block_cols,
                               residency where = residency::mapped);
+
+// INT8's input columns per scale for a weight of `cols` columns: group_size, or the whole row when
+// group_size is 0 (one scale per output channel) or at least the row.
+inline int64_t int8_group_cols(int64_t group_size, int64_t cols) {
+  return group_size == 0 || group_size >= cols ? std::max<int64_t>(cols, 1) : group_size;
+}
 
 // A 64-byte aligned buffer for quantized codes or scales: the heap, or 2 MB pages with
 // residency::huge_pages.

@@ -44,14 +44,11 @@ write_summary write_quantized_checkpoint(const checkpoint& ck, const std::string
   check_destination(out, force);
 
   json config = json::parse(read_text(src / "config.json"));
-  // A GPTQ or AWQ model is rewritten in Troupe's INT8 layout (the codes it loaded as), which loads
-  // in place without unpacking; any other quantized source would be quantized twice.
-  const std::string source_method =
-      config.contains("quantization_config") && config["quantization_config"].is_object()
-          ? config["quantization_config"].value("quant_method", "")
-          : "";
+  // A GPTQ or AWQ model (stored_as says so) is rewritten in Troupe's INT8 layout (the codes it
+  // loaded as), which loads in place without unpacking; any other quantized source would be
+  // quantized twice.
   if (config.contains("quantization_config") && !config["quantization_config"].is_null() &&
-      !(q.kind == method::int8 && (source_method == "gptq" || source_method == "awq")))
+      !(q.kind == method::int8 && !ck.stored_as.empty()))
     throw_error(errc::invalid_argument, src_dir + " is already quantized: quantize the float checkpoint");
   config["quantization_config"] = json::parse(to_json(q));
   if (!ck.config.tie_word_embeddings) config["tie_word_embeddings"] = false;
