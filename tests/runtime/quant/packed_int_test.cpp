@@ -206,7 +206,9 @@ BOOST_AUTO_TEST_CASE(bad_gptq_configs_name_the_field) {
                   {"lm_head", true, errc::unsupported},
                   {"checkpoint_format", "marlin", errc::unsupported},
                   {"desc_act", "no", errc::invalid_checkpoint},
-                  {"pack_dtype", "int16", errc::unsupported}},
+                  {"pack_dtype", "int16", errc::unsupported},
+                  {"sym", "yes", errc::invalid_checkpoint},
+                  {"dynamic", {{"model.layers.0.mlp.down_proj", {{"bits", 4}}}}, errc::unsupported}},
                  dir);
 }
 
@@ -216,7 +218,8 @@ BOOST_AUTO_TEST_CASE(bad_awq_configs_name_the_field) {
                  {{"bits", 8, errc::unsupported},
                   {"group_size", 100, errc::unsupported},
                   {"zero_point", false, errc::unsupported},
-                  {"version", "gemv", errc::unsupported}},
+                  {"version", "gemv", errc::unsupported},
+                  {"bits", nullptr, errc::invalid_checkpoint}},
                  dir);
 }
 
@@ -262,6 +265,13 @@ BOOST_AUTO_TEST_CASE(bad_gptq_tensors_name_the_tensor) {
   // AWQ codes stored in GPTQ's orientation ([in / 8, out] instead of [in, out / 8]).
   d = broken("awq/tiny-dense-awq", [](tensors& ts, buffers&) { find_tensor(ts, kQ + ".qweight").shape = {8, 128}; });
   expect_error([&] { quant::load_model(d); }, errc::invalid_checkpoint, {kQ + ".qweight", "[8, 128]", "[64, 16]"});
+  // A packed embedding table (Troupe reads embeddings a row at a time, as floats).
+  d = broken("gptq/tiny-dense-gptq8", [](tensors& ts, buffers&) {
+    auto t = find_tensor(ts, kQ + ".qweight");
+    t.name = "model.embed_tokens.qweight";
+    ts.push_back(t);
+  });
+  expect_error([&] { quant::load_model(d); }, errc::unsupported, {"model.embed_tokens.weight", "embedding tables must stay"});
   // A GPTQ tensor the model does not have.
   d = broken("gptq/tiny-dense-gptq4", [](tensors& ts, buffers&) {
     auto t = find_tensor(ts, kQ + ".scales");
