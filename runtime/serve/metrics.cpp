@@ -135,6 +135,12 @@ int64_t metrics::waiting() const {
   std::lock_guard lock(mu_);
   return waiting_;
 }
+int64_t metrics::finished() const {
+  std::lock_guard lock(mu_);
+  int64_t n = 0;
+  for (int64_t f : finished_) n += f;
+  return n;
+}
 
 void metrics::add_renderer(std::function<void(std::string&, const std::string&)> fn) {
   std::lock_guard lock(mu_);

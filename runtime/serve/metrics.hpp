@@ -62,6 +62,8 @@ class metrics {
   void add_renderer(std::function<void(std::string&, const std::string& labels)> fn);
   int64_t running() const;
   int64_t waiting() const;
+  // Requests finished for any reason since start.
+  int64_t finished() const;
 
  private:
   mutable std::mutex mu_;
