@@ -120,7 +120,7 @@ BOOST_AUTO_TEST_CASE(an_executor_restart_forgets_the_cached_blocks) {
 BOOST_AUTO_TEST_CASE(redis_down_serves_from_the_local_cache_within_the_budget) {
   auto c = test_config();
   c.redis_url = "unix:///tmp/troupe-no-such-dir/redis.sock";
-  c.prefix_fetch_budget_ms = 200;
+  c.prefix_fetch_budget_ms = 2000;  // far above "at once", so that a loaded machine cannot blur the two
   auto srv = start(c);
   std::vector<int32_t> prompt;
   for (int i = 0; i < 40; ++i) prompt.push_back(50 + i);
@@ -130,7 +130,7 @@ BOOST_AUTO_TEST_CASE(redis_down_serves_from_the_local_cache_within_the_budget) {
   BOOST_TEST(first.ids == reference(tiny_dense(), ids_request("a", prompt, 3)), boost::test_tools::per_element());
   BOOST_TEST(second.ids == first.ids, boost::test_tools::per_element());
   BOOST_TEST(second.done.usage.cached_prompt_tokens == 32);
-  BOOST_TEST(first.done.timings.queue_ms < 200.0);  // refused at once, not waited for
+  BOOST_TEST(first.done.timings.queue_ms < 1000.0);  // refused at once, not waited for
   BOOST_TEST(metric(*srv, "prefix_cache_redis_up") == 0.0);
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }

@@ -165,13 +165,14 @@ BOOST_AUTO_TEST_CASE(windows_and_deadlines) {
   auto r = windowed.fetch(lookup(), in(1000ms));
   BOOST_TEST(r.blocks.payloads.size() == 10u);
   BOOST_TEST(store.num_calls() - calls == 1 + 4);  // EXISTS, then GETs of 3, 3, 3, 1
-  // A store slower than the deadline: nothing, and no later than the deadline.
-  store.set_latency(50ms);
+  // A store far slower than the deadline: nothing, and no later than the deadline (the slack
+  // allows for a loaded machine's wake-ups; a fetch that ignored the deadline takes 500 ms).
+  store.set_latency(500ms);
   auto t0 = store_clock::now();
   auto slow = rc.fetch(lookup(), in(20ms));
   BOOST_TEST((slow.decision == fetch_decision::unavailable));
   const double took_ms = std::chrono::duration<double, std::milli>(store_clock::now() - t0).count();
-  BOOST_TEST(took_ms < 45.0);
+  BOOST_TEST(took_ms < 250.0);
   store.set_latency(0ms);
   store.set_down(true);
   BOOST_TEST((rc.fetch(lookup(), in(1000ms)).decision == fetch_decision::unavailable));

@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(redis_killed_mid_run_then_restarted) {
   redis_server redis;
   std::mt19937 rng(5);
   auto p1 = random_ids(rng, 120);
-  replica_process a(flags({"--redis", redis.url(), "--set", "prefix_cache.fetch_budget_ms=300", "--set",
+  replica_process a(flags({"--redis", redis.url(), "--set", "prefix_cache.fetch_budget_ms=2000", "--set",
                            "prefix_cache.backoff_max_ms=200"}));
   client::client ca("127.0.0.1", a.port());
   auto d1 = ca.complete(greedy("k1", p1, 5));
@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(redis_killed_mid_run_then_restarted) {
   auto p2 = random_ids(rng, 90);
   auto d2 = ca.complete(greedy("k2", p2, 5));
   BOOST_TEST(d2.ids == cold(p2, 5), boost::test_tools::per_element());
-  BOOST_TEST(d2.done.timings.queue_ms < 300.0);
+  BOOST_TEST(d2.done.timings.queue_ms < 1000.0);  // not the 2 s budget
   // The local cache still serves.
   auto d3 = ca.complete(greedy("k3", p1, 5));
   BOOST_TEST(d3.ids == d1.ids, boost::test_tools::per_element());
@@ -133,12 +133,12 @@ BOOST_AUTO_TEST_CASE(a_hung_redis_delays_a_request_by_at_most_the_budget) {
   auto d = ca.complete(greedy("h", p, 4));
   BOOST_TEST(d.ids == cold(p, 4), boost::test_tools::per_element());
   BOOST_TEST(d.done.usage.cached_prompt_tokens == 0);
-  BOOST_TEST(d.done.timings.queue_ms < 250.0 + 100.0);  // the budget, plus scheduling slack
+  BOOST_TEST(d.done.timings.queue_ms < 2 * 250.0);  // the budget, plus a loaded machine's slack
   // Still hung: the next one is bounded the same way (answered at once while backing off).
   auto q = random_ids(rng, 100);
   auto e = ca.complete(greedy("h2", q, 4));
   BOOST_TEST(e.ids == cold(q, 4), boost::test_tools::per_element());
-  BOOST_TEST(e.done.timings.queue_ms < 250.0 + 100.0);
+  BOOST_TEST(e.done.timings.queue_ms < 2 * 250.0);
   redis.resume();
 }
 
