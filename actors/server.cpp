@@ -265,7 +265,10 @@ std::string server::banner() const {
   std::string b = "troupe serve: model '" + f.name + "' (vocab " + std::to_string(f.vocab_size) + ", max_model_len " +
                   std::to_string(f.max_model_len) + (m.max_len_clamped ? ", fitted to the KV pool" : "") + ")\n";
   const std::string& stored_as = m.ctx->ckpt->stored_as;
-  b += "  weights: " + std::string(q.kind == quant::method::none ? "as stored" : quant::method_name(q.kind)) +
+  const std::string held = q.kind == quant::method::none               ? "as stored"
+                           : q.kind == quant::method::int8 && q.bits == 4 ? "int4"
+                                                                          : quant::method_name(q.kind);
+  b += "  weights: " + held +
        (stored_as.empty() ? "" : " (stored as " + stored_as + ")") + ", " + mib(double(m.ctx->ckpt->weights.bytes)) +
        " read per token\n";
   b += "  tokenizer: " + std::string(f.tok ? f.tok->model_dir() : "none (prompt_ids only)") + "\n";

@@ -19,15 +19,23 @@ struct weight_ref {
   dtype type = dtype::f32;
   int64_t rows = 0;
   int64_t cols = 0;
-  size_t bytes() const noexcept { return static_cast<size_t>(rows * cols) * dtype_size(type); }
+  int64_t row_bytes() const noexcept { return type == dtype::u4 ? cols / 2 : cols * static_cast<int64_t>(dtype_size(type)); }
+  size_t bytes() const noexcept { return static_cast<size_t>(rows * row_bytes()); }
 
-  // Quantized weights (type i8 or f8_e4m3; docs/quantization.md): `data` holds the codes and
+  // Quantized weights (type i8, u4 or f8_e4m3; docs/quantization.md): `data` holds the codes and
   //   w[r][c] = code[r][c] * scales[(r / group_rows) * scale_cols() + c / group_cols]
   // with scales row-major [ceil(rows / group_rows), scale_cols()]. INT8: group_rows 1 (per output
   // channel, group_cols inputs per scale); FP8: 128 x 128 blocks (weight_scale_inv).
+  // u4 (4-bit GPTQ / AWQ): group_rows 1 as INT8, cols a multiple of 16, and
+  //   code[r][c] = q[r][c] - zeros[r * scale_cols() + c / group_cols]
+  // where row r's cols / 2 bytes hold, for each block of 16 columns, 8 bytes whose byte b has
+  // q of column 16i + b in its low nibble and of column 16i + 8 + b in its high one. The values
+  // are exactly those of the INT8 codes q - zero with the same scales, so the kernels give the
+  // INT8 weight's bits with half its bytes.
   const float* scales = nullptr;
   int32_t group_rows = 0;
   int32_t group_cols = 0;
+  const uint8_t* zeros = nullptr;  // u4 only
   int64_t scale_rows() const noexcept { return group_rows > 0 ? (rows + group_rows - 1) / group_rows : 0; }
   int64_t scale_cols() const noexcept { return group_cols > 0 ? (cols + group_cols - 1) / group_cols : 0; }
   size_t scale_bytes() const noexcept { return static_cast<size_t>(scale_rows() * scale_cols()) * sizeof(float); }
@@ -62,7 +70,7 @@ void matmul(const float* x, int64_t n, const weight_ref& w, float* y, compute_dt
 // the tests' reference for matmul(..., compute_dtype::bf16) on BF16 weights.
 void matmul_bf16_reference(const float* x, int64_t n, const weight_ref& w, float* y);
 
-// Element (r, c) of a quantized weight (i8 / f8_e4m3) in float32: value(code) * scale, rounded once,
+// Element (r, c) of a quantized weight (i8 / u4 / f8_e4m3) in float32: value(code) * scale, rounded once,
 // as the weight_ref comment defines it (the weight the dequantised arithmetic multiplies by).
 // Throws troupe::error(invalid_argument) for a float weight.
 float dequantized_at(const weight_ref& w, int64_t r, int64_t c);

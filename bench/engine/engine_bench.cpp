@@ -108,6 +108,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-mmap", no_mmap, "read the weights into 2 MB pages (troupe --no-mmap) instead of mapping the file");
   std::string quantization = "none";
   app.add_option("--quantization", quantization, "quantize the linear weights on load (none|int8|fp8), as troupe --quantization");
+  bool four_bit_as_int8 = false;
+  app.add_flag("--four-bit-as-int8", four_bit_as_int8,
+               "widen a GPTQ / AWQ model's 4-bit weights to INT8 codes (one byte a weight) instead of keeping them 4-bit");
   // bf16 compute by default only where vdpbf16ps runs it: elsewhere it is the portable emulation
   // (same bits, ~100x slower), which turned a 2-minute run into 20+ minutes on AVX2-only CPUs.
   const bool native_bf16 = __builtin_cpu_supports("avx512bf16") && std::string(kernels::matmul_isa()) == "avx512";
@@ -133,6 +136,7 @@ int main(int argc, char** argv) {
 
   quant::load_options load;
   load.weights = no_mmap ? residency::huge_pages : residency::mapped;
+  load.four_bit_codes = !four_bit_as_int8;
   try {
     load.quantization = quant::parse_method(quantization, "--quantization");
   } catch (const std::exception& e) {

@@ -90,7 +90,7 @@ uint16_t* activation_buffer(size_t elems) {
   return static_cast<uint16_t*>(b.get(elems * sizeof(uint16_t)));
 }
 
-bool quantized(dtype t) { return t == dtype::i8 || t == dtype::f8_e4m3; }
+bool quantized(dtype t) { return t == dtype::i8 || t == dtype::u4 || t == dtype::f8_e4m3; }
 
 // Checks a call; false when there is nothing to compute. Quantized weights run through the same
 // back-ends, which widen each code to value * scale (matmul_quant.hpp).

@@ -1,7 +1,7 @@
 // AVX2+FMA+F16C matmul back-end: the 16 lanes of one dot product live in two ymm (lanes 0-7, 8-15),
 // so results match the AVX-512 and scalar back-ends bit for bit (matmul_backend.hpp).
-// Same two paths as AVX-512 with smaller tiles: 16 ymm registers instead of 32 zmm. INT8 and FP8
-// weights come here too (matmul_quant.hpp): each code is widened to the float32 value * scale,
+// Same two paths as AVX-512 with smaller tiles: 16 ymm registers instead of 32 zmm. INT8, u4 and
+// FP8 weights come here too (matmul_quant.hpp): each code is widened to the float32 value * scale,
 // then the same tiles run.
 #include <immintrin.h>
 
@@ -54,6 +54,7 @@ v16 load_tail(const typename Src::elem* p, int64_t count) {
 template <class Src>
 struct row_of {
   using elem = typename Src::elem;
+  static constexpr int64_t bits = 8 * sizeof(elem);  // per column
   const elem* p;
   static row_of at(const weight_ref& w, int64_t j) { return {static_cast<const elem*>(w.data) + j * w.cols}; }
   v16 load(int64_t k) const { return Src::load(p + k); }
@@ -93,6 +94,7 @@ struct codes_fp8 {
 template <class Codes>
 struct quant_row {
   using elem = typename Codes::elem;
+  static constexpr int64_t bits = 8;
   const elem* p;
   scale_cursor sc;
   static quant_row at(const weight_ref& w, int64_t j) {
@@ -105,6 +107,32 @@ struct quant_row {
     return Codes::widen(buf, sc.of(k));
   }
   const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
+};
+
+// u4 rows (kernels.hpp: per 16 columns 8 bytes, the first 8 columns in the low nibbles): the
+// nibbles spread to 16 bytes in column order, minus the group's zero (int8, exact), then
+// codes_i8's widening: the bits of the INT8 weight q - zero, from half its bytes.
+struct u4_row {
+  static constexpr int64_t bits = 4;
+  const uint8_t* p;  // the row's bytes
+  const uint8_t* z;  // the row's zeros
+  scale_cursor sc;
+  static u4_row at(const weight_ref& w, int64_t j) {
+    return {static_cast<const uint8_t*>(w.data) + j * (w.cols / 2), w.zeros + j * w.scale_cols(), scale_cursor::at(w, j)};
+  }
+  v16 load(int64_t k) const {
+    const int64_t g = sc.group_of(k);
+    const __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + k / 2));
+    const __m128i nib = _mm_set1_epi8(15);
+    const __m128i q = _mm_sub_epi8(_mm_unpacklo_epi64(_mm_and_si128(raw, nib), _mm_and_si128(_mm_srli_epi16(raw, 4), nib)),
+                                   _mm_set1_epi8(static_cast<char>(z[g])));
+    const __m256 s = _mm256_broadcast_ss(sc.s + g);
+    return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), s),
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8))), s)};
+  }
+  // The last partial block: never reached (u4 cols are a multiple of 16).
+  v16 tail(int64_t k, int64_t) const { return load(k); }
+  const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k / 2); }
 };
 
 #include "kernels/cpu/avx2_tree.hpp"
@@ -158,7 +186,6 @@ constexpr int direct_max_n = 3;
 template <int R, class Row>
 void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
   constexpr int C = R == 1 ? 4 : R == 2 ? 3 : 2;  // 2*R*C accumulator registers of 16
-  constexpr int64_t elem_bytes = sizeof(typename Row::elem);
   const int64_t cols = w.cols, ldy = w.rows;
   float out[R * C];
   int64_t j = j0;
@@ -168,7 +195,7 @@ void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) wr[c] = Row::at(w, first + c * stride);
     auto ahead = [&](int64_t k) {  // the hardware streamers alone fall ~15% short of the bandwidth
-      if ((k * elem_bytes) % 64 == 0)
+      if ((k * Row::bits / 8) % 64 == 0)
         for (int c = 0; c < C; ++c) _mm_prefetch(wr[c].bytes(k) + 512, _MM_HINT_T0);
     };
     tile<R, C>(
@@ -179,7 +206,7 @@ void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1
   };
   // Rows shorter than a page: tiles of rows a page apart (rows_per_page, matmul_backend.hpp);
   // past a row's end the 512 B prefetch runs into the next tile's row.
-  const int64_t row_bytes = cols * elem_bytes;
+  const int64_t row_bytes = cols * Row::bits / 8;
   const int64_t S = rows_per_page(row_bytes), span = C * S;
   for (; S > 1 && j + span <= j1; j += span)
     for (int64_t s = 0; s < S; ++s) rows_tile(j + s, S);
@@ -343,6 +370,7 @@ void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1,
     case dtype::bf16: return passes ? run_passes<row_of<src_bf16>>(x, n, w, j0, j1, y) : run_packed<row_of<src_bf16>>(x, n, w, j0, j1, y, scratch);
     case dtype::f16: return passes ? run_passes<row_of<src_f16>>(x, n, w, j0, j1, y) : run_packed<row_of<src_f16>>(x, n, w, j0, j1, y, scratch);
     case dtype::i8: return passes ? run_passes<quant_row<codes_i8>>(x, n, w, j0, j1, y) : run_packed<quant_row<codes_i8>>(x, n, w, j0, j1, y, scratch);
+    case dtype::u4: return passes ? run_passes<u4_row>(x, n, w, j0, j1, y) : run_packed<u4_row>(x, n, w, j0, j1, y, scratch);
     case dtype::f8_e4m3: return passes ? run_passes<quant_row<codes_fp8>>(x, n, w, j0, j1, y) : run_packed<quant_row<codes_fp8>>(x, n, w, j0, j1, y, scratch);
     default: return;
   }

@@ -3,7 +3,8 @@
 // widens them in registers; small batches (n <= 7) do that once per three rows over an L2-sized
 // unit; batched decode (n <= 60) streams each 8-row sub-panel once, widening it into L1 for the
 // other activation rows; prefill widens 48-row panels once and reuses them. INT8 and FP8 weights
-// take the same paths, each code widened to the float32 value * scale (matmul_quant.hpp).
+// take the same paths, each code widened to the float32 value * scale (matmul_quant.hpp); so do
+// 4-bit u4 ones, whose nibbles widen to the INT8 code q - zero first.
 // NOTE: no AVX512_BF16 (vdpbf16ps) here: it rounds the fp32 activations to bf16.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_setzero_ps & co., GCC bug 105593).
 #pragma GCC diagnostic push
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/cpu/matmul_backend.hpp"
 #include "kernels/cpu/matmul_quant.hpp"
@@ -50,6 +52,7 @@ struct src_f16 {  // vcvtph2ps is exact (every f16, subnormals included, is an f
 template <class Src>
 struct row_of {
   using elem = typename Src::elem;
+  static constexpr int64_t bits = 8 * sizeof(elem);  // per column
   const elem* p;
   static row_of at(const weight_ref& w, int64_t j, int64_t k0) { return {static_cast<const elem*>(w.data) + j * w.cols + k0}; }
   __m512 load(int64_t k) const { return Src::load(p + k); }
@@ -81,6 +84,7 @@ struct codes_fp8 {
 template <class Codes>
 struct quant_row {
   using elem = typename Codes::elem;
+  static constexpr int64_t bits = 8;
   const elem* p;  // codes from column k0
   scale_cursor sc;
   int64_t k0;
@@ -93,6 +97,41 @@ struct quant_row {
   }
   __m512 load(int64_t k, __mmask16 m) const { return Codes::widen(_mm_maskz_loadu_epi8(m, p + k), scale(k)); }
   const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
+};
+
+// u4 rows (kernels.hpp: per 16 columns 8 bytes, the first 8 columns in the low nibbles). Each
+// group's 16 possible weights are a table, value[q] = float(q - zero) * scale (codes_i8's widening
+// of the INT8 code q - zero: the same bits), and a block of 16 is one vpermps of it, indexed by
+// the 8 bytes spread to 16 lanes (the upper 8 shifted right by 4; vpermps reads an index's low 4
+// bits only): as few instructions per weight as INT8, from half its bytes.
+struct u4_row {
+  static constexpr int64_t bits = 4;
+  const uint8_t* p;  // the row's bytes from column k0 (k0 a multiple of 16)
+  const uint8_t* z;  // the row's zeros
+  scale_cursor sc;
+  int64_t k0;
+  mutable int64_t table_group = -1;  // whose values `table` holds
+  alignas(64) mutable float table[16];
+  static u4_row at(const weight_ref& w, int64_t j, int64_t k0) {
+    return {static_cast<const uint8_t*>(w.data) + j * (w.cols / 2) + k0 / 2, w.zeros + j * w.scale_cols(),
+            scale_cursor::at(w, j), k0, -1, {}};
+  }
+  __m512 load(int64_t k) const {
+    if (const int64_t g = sc.group_of(k0 + k); g != table_group) {
+      const __m512i q = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+      const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(q, _mm512_set1_epi32(z[g])));
+      _mm512_store_ps(table, _mm512_mul_ps(v, _mm512_set1_ps(sc.s[g])));
+      table_group = g;
+    }
+    long long bytes8;
+    std::memcpy(&bytes8, p + k / 2, 8);
+    const __m128i raw = _mm_set1_epi64x(bytes8);  // bytes 0-7 twice
+    const __m512i idx = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(raw), _mm512_set_epi32(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0));
+    return _mm512_permutexvar_ps(idx, _mm512_load_ps(table));
+  }
+  // The tiles' masked last block: never reached (u4 cols are a multiple of 16), kept well-defined.
+  __m512 load(int64_t k, __mmask16 m) const { return _mm512_maskz_mov_ps(m, load(k)); }
+  const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k / 2); }
 };
 
 #include "kernels/cpu/avx512_tree.hpp"  // reduce16 / reduce8 / store_tile: the fixed tree, many accumulators at once
@@ -146,7 +185,7 @@ void tile_stream(const float* x, int64_t ldx, const Row* rows, int64_t klen, __m
   for (int64_t k = 0; k < full; k += 16) {
     pf.step();
     if constexpr (!kPack) {  // decode: each row 512 B ahead (the hardware streamers alone fall ~15% short)
-      const int64_t ahead = k * static_cast<int64_t>(sizeof(typename Row::elem)) + 512;
+      const int64_t ahead = k * Row::bits / 8 + 512;
       if (ahead % 64 == 0) {
         // Past its row's end the stream goes on in the same row of the next tile: otherwise each
         // tile would start with 8 rows of demand misses.
@@ -201,7 +240,7 @@ constexpr int direct_max_n = 3;
 // Rows shorter than a 4 KB page are tiled a page apart (rows_per_page, matmul_backend.hpp).
 template <int R, class Row>
 void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
-  const int64_t cols = w.cols, row_bytes = cols * static_cast<int64_t>(sizeof(typename Row::elem));
+  const int64_t cols = w.cols, row_bytes = cols * Row::bits / 8;
   Row rows[tile_cols];
   const int64_t S = rows_per_page(row_bytes), span = tile_cols * S;
   int64_t j = j0;
@@ -320,7 +359,6 @@ void tile_packed(const float* x, int64_t ldx, const float* wp, int64_t klen, __m
 
 template <class Row>
 void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
-  constexpr int64_t elem_bytes = sizeof(typename Row::elem);
   const int64_t cols = w.cols, ldy = w.rows, kp = padded_cols(cols), sub_floats = tile_cols * kp;
   // Even k blocks of at most k_block columns (multiples of 16); the last one holds the masked tail.
   const int64_t kblocks = (kp + k_block - 1) / k_block;
@@ -352,8 +390,8 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
           if (streamed) {
             const int64_t next = jc + (s + 1) * tile_cols;
             const int nrows = static_cast<int>(std::min<int64_t>(tile_cols, w.rows - next));
-            const int64_t piece = std::min(klen, cols - k0) * elem_bytes;
-            pf = make_prefetch(Row::at(w, next, k0).bytes(0), nrows, piece, cols * elem_bytes,
+            const int64_t piece = std::min(klen, cols - k0) * Row::bits / 8;
+            pf = make_prefetch(Row::at(w, next, k0).bytes(0), nrows, piece, cols * Row::bits / 8,
                                (ie - ic + max_tile_rows - 1) / max_tile_rows * (klen / 16));
           }
           for (int64_t i = ic; i < ie; i += max_tile_rows) {
@@ -412,6 +450,7 @@ void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1,
     case dtype::bf16: return passes ? run_passes<row_of<src_bf16>>(x, n, w, j0, j1, y) : run_packed<row_of<src_bf16>>(x, n, w, j0, j1, y, scratch);
     case dtype::f16: return passes ? run_passes<row_of<src_f16>>(x, n, w, j0, j1, y) : run_packed<row_of<src_f16>>(x, n, w, j0, j1, y, scratch);
     case dtype::i8: return passes ? run_passes<quant_row<codes_i8>>(x, n, w, j0, j1, y) : run_packed<quant_row<codes_i8>>(x, n, w, j0, j1, y, scratch);
+    case dtype::u4: return passes ? run_passes<u4_row>(x, n, w, j0, j1, y) : run_packed<u4_row>(x, n, w, j0, j1, y, scratch);
     case dtype::f8_e4m3: return passes ? run_passes<quant_row<codes_fp8>>(x, n, w, j0, j1, y) : run_packed<quant_row<codes_fp8>>(x, n, w, j0, j1, y, scratch);
     default: return;  // matmul() rejected other dtypes before any thread started
   }

@@ -34,7 +34,7 @@ struct matmul_backend {
 // ones find it in L2. (Defined here, before any back-end's target pragma: baseline code in every
 // unit that includes it.)
 inline int64_t pass_unit_rows(const weight_ref& w) {
-  const int64_t row_bytes = std::max<int64_t>(1, w.cols * static_cast<int64_t>(dtype_size(w.type)));
+  const int64_t row_bytes = std::max<int64_t>(1, w.row_bytes());
   return std::clamp<int64_t>((int64_t{512} << 10) / row_bytes / 16 * 16, 16, 256);
 }
 

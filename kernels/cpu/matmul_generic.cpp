@@ -64,6 +64,7 @@ void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1,
     case dtype::bf16: return run_rows<widen_bf16>(x, n, w, j0, j1, y);
     case dtype::f16: return run_rows<widen_f16>(x, n, w, j0, j1, y);
     case dtype::i8:
+    case dtype::u4:
     case dtype::f8_e4m3: return run_quant_rows(x, n, w, j0, j1, y);
     default: return;
   }

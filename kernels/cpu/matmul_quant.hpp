@@ -24,9 +24,9 @@
 namespace troupe::kernels::cpu {
 
 // Checks a quantized weight_ref (codes, scales, group shape); throws troupe::error naming what is
-// wrong. matmul() calls it for every i8 / f8 weight. A 16-column block lies in one scale group:
-// INT8 groups are powers of two of at least 32 columns or the whole row; FP8 groups are multiples
-// of 16 or the whole row.
+// wrong. matmul() calls it for every i8 / u4 / f8 weight. A 16-column block lies in one scale
+// group: INT8 and u4 groups are powers of two of at least 32 columns or the whole row; FP8 groups
+// are multiples of 16 or the whole row. u4 also needs its zeros and cols a multiple of 16.
 void check_quantized_weight(const weight_ref& w);
 
 // The float64 product of x and the dequantised weights (code * scale, no rounding of the weights):
@@ -37,7 +37,21 @@ inline float scale_of(const weight_ref& w, int64_t row, int64_t col) {
   return w.scales[(row / w.group_rows) * w.scale_cols() + col / w.group_cols];
 }
 
-// The SIMD tiles' view of one row's scales: of(k) is the scale of columns k .. k + 15.
+// The 4-bit q of a u4 weight's element (r, c) (kernels.hpp: the layout), before its zero.
+inline int u4_q(const weight_ref& w, int64_t r, int64_t c) {
+  const uint8_t b = static_cast<const uint8_t*>(w.data)[r * (w.cols / 2) + c / 16 * 8 + c % 8];
+  return c % 16 < 8 ? b & 15 : b >> 4;
+}
+
+// The integer or FP8 value of element (r, c)'s code, exact in float32: INT8 code, u4 q - zero, e4m3.
+inline float code_value(const weight_ref& w, int64_t r, int64_t c) {
+  if (w.type == dtype::u4) return static_cast<float>(u4_q(w, r, c) - w.zeros[r * w.scale_cols() + c / w.group_cols]);
+  const uint8_t code = static_cast<const uint8_t*>(w.data)[r * w.cols + c];
+  return w.type == dtype::i8 ? static_cast<float>(static_cast<int8_t>(code)) : f8e4m3_to_f32(code);
+}
+
+// The SIMD tiles' view of one row's scales: of(k) is the scale of columns k .. k + 15, group(k)
+// its index in the row's scales (and zeros).
 struct scale_cursor {
   const float* s;  // the row's scales
   int shift;       // group = 2^shift columns (62: one group a row); -1: divide by group
@@ -47,7 +61,8 @@ struct scale_cursor {
     const int shift = g >= w.cols ? 62 : (g & (g - 1)) == 0 ? __builtin_ctzll(static_cast<uint64_t>(g)) : -1;
     return {w.scales + (j / w.group_rows) * w.scale_cols(), shift, g};
   }
-  const float* of(int64_t k) const { return s + (shift >= 0 ? k >> shift : k / group); }
+  int64_t group_of(int64_t k) const { return shift >= 0 ? k >> shift : k / group; }
+  const float* of(int64_t k) const { return s + group_of(k); }
 };
 
 }  // namespace troupe::kernels::cpu

@@ -15,6 +15,7 @@ std::string_view to_string(dtype t) noexcept {
     case dtype::i32: return "I32";
     case dtype::i64: return "I64";
     case dtype::u8: return "U8";
+    case dtype::u4: return "U4";
   }
   return "?";
 }
@@ -37,6 +38,7 @@ size_t dtype_size(dtype t) noexcept {
     case dtype::f16: case dtype::bf16: return 2;
     case dtype::i8: case dtype::u8: case dtype::f8_e4m3: return 1;
     case dtype::i64: return 8;
+    case dtype::u4: return 0;
   }
   return 0;
 }

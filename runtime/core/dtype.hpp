@@ -9,7 +9,9 @@
 
 namespace troupe {
 
-enum class dtype : uint8_t { f32, f16, bf16, i8, f8_e4m3, i32, i64, u8 };
+// u4: 4-bit weight codes, two a byte (kernels::weight_ref documents the layout); never a
+// safetensors dtype, and dtype_size() is 0 for it (a row's bytes: weight_ref::row_bytes()).
+enum class dtype : uint8_t { f32, f16, bf16, i8, f8_e4m3, i32, i64, u8, u4 };
 
 std::string_view to_string(dtype t) noexcept;
 // Parses the safetensors spelling ("F32", "BF16", "F8_E4M3", ...).

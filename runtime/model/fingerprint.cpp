@@ -25,6 +25,7 @@ const char* lower_dtype(dtype t) {
     case dtype::f16: return "f16";
     case dtype::bf16: return "bf16";
     case dtype::i8: return "i8";
+    case dtype::u4: return "u4";
     case dtype::f8_e4m3: return "f8";
     default: return "other";
   }
@@ -82,6 +83,7 @@ std::string model_fingerprint(const checkpoint& ck) {
       h.i64(w.group_rows);
       h.i64(w.group_cols);
       sample(h, reinterpret_cast<const uint8_t*>(w.scales), w.scale_bytes());
+      if (w.zeros) sample(h, w.zeros, static_cast<uint64_t>(w.scale_rows() * w.scale_cols()));
     }
     const char* d = lower_dtype(w.type);
     if (dtypes.empty()) dtypes = d;

@@ -58,7 +58,7 @@ void drop_mapped_pages(const void* p, size_t bytes) {
 
 std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::path& config_path,
                                               const std::string& config_text, const quant_config& q,
-                                              residency where) {
+                                              residency where, bool four_bit) {
   auto ck = std::make_unique<checkpoint>();
   ck->dir = dir;
   const fs::path root(dir);
@@ -81,8 +81,9 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
       if (t.kind == tensor_kind::embed_tokens)
         throw_error(errc::unsupported, dir + ": '" + t.name + "' is stored packed (" + packed_tensor_names(t.name)[0] +
                                            "); embedding tables must stay F32, F16 or BF16");
-      quantized_weight g = q.source == int8_source::gptq ? read_gptq_weight(wf, t.name, t.shape[0], t.shape[1], q, where)
-                                                         : read_awq_weight(wf, t.name, t.shape[0], t.shape[1], q, where);
+      quantized_weight g = q.source == int8_source::gptq
+                               ? read_gptq_weight(wf, t.name, t.shape[0], t.shape[1], q, where, four_bit)
+                               : read_awq_weight(wf, t.name, t.shape[0], t.shape[1], q, where, four_bit);
       // The packed words (GPTQ, AWQ) are never read again: they leave the resident set at once, so that the
       // load peaks at the INT8 model plus one packed weight, not both models.
       std::vector<std::string> names = packed_tensor_names(t.name);
@@ -93,6 +94,7 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
       }
       ck->owned.push_back(g.codes);
       ck->owned.push_back(g.scales);
+      if (g.zeros) ck->owned.push_back(g.zeros);
       *weight_slot(w, t) = g.ref;
       continue;
     }
@@ -221,6 +223,7 @@ quant_config weight_quantization(const checkpoint& ck) {
       q.block_cols = r->group_cols;
     }
     if (q.kind == method::int8 && r->group_cols < r->cols) q.group_size = r->group_cols;
+    if (r->type == dtype::u4) q.bits = 4;  // 4-bit codes in memory (GPTQ / AWQ), INT8's values
   }
   return q;
 }
@@ -286,7 +289,7 @@ std::unique_ptr<checkpoint> load_weights(const std::string& dir, const load_opti
                                             "); --quantization " + method_name(o.quantization) +
                                             " would quantize it twice: load it as stored, or quantize the float checkpoint");
   j.erase("quantization_config");
-  return load_prequantized(dir, config_path, j.dump(), q, o.weights);
+  return load_prequantized(dir, config_path, j.dump(), q, o.weights, o.four_bit_codes);
 }
 
 }  // namespace

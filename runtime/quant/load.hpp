@@ -28,6 +28,9 @@ struct load_options {
   // Where the checkpoint's bytes and the quantized copies live: memory-mapped files and plain
   // heap (default), or everything on 2 MB pages (runtime/core/mapped_file.hpp, --no-mmap).
   residency weights = residency::mapped;
+  // GPTQ / AWQ 4-bit weights stay 4-bit in memory (u4: half a byte a weight, the same outputs);
+  // false widens them to INT8 codes (one byte a weight), as Troupe did before it had u4 kernels.
+  bool four_bit_codes = true;
   // Replaces config.json's RoPE scaling (override_rope_scaling: a JSON object, or null); "" keeps it.
   std::string rope_scaling;
 };
@@ -43,7 +46,8 @@ std::unique_ptr<checkpoint> load_model(const std::string& dir, const load_option
 // Weights already quantized are left as they are. Updates weights.bytes / active_bytes.
 void quantize_weights(checkpoint& ckpt, const load_options& options);
 
-// The quantization the loaded weights carry: method and parameters (none for a float model).
+// The quantization the loaded weights carry: method and parameters (none for a float model);
+// bits 4 when 4-bit weights stay 4-bit in memory (u4), with method int8 (INT8's values and bits).
 quant_config weight_quantization(const checkpoint& ckpt);
 
 // What besides the model decides its outputs' bits on this machine: "<int8|fp8>-<grouped|dequant>"

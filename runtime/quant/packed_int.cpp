@@ -60,7 +60,41 @@ quantized_weight with_int8_ref(quantized_weight out, int64_t rows, int64_t cols,
   return out;
 }
 
+// `out` with its ref set as a u4 weight: codes [rows, cols / 2] in kernels.hpp's layout, zeros
+// [rows, groups], one scale per output row and g columns.
+quantized_weight with_u4_ref(quantized_weight out, int64_t rows, int64_t cols, int64_t g) {
+  out = with_int8_ref(std::move(out), rows, cols, g);
+  out.ref.type = dtype::u4;
+  out.ref.zeros = static_cast<const uint8_t*>(out.zeros.get());
+  return out;
+}
+
+// Zero points [groups, rows] as u4's uint8 [rows, groups].
+std::shared_ptr<void> u4_zeros(const std::vector<int16_t>& zero, int64_t groups, int64_t rows, residency where) {
+  auto buf = quantized_buffer(static_cast<size_t>(rows * groups), where);
+  auto* z = static_cast<uint8_t*>(buf.get());
+  for (int64_t k = 0; k < groups; ++k)
+    for (int64_t r = 0; r < rows; ++r) z[r * groups + k] = static_cast<uint8_t>(zero[static_cast<size_t>(k * rows + r)]);
+  return buf;
+}
+
+// The two nibbles of u4 byte b of a 16-column block: columns b and b + 8.
+inline uint8_t u4_byte(uint32_t lo, uint32_t hi) { return static_cast<uint8_t>((lo & 15u) | ((hi & 15u) << 4)); }
+
 }  // namespace
+
+std::vector<int8_t> int8_codes_of_u4(const kernels::weight_ref& w) {
+  std::vector<int8_t> out(static_cast<size_t>(w.rows * w.cols));
+  const auto* d = static_cast<const uint8_t*>(w.data);
+  const int64_t groups = w.scale_cols();
+  for (int64_t r = 0; r < w.rows; ++r)
+    for (int64_t c = 0; c < w.cols; ++c) {
+      const uint8_t b = d[r * (w.cols / 2) + c / 16 * 8 + c % 8];
+      const int q = c % 16 < 8 ? b & 15 : b >> 4;
+      out[static_cast<size_t>(r * w.cols + c)] = static_cast<int8_t>(q - w.zeros[r * groups + c / w.group_cols]);
+    }
+  return out;
+}
 
 std::vector<std::string> packed_tensor_names(const std::string& weight_name) {
   const std::string p = prefix_of(weight_name);
@@ -73,7 +107,7 @@ bool has_packed_weight(const weight_files& wf, const std::string& weight_name) {
 }
 
 quantized_weight read_gptq_weight(const weight_files& wf, const std::string& weight_name, int64_t rows, int64_t cols,
-                                  const quant_config& q, residency where) {
+                                  const quant_config& q, residency where, bool four_bit) {
   const std::vector<std::string> names = packed_tensor_names(weight_name);
   const int bits = q.bits, pack = 32 / bits;
   const uint32_t maxq = (1u << bits) - 1;
@@ -113,6 +147,24 @@ quantized_weight read_gptq_weight(const weight_files& wf, const std::string& wei
     }
   quantized_weight out;
   out.scales = transposed_scales(scales, groups, rows, where);
+  if (four_bit && bits == 4 && cols % 16 == 0) {
+    // u4: words 2i and 2i + 1 hold columns 16i .. 16i + 7 and 16i + 8 .. 16i + 15, nibble j column
+    // 8p + j, so byte b of block i takes nibble b of each. Zeros up to 16 (v1's 15 + 1) fit a byte.
+    out.zeros = u4_zeros(zero, groups, rows, where);
+    out.codes = quantized_buffer(static_cast<size_t>(rows * cols / 2), where);
+    auto* codes = static_cast<uint8_t*>(std::const_pointer_cast<void>(out.codes).get());
+#pragma omp parallel for schedule(static)
+    for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+      const int64_t r1 = std::min(rows, r0 + 16);
+      for (int64_t i = 0; i < cols / 16; ++i)
+        for (int64_t r = r0; r < r1; ++r) {
+          const uint32_t lo = word_at(qweight.data, 2 * i * rows + r), hi = word_at(qweight.data, (2 * i + 1) * rows + r);
+          uint8_t* dst = codes + r * (cols / 2) + i * 8;
+          for (int b = 0; b < 8; ++b) dst[b] = u4_byte(lo >> (4 * b), hi >> (4 * b));
+        }
+    }
+    return with_u4_ref(std::move(out), rows, cols, g);
+  }
   out.codes = quantized_buffer(static_cast<size_t>(rows * cols), where);
   auto* codes = static_cast<int8_t*>(std::const_pointer_cast<void>(out.codes).get());
   // code - zero for every element; `spill` collects (v + 128) >> 8, non-zero once any v leaves
@@ -164,7 +216,7 @@ quantized_weight read_gptq_weight(const weight_files& wf, const std::string& wei
 }
 
 quantized_weight read_awq_weight(const weight_files& wf, const std::string& weight_name, int64_t rows, int64_t cols,
-                                 const quant_config& q, residency where) {
+                                 const quant_config& q, residency where, bool four_bit) {
   const std::vector<std::string> names = packed_tensor_names(weight_name);
   constexpr int pack = 8;
   constexpr int slot[pack] = {0, 4, 1, 5, 2, 6, 3, 7};  // nibble of output 8p + m (AutoAWQ's order)
@@ -189,6 +241,24 @@ quantized_weight read_awq_weight(const weight_files& wf, const std::string& weig
           static_cast<int16_t>((word_at(qzeros.data, k * words + r / pack) >> (4 * slot[r % pack])) & 15u);
   quantized_weight out;
   out.scales = transposed_scales(scales, groups, rows, where);
+  if (four_bit && cols % 16 == 0) {
+    // u4: for each block of 16 inputs, the 16 words of output group p give the 8 outputs' bytes.
+    out.zeros = u4_zeros(zero, groups, rows, where);
+    out.codes = quantized_buffer(static_cast<size_t>(rows * cols / 2), where);
+    auto* codes = static_cast<uint8_t*>(std::const_pointer_cast<void>(out.codes).get());
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < cols / 16; ++i)
+      for (int64_t p = 0; p < words; ++p) {
+        uint32_t wv[16];
+        for (int c = 0; c < 16; ++c) wv[c] = word_at(qweight.data, (16 * i + c) * words + p);
+        for (int m = 0; m < pack; ++m) {
+          uint8_t* dst = codes + (p * pack + m) * (cols / 2) + i * 8;
+          const int shift = 4 * slot[m];
+          for (int b = 0; b < 8; ++b) dst[b] = u4_byte(wv[b] >> shift, wv[b + 8] >> shift);
+        }
+      }
+    return with_u4_ref(std::move(out), rows, cols, g);
+  }
   out.codes = quantized_buffer(static_cast<size_t>(rows * cols), where);
   auto* codes = static_cast<int8_t*>(std::const_pointer_cast<void>(out.codes).get());
   // 64 inputs at a time: each output row's 64 codes are one cache line.

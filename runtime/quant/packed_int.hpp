@@ -16,8 +16,10 @@
 //   qweight  I32 [cols, rows / 8]      qzeros I32 [groups, rows / 8]      scales F16 [groups, rows]
 // with w[r][c] = scale * (code - zero) and no offset on the zero.
 //
-// Both layouts are input-major: the codes are transposed into owned memory, so such a model costs
-// one INT8 byte per weight, not its packed size.
+// Both layouts are input-major: the codes are transposed into owned memory. A 4-bit weight whose
+// inputs are a multiple of 16 becomes a u4 weight (kernels.hpp: q and a zero per group, half a
+// byte a weight, the INT8 codes' values and kernel bits); other weights become INT8 codes, one
+// byte a weight.
 #pragma once
 
 #include <string>
@@ -39,12 +41,16 @@ bool has_packed_weight(const weight_files& wf, const std::string& weight_name);
 // Reads the GPTQ tensors of `weight_name` ([rows, cols] as the config says) into INT8 codes and
 // float32 scales with q.group_size columns a scale. Throws troupe::error naming the file and the
 // tensor: invalid_checkpoint for a missing tensor, a wrong shape or dtype; unsupported for an
-// act-order g_idx or a code - zero outside [-128, 127] (asymmetric 8-bit).
+// act-order g_idx or a code - zero outside [-128, 127] (asymmetric 8-bit). four_bit: 4-bit weights
+// become u4 where they can (else INT8 codes, as always with false).
 quantized_weight read_gptq_weight(const weight_files& wf, const std::string& weight_name, int64_t rows, int64_t cols,
-                                  const quant_config& q, residency where);
+                                  const quant_config& q, residency where, bool four_bit = true);
 
 // The same for AWQ's GEMM layout (q.bits is 4).
 quantized_weight read_awq_weight(const weight_files& wf, const std::string& weight_name, int64_t rows, int64_t cols,
-                                 const quant_config& q, residency where);
+                                 const quant_config& q, residency where, bool four_bit = true);
+
+// The INT8 codes (q - zero) of a u4 weight, [rows, cols]: what a Troupe INT8 checkpoint stores.
+std::vector<int8_t> int8_codes_of_u4(const kernels::weight_ref& w);
 
 }  // namespace troupe::quant

@@ -14,9 +14,10 @@
 namespace troupe::quant {
 
 struct quantized_weight {
-  kernels::weight_ref ref;              // type i8 or f8_e4m3; points into the buffers below
-  std::shared_ptr<const void> codes;    // [rows, cols] bytes, 64-byte aligned
+  kernels::weight_ref ref;              // type i8, u4 or f8_e4m3; points into the buffers below
+  std::shared_ptr<const void> codes;    // ref.bytes() bytes, 64-byte aligned
   std::shared_ptr<const void> scales;   // [scale_rows, scale_cols] float32
+  std::shared_ptr<const void> zeros;    // u4: [scale_rows, scale_cols] uint8; else empty
 };
 
 // The codes and scales go to the heap, or to 2 MB pages with residency::huge_pages.

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,7 @@
 #include "runtime/model/safetensors.hpp"
 #include "runtime/model/tensor_layout.hpp"
 #include "runtime/quant/load.hpp"
+#include "runtime/quant/packed_int.hpp"
 #include "runtime/quant/weight_files.hpp"
 
 namespace troupe::quant {
@@ -55,12 +57,19 @@ write_summary write_quantized_checkpoint(const checkpoint& ck, const std::string
 
   const weight_files wf = open_weights(src);
   std::vector<tensor_to_write> tensors;
+  std::vector<std::shared_ptr<const void>> keep;  // buffers the tensors point into
   write_summary summary;
   std::string where;
   for (const auto& t : expected_tensors(ck.config)) {
     const kernels::weight_ref* w = weight_slot(ck.weights, t);
     if (w && w->scales) {
-      tensors.push_back({t.name, w->type, {w->rows, w->cols}, w->data, {}});
+      if (w->type == dtype::u4) {  // a 4-bit GPTQ / AWQ weight: Troupe's INT8 layout stores q - zero
+        auto codes = std::make_shared<std::vector<int8_t>>(int8_codes_of_u4(*w));
+        tensors.push_back({t.name, dtype::i8, {w->rows, w->cols}, codes->data(), {}});
+        keep.push_back(codes);
+      } else {
+        tensors.push_back({t.name, w->type, {w->rows, w->cols}, w->data, {}});
+      }
       tensors.push_back({scale_tensor_name(t.name, q.kind), dtype::f32, {w->scale_rows(), w->scale_cols()}, w->scales, {}});
       ++summary.quantized_tensors;
       continue;

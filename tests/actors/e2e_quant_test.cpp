@@ -75,12 +75,13 @@ BOOST_AUTO_TEST_CASE(fp8_weights_and_fp8_kv_serve_what_the_generator_gives) {
   check_served_equals_alone("fp8", "fp8", dtype::f8_e4m3);
 }
 
-// Packed checkpoints load as stored (INT8 codes from GPTQ's or AWQ's words) and serve like any.
+// Packed checkpoints load as stored (INT8 codes from GPTQ's 8-bit words, 4-bit u4 codes from AWQ's)
+// and serve like any.
 BOOST_AUTO_TEST_CASE(gptq_and_awq_checkpoints_serve_what_the_generator_gives) {
   check_served_equals_alone("none", "int8", dtype::i8, TROUPE_TEST_DATA_DIR "/gptq/tiny-dense-gptq8",
                             "weights: int8 (stored as GPTQ 8-bit), ");
   check_served_equals_alone("none", "fp8", dtype::f8_e4m3, TROUPE_TEST_DATA_DIR "/awq/tiny-dense-awq",
-                            "weights: int8 (stored as AWQ 4-bit), ");
+                            "weights: int4 (stored as AWQ 4-bit), ");
 }
 
 BOOST_AUTO_TEST_CASE(float_weights_with_an_int8_kv_pool_hold_more_blocks) {

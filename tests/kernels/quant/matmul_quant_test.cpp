@@ -2,7 +2,7 @@
 // back-end this CPU runs gives the float reference's bits on value * scale (matmul_quant.hpp), all
 // within float32 noise of the float64 product with the dequantised weights, bitwise batch
 // invariance (a row's result never depends on n, its neighbours or the thread count), and the
-// errors for malformed weights.
+// errors for malformed weights. 4-bit u4 weights give the bits of the INT8 weight q - zero.
 #define BOOST_TEST_MODULE kernels_quant
 #include <omp.h>
 
@@ -153,6 +153,75 @@ BOOST_AUTO_TEST_CASE(fp8_is_the_float_kernel_on_value_times_scale_on_every_back_
   for (const auto& s : kFp8Shapes) check(dtype::f8_e4m3, s);
 }
 
+namespace {
+
+// A u4 weight (kernels.hpp's layout, packed here from the documented rule) and the INT8 weight
+// with its values: codes q - zero, the same scales.
+struct u4_and_int8 {
+  std::vector<uint8_t> packed, zeros;
+  std::vector<int8_t> codes;
+  std::vector<float> scales;
+  tk::weight_ref u4, i8;
+
+  u4_and_int8(int64_t rows, int64_t cols, int32_t group_cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    u4 = {nullptr, dtype::u4, rows, cols};
+    u4.group_rows = 1;
+    u4.group_cols = group_cols;
+    const int64_t groups = u4.scale_cols();
+    zeros.resize(static_cast<size_t>(rows * groups));
+    for (auto& z : zeros) z = static_cast<uint8_t>(rng() % 17);  // GPTQ v1's zeros reach 16
+    if (!zeros.empty()) zeros[0] = 0, zeros.back() = 16;
+    std::uniform_real_distribution<float> s(0.5f, 2.0f);
+    scales.resize(zeros.size());
+    for (auto& v : scales) v = s(rng) / 8;
+    packed.assign(static_cast<size_t>(rows * cols / 2), 0);
+    codes.resize(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const int q = static_cast<int>(rng() % 16);
+        uint8_t& b = packed[static_cast<size_t>(r * (cols / 2) + c / 16 * 8 + c % 8)];
+        b = static_cast<uint8_t>(b | (c % 16 < 8 ? q : q << 4));
+        codes[static_cast<size_t>(r * cols + c)] = static_cast<int8_t>(q - zeros[static_cast<size_t>(r * groups + c / group_cols)]);
+      }
+    u4.data = packed.data();
+    u4.scales = scales.data();
+    u4.zeros = zeros.data();
+    i8 = u4;
+    i8.type = dtype::i8;
+    i8.data = codes.data();
+    i8.zeros = nullptr;
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(u4_gives_the_int8_weights_bits_on_every_back_end) {
+  const shape shapes[] = {{5, 16, 1, 16},     {17, 32, 1, 32},    {70, 160, 1, 128},  {9, 160, 1, 160},
+                          {130, 1024, 1, 64}, {33, 3072, 1, 128}, {24, 704, 1, 256},  {66, 1536, 1, 1024},
+                          {3, 96, 1, 32},     {300, 1024, 1, 128}};
+  for (const auto& s : shapes) {
+    const u4_and_int8 w(s.rows, s.cols, s.group_cols, static_cast<uint32_t>(s.rows * 7 + s.cols));
+    const std::string what = "u4 [" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "] group " +
+                             std::to_string(s.group_cols);
+    BOOST_TEST(w.u4.bytes() * 2 == w.i8.bytes());
+    for (int64_t r = 0; r < s.rows; r += 7)
+      for (int64_t c = 0; c < s.cols; c += 5)
+        BOOST_TEST(tk::dequantized_at(w.u4, r, c) == tk::dequantized_at(w.i8, r, c), what << " (" << r << ", " << c << ")");
+    for (int64_t n : {1, 2, 3, 4, 7, 15, 16, 40, 70}) {
+      const auto x = random_x(n, s.cols, static_cast<uint32_t>(n + 3));
+      const auto want = run(cpu::matmul_backend_generic(), x.data(), n, w.i8);
+      for (const auto* b : cpu::runnable_matmul_backends()) {
+        const auto y = run(*b, x.data(), n, w.u4);
+        BOOST_TEST(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0, what << " n=" << n << ": " << b->name);
+      }
+      std::vector<float> y(static_cast<size_t>(n * s.rows));
+      tk::matmul(x.data(), n, w.u4, y.data());
+      BOOST_TEST(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0, what << " n=" << n << ": matmul()");
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(results_do_not_depend_on_the_thread_count) {
   for (dtype t : {dtype::i8, dtype::f8_e4m3}) {
     const qweight w(t, 700, 1024, t == dtype::i8 ? 1 : 128, 128, 3);
@@ -207,6 +276,13 @@ BOOST_AUTO_TEST_CASE(malformed_quantized_weights_are_refused) {
   expect(w, "INT8 group_cols 48 must be a power of two in [32, 4096]");
   w.type = dtype::f8_e4m3, w.group_rows = 128, w.group_cols = 40;
   expect(w, "FP8 group_cols 40 must be a multiple of 16");
+  w.type = dtype::u4, w.group_rows = 1, w.group_cols = 64;
+  expect(w, "no zeros (a U4 weight needs one zero point per scale)");
+  w.zeros = codes.data();
+  w.cols = 40;
+  expect(w, "U4 cols must be a multiple of 16");
+  w.cols = 64, w.group_cols = 48;
+  expect(w, "U4 group_cols 48 must be a power of two in [32, 4096]");
   try {
     (void)tk::dequantized_at(tk::weight_ref{x.data(), dtype::f32, 1, 64}, 0, 0);
     BOOST_ERROR("dequantized_at accepted a float weight");

@@ -1,8 +1,10 @@
 // GPTQ and AWQ checkpoints (tests/data/gptq, tests/data/awq, written by
-// tools/reference/gptq_awq_golden.py from tiny-dense): each weight loads as INT8 codes whose
-// code * scale is, bit for bit, what the format's own dequantisation gives (reference.safetensors);
-// the model runs as the float32 model on those weights; a model written by `troupe quantize`
-// reloads as the same weights; and every field or tensor Troupe cannot run is refused by name.
+// tools/reference/gptq_awq_golden.py from tiny-dense): each weight loads as INT8 codes (4-bit ones
+// as u4, half a byte a weight) whose code * scale is, bit for bit, what the format's own
+// dequantisation gives (reference.safetensors); the model runs as the float32 model on those
+// weights, and a u4 model gives the logits of the same model widened to INT8 codes bit for bit; a
+// model written by `troupe quantize` reloads as the same weights; and every field or tensor Troupe
+// cannot run is refused by name.
 #include <boost/test/unit_test.hpp>
 
 #include <cstring>
@@ -67,7 +69,8 @@ BOOST_AUTO_TEST_CASE(packed_weights_are_the_formats_own_dequantisation_bit_for_b
   for (const std::string set : kSets) {
     const auto ck = quant::load_model(data_dir(set));
     const json qc = read_json(fs::path(data_dir(set)) / "config.json")["quantization_config"];
-    BOOST_TEST(to_string(ck->weights.layers[0].q_proj.type) == "I8");
+    const bool four_bit = qc.value("bits", 4) == 4;
+    BOOST_TEST(to_string(ck->weights.layers[0].q_proj.type) == (four_bit ? "U4" : "I8"));
     BOOST_TEST(to_string(ck->weights.embed_tokens.type) == "BF16");  // as stored
     const quant::quant_config q = quant::weight_quantization(*ck);
     BOOST_TEST((q.kind == quant::method::int8));
@@ -82,7 +85,8 @@ BOOST_AUTO_TEST_CASE(packed_weights_are_the_formats_own_dequantisation_bit_for_b
       if (t.name.size() < 12 || t.name.compare(t.name.size() - 12, 12, "_proj.weight") != 0) continue;
       ++linear;
       const kernels::weight_ref* r = weight_slot(const_cast<model_weights&>(ck->weights), t);
-      packed += r->type == dtype::i8;
+      // 4-bit weights stay 4-bit where their inputs are a multiple of 16 (all of them here).
+      packed += r->type == (four_bit ? dtype::u4 : dtype::i8);
       BOOST_TEST(r->group_cols == qc["group_size"].get<int>(), t.name);
     }
     BOOST_TEST(linear > 0);
@@ -109,6 +113,39 @@ BOOST_AUTO_TEST_CASE(packed_model_runs_as_the_float_model_on_its_weights) {
       o.max_tokens = 12;
       o.sampling.temperature = 0.0f;
       BOOST_TEST(q.generate(c.prompt, o).ids == r.generate(c.prompt, o).ids, boost::test_tools::per_element());
+    }
+  }
+}
+
+// A 4-bit model kept as u4 (the default) and the same model widened to INT8 codes
+// (four_bit_codes false): the same logits bit for bit, in about half the bytes of the linear layers.
+BOOST_AUTO_TEST_CASE(four_bit_weights_give_the_int8_codes_logits_in_half_the_bytes) {
+  for (const std::string set : {"gptq/tiny-dense-gptq4", "awq/tiny-dense-awq", "gptq/tiny-moe-gptq4"}) {
+    const auto u4 = quant::load_model(data_dir(set));
+    quant::load_options o;
+    o.four_bit_codes = false;
+    const auto i8 = quant::load_model(data_dir(set), o);
+    size_t u4_bytes = 0, i8_bytes = 0, zero_bytes = 0;
+    for (const auto& t : expected_tensors(u4->config)) {
+      const kernels::weight_ref* a = weight_slot(const_cast<model_weights&>(u4->weights), t);
+      const kernels::weight_ref* b = weight_slot(const_cast<model_weights&>(i8->weights), t);
+      if (!a || !a->scales) continue;
+      BOOST_TEST((a->type == dtype::u4 && b->type == dtype::i8), t.name);
+      u4_bytes += a->bytes();
+      i8_bytes += b->bytes();
+      zero_bytes += static_cast<size_t>(a->scale_rows() * a->scale_cols());
+    }
+    BOOST_TEST(u4_bytes * 2 == i8_bytes, set);
+    BOOST_TEST(i8->weights.bytes - u4->weights.bytes == u4_bytes - zero_bytes, set);  // the zeros are read too
+    generator gu(*u4), gi(*i8);
+    for (const auto& c : load_golden(base_set(set))) {
+      const auto lu = gu.prompt_logits(c.prompt), li = gi.prompt_logits(c.prompt);
+      BOOST_REQUIRE_EQUAL(lu.size(), li.size());
+      BOOST_TEST(std::memcmp(lu.data(), li.data(), lu.size() * sizeof(float)) == 0, set << " " << c.id);
+      generate_options g;
+      g.max_tokens = 8;
+      g.sampling.temperature = 0.0f;
+      BOOST_TEST(gu.generate(c.prompt, g).ids == gi.generate(c.prompt, g).ids, boost::test_tools::per_element());
     }
   }
 }
