@@ -28,10 +28,12 @@ struct weight_ref {
   // channel, group_cols inputs per scale); FP8: 128 x 128 blocks (weight_scale_inv).
   // u4 (4-bit GPTQ / AWQ): group_rows 1 as INT8, cols a multiple of 16, and
   //   code[r][c] = q[r][c] - zeros[r * scale_cols() + c / group_cols]
-  // where row r's cols / 2 bytes hold, for each block of 16 columns, 8 bytes whose byte b has
-  // q of column 16i + b in its low nibble and of column 16i + 8 + b in its high one. The values
-  // are exactly those of the INT8 codes q - zero with the same scales, so the kernels give the
-  // INT8 weight's bits with half its bytes.
+  // where row r's cols / 2 bytes are one little-endian 64-bit word per block of 16 columns, its
+  // nibble u4_nibble(c) holding q of column c (kernels/u4_layout.hpp): the even columns in the
+  // low 32 bits, the odd ones in the high 32, so that a SIMD lane l of a broadcast word finds its
+  // column's q at bit 4 * (l / 2) of its own dword. The values are exactly those of the INT8
+  // codes q - zero with the same scales, so the kernels give the INT8 weight's bits with half
+  // its bytes.
   const float* scales = nullptr;
   int32_t group_rows = 0;
   int32_t group_cols = 0;

@@ -136,8 +136,10 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-blas", blas, "skip the OpenBLAS comparison");
   app.add_option("--budget", budget_s, "seconds of timing per measurement");
   std::string dtype_name = "bf16";
-  app.add_option("--dtype", dtype_name, "weight dtype: bf16, int8 (scales per row and 128 columns) or fp8 (128x128 blocks)")
-      ->check(CLI::IsMember({"bf16", "int8", "fp8"}));
+  app.add_option("--dtype", dtype_name,
+                 "weight dtype: bf16, int8 (scales per row and 128 columns), u4 (4-bit GPTQ / AWQ: the same groups, "
+                 "zero points) or fp8 (128x128 blocks)")
+      ->check(CLI::IsMember({"bf16", "int8", "u4", "fp8"}));
   std::string compute_name = "f32";
   app.add_option("--compute-dtype", compute_name,
                  "matmul arithmetic for bf16 weights: f32 (exact) or bf16 (vdpbf16ps; no OpenBLAS comparison)")
@@ -149,19 +151,24 @@ int main(int argc, char** argv) {
   if (cpu_time) threads = 1, bench_clock = timing::thread_cpu;
   // Quantized weights view the arena's random bytes as codes (FP8's NaN codes read as +-480: a
   // timing, not a result), with one scale array shared by every copy (scales are ~3% of the bytes).
-  const troupe::dtype wtype = dtype_name == "int8" ? troupe::dtype::i8 : dtype_name == "fp8" ? troupe::dtype::f8_e4m3 : troupe::dtype::bf16;
-  const int64_t esize = static_cast<int64_t>(troupe::dtype_size(wtype));
+  const troupe::dtype wtype = dtype_name == "int8" ? troupe::dtype::i8
+                              : dtype_name == "u4" ? troupe::dtype::u4
+                              : dtype_name == "fp8" ? troupe::dtype::f8_e4m3
+                                                    : troupe::dtype::bf16;
+  const int64_t bits = wtype == troupe::dtype::u4 ? 4 : 8 * static_cast<int64_t>(troupe::dtype_size(wtype));  // per weight
   const tk::compute_dtype compute = compute_name == "bf16" ? tk::compute_dtype::bf16 : tk::compute_dtype::f32;
   if (wtype != troupe::dtype::bf16) blas = false;
   if (compute == tk::compute_dtype::bf16) blas = false;  // OpenBLAS has no bf16-activation sgemm to compare
   std::vector<float> scales;  // the most rows (lm_head) times the most INT8 groups (down_proj)
   if (wtype != troupe::dtype::bf16) scales.assign(static_cast<size_t>(151936) * (3072 / 128), 1.0f / 127);
+  std::vector<uint8_t> zeros(wtype == troupe::dtype::u4 ? scales.size() : 0, 8);  // u4: GPTQ's symmetric zero
   auto view = [&](const void* data, int64_t rows, int64_t cols) {
     tk::weight_ref w{data, wtype, rows, cols};
     if (wtype != troupe::dtype::bf16) {
       w.scales = scales.data();
-      w.group_rows = wtype == troupe::dtype::i8 ? 1 : 128;
+      w.group_rows = wtype == troupe::dtype::f8_e4m3 ? 128 : 1;
       w.group_cols = 128;
+      if (wtype == troupe::dtype::u4) w.zeros = zeros.data();
     }
     return w;
   };
@@ -194,9 +201,9 @@ int main(int argc, char** argv) {
   for (const shape& s : qwen3_0_6b) {
     if (!only.empty() && only != s.name) continue;
     const int64_t per = s.rows * s.cols;
-    const int64_t copies = std::max<int64_t>(1, static_cast<int64_t>(weights.data.size()) * 2 / (per * esize));
+    const int64_t copies = std::max<int64_t>(1, static_cast<int64_t>(weights.data.size()) * 16 / (per * bits));
     auto ref = [&](int64_t c) {
-      return view(reinterpret_cast<const char*>(weights.data.data()) + (c % copies) * per * esize, s.rows, s.cols);
+      return view(reinterpret_cast<const char*>(weights.data.data()) + (c % copies) * per * bits / 8, s.rows, s.cols);
     };
     struct result {
       double ours = 0, theirs = 0;
@@ -225,7 +232,7 @@ int main(int argc, char** argv) {
 #endif
     for (size_t t = 0; t < ns.size(); ++t) {
       const int64_t n = ns[t];
-      const double sec = res[t].ours, gbs = static_cast<double>(per * esize) / sec / 1e9, gflops = 2.0 * n * per / sec / 1e9;
+      const double sec = res[t].ours, gbs = static_cast<double>(per * bits / 8) / sec / 1e9, gflops = 2.0 * n * per / sec / 1e9;
       std::printf("%-10s %4lld %9.3f %7.1f %4.0f%% %8.1f %5.0f%%", s.name, static_cast<long long>(n), sec * 1e3, gbs,
                   100 * gbs / bw, gflops, 100 * gflops / peak);
       if (res[t].theirs > 0)
@@ -246,7 +253,7 @@ int main(int argc, char** argv) {
     size_t offset = 0;  // bytes
     const size_t arena_bytes = weights.data.size() * 2;
     auto add = [&](const shape& s) {
-      const size_t count = static_cast<size_t>(s.rows * s.cols * esize);
+      const size_t count = static_cast<size_t>(s.rows * s.cols * bits / 8);
       if (offset + count > arena_bytes) offset = 0;  // lm_head re-reads the arena's start: DRAM all the same
       layers.push_back(view(reinterpret_cast<const char*>(weights.data.data()) + offset, s.rows, s.cols));
       offset += count;

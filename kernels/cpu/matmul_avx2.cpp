@@ -109,9 +109,10 @@ struct quant_row {
   const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
 };
 
-// u4 rows (kernels.hpp: per 16 columns 8 bytes, the first 8 columns in the low nibbles): the
-// nibbles spread to 16 bytes in column order, minus the group's zero (int8, exact), then
-// codes_i8's widening: the bits of the INT8 weight q - zero, from half its bytes.
+// u4 rows (kernels.hpp: per 16 columns one 64-bit word, even columns in its low dword, odd ones
+// in its high dword): the word broadcast to every qword and shifted per lane puts each column's
+// q in its lane's low 4 bits; minus the group's zero (exact) it is the INT8 code, widened as
+// codes_i8 does: the bits of the INT8 weight q - zero, from half its bytes.
 struct u4_row {
   static constexpr int64_t bits = 4;
   const uint8_t* p;  // the row's bytes
@@ -122,13 +123,14 @@ struct u4_row {
   }
   v16 load(int64_t k) const {
     const int64_t g = sc.group_of(k);
-    const __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + k / 2));
-    const __m128i nib = _mm_set1_epi8(15);
-    const __m128i q = _mm_sub_epi8(_mm_unpacklo_epi64(_mm_and_si128(raw, nib), _mm_and_si128(_mm_srli_epi16(raw, 4), nib)),
-                                   _mm_set1_epi8(static_cast<char>(z[g])));
+    long long word;
+    std::memcpy(&word, p + k / 2, 8);
+    const __m256i v = _mm256_set1_epi64x(word), nib = _mm256_set1_epi32(15), zero = _mm256_set1_epi32(z[g]);
+    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_set_epi32(12, 12, 8, 8, 4, 4, 0, 0)), nib);
+    const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_set_epi32(28, 28, 24, 24, 20, 20, 16, 16)), nib);
     const __m256 s = _mm256_broadcast_ss(sc.s + g);
-    return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), s),
-            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8))), s)};
+    return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(lo, zero)), s),
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(hi, zero)), s)};
   }
   // The last partial block: never reached (u4 cols are a multiple of 16).
   v16 tail(int64_t k, int64_t) const { return load(k); }

@@ -99,34 +99,41 @@ struct quant_row {
   const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
 };
 
-// u4 rows (kernels.hpp: per 16 columns 8 bytes, the first 8 columns in the low nibbles). Each
-// group's 16 possible weights are a table, value[q] = float(q - zero) * scale (codes_i8's widening
-// of the INT8 code q - zero: the same bits), and a block of 16 is one vpermps of it, indexed by
-// the 8 bytes spread to 16 lanes (the upper 8 shifted right by 4; vpermps reads an index's low 4
-// bits only): as few instructions per weight as INT8, from half its bytes.
+// u4 rows (kernels.hpp: per 16 columns one 64-bit word, even columns in its low dword, odd ones
+// in its high dword). Each group's 16 possible weights are a table, value[q] = float(q - zero) *
+// scale (codes_i8's widening of the INT8 code q - zero: the same bits), and a block of 16 is one
+// vpermps of it: the word broadcast to every qword puts the even columns' nibbles in the even
+// lanes and the odd ones' in the odd lanes, a per-lane shift by 4 * (lane / 2) brings each lane's
+// own to its low 4 bits, and vpermps reads only those. Three vector instructions per 16 weights
+// (INT8 takes four) and half the bytes.
 struct u4_row {
   static constexpr int64_t bits = 4;
   const uint8_t* p;  // the row's bytes from column k0 (k0 a multiple of 16)
   const uint8_t* z;  // the row's zeros
   scale_cursor sc;
   int64_t k0;
-  mutable int64_t table_group = -1;  // whose values `table` holds
+  // `table` holds the group of columns [lo, hi) (relative to k0; empty at first): one compare per
+  // load in the usual ascending walk, the group's index computed only when it changes.
+  mutable int64_t lo = 0, hi = 0;
   alignas(64) mutable float table[16];
   static u4_row at(const weight_ref& w, int64_t j, int64_t k0) {
     return {static_cast<const uint8_t*>(w.data) + j * (w.cols / 2) + k0 / 2, w.zeros + j * w.scale_cols(),
-            scale_cursor::at(w, j), k0, -1, {}};
+            scale_cursor::at(w, j), k0, 0, 0, {}};
+  }
+  void refill(int64_t k) const {
+    const int64_t g = sc.group_of(k0 + k);
+    lo = sc.shift == 62 ? -k0 : g * sc.group - k0;
+    hi = sc.shift == 62 ? INT64_MAX : lo + sc.group;
+    const __m512i q = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(q, _mm512_set1_epi32(z[g])));
+    _mm512_store_ps(table, _mm512_mul_ps(v, _mm512_set1_ps(sc.s[g])));
   }
   __m512 load(int64_t k) const {
-    if (const int64_t g = sc.group_of(k0 + k); g != table_group) {
-      const __m512i q = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-      const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(q, _mm512_set1_epi32(z[g])));
-      _mm512_store_ps(table, _mm512_mul_ps(v, _mm512_set1_ps(sc.s[g])));
-      table_group = g;
-    }
-    long long bytes8;
-    std::memcpy(&bytes8, p + k / 2, 8);
-    const __m128i raw = _mm_set1_epi64x(bytes8);  // bytes 0-7 twice
-    const __m512i idx = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(raw), _mm512_set_epi32(4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0));
+    if (k >= hi || k < lo) [[unlikely]] refill(k);
+    long long word;
+    std::memcpy(&word, p + k / 2, 8);
+    const __m512i shifts = _mm512_set_epi32(28, 28, 24, 24, 20, 20, 16, 16, 12, 12, 8, 8, 4, 4, 0, 0);
+    const __m512i idx = _mm512_srlv_epi32(_mm512_set1_epi64(word), shifts);
     return _mm512_permutexvar_ps(idx, _mm512_load_ps(table));
   }
   // The tiles' masked last block: never reached (u4 cols are a multiple of 16), kept well-defined.

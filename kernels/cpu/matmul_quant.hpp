@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "kernels/kernels.hpp"
+#include "kernels/u4_layout.hpp"
 
 namespace troupe::kernels::cpu {
 
@@ -35,12 +36,6 @@ void matmul_dequant_reference(const float* x, int64_t n, const weight_ref& w, fl
 
 inline float scale_of(const weight_ref& w, int64_t row, int64_t col) {
   return w.scales[(row / w.group_rows) * w.scale_cols() + col / w.group_cols];
-}
-
-// The 4-bit q of a u4 weight's element (r, c) (kernels.hpp: the layout), before its zero.
-inline int u4_q(const weight_ref& w, int64_t r, int64_t c) {
-  const uint8_t b = static_cast<const uint8_t*>(w.data)[r * (w.cols / 2) + c / 16 * 8 + c % 8];
-  return c % 16 < 8 ? b & 15 : b >> 4;
 }
 
 // The integer or FP8 value of element (r, c)'s code, exact in float32: INT8 code, u4 q - zero, e4m3.

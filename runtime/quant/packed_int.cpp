@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/u4_layout.hpp"
 #include "runtime/core/error.hpp"
 
 namespace troupe::quant {
@@ -78,20 +79,23 @@ std::shared_ptr<void> u4_zeros(const std::vector<int16_t>& zero, int64_t groups,
   return buf;
 }
 
-// The two nibbles of u4 byte b of a 16-column block: columns b and b + 8.
-inline uint8_t u4_byte(uint32_t lo, uint32_t hi) { return static_cast<uint8_t>((lo & 15u) | ((hi & 15u) << 4)); }
+// Stores the q of 16 consecutive columns (q[c] for column 16i + c, any bits above the low 4 ignored)
+// as u4 block i's word (kernels.hpp's layout).
+inline void store_u4_block(const uint32_t* q, uint8_t* dst) {
+  uint64_t word = 0;
+  for (int c = 0; c < 16; ++c) word |= static_cast<uint64_t>(q[c] & 15u) << (4 * kernels::u4_nibble(c));
+  std::memcpy(dst, &word, 8);  // little-endian, as the kernels load it
+}
 
 }  // namespace
 
 std::vector<int8_t> int8_codes_of_u4(const kernels::weight_ref& w) {
   std::vector<int8_t> out(static_cast<size_t>(w.rows * w.cols));
-  const auto* d = static_cast<const uint8_t*>(w.data);
   const int64_t groups = w.scale_cols();
   for (int64_t r = 0; r < w.rows; ++r)
     for (int64_t c = 0; c < w.cols; ++c) {
-      const uint8_t b = d[r * (w.cols / 2) + c / 16 * 8 + c % 8];
-      const int q = c % 16 < 8 ? b & 15 : b >> 4;
-      out[static_cast<size_t>(r * w.cols + c)] = static_cast<int8_t>(q - w.zeros[r * groups + c / w.group_cols]);
+      out[static_cast<size_t>(r * w.cols + c)] =
+          static_cast<int8_t>(kernels::u4_q(w, r, c) - w.zeros[r * groups + c / w.group_cols]);
     }
   return out;
 }
@@ -148,8 +152,8 @@ quantized_weight read_gptq_weight(const weight_files& wf, const std::string& wei
   quantized_weight out;
   out.scales = transposed_scales(scales, groups, rows, where);
   if (four_bit && bits == 4 && cols % 16 == 0) {
-    // u4: words 2i and 2i + 1 hold columns 16i .. 16i + 7 and 16i + 8 .. 16i + 15, nibble j column
-    // 8p + j, so byte b of block i takes nibble b of each. Zeros up to 16 (v1's 15 + 1) fit a byte.
+    // u4: words 2i and 2i + 1 hold columns 16i .. 16i + 7 and 16i + 8 .. 16i + 15 (nibble j:
+    // column 8p + j). Zeros up to 16 (v1's 15 + 1) fit a byte.
     out.zeros = u4_zeros(zero, groups, rows, where);
     out.codes = quantized_buffer(static_cast<size_t>(rows * cols / 2), where);
     auto* codes = static_cast<uint8_t*>(std::const_pointer_cast<void>(out.codes).get());
@@ -159,8 +163,9 @@ quantized_weight read_gptq_weight(const weight_files& wf, const std::string& wei
       for (int64_t i = 0; i < cols / 16; ++i)
         for (int64_t r = r0; r < r1; ++r) {
           const uint32_t lo = word_at(qweight.data, 2 * i * rows + r), hi = word_at(qweight.data, (2 * i + 1) * rows + r);
-          uint8_t* dst = codes + r * (cols / 2) + i * 8;
-          for (int b = 0; b < 8; ++b) dst[b] = u4_byte(lo >> (4 * b), hi >> (4 * b));
+          uint32_t q[16];
+          for (int j = 0; j < 8; ++j) q[j] = lo >> (4 * j), q[8 + j] = hi >> (4 * j);
+          store_u4_block(q, codes + r * (cols / 2) + i * 8);
         }
     }
     return with_u4_ref(std::move(out), rows, cols, g);
@@ -242,7 +247,7 @@ quantized_weight read_awq_weight(const weight_files& wf, const std::string& weig
   quantized_weight out;
   out.scales = transposed_scales(scales, groups, rows, where);
   if (four_bit && cols % 16 == 0) {
-    // u4: for each block of 16 inputs, the 16 words of output group p give the 8 outputs' bytes.
+    // u4: for each block of 16 inputs, the 16 words of output group p give the 8 outputs' blocks.
     out.zeros = u4_zeros(zero, groups, rows, where);
     out.codes = quantized_buffer(static_cast<size_t>(rows * cols / 2), where);
     auto* codes = static_cast<uint8_t*>(std::const_pointer_cast<void>(out.codes).get());
@@ -252,9 +257,9 @@ quantized_weight read_awq_weight(const weight_files& wf, const std::string& weig
         uint32_t wv[16];
         for (int c = 0; c < 16; ++c) wv[c] = word_at(qweight.data, (16 * i + c) * words + p);
         for (int m = 0; m < pack; ++m) {
-          uint8_t* dst = codes + (p * pack + m) * (cols / 2) + i * 8;
-          const int shift = 4 * slot[m];
-          for (int b = 0; b < 8; ++b) dst[b] = u4_byte(wv[b] >> shift, wv[b + 8] >> shift);
+          uint32_t q[16];
+          for (int c = 0; c < 16; ++c) q[c] = wv[c] >> (4 * slot[m]);
+          store_u4_block(q, codes + (p * pack + m) * (cols / 2) + i * 8);
         }
       }
     return with_u4_ref(std::move(out), rows, cols, g);

@@ -180,8 +180,10 @@ struct u4_and_int8 {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c) {
         const int q = static_cast<int>(rng() % 16);
-        uint8_t& b = packed[static_cast<size_t>(r * (cols / 2) + c / 16 * 8 + c % 8)];
-        b = static_cast<uint8_t>(b | (c % 16 < 8 ? q : q << 4));
+        // The documented layout: even columns 2i at bits 4i of the block's word, odd 2i + 1 at 32 + 4i.
+        const int bit = c % 2 == 0 ? 4 * static_cast<int>(c % 16 / 2) : 32 + 4 * static_cast<int>(c % 16 / 2);
+        uint8_t& b = packed[static_cast<size_t>(r * (cols / 2) + c / 16 * 8 + bit / 8)];
+        b = static_cast<uint8_t>(b | (bit % 8 == 0 ? q : q << 4));
         codes[static_cast<size_t>(r * cols + c)] = static_cast<int8_t>(q - zeros[static_cast<size_t>(r * groups + c / group_cols)]);
       }
     u4.data = packed.data();
