@@ -4,7 +4,7 @@
 // unit; batched decode (n <= 60) streams each 8-row sub-panel once, widening it into L1 for the
 // other activation rows; prefill widens 48-row panels once and reuses them. INT8 and FP8 weights
 // take the same paths, each code widened to the float32 value * scale (matmul_quant.hpp); so do
-// 4-bit u4 ones, whose nibbles widen to the INT8 code q - zero first.
+// 4-bit u4 ones, whose nibbles look their weight up in a per-group table of the INT8 widening.
 // NOTE: no AVX512_BF16 (vdpbf16ps) here: it rounds the fp32 activations to bf16.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_setzero_ps & co., GCC bug 105593).
 #pragma GCC diagnostic push
@@ -100,8 +100,8 @@ struct quant_row {
 };
 
 // u4 rows (kernels.hpp: per 16 columns one 64-bit word, even columns in its low dword, odd ones
-// in its high dword). Each group's 16 possible weights are a table, value[q] = float(q - zero) *
-// scale (codes_i8's widening of the INT8 code q - zero: the same bits), and a block of 16 is one
+// in its high dword). Each group's 16 possible weights are a table, codes_i8's widening of the
+// INT8 codes q - zero for q = 0..15 (so the same bits), and a block of 16 is one
 // vpermps of it: the word broadcast to every qword puts the even columns' nibbles in the even
 // lanes and the odd ones' in the odd lanes, a per-lane shift by 4 * (lane / 2) brings each lane's
 // own to its low 4 bits, and vpermps reads only those. Three vector instructions per 16 weights
@@ -124,9 +124,8 @@ struct u4_row {
     const int64_t g = sc.group_of(k0 + k);
     lo = sc.shift == 62 ? -k0 : g * sc.group - k0;
     hi = sc.shift == 62 ? INT64_MAX : lo + sc.group;
-    const __m512i q = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(q, _mm512_set1_epi32(z[g])));
-    _mm512_store_ps(table, _mm512_mul_ps(v, _mm512_set1_ps(sc.s[g])));
+    const __m128i q = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    _mm512_store_ps(table, codes_i8::widen(_mm_sub_epi8(q, _mm_set1_epi8(static_cast<char>(z[g]))), sc.s[g]));
   }
   __m512 load(int64_t k) const {
     if (k >= hi || k < lo) [[unlikely]] refill(k);

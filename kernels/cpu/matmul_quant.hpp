@@ -40,7 +40,7 @@ inline float scale_of(const weight_ref& w, int64_t row, int64_t col) {
 
 // The integer or FP8 value of element (r, c)'s code, exact in float32: INT8 code, u4 q - zero, e4m3.
 inline float code_value(const weight_ref& w, int64_t r, int64_t c) {
-  if (w.type == dtype::u4) return static_cast<float>(u4_q(w, r, c) - w.zeros[r * w.scale_cols() + c / w.group_cols]);
+  if (w.type == dtype::u4) return static_cast<float>(u4_code(w, r, c));
   const uint8_t code = static_cast<const uint8_t*>(w.data)[r * w.cols + c];
   return w.type == dtype::i8 ? static_cast<float>(static_cast<int8_t>(code)) : f8e4m3_to_f32(code);
 }

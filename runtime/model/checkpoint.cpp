@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/u4_layout.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/model/checkpoint.hpp"
 #include "runtime/model/safetensors.hpp"
@@ -253,8 +254,7 @@ void account_weight_bytes(checkpoint& ck) {
     }
     const kernels::weight_ref& r = *weight_slot(w, t);
     w.num_parameters += r.rows * r.cols;
-    const size_t zero_bytes = r.zeros ? static_cast<size_t>(r.scale_rows() * r.scale_cols()) : 0;  // u4
-    const size_t nb = r.bytes() + (r.scales ? r.scale_bytes() : 0) + zero_bytes;
+    const size_t nb = r.bytes() + (r.scales ? r.scale_bytes() : 0) + kernels::zero_bytes(r);
     if (t.kind == tensor_kind::embed_tokens) {
       if (c.tie_word_embeddings) w.bytes += nb, w.active_bytes += nb;  // doubles as lm_head
     } else if (t.expert >= 0) {

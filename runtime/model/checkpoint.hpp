@@ -57,8 +57,8 @@ struct checkpoint {
   std::vector<std::vector<uint64_t>> aligned_copies;
   // Other memory weights point into: weights quantized on load, widened scales (runtime/quant).
   std::vector<std::shared_ptr<const void>> owned;
-  // How the weights were stored when that is not how they run, for banners: "GPTQ 4-bit" and
-  // "AWQ 4-bit" checkpoints run as INT8 (runtime/quant/packed_int.hpp); empty otherwise.
+  // How the weights were stored when that is not how they run, for banners: "GPTQ 8-bit" runs as
+  // INT8 codes, "GPTQ 4-bit" / "AWQ 4-bit" as u4 (runtime/quant/packed_int.hpp); empty otherwise.
   std::string stored_as;
 };
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "kernels/u4_layout.hpp"
 #include "runtime/core/fnv1a64.hpp"
 #include "runtime/model/checkpoint.hpp"
 #include "runtime/model/tensor_layout.hpp"
@@ -83,7 +84,7 @@ std::string model_fingerprint(const checkpoint& ck) {
       h.i64(w.group_rows);
       h.i64(w.group_cols);
       sample(h, reinterpret_cast<const uint8_t*>(w.scales), w.scale_bytes());
-      if (w.zeros) sample(h, w.zeros, static_cast<uint64_t>(w.scale_rows() * w.scale_cols()));
+      if (w.zeros) sample(h, w.zeros, kernels::zero_bytes(w));
     }
     const char* d = lower_dtype(w.type);
     if (dtypes.empty()) dtypes = d;

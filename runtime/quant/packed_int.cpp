@@ -91,12 +91,8 @@ inline void store_u4_block(const uint32_t* q, uint8_t* dst) {
 
 std::vector<int8_t> int8_codes_of_u4(const kernels::weight_ref& w) {
   std::vector<int8_t> out(static_cast<size_t>(w.rows * w.cols));
-  const int64_t groups = w.scale_cols();
   for (int64_t r = 0; r < w.rows; ++r)
-    for (int64_t c = 0; c < w.cols; ++c) {
-      out[static_cast<size_t>(r * w.cols + c)] =
-          static_cast<int8_t>(kernels::u4_q(w, r, c) - w.zeros[r * groups + c / w.group_cols]);
-    }
+    for (int64_t c = 0; c < w.cols; ++c) out[static_cast<size_t>(r * w.cols + c)] = static_cast<int8_t>(kernels::u4_code(w, r, c));
   return out;
 }
 
