@@ -4,15 +4,21 @@
 // dequantisation gives (reference.safetensors); the model runs as the float32 model on those
 // weights, and a u4 model gives the logits of the same model widened to INT8 codes bit for bit; a
 // model written by `troupe quantize` reloads as the same weights; and every field or tensor Troupe
-// cannot run is refused by name.
+// cannot run is refused by name. Single packed layers written here cover the shapes those sets lack:
+// inputs a multiple of 8 but not of 16 (INT8 codes, not u4) and shapes the 4-bit words cannot hold.
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <cstring>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/kernels.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "runtime/quant/load.hpp"
+#include "runtime/quant/packed_int.hpp"
+#include "runtime/quant/weight_files.hpp"
 #include "runtime/quant/write.hpp"
 #include "tests/runtime/engine/golden.hpp"
 #include "tests/runtime/quant/checkpoint_edits.hpp"
@@ -316,4 +322,120 @@ BOOST_AUTO_TEST_CASE(bad_gptq_tensors_name_the_tensor) {
     ts.push_back(t);
   });
   expect_error([&] { quant::load_model(d); }, errc::invalid_checkpoint, {"unexpected tensor 'model.layers.1.self_attn.q_proj.bias'", "qzeros"});
+}
+
+namespace {
+
+// One packed linear layer "p.weight" of `rows` x `cols` in `dir`/model.safetensors, its codes,
+// zeros and float32 scales random (seed), and what the format's formula gives for each weight
+// (scale * (code - zero), exact in float32: scales of 4 significant bits times codes of 5).
+struct packed_layer {
+  std::vector<uint32_t> qweight, qzeros;
+  std::vector<float> scales;
+  std::vector<float> want;  // [rows, cols]
+};
+
+packed_layer write_packed_layer(const fs::path& dir, bool awq, int64_t rows, int64_t cols, int64_t group, uint64_t seed) {
+  constexpr int pack = 8;  // 4-bit codes a 32-bit word
+  const int64_t groups = (cols + group - 1) / group;
+  std::mt19937_64 rng(seed);
+  packed_layer l;
+  auto word = [&] { return static_cast<uint32_t>(rng()); };
+  // GPTQ: [cols / 8, rows], input c of output r in bits 4 (c % 8) of word [c / 8][r]; AWQ: [cols, rows / 8],
+  // output 8p + m of input c in nibble [0, 4, 1, 5, 2, 6, 3, 7][m] of word [c][p].
+  l.qweight.resize(static_cast<size_t>(awq ? cols * (rows / pack) : (cols / pack) * rows));
+  l.qzeros.resize(static_cast<size_t>(groups * (rows / pack)));
+  for (auto& w : l.qweight) w = word();
+  for (auto& w : l.qzeros) w = word();
+  for (int64_t i = 0; i < groups * rows; ++i)
+    l.scales.push_back(std::ldexp(1.0f + static_cast<float>(rng() % 8) / 8.0f, -6 - static_cast<int>(rng() % 4)));
+  constexpr int awq_slot[pack] = {0, 4, 1, 5, 2, 6, 3, 7};
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const int64_t g = c / group;
+      const uint32_t zw = l.qzeros[static_cast<size_t>(g * (rows / pack) + r / pack)];
+      int code, zero;
+      if (awq) {
+        code = static_cast<int>((l.qweight[static_cast<size_t>(c * (rows / pack) + r / pack)] >> (4 * awq_slot[r % pack])) & 15);
+        zero = static_cast<int>((zw >> (4 * awq_slot[r % pack])) & 15);
+      } else {
+        code = static_cast<int>((l.qweight[static_cast<size_t>((c / pack) * rows + r)] >> (4 * (c % pack))) & 15);
+        zero = static_cast<int>((zw >> (4 * (r % pack))) & 15) + 1;  // the "gptq" (v1) format stores zero - 1
+      }
+      l.want.push_back(l.scales[static_cast<size_t>(g * rows + r)] * static_cast<float>(code - zero));
+    }
+  const std::vector<int64_t> wshape = awq ? std::vector<int64_t>{cols, rows / pack} : std::vector<int64_t>{cols / pack, rows};
+  write_safetensors((dir / "model.safetensors").string(),
+                    {{"p.qweight", dtype::i32, wshape, l.qweight.data(), {}},
+                     {"p.qzeros", dtype::i32, {groups, rows / pack}, l.qzeros.data(), {}},
+                     {"p.scales", dtype::f32, {groups, rows}, l.scales.data(), {}}});
+  return l;
+}
+
+quant::quant_config four_bit_config(int64_t group) {
+  quant::quant_config q;
+  q.kind = quant::method::int8;
+  q.bits = 4;
+  q.group_size = static_cast<int32_t>(group);
+  return q;
+}
+
+}  // namespace
+
+// Kernels pack u4 codes 16 inputs to a word, so a 4-bit weight whose inputs are a multiple of 8
+// but not of 16 (which GPTQ and AWQ both allow) becomes INT8 codes: the same values, one byte each.
+// Inputs a multiple of 16 beside them stay u4; both equal the format's formula bit for bit.
+BOOST_AUTO_TEST_CASE(four_bit_weights_of_inputs_not_a_multiple_of_16_load_as_int8_codes) {
+  temp_dir dir("u4_fallback");
+  struct shape {
+    bool awq;
+    int64_t rows, cols, group;
+    dtype want;
+  };
+  const shape shapes[] = {{false, 16, 40, 32, dtype::i8}, {false, 24, 48, 32, dtype::u4}, {false, 8, 24, 128, dtype::i8},
+                          {true, 16, 40, 32, dtype::i8},  {true, 16, 48, 32, dtype::u4},  {true, 8, 8, 32, dtype::i8}};
+  uint64_t seed = 1;
+  for (const shape& s : shapes) {
+    const std::string what = std::string(s.awq ? "AWQ " : "GPTQ ") + std::to_string(s.rows) + "x" + std::to_string(s.cols);
+    const fs::path d = dir.path / std::to_string(seed);
+    fs::create_directories(d);
+    const packed_layer l = write_packed_layer(d, s.awq, s.rows, s.cols, s.group, seed++);
+    const quant::weight_files wf = quant::open_weights(d);
+    const quant::quant_config q = four_bit_config(s.group);
+    const quant::quantized_weight w = s.awq ? quant::read_awq_weight(wf, "p.weight", s.rows, s.cols, q, residency::mapped)
+                                            : quant::read_gptq_weight(wf, "p.weight", s.rows, s.cols, q, residency::mapped);
+    BOOST_TEST(to_string(w.ref.type) == to_string(s.want), what);
+    int64_t bad = 0;
+    for (int64_t r = 0; r < s.rows; ++r)
+      for (int64_t c = 0; c < s.cols; ++c) {
+        const float got = kernels::dequantized_at(w.ref, r, c), want = l.want[static_cast<size_t>(r * s.cols + c)];
+        bad += std::memcmp(&got, &want, sizeof got) != 0;
+      }
+    BOOST_TEST(bad == 0, what << ": " << bad << " weights differ from the format's formula");
+    // The matmul agrees with the float32 product on those values (every back-end is checked bit for
+    // bit against the reference in kernels_quant_test; here: the weight is one it accepts).
+    std::vector<float> x(static_cast<size_t>(s.cols)), y(static_cast<size_t>(s.rows));
+    for (int64_t c = 0; c < s.cols; ++c) x[static_cast<size_t>(c)] = static_cast<float>(c % 7) - 3.0f;
+    kernels::matmul(x.data(), 1, w.ref, y.data());
+    for (int64_t r = 0; r < s.rows; ++r) {
+      double want = 0;
+      for (int64_t c = 0; c < s.cols; ++c) want += static_cast<double>(x[static_cast<size_t>(c)]) * l.want[static_cast<size_t>(r * s.cols + c)];
+      BOOST_TEST(std::abs(y[static_cast<size_t>(r)] - want) <= 1e-5 * (1 + std::abs(want)), what << " row " << r);
+    }
+  }
+}
+
+// Shapes that the 4-bit words cannot hold are refused by name: GPTQ packs 8 inputs (and 8 outputs'
+// zeros) a word, AWQ 8 outputs.
+BOOST_AUTO_TEST_CASE(four_bit_weights_that_do_not_pack_into_words_are_refused) {
+  temp_dir dir("u4_refused");
+  write_packed_layer(dir.path, false, 16, 48, 32, 7);
+  const quant::weight_files wf = quant::open_weights(dir.path);
+  const quant::quant_config q = four_bit_config(32);
+  expect_error([&] { quant::read_gptq_weight(wf, "p.weight", 16, 36, q, residency::mapped); }, errc::unsupported,
+               {"p.qweight", "16 x 36", "does not pack into 4-bit GPTQ words", "multiples of 8"});
+  expect_error([&] { quant::read_gptq_weight(wf, "p.weight", 12, 48, q, residency::mapped); }, errc::unsupported,
+               {"p.qweight", "12 x 48", "does not pack into 4-bit GPTQ words"});
+  expect_error([&] { quant::read_awq_weight(wf, "p.weight", 12, 48, q, residency::mapped); }, errc::unsupported,
+               {"p.qweight", "12 outputs", "does not pack into 4-bit AWQ words", "multiple of 8"});
 }
