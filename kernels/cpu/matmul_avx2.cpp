@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/matmul_backend.hpp"
 #include "kernels/cpu/matmul_quant.hpp"
@@ -109,33 +111,102 @@ struct quant_row {
   const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k); }
 };
 
-// u4 rows (kernels.hpp: per 16 columns one 64-bit word, even columns in its low dword, odd ones
-// in its high dword): the word broadcast to every qword and shifted per lane puts each column's
-// q in its lane's low 4 bits; minus the group's zero (exact) it is the INT8 code, widened as
-// codes_i8 does: the bits of the INT8 weight q - zero, from half its bytes.
-struct u4_row {
+// u4 rows (kernels.hpp, u4_layout.hpp: per 16 columns one 64-bit word, even columns in its low
+// dword, odd ones in its high dword): each 16-block's q minus its group's zero (exact) is the INT8
+// code, widened as codes_i8 does: the bits of the INT8 weight q - zero, from half its bytes. The
+// group's zero and scale are kept from one block to the next instead of looked up, converted and
+// broadcast for each (u4 groups are powers of two, or the whole row).
+struct u4_row_base {
   static constexpr int64_t bits = 4;
-  const uint8_t* p;  // the row's bytes
-  const uint8_t* z;  // the row's zeros
-  scale_cursor sc;
-  static u4_row at(const weight_ref& w, int64_t j) {
-    return {static_cast<const uint8_t*>(w.data) + j * (w.cols / 2), w.zeros + j * w.scale_cols(), scale_cursor::at(w, j)};
+  const uint8_t* p = nullptr;  // the row's bytes
+  const uint8_t* z = nullptr;  // the row's zeros
+  const float* s = nullptr;    // the row's scales
+  int shift = 0;               // columns per group = 2^shift (62: one group a row)
+  mutable int64_t group_end = 0;
+  mutable __m256i zero;
+  mutable __m256 scale;
+  void set(const weight_ref& w, int64_t j) {
+    const scale_cursor sc = scale_cursor::at(w, j);
+    p = static_cast<const uint8_t*>(w.data) + j * (w.cols / 2);
+    z = w.zeros + j * w.scale_cols();
+    s = sc.s;
+    shift = sc.shift;
   }
-  v16 load(int64_t k) const {
-    const int64_t g = sc.group_of(k);
-    long long word;
-    std::memcpy(&word, p + k / 2, 8);
-    const __m256i v = _mm256_set1_epi64x(word), nib = _mm256_set1_epi32(15), zero = _mm256_set1_epi32(z[g]);
-    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_set_epi32(12, 12, 8, 8, 4, 4, 0, 0)), nib);
-    const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_set_epi32(28, 28, 24, 24, 20, 20, 16, 16)), nib);
-    const __m256 s = _mm256_broadcast_ss(sc.s + g);
-    return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(lo, zero)), s),
-            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(hi, zero)), s)};
+  void group(int64_t k) const {
+    if (k < group_end) return;
+    const int64_t g = k >> shift;
+    zero = _mm256_set1_epi32(z[g]);
+    scale = _mm256_set1_ps(s[g]);
+    group_end = (g + 1) << shift;
   }
-  // The last partial block: never reached (u4 cols are a multiple of 16).
-  v16 tail(int64_t k, int64_t) const { return load(k); }
+  // q - zero of 8 lanes (low 4 bits of each, the rest masked off or zero) as float times the scale.
+  v16 widen(__m256i lo, __m256i hi) const {
+    return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(lo, zero)), scale),
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(hi, zero)), scale)};
+  }
   const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k / 2); }
 };
+
+// Columns in order (the packed path): the word broadcast to every qword and shifted per lane puts
+// each column's q in its lane's low 4 bits.
+struct u4_row : u4_row_base {
+  static u4_row at(const weight_ref& w, int64_t j) {
+    u4_row r;
+    r.set(w, j);
+    return r;
+  }
+  v16 load(int64_t k) const {
+    group(k);
+    long long word;
+    std::memcpy(&word, p + k / 2, 8);
+    const __m256i v = _mm256_set1_epi64x(word), nib = _mm256_set1_epi32(15);
+    return widen(_mm256_and_si256(_mm256_srlv_epi32(v, _mm256_set_epi32(12, 12, 8, 8, 4, 4, 0, 0)), nib),
+                 _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_set_epi32(28, 28, 24, 24, 20, 20, 16, 16)), nib));
+  }
+  v16 tail(int64_t k, int64_t) const { return load(k); }  // never reached: u4 cols are a multiple of 16
+};
+
+// The direct path's u4 rows: each byte of a block's word widened to a lane (vpmovzxbd), its low
+// nibbles then its high ones, so the lanes hold the columns in the bytes' order (u4_layout.hpp):
+// 0 4 8 12 1 5 9 13 | 2 6 10 14 3 7 11 15, in three operations for 16 weights instead of u4_row's broadcast, two shifts and two masks. The
+// activations are read in the same order (u4_lanes_x) and each accumulator is put back in column
+// order before the sum (from_u4_lanes): every lane sums the same products in the same order as
+// u4_row's, so the bits are the same. With the cached group values, 1.3x faster than u4_row's
+// widening at batch 1 on Zen 2 (docs/benchmarks.md).
+struct u4_row_lanes : u4_row_base {
+  static u4_row_lanes at(const weight_ref& w, int64_t j) {
+    u4_row_lanes r;
+    r.set(w, j);
+    return r;
+  }
+  v16 load(int64_t k) const {
+    group(k);
+    const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + k / 2)));
+    return widen(_mm256_and_si256(b, _mm256_set1_epi32(15)), _mm256_srli_epi32(b, 4));
+  }
+  v16 tail(int64_t k, int64_t) const { return load(k); }
+};
+
+// `rows` activation rows of `cols` (a multiple of 16) in u4_row_lanes' order, 16 columns at a time.
+inline void u4_lanes_x(const float* x, int64_t rows, int64_t cols, float* out) {
+  const __m256i even_odd = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  for (int64_t k = 0; k < rows * cols; k += 16) {
+    const __m256 a = _mm256_permutevar8x32_ps(_mm256_loadu_ps(x + k), even_odd);      // 0 2 4 6 | 1 3 5 7
+    const __m256 b = _mm256_permutevar8x32_ps(_mm256_loadu_ps(x + k + 8), even_odd);  // 8 10 12 14 | 9 11 13 15
+    _mm256_storeu_ps(out + k, _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+    _mm256_storeu_ps(out + k + 8, _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+}
+
+// An accumulator of u4_row_lanes' order in column order.
+inline v16 from_u4_lanes(const v16& a) {
+  const __m256i idx = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  return {_mm256_permutevar8x32_ps(_mm256_unpacklo_ps(a.lo, a.hi), idx),   // 0 2 4 6 | 1 3 5 7 -> 0..7
+          _mm256_permutevar8x32_ps(_mm256_unpackhi_ps(a.lo, a.hi), idx)};  // 8 10 12 14 | 9 11 13 15 -> 8..15
+}
+
+template <class Row>
+constexpr bool u4_lanes = std::is_same_v<Row, u4_row_lanes>;
 
 #include "kernels/cpu/avx2_tree.hpp"
 
@@ -148,7 +219,8 @@ inline void fma16(const v16& x, const v16& w, v16& acc) {
 
 // R activation rows x C weight rows; WLoad(c, k) gives the 16 widened weights of row c at k.
 // WPrefetch(k) is called once per k step (decode: pull each row 512 B ahead).
-template <int R, int C, class WLoad, class WTail, class WPrefetch>
+// Lanes: the lanes hold the columns in u4_row_lanes' order (x too), put back before the sum.
+template <int R, int C, bool Lanes = false, class WLoad, class WTail, class WPrefetch>
 inline void tile(const float* x, int64_t ldx, int64_t cols, WLoad wload, WTail wtail, WPrefetch wprefetch, float* out) {
   v16 acc[R * C];
 #pragma GCC unroll 16
@@ -178,7 +250,7 @@ inline void tile(const float* x, int64_t ldx, int64_t cols, WLoad wload, WTail w
     }
   }
 #pragma GCC unroll 16
-  for (int i = 0; i < R * C; ++i) out[i] = reduce(acc[i]);
+  for (int i = 0; i < R * C; ++i) out[i] = reduce(Lanes ? from_u4_lanes(acc[i]) : acc[i]);
 }
 
 // ---- direct path (n <= 3; in passes up to 15): weights streamed from the checkpoint, widened in registers ----
@@ -188,7 +260,14 @@ constexpr int direct_max_n = 3;
 template <int R, class Row>
 void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
   constexpr int C = R == 1 ? 4 : R == 2 ? 3 : 2;  // 2*R*C accumulator registers of 16
+  constexpr bool lanes = u4_lanes<Row>;
   const int64_t cols = w.cols, ldy = w.rows;
+  if constexpr (lanes) {  // the activations in the rows' lane order, once a call
+    thread_local std::vector<float> xl;
+    xl.resize(static_cast<size_t>(R * cols));
+    u4_lanes_x(x, R, cols, xl.data());
+    x = xl.data();
+  }
   float out[R * C];
   int64_t j = j0;
   // The C rows first, first + stride, ...: y gets their outputs at the same row numbers.
@@ -200,7 +279,7 @@ void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1
       if ((k * Row::bits / 8) % 64 == 0)
         for (int c = 0; c < C; ++c) _mm_prefetch(wr[c].bytes(k) + 512, _MM_HINT_T0);
     };
-    tile<R, C>(
+    tile<R, C, lanes>(
         x, cols, cols, [&](int c, int64_t k) { return wr[c].load(k); },
         [&](int c, int64_t k) { return wr[c].tail(k, cols - k); }, ahead, out);
     for (int r = 0; r < R; ++r)
@@ -215,7 +294,7 @@ void run_direct_rows(const float* x, const weight_ref& w, int64_t j0, int64_t j1
   for (; j + C <= j1; j += C) rows_tile(j, 1);
   for (; j < j1; ++j) {
     const Row wr = Row::at(w, j);
-    tile<R, 1>(
+    tile<R, 1, lanes>(
         x, cols, cols, [&](int, int64_t k) { return wr.load(k); }, [&](int, int64_t k) { return wr.tail(k, cols - k); },
         [](int64_t) {}, out);
     for (int r = 0; r < R; ++r) y[r * ldy + j] = out[r];
@@ -352,27 +431,37 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
 // on the 0.6B shape with TROUPE_ISA=avx2: fewer restarts of the weight streams).
 // Small batches run the decode tiles once per three activation rows over a unit of at most 512 KB
 // of weights (the first pass streams it, the others find it in L2), as the AVX-512 back-end does
-// up to 7 rows. Here the packed path is slower still, so passes pay up to 15 rows: the 0.6B layers
-// (`TROUPE_ISA=avx2 troupe-bench-matmul --threads 2 --n ... --shape model`) at n = 4 / 8 / 12 / 15
-// took 79 / 109 / 144 / 166 ms packed and take 59 / 91 / 129 / 159 ms in passes; at 16 they tie,
-// from 20 the packed path wins. Same tiles, same bits.
-constexpr int64_t passes_max_n = 15;
+// up to 7 rows. Each pass widens every weight again, so how many rows passes pay for depends on
+// what widening costs against the packed path's one widening a panel (`troupe-bench-matmul --threads
+// 2 --shape model --n ...`, the 0.6B layers): float weights up to 15 rows (n = 4 / 8 / 12 / 15 took
+// 79 / 109 / 144 / 166 ms packed and take 59 / 91 / 129 / 159 ms in passes; at 16 they tie); INT8
+// up to 6 (Zen 2, 2026-12-03: n = 4 / 8 / 12 in passes 56 / 102 / 153 ms, packed 61 / 88 / 114; level
+// at 6); u4 and FP8, dearer to widen, from 4 on packed (u4 n = 4 / 8 / 12: 73 / 125 / 177 -> 65 / 93
+// / 117 ms; FP8 n = 4 / 8 / 12: 80 / 134 / 190 -> 72 / 106 / 140). Same tiles, same bits.
+int64_t passes_max_n(const weight_ref& w) {
+  switch (w.type) {
+    case dtype::i8: return 6;
+    case dtype::u4:
+    case dtype::f8_e4m3: return direct_max_n;
+    default: return 15;
+  }
+}
 int64_t unit_rows(int64_t n, const weight_ref& w) {
-  return n <= direct_max_n ? 256 : n <= passes_max_n ? pass_unit_rows(w) : panel_rows;
+  return n <= direct_max_n ? 256 : n <= passes_max_n(w) ? pass_unit_rows(w) : panel_rows;
 }
 
 size_t scratch_floats(int64_t n, const weight_ref& w) {
-  return n <= passes_max_n ? 0 : static_cast<size_t>(panel_rows * padded_cols(w.cols));
+  return n <= passes_max_n(w) ? 0 : static_cast<size_t>(panel_rows * padded_cols(w.cols));
 }
 
 void run(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
-  const bool passes = n <= passes_max_n;
+  const bool passes = n <= passes_max_n(w);
   switch (w.type) {
     case dtype::f32: return passes ? run_passes<row_of<src_f32>>(x, n, w, j0, j1, y) : run_packed<row_of<src_f32>>(x, n, w, j0, j1, y, scratch);
     case dtype::bf16: return passes ? run_passes<row_of<src_bf16>>(x, n, w, j0, j1, y) : run_packed<row_of<src_bf16>>(x, n, w, j0, j1, y, scratch);
     case dtype::f16: return passes ? run_passes<row_of<src_f16>>(x, n, w, j0, j1, y) : run_packed<row_of<src_f16>>(x, n, w, j0, j1, y, scratch);
     case dtype::i8: return passes ? run_passes<quant_row<codes_i8>>(x, n, w, j0, j1, y) : run_packed<quant_row<codes_i8>>(x, n, w, j0, j1, y, scratch);
-    case dtype::u4: return passes ? run_passes<u4_row>(x, n, w, j0, j1, y) : run_packed<u4_row>(x, n, w, j0, j1, y, scratch);
+    case dtype::u4: return passes ? run_passes<u4_row_lanes>(x, n, w, j0, j1, y) : run_packed<u4_row>(x, n, w, j0, j1, y, scratch);
     case dtype::f8_e4m3: return passes ? run_passes<quant_row<codes_fp8>>(x, n, w, j0, j1, y) : run_packed<quant_row<codes_fp8>>(x, n, w, j0, j1, y, scratch);
     default: return;
   }
