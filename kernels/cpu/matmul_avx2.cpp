@@ -116,6 +116,7 @@ struct quant_row {
 // code, widened as codes_i8 does: the bits of the INT8 weight q - zero, from half its bytes. The
 // group's zero and scale are kept from one block to the next instead of looked up, converted and
 // broadcast for each (u4 groups are powers of two, or the whole row).
+template <class Row>  // u4_row or u4_row_lanes: how a 16-block becomes lanes
 struct u4_row_base {
   static constexpr int64_t bits = 4;
   const uint8_t* p = nullptr;  // the row's bytes
@@ -125,12 +126,14 @@ struct u4_row_base {
   mutable int64_t group_end = 0;
   mutable __m256i zero;
   mutable __m256 scale;
-  void set(const weight_ref& w, int64_t j) {
+  static Row at(const weight_ref& w, int64_t j) {
     const scale_cursor sc = scale_cursor::at(w, j);
-    p = static_cast<const uint8_t*>(w.data) + j * (w.cols / 2);
-    z = w.zeros + j * w.scale_cols();
-    s = sc.s;
-    shift = sc.shift;
+    Row r;
+    r.p = static_cast<const uint8_t*>(w.data) + j * (w.cols / 2);
+    r.z = w.zeros + j * w.scale_cols();
+    r.s = sc.s;
+    r.shift = sc.shift;
+    return r;
   }
   void group(int64_t k) const {
     if (k < group_end) return;
@@ -144,17 +147,14 @@ struct u4_row_base {
     return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(lo, zero)), scale),
             _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(hi, zero)), scale)};
   }
+  // Never reached: u4 cols are a multiple of 16.
+  v16 tail(int64_t k, int64_t) const { return static_cast<const Row*>(this)->load(k); }
   const char* bytes(int64_t k) const { return reinterpret_cast<const char*>(p + k / 2); }
 };
 
 // Columns in order (the packed path): the word broadcast to every qword and shifted per lane puts
 // each column's q in its lane's low 4 bits.
-struct u4_row : u4_row_base {
-  static u4_row at(const weight_ref& w, int64_t j) {
-    u4_row r;
-    r.set(w, j);
-    return r;
-  }
+struct u4_row : u4_row_base<u4_row> {
   v16 load(int64_t k) const {
     group(k);
     long long word;
@@ -163,28 +163,21 @@ struct u4_row : u4_row_base {
     return widen(_mm256_and_si256(_mm256_srlv_epi32(v, _mm256_set_epi32(12, 12, 8, 8, 4, 4, 0, 0)), nib),
                  _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_set_epi32(28, 28, 24, 24, 20, 20, 16, 16)), nib));
   }
-  v16 tail(int64_t k, int64_t) const { return load(k); }  // never reached: u4 cols are a multiple of 16
 };
 
 // The direct path's u4 rows: each byte of a block's word widened to a lane (vpmovzxbd), its low
 // nibbles then its high ones, so the lanes hold the columns in the bytes' order (u4_layout.hpp):
-// 0 4 8 12 1 5 9 13 | 2 6 10 14 3 7 11 15, in three operations for 16 weights instead of u4_row's broadcast, two shifts and two masks. The
-// activations are read in the same order (u4_lanes_x) and each accumulator is put back in column
-// order before the sum (from_u4_lanes): every lane sums the same products in the same order as
-// u4_row's, so the bits are the same. With the cached group values, 1.3x faster than u4_row's
-// widening at batch 1 on Zen 2 (docs/benchmarks.md).
-struct u4_row_lanes : u4_row_base {
-  static u4_row_lanes at(const weight_ref& w, int64_t j) {
-    u4_row_lanes r;
-    r.set(w, j);
-    return r;
-  }
+// 0 4 8 12 1 5 9 13 | 2 6 10 14 3 7 11 15, in three operations for 16 weights instead of u4_row's
+// broadcast, two shifts and two masks. The activations are read in the same order (u4_lanes_x)
+// and each accumulator is put back in column order before the sum (from_u4_lanes): every lane sums
+// the same products in the same order as u4_row's, so the bits are the same. With the cached group
+// values, 1.3x faster than u4_row's widening at batch 1 on Zen 2 (docs/benchmarks.md).
+struct u4_row_lanes : u4_row_base<u4_row_lanes> {
   v16 load(int64_t k) const {
     group(k);
     const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + k / 2)));
     return widen(_mm256_and_si256(b, _mm256_set1_epi32(15)), _mm256_srli_epi32(b, 4));
   }
-  v16 tail(int64_t k, int64_t) const { return load(k); }
 };
 
 // `rows` activation rows of `cols` (a multiple of 16) in u4_row_lanes' order, 16 columns at a time.
