@@ -3,37 +3,22 @@
 // Weight pages are never touched here, so loading costs the headers and the norms only.
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <unordered_map>
 #include <unordered_set>
-
-#include <nlohmann/json.hpp>
 
 #include "kernels/u4_layout.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/model/checkpoint.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "runtime/model/tensor_layout.hpp"
+#include "runtime/model/weight_files.hpp"
 
 namespace troupe {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 namespace {
 
-constexpr const char* single_name = "model.safetensors";
 constexpr const char* index_name = "model.safetensors.index.json";
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw_error(errc::io_error, "cannot read " + p.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) throw_error(errc::io_error, "cannot read " + p.string());
-  return s.str();
-}
 
 bool path_exists(const fs::path& p) {
   std::error_code ec;
@@ -75,87 +60,18 @@ bool ignorable(std::string_view name, const model_config& c) {
   return c.tie_word_embeddings && name == "lm_head.weight";
 }
 
-// Where each tensor lives: one file, or the shards model.safetensors.index.json names.
-struct weight_files {
-  std::vector<safetensors_file> files;
-  std::unordered_map<std::string, size_t> placement;  // sharded only: tensor -> files[i]
-  std::string index_path;                             // empty when single-file
-
-  const tensor_info* locate(const expected_tensor& t, std::string& file_path) const {
-    if (index_path.empty()) {
-      file_path = files[0].path();
-      const tensor_info* info = files[0].find(t.name);
-      if (!info)
-        throw_error(errc::invalid_checkpoint,
-                    file_path + ": missing tensor '" + t.name + "'; " + expectation(t));
-      return info;
-    }
-    auto it = placement.find(t.name);
-    if (it == placement.end())
-      throw_error(errc::invalid_checkpoint, index_path + ": missing tensor '" + t.name +
-                                                "' (not in weight_map); " + expectation(t));
-    const safetensors_file& f = files[it->second];
-    file_path = f.path();
-    const tensor_info* info = f.find(t.name);
-    if (!info)
-      throw_error(errc::invalid_checkpoint,
-                  file_path + ": missing tensor '" + t.name + "', which " + index_name +
-                      " places in this file; " + expectation(t));
-    return info;
-  }
-};
-
-weight_files open_weights(const fs::path& root, residency where) {
-  weight_files w;
-  const fs::path single = root / single_name;
-  const fs::path index = root / index_name;
-  if (path_exists(single)) {
-    w.files.emplace_back(single.string(), where);
-    return w;
-  }
-  if (!path_exists(index)) {
-    std::string why = root.string() + ": no " + single_name + " and no " + index_name +
-                      "; expected the weights in safetensors format";
-    if (path_exists(root / "pytorch_model.bin") || path_exists(root / "pytorch_model.bin.index.json"))
-      why += " (pytorch_model.bin checkpoints are not supported: convert them to safetensors)";
-    throw_error(errc::invalid_checkpoint, why);
-  }
-  w.index_path = index.string();
-  json j;
-  try {
-    j = json::parse(read_text(index));
-  } catch (const json::parse_error& e) {
-    throw_error(errc::invalid_checkpoint, w.index_path + ": not valid JSON (" + e.what() + ")");
-  }
-  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+// Where tensor t lives (weight_files.hpp), or an error naming the file or index that lacks it and
+// what was expected there.
+const tensor_info* locate(const weight_files& wf, const expected_tensor& t, std::string& file_path) {
+  const tensor_info* info = wf.find(t.name, file_path);
+  if (info) return info;
+  if (wf.index_path.empty())
+    throw_error(errc::invalid_checkpoint, file_path + ": missing tensor '" + t.name + "'; " + expectation(t));
+  if (file_path == wf.index_path)
     throw_error(errc::invalid_checkpoint,
-                w.index_path + ": field 'weight_map' is missing; expected an object {tensor: file}");
-  std::unordered_map<std::string, size_t> file_ids;
-  std::vector<std::string> names;
-  for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-    if (!it.value().is_string())
-      throw_error(errc::invalid_checkpoint, w.index_path + ": weight_map entry for tensor '" +
-                                                it.key() + "' is not a file name");
-    const std::string file = it.value().get<std::string>();
-    if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..")
-      throw_error(errc::invalid_checkpoint,
-                  w.index_path + ": weight_map places tensor '" + it.key() + "' in '" + file +
-                      "'; expected a file name in " + root.string());
-    auto [pos, added] = file_ids.emplace(file, names.size());
-    if (added) {
-      if (!path_exists(root / file))
-        throw_error(errc::invalid_checkpoint,
-                    w.index_path + ": shard file '" + file + "' (holding tensor '" + it.key() +
-                        "') does not exist; expected " + (root / file).string());
-      names.push_back(file);
-    }
-    w.placement.emplace(it.key(), pos->second);
-  }
-  if (names.empty())
-    throw_error(errc::invalid_checkpoint, w.index_path + ": weight_map is empty; expected the model's tensors");
-  w.files.reserve(names.size());
-  for (const auto& n : names) w.files.emplace_back((root / n).string(), where);
-  return w;
+                wf.index_path + ": missing tensor '" + t.name + "' (not in weight_map); " + expectation(t));
+  throw_error(errc::invalid_checkpoint,
+              file_path + ": missing tensor '" + t.name + "', which " + index_name + " places in this file; " + expectation(t));
 }
 
 }  // namespace
@@ -192,7 +108,7 @@ std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir, residency wh
 
   std::string file_path;
   for (const auto& t : expected) {
-    const tensor_info* info = wf.locate(t, file_path);
+    const tensor_info* info = locate(wf, t, file_path);
     if (info->type != dtype::f32 && info->type != dtype::f16 && info->type != dtype::bf16)
       throw_error(errc::unsupported, file_path + ": tensor '" + t.name + "' has dtype " +
                                          std::string(to_string(info->type)) + "; " + expectation(t));

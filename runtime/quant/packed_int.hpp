@@ -27,7 +27,7 @@
 
 #include "runtime/quant/quant_config.hpp"
 #include "runtime/quant/quantize.hpp"
-#include "runtime/quant/weight_files.hpp"
+#include "runtime/model/weight_files.hpp"
 
 namespace troupe::quant {
 

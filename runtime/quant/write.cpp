@@ -15,7 +15,7 @@
 #include "runtime/model/tensor_layout.hpp"
 #include "runtime/quant/load.hpp"
 #include "runtime/quant/packed_int.hpp"
-#include "runtime/quant/weight_files.hpp"
+#include "runtime/model/weight_files.hpp"
 
 namespace troupe::quant {
 

@@ -433,6 +433,9 @@ BOOST_AUTO_TEST_CASE(missing_config_and_weights) {
   fs::remove(dir.path() / "b" / "model.safetensors");
   expect_error([&] { load_checkpoint(dir.str("b")); }, errc::invalid_checkpoint,
                {dir.str("b"), "no model.safetensors"});
+  test::write_file(dir.path() / "b" / "pytorch_model.bin", "not read");
+  expect_error([&] { load_checkpoint(dir.str("b")); }, errc::invalid_checkpoint,
+               {dir.str("b"), "pytorch_model.bin checkpoints are not supported: convert them to safetensors"});
   expect_error([&] { load_checkpoint(dir.str("nope")); }, errc::invalid_checkpoint,
                {dir.str("nope"), "not a directory"});
   // generation_config.json is optional, but a broken one is an error.

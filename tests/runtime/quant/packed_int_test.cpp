@@ -18,7 +18,7 @@
 #include "runtime/model/safetensors.hpp"
 #include "runtime/quant/load.hpp"
 #include "runtime/quant/packed_int.hpp"
-#include "runtime/quant/weight_files.hpp"
+#include "runtime/model/weight_files.hpp"
 #include "runtime/quant/write.hpp"
 #include "tests/runtime/engine/golden.hpp"
 #include "tests/runtime/quant/checkpoint_edits.hpp"
@@ -400,7 +400,7 @@ BOOST_AUTO_TEST_CASE(four_bit_weights_of_inputs_not_a_multiple_of_16_load_as_int
     const fs::path d = dir.path / std::to_string(seed);
     fs::create_directories(d);
     const packed_layer l = write_packed_layer(d, s.awq, s.rows, s.cols, s.group, seed++);
-    const quant::weight_files wf = quant::open_weights(d);
+    const troupe::weight_files wf = troupe::open_weights(d);
     const quant::quant_config q = four_bit_config(s.group);
     const quant::quantized_weight w = s.awq ? quant::read_awq_weight(wf, "p.weight", s.rows, s.cols, q, residency::mapped)
                                             : quant::read_gptq_weight(wf, "p.weight", s.rows, s.cols, q, residency::mapped);
@@ -430,7 +430,7 @@ BOOST_AUTO_TEST_CASE(four_bit_weights_of_inputs_not_a_multiple_of_16_load_as_int
 BOOST_AUTO_TEST_CASE(four_bit_weights_that_do_not_pack_into_words_are_refused) {
   temp_dir dir("u4_refused");
   write_packed_layer(dir.path, false, 16, 48, 32, 7);
-  const quant::weight_files wf = quant::open_weights(dir.path);
+  const troupe::weight_files wf = troupe::open_weights(dir.path);
   const quant::quant_config q = four_bit_config(32);
   expect_error([&] { quant::read_gptq_weight(wf, "p.weight", 16, 36, q, residency::mapped); }, errc::unsupported,
                {"p.qweight", "16 x 36", "does not pack into 4-bit GPTQ words", "multiples of 8"});

@@ -179,6 +179,13 @@ BOOST_AUTO_TEST_CASE(bad_quantized_tensors_name_the_tensor) {
                errc::unsupported, {"'model.embed_tokens.weight' is quantized", "embedding tables must stay"});
   expect_error([&] { quant::load_model(with_tensors([&](auto& ts) { ts.push_back({"model.norm.weight_scale_inv", dtype::f32, {1, 1}, scales.data(), {}}); })); },
                errc::invalid_checkpoint, {"unexpected tensor 'model.norm.weight_scale_inv'"});
+  // No safetensors at all: the same message as load_checkpoint's (one open_weights for both).
+  const fs::path bin = dir.path / "bin";
+  copy_dir(dir.path / "fp8", bin);
+  fs::remove(bin / "model.safetensors");
+  std::ofstream(bin / "pytorch_model.bin") << "not read";
+  expect_error([&] { quant::load_model(bin.string()); }, errc::invalid_checkpoint,
+               {"no model.safetensors", "pytorch_model.bin checkpoints are not supported"});
 }
 
 BOOST_AUTO_TEST_CASE(huge_page_residency_gives_the_same_model) {

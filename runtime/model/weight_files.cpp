@@ -1,6 +1,5 @@
-// weight_files: the safetensors files of a Hugging Face directory, single or sharded, with the
-// same checks and messages as load_checkpoint.
-#include "runtime/quant/weight_files.hpp"
+// weight_files: the safetensors files of a Hugging Face directory, single or sharded.
+#include "runtime/model/weight_files.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -10,7 +9,7 @@
 
 #include "runtime/core/error.hpp"
 
-namespace troupe::quant {
+namespace troupe {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -57,9 +56,13 @@ weight_files open_weights(const fs::path& root, residency where) {
     return w;
   }
   const fs::path index = root / index_name;
-  if (!fs::exists(index, ec))
-    throw_error(errc::invalid_checkpoint, root.string() + ": no " + single_name + " and no " + index_name +
-                                              "; expected the weights in safetensors format");
+  if (!fs::exists(index, ec)) {
+    std::string why = root.string() + ": no " + single_name + " and no " + index_name +
+                      "; expected the weights in safetensors format";
+    if (fs::exists(root / "pytorch_model.bin", ec) || fs::exists(root / "pytorch_model.bin.index.json", ec))
+      why += " (pytorch_model.bin checkpoints are not supported: convert them to safetensors)";
+    throw_error(errc::invalid_checkpoint, why);
+  }
   w.index_path = index.string();
   json j;
   try {
@@ -88,9 +91,10 @@ weight_files open_weights(const fs::path& root, residency where) {
     w.placement.emplace(it.key(), pos->second);
   }
   if (names.empty()) throw_error(errc::invalid_checkpoint, w.index_path + ": weight_map is empty; expected the model's tensors");
+  w.files.reserve(names.size());
   for (const auto& n : names) w.files.emplace_back((root / n).string(), where);
   return w;
 }
 
 
-}  // namespace troupe::quant
+}  // namespace troupe

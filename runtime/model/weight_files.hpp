@@ -1,6 +1,7 @@
 // The safetensors files of a Hugging Face checkpoint directory: model.safetensors, or the shards
-// model.safetensors.index.json names (the rules and messages of load_checkpoint, whose version is
-// private to runtime/model). Shared by the quantized loader and the quantize command's writer.
+// model.safetensors.index.json names. load_checkpoint, the quantized loader and the quantize
+// command's writer all open a directory's weights through it, so they refuse the same things with
+// the same messages.
 #pragma once
 
 #include <filesystem>
@@ -10,7 +11,7 @@
 
 #include "runtime/model/safetensors.hpp"
 
-namespace troupe::quant {
+namespace troupe {
 
 struct weight_files {
   std::vector<safetensors_file> files;
@@ -25,8 +26,9 @@ struct weight_files {
 // file (no weights, a bad index, a missing shard).
 weight_files open_weights(const std::filesystem::path& root, residency where = residency::mapped);
 
+// A whole file (config.json, the index); troupe::error(io_error) naming it when it cannot be read.
 std::string read_text(const std::filesystem::path& p);
 // model.safetensors.index.json or a *.safetensors file: what a writer replaces.
 bool is_weight_file(const std::string& file_name);
 
-}  // namespace troupe::quant
+}  // namespace troupe
