@@ -3,35 +3,18 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "examples/cpp/troupe_client.hpp"
 #include "runtime/core/error.hpp"
 #include "tools/troupe/command.hpp"
+#include "tools/troupe/ids_flag.hpp"
 #include "tools/troupe/structured_flags.hpp"
 
 namespace {
 
 using namespace troupe;
-
-std::vector<int32_t> parse_ids(const std::string& text) {
-  std::vector<int32_t> ids;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      size_t used = 0;
-      long long v = std::stoll(item, &used);
-      if (used != item.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument("");
-      ids.push_back(static_cast<int32_t>(v));
-    } catch (const std::exception&) {
-      throw_error(errc::invalid_argument, "--ids: '" + item + "' is not a token id (expected e.g. --ids 1,2,3)");
-    }
-  }
-  return ids;
-}
 
 // The summary line (and any tool calls or error) of one completion's done; the exit status.
 int print_done(const wire::done_event& d) {
@@ -109,7 +92,7 @@ int run_client(int argc, char** argv) {
   if (ids.empty() == prompt.empty()) throw_error(errc::invalid_argument, "give exactly one of --prompt and --ids");
   if (!ids.empty()) {
     r.kind = wire::prompt_kind::ids;
-    r.prompt_ids = parse_ids(ids);
+    r.prompt_ids = cli::parse_ids(ids);
   } else if (chat || !tools_file.empty()) {
     r.kind = wire::prompt_kind::messages;
     r.messages = {{"user", prompt, "", ""}};

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -17,31 +16,13 @@
 #include "runtime/serve/structured_output.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 #include "tools/troupe/command.hpp"
+#include "tools/troupe/ids_flag.hpp"
+#include "tools/troupe/model_flags.hpp"
 #include "tools/troupe/structured_flags.hpp"
 
 namespace {
 
 using namespace troupe;
-
-std::vector<int32_t> parse_ids(const std::string& text) {
-  std::vector<int32_t> ids;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || v < 0 || v > INT32_MAX)
-      throw_error(errc::invalid_argument, "--ids: '" + item + "' is not a token id (expected e.g. --ids 1,2,3)");
-    ids.push_back(static_cast<int32_t>(v));
-  }
-  if (ids.empty()) throw_error(errc::invalid_argument, "--ids: no token ids given");
-  return ids;
-}
 
 void check_vocab(const std::vector<int32_t>& ids, const model_config& cfg) {
   for (int32_t id : ids)
@@ -78,21 +59,8 @@ int run_generate(int argc, char** argv) {
                  "text repeats (docs/speculative.md)")
       ->check(CLI::Range(0, 64));
   app.add_flag("--json", json, "print {\"ids\": [...]} instead of the ids as text");
-  std::string quantization = "none", kv_dtype = "auto";
-  app.add_option("--quantization", quantization, "quantize float weights on load: none, int8, fp8 (docs/quantization.md)");
-  app.add_option("--kv-cache-dtype", kv_dtype, "KV cache element type: auto (float32), int8, fp8");
-  bool no_mmap = false;
-  std::string rope_scaling;
-  app.add_option("--rope-scaling", rope_scaling,
-                 "replace config.json's rope_scaling, e.g. '{\"rope_type\":\"yarn\",\"factor\":4.0,"
-                 "\"original_max_position_embeddings\":32768}' for Qwen3 at 131072 tokens (docs/engine.md)");
-  app.add_flag("--no-mmap", no_mmap,
-               "read the weights into memory on 2 MB pages instead of mapping the files: a slower load, "
-               "faster decode (docs/engine.md)");
-  std::string compute = "f32";
-  app.add_option("--compute-dtype", compute, "matmul arithmetic for BF16 weights: f32 (exact) or bf16 (bf16 activations, vdpbf16ps; docs/engine.md)");
-  std::string lora;
-  app.add_option("--lora", lora, "a PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors; docs/lora.md)");
+  cli::model_flags model_flags;
+  model_flags.add_to(app);
   cli::structured_flags structured_flags;
   structured_flags.add_to(app);
   try {
@@ -104,28 +72,23 @@ int run_generate(int argc, char** argv) {
 
   if (prompt_text.empty() && ids_text.empty())
     throw_error(errc::invalid_argument, "give the prompt as --prompt TEXT or --ids 1,2,3");
-  quant::load_options lo;
-  lo.quantization = quant::parse_method(quantization, "--quantization");
-  if (no_mmap) lo.weights = residency::huge_pages;
-  lo.rope_scaling = rope_scaling;
-  const dtype kv_type = parse_kv_cache_dtype(kv_dtype);
-  const kernels::compute_dtype compute_type = parse_compute_dtype(compute);
-  auto ck = quant::load_model(model, lo);
+  auto m = model_flags.load(model);
+  const auto& ck = m.ck;
   std::unique_ptr<tokenizer> tok;
   std::vector<int32_t> prompt;
   if (!prompt_text.empty()) {
     tok = std::make_unique<tokenizer>(model);
     prompt = tok->encode(prompt_text);
   } else {
-    prompt = parse_ids(ids_text);
+    prompt = cli::parse_ids(ids_text);
   }
   check_vocab(prompt, ck->config);
   generate_options o;
   o.max_tokens = max_tokens;
   o.prefill_chunk = prefill_chunk;
-  o.kv_cache_dtype = kv_type;
-  o.compute = compute_type;
-  if (!lora.empty()) o.adapter = std::make_shared<lora_adapter>(load_lora_adapter(lora, ck->config));
+  o.kv_cache_dtype = m.kv_type;
+  o.compute = m.compute;
+  o.adapter = m.adapter;
   o.sampling = defaults_from(ck->generation);
   if (temperature) o.sampling.temperature = *temperature;
   if (top_p) o.sampling.top_p = *top_p;
@@ -199,39 +162,18 @@ int run_logits(int argc, char** argv) {
   app.add_option("--ids", ids_text, "prompt as comma-separated token ids")->required();
   app.add_option("--out", out_path, "output file: little-endian float32 [n_ids, vocab_size]")->required();
   app.add_option("--prefill-chunk", prefill_chunk, "prefill in chunks of N tokens (0 = one step)");
-  std::string quantization = "none", kv_dtype = "auto";
-  app.add_option("--quantization", quantization, "quantize float weights on load: none, int8, fp8");
-  app.add_option("--kv-cache-dtype", kv_dtype, "KV cache element type: auto (float32), int8, fp8");
-  bool no_mmap = false;
-  std::string rope_scaling;
-  app.add_option("--rope-scaling", rope_scaling,
-                 "replace config.json's rope_scaling, e.g. '{\"rope_type\":\"yarn\",\"factor\":4.0,"
-                 "\"original_max_position_embeddings\":32768}' for Qwen3 at 131072 tokens (docs/engine.md)");
-  app.add_flag("--no-mmap", no_mmap,
-               "read the weights into memory on 2 MB pages instead of mapping the files: a slower load, "
-               "faster decode (docs/engine.md)");
-  std::string compute = "f32";
-  app.add_option("--compute-dtype", compute, "matmul arithmetic for BF16 weights: f32 (exact) or bf16 (bf16 activations, vdpbf16ps; docs/engine.md)");
-  std::string lora;
-  app.add_option("--lora", lora, "a PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors; docs/lora.md)");
+  cli::model_flags model_flags;
+  model_flags.add_to(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  quant::load_options lo;
-  lo.quantization = quant::parse_method(quantization, "--quantization");
-  if (no_mmap) lo.weights = residency::huge_pages;
-  lo.rope_scaling = rope_scaling;
-  const dtype kv_type = parse_kv_cache_dtype(kv_dtype);
-  const kernels::compute_dtype compute_type = parse_compute_dtype(compute);
-  auto ck = quant::load_model(model, lo);
-  auto prompt = parse_ids(ids_text);
-  check_vocab(prompt, ck->config);
-  std::shared_ptr<const lora_adapter> adapter;
-  if (!lora.empty()) adapter = std::make_shared<lora_adapter>(load_lora_adapter(lora, ck->config));
-  generator gen(*ck);
-  auto logits = gen.prompt_logits(prompt, prefill_chunk, kv_type, compute_type, adapter);
+  const auto m = model_flags.load(model);
+  auto prompt = cli::parse_ids(ids_text);
+  check_vocab(prompt, m.ck->config);
+  generator gen(*m.ck);
+  auto logits = gen.prompt_logits(prompt, prefill_chunk, m.kv_type, m.compute, m.adapter);
   std::ofstream f(out_path, std::ios::binary);
   if (!f) throw_error(errc::io_error, "cannot write " + out_path);
   f.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * sizeof(float)));

@@ -1,0 +1,36 @@
+#include "tools/troupe/model_flags.hpp"
+
+#include "runtime/engine/model_runner.hpp"
+#include "runtime/kv/kv_cache.hpp"
+#include "runtime/quant/load.hpp"
+
+namespace troupe::cli {
+
+void model_flags::add_to(CLI::App& app) {
+  app.add_option("--quantization", quantization, "quantize float weights on load: none, int8, fp8 (docs/quantization.md)");
+  app.add_option("--kv-cache-dtype", kv_dtype, "KV cache element type: auto (float32), int8, fp8");
+  app.add_option("--rope-scaling", rope_scaling,
+                 "replace config.json's rope_scaling, e.g. '{\"rope_type\":\"yarn\",\"factor\":4.0,"
+                 "\"original_max_position_embeddings\":32768}' for Qwen3 at 131072 tokens (docs/engine.md)");
+  app.add_flag("--no-mmap", no_mmap,
+               "read the weights into memory on 2 MB pages instead of mapping the files: a slower load, "
+               "faster decode (docs/engine.md)");
+  app.add_option("--compute-dtype", compute,
+                 "matmul arithmetic for BF16 weights: f32 (exact) or bf16 (bf16 activations, vdpbf16ps; docs/engine.md)");
+  app.add_option("--lora", lora, "a PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors; docs/lora.md)");
+}
+
+model_flags::loaded model_flags::load(const std::string& dir) const {
+  quant::load_options lo;
+  lo.quantization = quant::parse_method(quantization, "--quantization");
+  if (no_mmap) lo.weights = residency::huge_pages;
+  lo.rope_scaling = rope_scaling;
+  loaded out;
+  out.kv_type = parse_kv_cache_dtype(kv_dtype);
+  out.compute = parse_compute_dtype(compute);
+  out.ck = quant::load_model(dir, lo);
+  if (!lora.empty()) out.adapter = std::make_shared<lora_adapter>(load_lora_adapter(lora, out.ck->config));
+  return out;
+}
+
+}  // namespace troupe::cli

@@ -1,0 +1,34 @@
+// The flags `troupe generate` and `troupe logits` share to load and run a model: --quantization,
+// --kv-cache-dtype, --rope-scaling, --no-mmap, --compute-dtype, --lora.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "kernels/kernels.hpp"
+#include "runtime/core/dtype.hpp"
+#include "runtime/lora/lora_adapter.hpp"
+#include "runtime/model/checkpoint.hpp"
+
+namespace troupe::cli {
+
+struct model_flags {
+  std::string quantization = "none", kv_dtype = "auto", rope_scaling, compute = "f32", lora;
+  bool no_mmap = false;
+
+  void add_to(CLI::App& app);
+
+  // The model in `dir` loaded as the flags say, with what running it needs. Each flag's value is
+  // checked before the weights are read: troupe::error naming the flag.
+  struct loaded {
+    std::unique_ptr<checkpoint> ck;
+    dtype kv_type = dtype::f32;
+    kernels::compute_dtype compute = kernels::compute_dtype::f32;
+    std::shared_ptr<const lora_adapter> adapter;  // null without --lora
+  };
+  loaded load(const std::string& dir) const;
+};
+
+}  // namespace troupe::cli
