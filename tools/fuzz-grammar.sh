@@ -16,4 +16,4 @@ printf '\x00root ::= "{" ( [a-z]+ ":" [0-9]{1,3} ) ("," [a-z]+)* "}" | [^"\\\\]{
 printf '\x01^(ab|c[d-f]+)?[0-9]{2,}\\.\\w*$' > "$out/grammar-corpus/regex"
 printf '\x02{"type":"object","properties":{"a":{"type":"integer","minimum":-5,"maximum":300},"b":{"anyOf":[{"type":"string","pattern":"^x+$"},{"$ref":"#/$defs/n"}]}},"required":["a"],"$defs":{"n":{"type":"array","items":{"enum":[1,"z",null]},"maxItems":3}}}' \
   > "$out/grammar-corpus/schema"
-"$out/grammar_fuzzer" -max_total_time="$secs" -max_len=2048 -rss_limit_mb=2048 -timeout=10 "$out/grammar-corpus"
+"$out/grammar_fuzzer" -max_total_time="$secs" -artifact_prefix="$out/" -max_len=2048 -rss_limit_mb=2048 -timeout=10 "$out/grammar-corpus"

@@ -36,4 +36,4 @@ reqs = [
 for i, r in enumerate(reqs):
     open(f"{sys.argv[1]}/seed{i}", "wb").write(msgpack.packb(r, use_bin_type=True))
 PY
-"$out/request_fuzzer" -max_total_time="$secs" -max_len=4096 -rss_limit_mb=2048 "$out/corpus"
+"$out/request_fuzzer" -max_total_time="$secs" -artifact_prefix="$out/" -max_len=4096 -rss_limit_mb=2048 "$out/corpus"

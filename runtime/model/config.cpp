@@ -132,7 +132,7 @@ json parse_object(const std::string& text, const std::string& path) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw_error(errc::invalid_checkpoint, path + ": not valid JSON (" + e.what() + ")");
   }
   if (!j.is_object())
@@ -321,7 +321,7 @@ void override_rope_scaling(model_config& c, const std::string& json_text, const 
   json j;
   try {
     j = json::parse(json_text);
-  } catch (const json::parse_error&) {
+  } catch (const json::exception&) {
     throw_error(errc::invalid_argument,
                 source + ": '" + json_text +
                     "' is not JSON; expected an object such as {\"rope_type\": \"yarn\", \"factor\": 4.0, "

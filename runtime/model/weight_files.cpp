@@ -67,7 +67,7 @@ weight_files open_weights(const fs::path& root, residency where) {
   json j;
   try {
     j = json::parse(read_text(index));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw_error(errc::invalid_checkpoint, w.index_path + ": not valid JSON (" + e.what() + ")");
   }
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())

@@ -274,7 +274,7 @@ std::unique_ptr<checkpoint> load_weights(const std::string& dir, const load_opti
     try {
       j = json::parse(read_text(config_path));
       quantized = j.is_object() && j.contains("quantization_config") && !j["quantization_config"].is_null();
-    } catch (const json::parse_error&) {
+    } catch (const json::exception&) {
       // load_checkpoint reports malformed JSON with its usual message.
     }
   }

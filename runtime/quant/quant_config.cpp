@@ -117,7 +117,7 @@ quant_config parse_quant_config(const std::string& json_text, const std::string&
   json j;
   try {
     j = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw_error(errc::invalid_checkpoint, path + ": field 'quantization_config' is not valid JSON (" + e.what() + ")");
   }
   if (!j.is_object())

@@ -401,6 +401,9 @@ BOOST_AUTO_TEST_CASE(index_names_a_missing_tensor) {
   test::write_file(dir.path() / "d" / "model.safetensors.index.json", "{\"weight_map\": [");
   expect_error([&] { load_checkpoint(dir.str("d")); }, errc::invalid_checkpoint,
                {dir.str("d/model.safetensors.index.json"), "not valid JSON"});
+  test::write_file(dir.path() / "d" / "model.safetensors.index.json", "{\"metadata\": {\"total_size\": 1e999}}");
+  expect_error([&] { load_checkpoint(dir.str("d")); }, errc::invalid_checkpoint,
+               {dir.str("d/model.safetensors.index.json"), "not valid JSON", "number overflow"});
 }
 
 BOOST_AUTO_TEST_CASE(unsupported_architecture) {

@@ -186,6 +186,13 @@ BOOST_AUTO_TEST_CASE(bad_quantized_tensors_name_the_tensor) {
   std::ofstream(bin / "pytorch_model.bin") << "not read";
   expect_error([&] { quant::load_model(bin.string()); }, errc::invalid_checkpoint,
                {"no model.safetensors", "pytorch_model.bin checkpoints are not supported"});
+  // A config.json that is not JSON (a number past float64 here) gets load_checkpoint's message
+  // from load_model too, not an escaped parser exception.
+  const fs::path big = dir.path / "big";
+  copy_dir(dir.path / "fp8", big);
+  std::ofstream(big / "config.json") << "{\"rope_theta\": 1e99999}";
+  expect_error([&] { quant::load_model(big.string()); }, errc::invalid_checkpoint,
+               {(big / "config.json").string(), "not valid JSON"});
 }
 
 BOOST_AUTO_TEST_CASE(huge_page_residency_gives_the_same_model) {
