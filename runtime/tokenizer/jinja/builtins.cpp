@@ -358,6 +358,7 @@ value attribute_of(const value& item, const std::string& path) {  // "a.b" or "0
     if (e == std::string::npos) e = path.size();
     std::string part = path.substr(b, e - b);
     bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (numeric && part.size() > 18) fail("attribute '" + path + "': index " + part + " out of range");
     cur = numeric ? get_item(cur, value(static_cast<int64_t>(std::stoll(part)))) : get_attribute(cur, part);
     b = e + 1;
   }

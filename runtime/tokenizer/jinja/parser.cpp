@@ -486,7 +486,12 @@ class parser {
           it->line = line;
           it->obj = std::move(e);
           auto lit = std::make_unique<literal_expr>();
-          lit->val = value(static_cast<int64_t>(std::stoll(next().text)));
+          try {
+            lit->val = value(static_cast<int64_t>(std::stoll(peek().text)));
+          } catch (const std::exception&) {
+            fail("index out of range");
+          }
+          next();
           it->index = std::move(lit);
           e = std::move(it);
           continue;
