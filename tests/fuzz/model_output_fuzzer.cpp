@@ -1,0 +1,43 @@
+// libFuzzer harness for what the server reads out of model output, which a prompt can steer:
+// the tool-call parser must take any text without crashing, and the reasoning split must give the
+// same reasoning and content however the text is streamed to it (the whole at once, or in pieces
+// of 1-8 bytes chosen by the first byte), as a client streaming the reply would see it. Not part
+// of ctest: tools/fuzz-model-output.sh.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "runtime/serve/reasoning_split.hpp"
+#include "runtime/serve/tool_calls.hpp"
+
+namespace {
+
+troupe::serve::reasoning_split::parts split(std::string_view text, bool opened, size_t piece) {
+  troupe::serve::reasoning_split s(opened);
+  troupe::serve::reasoning_split::parts all;
+  auto add = [&](const troupe::serve::reasoning_split::parts& p) {
+    all.reasoning += p.reasoning;
+    all.content += p.content;
+  };
+  for (size_t i = 0; i < text.size(); i += piece) add(s.push(text.substr(i, piece)));
+  add(s.finish());
+  return all;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const bool opened = data[0] & 1;
+  const size_t piece = 1 + (data[0] >> 1) % 8;
+  const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+  troupe::serve::parse_tool_calls(text);
+  const auto whole = split(text, opened, text.size() + 1), pieces = split(text, opened, piece);
+  if (whole.reasoning != pieces.reasoning || whole.content != pieces.content) {
+    std::fprintf(stderr, "reasoning split differs when streamed in pieces of %zu bytes\n", piece);
+    std::abort();
+  }
+  return 0;
+}
