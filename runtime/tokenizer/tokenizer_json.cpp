@@ -70,7 +70,8 @@ struct reader {
     if (!s.is_object() || s.value("type", "") != "Split" || !s.contains("pattern") || !s["pattern"].is_object() ||
         !s["pattern"].contains("Regex") || !s["pattern"]["Regex"].is_string())
       unsupported("pre_tokenizer.pretokenizers[0]", s, "Split with a Regex pattern");
-    if (s.value("behavior", "") != "Isolated") unsupported("pre_tokenizer Split behavior", s["behavior"], "Isolated");
+    if (s.value("behavior", "") != "Isolated")  // (const operator[] on a missing key is undefined)
+      unsupported("pre_tokenizer Split behavior", s.contains("behavior") ? s["behavior"] : json(), "Isolated");
     if (s.value("invert", false)) unsupported("pre_tokenizer Split invert", s["invert"], "false");
     check_byte_level(*byte_level, "pre_tokenizer.pretokenizers[1]", false);
     out.split_pattern = s["pattern"]["Regex"].get<std::string>();
@@ -105,10 +106,13 @@ struct reader {
       for (const char* flag : {"single_word", "lstrip", "rstrip", "normalized"})
         if (t.value(flag, false)) unsupported(where + "." + flag, t[flag], "false");
       added_token a;
-      a.id = t["id"].get<int32_t>();
+      const int64_t id = t["id"].get<int64_t>();
+      if (id < 0 || id > INT32_MAX)
+        throw_error(errc::invalid_checkpoint, path + ": " + where + " has id " + std::to_string(id) +
+                                                  "; expected one in [0, 2147483647]");
+      a.id = static_cast<int32_t>(id);
       a.content = t["content"].get<std::string>();
       a.special = t.value("special", false);
-      if (a.id < 0) throw_error(errc::invalid_checkpoint, path + ": " + where + " has a negative id");
       out.added.push_back(std::move(a));
     }
   }
@@ -298,6 +302,33 @@ struct reader {
   }
 };
 
+// One top-level member of tokenizer.json, the scanner just past its key: "model" through the
+// scanner, the small sections sliced out and checked with nlohmann::json, the rest skipped.
+void read_section(reader& r, json_scanner& sc, const std::string& k, bool& saw_model, bool& saw_pre, bool& saw_decoder) {
+  if (k == "model") {
+    r.read_model(sc);
+    saw_model = true;
+    return;
+  }
+  std::string_view raw = sc.skip_value();
+  if (k == "added_tokens") {
+    r.read_added_tokens(r.parse_slice(raw, k));
+  } else if (k == "normalizer") {
+    r.check_normalizer(r.parse_slice(raw, k));
+  } else if (k == "pre_tokenizer") {
+    r.check_pre_tokenizer(r.parse_slice(raw, k));
+    saw_pre = true;
+  } else if (k == "decoder") {
+    json d = r.parse_slice(raw, k);
+    r.check_byte_level(d, "decoder", d.value("use_regex", true));
+    saw_decoder = true;
+  } else if (k == "post_processor") {
+    json p = r.parse_slice(raw, k);
+    if (!p.is_null()) r.check_byte_level(p, "post_processor", p.value("use_regex", true));
+  }
+  // version, truncation, padding: batch options Troupe does not use.
+}
+
 }  // namespace
 
 tokenizer_data read_tokenizer_json(const std::string& path) {
@@ -314,29 +345,15 @@ tokenizer_data read_tokenizer_json(const std::string& path) {
   bool saw_model = false, saw_pre = false, saw_decoder = false;
   sc.begin_object();
   while (sc.next_member(key, scratch)) {
-    if (key == "model") {
-      r.read_model(sc);
-      saw_model = true;
-      continue;
-    }
     std::string k(key);
-    std::string_view raw = sc.skip_value();
-    if (k == "added_tokens") {
-      r.read_added_tokens(r.parse_slice(raw, k));
-    } else if (k == "normalizer") {
-      r.check_normalizer(r.parse_slice(raw, k));
-    } else if (k == "pre_tokenizer") {
-      r.check_pre_tokenizer(r.parse_slice(raw, k));
-      saw_pre = true;
-    } else if (k == "decoder") {
-      json d = r.parse_slice(raw, k);
-      r.check_byte_level(d, "decoder", d.value("use_regex", true));
-      saw_decoder = true;
-    } else if (k == "post_processor") {
-      json p = r.parse_slice(raw, k);
-      if (!p.is_null()) r.check_byte_level(p, "post_processor", p.value("use_regex", true));
+    // The sections' checks read fields with nlohmann::json, which throws its own type errors for
+    // a field of the wrong type ("use_regex": "yes", a decoder that is a string, ...): those are
+    // this file's error too.
+    try {
+      read_section(r, sc, k, saw_model, saw_pre, saw_decoder);
+    } catch (const json::exception& e) {
+      throw_error(errc::invalid_checkpoint, path + ": " + k + ": " + e.what());
     }
-    // version, truncation, padding: batch options Troupe does not use.
   }
   if (!sc.at_end()) sc.fail("the end of the file after the top-level object");
   if (!saw_model) throw_error(errc::invalid_checkpoint, path + ": no \"model\" section");

@@ -151,6 +151,35 @@ BOOST_AUTO_TEST_CASE(malformed_files_name_the_problem) {
     d.write("tokenizer.json", "{\"model\": {\"vocab\": {\"a\": 0}, \"merges\": []}} trailing");
     expect_error([&] { troupe::tokenizer t(d.str()); }, errc::invalid_checkpoint, "the end of the file");
   }
+  // Fields of the wrong JSON type (tools/fuzz-tokenizer-json.sh found the first escaping as
+  // nlohmann's type_error): this file's error, naming the section.
+  struct wrong_type {
+    const char* section;
+    ojson value;
+  };
+  for (const auto& w : {wrong_type{"decoder", "ByteLevel"},
+                        wrong_type{"decoder", {{"type", "ByteLevel"}, {"use_regex", "yes"}}},
+                        wrong_type{"post_processor", {{"type", "ByteLevel"}, {"add_prefix_space", 0.5}}},
+                        wrong_type{"normalizer", {{"type", 7}}}}) {
+    temp_dir d;
+    ojson j = tiny_tokenizer();
+    j[w.section] = w.value;
+    expect_error([&] { troupe::tokenizer t(dir_with(d, j)); }, errc::invalid_checkpoint,
+                 std::string("tokenizer.json: ") + w.section + ": [json.exception.type_error");
+  }
+  {  // a Split without "behavior": named as missing (null), never read past the object
+    temp_dir d;
+    ojson j = tiny_tokenizer();
+    j["pre_tokenizer"]["pretokenizers"][0].erase("behavior");
+    expect_error([&] { troupe::tokenizer t(dir_with(d, j)); }, errc::unsupported, "pre_tokenizer Split behavior is null");
+  }
+  for (int64_t id : {int64_t{-1}, int64_t{1} << 32}) {  // 2^32 would have wrapped to id 0
+    temp_dir d;
+    ojson j = tiny_tokenizer();
+    j["added_tokens"][0]["id"] = id;
+    expect_error([&] { troupe::tokenizer t(dir_with(d, j)); }, errc::invalid_checkpoint,
+                 "added_tokens[0] has id " + std::to_string(id) + "; expected one in [0, 2147483647]");
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
