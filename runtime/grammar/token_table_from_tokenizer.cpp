@@ -1,5 +1,5 @@
 // token_table::from_tokenizer, apart so that the grammar code builds without the tokenizer
-// (tools/fuzz-grammar.sh compiles it alone).
+// (tools/fuzz.sh grammar compiles it alone).
 #include "runtime/grammar/token_table.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 

@@ -2,7 +2,7 @@
 // tokenizer_config.json or chat_template.jinja): every template must compile or be refused with
 // troupe::error, and one that compiles must render a conversation with tools and tool calls, or
 // refuse it with troupe::error, never crash, overrun or hang. Not part of ctest:
-// tools/fuzz-chat-template.sh.
+// tools/fuzz.sh chat_template.
 #include <cstdint>
 #include <string>
 

@@ -1,9 +1,10 @@
 // libFuzzer harness for what a checkpoint directory feeds the loader before any weight is used:
 // the first byte picks a safetensors file (its bytes written to a scratch file and opened, as the
-// loader maps one), a config.json or a generation_config.json; the rest is the content. Each must
+// loader maps one), a config.json, a generation_config.json or config.json's quantization_config
+// (GPTQ, AWQ, FP8, Troupe INT8); the rest is the content. Each must
 // load or be refused with troupe::error, never crash, overrun or hang. Of a file that opens, every
 // F32 / BF16 / F16 tensor is widened (touching all its bytes under ASan). Not part of ctest:
-// tools/fuzz-checkpoint.sh.
+// tools/fuzz.sh checkpoint.
 #include <unistd.h>
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "runtime/core/error.hpp"
 #include "runtime/model/config.hpp"
 #include "runtime/model/safetensors.hpp"
+#include "runtime/quant/quant_config.hpp"
 
 namespace {
 
@@ -45,10 +47,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
-    switch (data[0] % 3) {
+    switch (data[0] % 4) {
       case 0: open_safetensors(data + 1, size - 1); break;
       case 1: troupe::parse_model_config(text, "config.json"); break;
-      default: troupe::parse_generation_config(text, "generation_config.json"); break;
+      case 2: troupe::parse_generation_config(text, "generation_config.json"); break;
+      default: troupe::quant::parse_quant_config(text, "config.json"); break;
     }
   } catch (const troupe::error&) {
     // refused with a message: what bad input must get

@@ -1,7 +1,7 @@
 // libFuzzer harness for structured output's parsers, which read request text: the first byte
 // picks GBNF, a regex or a JSON schema, the rest is the spec. Each must compile or refuse with
 // troupe::error, never crash, hang or grow without bound; what compiles is walked by a matcher
-// over the spec's own bytes (masks included). Not part of ctest: tools/fuzz-grammar.sh.
+// over the spec's own bytes (masks included). Not part of ctest: tools/fuzz.sh grammar.
 #include <cstdint>
 #include <cstdlib>
 #include <memory>

@@ -2,7 +2,7 @@
 // the tool-call parser must take any text without crashing, and the reasoning split must give the
 // same reasoning and content however the text is streamed to it (the whole at once, or in pieces
 // of 1-8 bytes chosen by the first byte), as a client streaming the reply would see it. Not part
-// of ctest: tools/fuzz-model-output.sh.
+// of ctest: tools/fuzz.sh model_output.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

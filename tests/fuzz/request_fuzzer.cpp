@@ -1,6 +1,6 @@
 // libFuzzer harness for the server's request decoder: any bytes a client sends must give a
 // request or a wire error, never a crash, a hang or unbounded memory; a decoded request must
-// encode and decode to itself. Not part of ctest (it runs until stopped): tools/fuzz-requests.sh.
+// encode and decode to itself. Not part of ctest (it runs until stopped): tools/fuzz.sh request.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>

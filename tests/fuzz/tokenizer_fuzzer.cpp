@@ -2,7 +2,7 @@
 // is not UTF-8 must be refused with troupe::error; for UTF-8 text, decode(encode(text)) must be
 // its NFC form (tokenizer.json's normalizer; added tokens written in the text come back as
 // written), and the streaming detokeniser fed the ids one at a time must give decode()'s text.
-// Not part of ctest: tools/fuzz-tokenizer.sh.
+// Not part of ctest: tools/fuzz.sh tokenizer.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // and merges): every file must load or be refused with troupe::error, never crash, overrun or
 // hang; a tokenizer that loads must encode and decode a fixed text (with an added token and bytes
 // that are not UTF-8 in between) or refuse it with troupe::error. The file is written to a scratch
-// directory, as the loader reads a directory. Not part of ctest: tools/fuzz-tokenizer-json.sh.
+// directory, as the loader reads a directory. Not part of ctest: tools/fuzz.sh tokenizer_json.
 #include <unistd.h>
 
 #include <cstdint>

@@ -300,7 +300,7 @@ BOOST_AUTO_TEST_CASE(malformed_values) {
   expect_error([] { parse_model_config("[1, 2]", "/m/config.json"); }, errc::invalid_checkpoint,
                {"/m/config.json", "JSON object"});
   // A number past float64 is nlohmann's out_of_range, not a parse_error (found by
-  // tools/fuzz-checkpoint.sh): still this error, never an escaped exception.
+  // tools/fuzz.sh checkpoint): still this error, never an escaped exception.
   expect_error([] { parse_model_config("{\"rope_theta\": 1e99999}", "/m/config.json"); }, errc::invalid_checkpoint,
                {"/m/config.json", "not valid JSON", "number overflow"});
 }

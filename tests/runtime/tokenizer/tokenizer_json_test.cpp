@@ -151,7 +151,7 @@ BOOST_AUTO_TEST_CASE(malformed_files_name_the_problem) {
     d.write("tokenizer.json", "{\"model\": {\"vocab\": {\"a\": 0}, \"merges\": []}} trailing");
     expect_error([&] { troupe::tokenizer t(d.str()); }, errc::invalid_checkpoint, "the end of the file");
   }
-  // Fields of the wrong JSON type (tools/fuzz-tokenizer-json.sh found the first escaping as
+  // Fields of the wrong JSON type (tools/fuzz.sh tokenizer_json found the first escaping as
   // nlohmann's type_error): this file's error, naming the section.
   struct wrong_type {
     const char* section;

@@ -123,7 +123,7 @@ BOOST_AUTO_TEST_CASE(unsupported_syntax_is_refused_at_parse_time) {
   expect_render_error("{{ 1 + }}", "expected an expression");
 }
 
-// Numbers past int64 (tools/fuzz-chat-template.sh found the first two escaping as std::out_of_range).
+// Numbers past int64 (tools/fuzz.sh chat_template found the first two escaping as std::out_of_range).
 BOOST_AUTO_TEST_CASE(numbers_out_of_range_are_errors) {
   expect_render_error("{{ xs.99999999999999999999 }}", "index out of range", {{"xs", {1}}});
   expect_render_error("{{ xs|map(attribute='99999999999999999999')|list }}", "index 99999999999999999999 out of range",
