@@ -18,8 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* index_name = "model.safetensors.index.json";
-
 bool path_exists(const fs::path& p) {
   std::error_code ec;
   return fs::exists(p, ec);
@@ -71,7 +69,8 @@ const tensor_info* locate(const weight_files& wf, const expected_tensor& t, std:
     throw_error(errc::invalid_checkpoint,
                 wf.index_path + ": missing tensor '" + t.name + "' (not in weight_map); " + expectation(t));
   throw_error(errc::invalid_checkpoint,
-              file_path + ": missing tensor '" + t.name + "', which " + index_name + " places in this file; " + expectation(t));
+              file_path + ": missing tensor '" + t.name + "', which " + fs::path(wf.index_path).filename().string() +
+                  " places in this file; " + expectation(t));
 }
 
 }  // namespace

@@ -20,8 +20,9 @@ struct model_flags {
 
   void add_to(CLI::App& app);
 
-  // The model in `dir` loaded as the flags say, with what running it needs. Each flag's value is
-  // checked before the weights are read: troupe::error naming the flag.
+  // The model in `dir` loaded as the flags say, with what running it needs. --quantization,
+  // --kv-cache-dtype and --compute-dtype are checked before the weights are read, --rope-scaling
+  // and --lora against the model's config after: troupe::error naming the flag or file.
   struct loaded {
     std::unique_ptr<checkpoint> ck;
     dtype kv_type = dtype::f32;
