@@ -12,6 +12,7 @@
 #include "runtime/core/error.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "runtime/quant/load.hpp"
+#include "runtime/quant/quant_config.hpp"
 #include "runtime/quant/write.hpp"
 #include "tests/runtime/engine/golden.hpp"
 #include "tests/runtime/quant/checkpoint_edits.hpp"
@@ -150,6 +151,10 @@ BOOST_AUTO_TEST_CASE(bad_quantization_configs_name_the_field) {
                errc::invalid_checkpoint, {"weight_scale' has shape [128, 1]", "expected F32 (or BF16 / F16) with shape [128, 2]"});
   // Plain load_checkpoint still refuses quantized checkpoints (they load through load_model).
   expect_error([&] { load_checkpoint(dir.str("fp8")); }, errc::unsupported, {"quantization_config"});
+  // The field's own parser on text that is not JSON (a number past float64 is nlohmann's
+  // out_of_range, not a parse_error).
+  expect_error([] { quant::parse_quant_config(R"({"quant_method": "fp8", "weight_block_size": [1e999, 128]})", "/m/config.json"); },
+               errc::invalid_checkpoint, {"/m/config.json", "'quantization_config' is not valid JSON", "number overflow"});
 }
 
 BOOST_AUTO_TEST_CASE(bad_quantized_tensors_name_the_tensor) {
