@@ -1,0 +1,560 @@
+#include "runtime/wire/openai.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "runtime/wire/json_msgpack.hpp"
+#include "runtime/wire/request_codec.hpp"
+
+namespace troupe::wire::openai {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+struct refusal {
+  api_error e;
+};
+
+[[noreturn]] void refuse(std::string code, std::string param, std::string message, int status = 400) {
+  throw refusal{{status, std::move(message), std::move(code), std::move(param)}};
+}
+
+// Every JSON text this file writes: invalid UTF-8 (a token's partial character in logprobs)
+// becomes U+FFFD instead of an exception.
+std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+const char* type_name(const ojson& v) { return v.type_name(); }
+
+void want(const ojson& v, bool ok, const std::string& field, const char* expected) {
+  if (!ok)
+    refuse("wrong_type", field,
+           "field '" + field + "' must be " + expected + ", not " + type_name(v));
+}
+
+// OpenAI's content: a string, or an array of {"type": "text", "text": ...} parts (joined).
+ojson message_content(const ojson& c, const std::string& where) {
+  if (!c.is_array()) return c;  // string or anything else: the decoder judges it
+  std::string text;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const auto& part = c[i];
+    const std::string pw = where + "[" + std::to_string(i) + "]";
+    want(part, part.is_object(), pw, "an object");
+    auto t = part.find("type");
+    if (t == part.end() || !t->is_string()) refuse("missing_field", pw + ".type", "field '" + pw + "' needs a string 'type'");
+    if (*t != "text")
+      refuse("unsupported", pw + ".type",
+             "content parts of type '" + t->get<std::string>() + "' are not supported: Qwen3 reads text only", 400);
+    for (const auto& [k, v] : part.items())
+      if (k != "type" && k != "text") refuse("unknown_field", pw + "." + k, "unknown field '" + pw + "." + k + "'");
+    auto x = part.find("text");
+    if (x == part.end()) refuse("missing_field", pw + ".text", "field '" + pw + "' needs 'text'");
+    want(*x, x->is_string(), pw + ".text", "a string");
+    text += x->get<std::string>();
+  }
+  return text;
+}
+
+ojson messages(const ojson& m) {
+  want(m, m.is_array(), "messages", "an array");
+  ojson out = ojson::array();
+  for (size_t i = 0; i < m.size(); ++i) {
+    const auto& msg = m[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!msg.is_object()) {
+      out.push_back(msg);  // the decoder names the wrong type
+      continue;
+    }
+    ojson t = ojson::object();
+    for (const auto& [k, v] : msg.items()) {
+      if (k == "name" || k == "tool_call_id") continue;  // Qwen3's template does not print them
+      if (k == "content")
+        t[k] = v.is_null() ? (msg.contains("tool_calls") ? v : ojson("")) : message_content(v, where + ".content");
+      else
+        t[k] = v;  // role, reasoning_content, tool_calls; anything else the decoder names
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// vLLM's older guided_* fields, as structured_outputs keys.
+const char* guided_key(const std::string& k) {
+  if (k == "guided_json") return "json";
+  if (k == "guided_regex") return "regex";
+  if (k == "guided_choice") return "choice";
+  if (k == "guided_grammar") return "grammar";
+  return nullptr;
+}
+
+bool passes_through(const std::string& k) {
+  static constexpr std::string_view same[] = {
+      "temperature", "top_p",  "n",           "seed",       "presence_penalty", "frequency_penalty",
+      "logit_bias",  "top_k",  "min_p",       "repetition_penalty", "min_tokens", "ignore_eos",
+      "allowed_token_ids", "bad_words", "response_format", "structured_outputs", "priority"};
+  return std::find(std::begin(same), std::end(same), k) != std::end(same);
+}
+
+}  // namespace
+
+int http_status(error_code code) noexcept {
+  switch (code) {
+    case error_code::frame_too_large: return 413;
+    case error_code::duplicate_id: return 409;
+    case error_code::unknown_id: return 404;
+    case error_code::too_many_requests: return 429;
+    case error_code::shutting_down: return 503;
+    case error_code::forbidden: return 403;
+    case error_code::idle_timeout: return 408;
+    case error_code::internal: return 500;
+    default: return 400;
+  }
+}
+
+api_error from_wire(const wire_error& e) { return {http_status(e.code), e.message, std::string(to_string(e.code)), ""}; }
+
+std::string error_body(const api_error& e) {
+  ojson err = {{"message", e.message},
+               {"type", e.status >= 500 ? "server_error" : "invalid_request_error"},
+               {"param", e.param.empty() ? ojson(nullptr) : ojson(e.param)},
+               {"code", e.code}};
+  return dump(ojson{{"error", err}});
+}
+
+parsed_request parse_request(endpoint ep, std::string_view body, const served_models& models, const std::string& id) {
+  parsed_request out;
+  out.model = models.base;
+  try {
+    ojson b;
+    try {
+      b = ojson::parse(body);
+    } catch (const nlohmann::json::exception& e) {
+      refuse("malformed", "", std::string("the request body is not JSON: ") + e.what());
+    }
+    if (!b.is_object()) refuse("malformed", "", std::string("the request body must be a JSON object, not ") + b.type_name());
+    const bool chat = ep == endpoint::chat;
+    ojson w = {{"v", protocol_version}, {"type", "generate"}, {"id", id}, {"stream", false}};
+    if (chat) w["separate_reasoning"] = true;
+    ojson so = ojson::object();
+    bool logprobs_on = false, drop_tools = false;
+    std::optional<ojson> top_logprobs;
+    for (const auto& [k, v] : b.items()) {
+      if (v.is_null()) continue;  // OpenAI's clients send null for "not set"
+      if (k == "model") {
+        want(v, v.is_string(), k, "a string");
+        const auto name = v.get<std::string>();
+        if (std::find(models.adapters.begin(), models.adapters.end(), name) != models.adapters.end())
+          w["adapter"] = name;
+        else if (name != models.base)
+          refuse("model_not_found", "model", "the model '" + name + "' does not exist; this server serves '" + models.base + "'" +
+                     (models.adapters.empty() ? std::string() : " and its LoRA adapters (GET /v1/models)"),
+                 404);
+        out.model = name;
+      } else if (k == "stream") {
+        want(v, v.is_boolean(), k, "a boolean");
+        w["stream"] = v;
+      } else if (k == "stream_options") {
+        want(v, v.is_object(), k, "an object");
+        for (const auto& [sk, sv] : v.items()) {
+          if (sk != "include_usage") refuse("unknown_field", k + "." + sk, "unknown field 'stream_options." + sk + "'");
+          want(sv, sv.is_boolean(), "stream_options.include_usage", "a boolean");
+          out.include_usage = sv.get<bool>();
+        }
+      } else if (passes_through(k)) {
+        w[k] = v;
+      } else if (k == "max_tokens" || k == "max_completion_tokens") {
+        w["max_tokens"] = v;
+      } else if (k == "stop") {
+        w["stop"] = v.is_string() ? ojson::array({v}) : v;
+      } else if (k == "stop_token_ids") {
+        w["stop_ids"] = v;
+      } else if (k == "user") {
+        w["tenant"] = v;  // fair-share policies share by tenant (docs/plugins.md)
+      } else if (const char* g = guided_key(k)) {
+        so[g] = v;
+      } else if (chat && k == "messages") {
+        w["messages"] = messages(v);
+      } else if (chat && k == "tools") {
+        w["tools"] = v;
+      } else if (chat && k == "tool_choice") {
+        if (v == "none")
+          drop_tools = true;
+        else if (v != "auto")
+          refuse("unsupported", k, "tool_choice must be \"auto\" or \"none\" here; a forced tool call is not supported");
+      } else if (chat && k == "parallel_tool_calls") {
+        want(v, v.is_boolean(), k, "a boolean");  // Qwen3 may call several tools either way
+      } else if (chat && k == "logprobs") {
+        want(v, v.is_boolean(), k, "a boolean");
+        logprobs_on = v.get<bool>();
+      } else if (chat && k == "top_logprobs") {
+        top_logprobs = v;
+      } else if (chat && k == "chat_template_kwargs") {
+        want(v, v.is_object(), k, "an object");
+        for (const auto& [ck, cv] : v.items()) {
+          if (ck != "enable_thinking")
+            refuse("unsupported", k + "." + ck, "chat_template_kwargs." + ck + " is not supported (enable_thinking is)");
+          w["enable_thinking"] = cv;
+        }
+      } else if (chat && k == "include_reasoning") {
+        want(v, v.is_boolean(), k, "a boolean");
+        out.include_reasoning = v.get<bool>();
+      } else if (!chat && k == "prompt") {
+        if (v.is_string()) {
+          w["prompt"] = v;
+        } else if (v.is_array() && !v.empty() && v[0].is_number()) {
+          w["prompt_ids"] = v;
+        } else if (v.is_array() && v.size() == 1 && (v[0].is_string() || v[0].is_array())) {
+          w[v[0].is_string() ? "prompt" : "prompt_ids"] = v[0];
+        } else if (v.is_array() && v.size() > 1 && (v[0].is_string() || v[0].is_array())) {
+          refuse("unsupported", k, "a batch of prompts is not supported; send one request per prompt");
+        } else {
+          refuse("wrong_type", k, "field 'prompt' must be a string, an array of token ids, or an array of one of those");
+        }
+      } else if (!chat && k == "logprobs") {
+        w["logprobs"] = v;
+      } else if (!chat && k == "echo") {
+        want(v, v.is_boolean(), k, "a boolean");
+        if (v.get<bool>()) refuse("unsupported", k, "echo is not supported (prompt_logprobs over the msgpack protocol scores a prompt)");
+      } else if (!chat && k == "suffix") {
+        want(v, v.is_string(), k, "a string");
+        if (!v.get<std::string>().empty()) refuse("unsupported", k, "suffix (fill-in-the-middle) is not supported");
+      } else if (!chat && k == "best_of") {
+        const auto n = b.contains("n") && b["n"].is_number_integer() ? b["n"] : ojson(1);
+        if (v != n) refuse("unsupported", k, "best_of other than n is not supported");
+      } else {
+        refuse("unknown_field", k,
+               "unknown field '" + k + "' for " + (chat ? "/v1/chat/completions" : "/v1/completions") +
+                   " (docs/openai_api.md lists the fields served)");
+      }
+    }
+    if (chat && !b.contains("messages")) refuse("missing_field", "messages", "a chat completion needs field 'messages'");
+    if (!chat && !b.contains("prompt")) refuse("missing_field", "prompt", "a completion needs field 'prompt'");
+    if (drop_tools) w.erase("tools");
+    if (top_logprobs && !logprobs_on) refuse("invalid_value", "top_logprobs", "top_logprobs needs logprobs: true");
+    if (logprobs_on) w["logprobs"] = top_logprobs ? *top_logprobs : ojson(0);
+    if (!so.empty()) {
+      if (w.contains("structured_outputs")) refuse("invalid_value", "structured_outputs", "give structured_outputs or guided_*, not both");
+      w["structured_outputs"] = so;
+    }
+    std::string payload;
+    detail::string_sink sink{&payload};
+    detail::pack_json_text(sink, w.dump());
+    auto d = decode_request(payload);
+    if (!d.ok()) {
+      out.error = from_wire(d.error);
+      return out;
+    }
+    out.req = std::get<generate_request>(std::move(*d.req));
+    if (!chat) out.include_reasoning = false;
+  } catch (const refusal& r) {
+    out.error = r.e;
+  } catch (const std::exception& e) {  // pack_json_text on numbers msgpack cannot hold, ...
+    out.error = {400, std::string("the request body cannot be read: ") + e.what(), "malformed", ""};
+  }
+  return out;
+}
+
+std::string models_body(const served_models& models, int64_t created) {
+  ojson data = ojson::array();
+  auto entry = [&](const std::string& name, const std::string& parent) {
+    data.push_back({{"id", name},
+                    {"object", "model"},
+                    {"created", created},
+                    {"owned_by", "troupe"},
+                    {"root", parent.empty() ? name : parent},
+                    {"parent", parent.empty() ? ojson(nullptr) : ojson(parent)},
+                    {"max_model_len", models.max_model_len}});
+  };
+  entry(models.base, "");
+  for (const auto& a : models.adapters) entry(a, models.base);
+  return dump(ojson{{"object", "list"}, {"data", data}});
+}
+
+// ---- responses -----------------------------------------------------------------------------
+
+namespace {
+
+const char* finish_name(finish_reason r, bool tool_calls) {
+  switch (r) {
+    case finish_reason::stop: return tool_calls ? "tool_calls" : "stop";
+    case finish_reason::length: return "length";
+    case finish_reason::cancelled:
+    case finish_reason::deadline: return "abort";  // vLLM's name for a request ended early
+    case finish_reason::error: return "error";
+  }
+  return "stop";
+}
+
+ojson usage_json(const usage_info& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_prompt_tokens}}}};
+}
+
+ojson bytes_json(const std::string& s) {
+  ojson a = ojson::array();
+  for (unsigned char c : s) a.push_back(c);
+  return a;
+}
+
+constexpr std::string_view call_open = "<tool_call>";
+
+// The answer text before the first tool call (what vLLM's hermes parser returns as content).
+std::string content_before_calls(const std::string& text) {
+  auto s = text.substr(0, text.find(call_open));
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+response_builder::response_builder(endpoint ep, const parsed_request& p, int64_t created, token_bytes_fn token_bytes)
+    : ep_(ep),
+      id_(p.req->id),
+      model_(p.model),
+      created_(created),
+      stream_(p.req->stream),
+      include_usage_(p.include_usage),
+      include_reasoning_(p.include_reasoning),
+      has_tools_(!p.req->tools_json.empty()),
+      want_logprobs_(p.req->logprobs.has_value()),
+      n_(p.req->n),
+      token_bytes_(std::move(token_bytes)),
+      choices_(static_cast<size_t>(p.req->n)),
+      remaining_(p.req->n) {}
+
+std::string response_builder::logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps,
+                                            size_t text_offset) const {
+  const size_t k = std::min(ids.size(), lps.size());
+  if (ep_ == endpoint::chat) {
+    ojson content = ojson::array();
+    for (size_t i = 0; i < k; ++i) {
+      auto tok = token_bytes_(ids[i]);
+      ojson top = ojson::array();
+      for (const auto& [id, lp] : lps[i].top) {
+        auto t = token_bytes_(id);
+        top.push_back({{"token", t}, {"logprob", lp}, {"bytes", bytes_json(t)}});
+      }
+      content.push_back({{"token", tok}, {"logprob", lps[i].logprob}, {"bytes", bytes_json(tok)}, {"top_logprobs", top}});
+    }
+    return dump(ojson{{"content", content}});
+  }
+  ojson tokens = ojson::array(), token_lps = ojson::array(), tops = ojson::array(), offsets = ojson::array();
+  for (size_t i = 0; i < k; ++i) {
+    auto tok = token_bytes_(ids[i]);
+    tokens.push_back(tok);
+    token_lps.push_back(lps[i].logprob);
+    ojson top = ojson::object();
+    for (const auto& [id, lp] : lps[i].top) top[token_bytes_(id)] = lp;
+    tops.push_back(top);
+    offsets.push_back(text_offset);
+    text_offset += tok.size();
+  }
+  return dump(ojson{{"tokens", tokens}, {"token_logprobs", token_lps}, {"top_logprobs", tops}, {"text_offset", offsets}});
+}
+
+// One SSE event: a chunk with one choice. For chat `delta` is the delta object's JSON; for
+// completions it is the text.
+std::string response_builder::chunk(int32_t index, const std::string& delta, const std::string& logprobs,
+                                    const char* finish_reason) {
+  const bool chat = ep_ == endpoint::chat;
+  ojson c = {{"index", index}};
+  if (chat)
+    c["delta"] = ojson::parse(delta);
+  else
+    c["text"] = delta;
+  c["logprobs"] = logprobs.empty() ? ojson(nullptr) : ojson::parse(logprobs);
+  c["finish_reason"] = finish_reason ? ojson(finish_reason) : ojson(nullptr);
+  ojson j = {{"id", id_},
+             {"object", chat ? "chat.completion.chunk" : "text_completion"},
+             {"created", created_},
+             {"model", model_},
+             {"choices", ojson::array({c})}};
+  if (include_usage_) j["usage"] = nullptr;
+  started_ = true;
+  return "data: " + dump(j) + "\n\n";
+}
+
+std::string response_builder::on_token(const token_event& t) {
+  const auto i = t.index.value_or(0);
+  if (i < 0 || i >= n_) return {};
+  auto& ch = choices_[static_cast<size_t>(i)];
+  std::vector<logprob_info> lps;
+  if (t.logprobs) lps.push_back(*t.logprobs);
+  if (!stream_) {
+    ch.text += t.text;
+    if (t.reasoning) ch.reasoning += *t.reasoning;
+    return {};
+  }
+  // Streaming with tools: text from "<tool_call>" on is held back; done turns it into tool_calls.
+  std::string text = t.text;
+  if (has_tools_) {
+    ch.held += text;
+    text.clear();
+    if (!ch.in_calls) {
+      auto at = ch.held.find(call_open);
+      if (at != std::string::npos) {
+        text = ch.held.substr(0, at);
+        ch.held.erase(0, at);
+        ch.in_calls = true;
+      } else {
+        // Keep back the longest tail that could begin "<tool_call>".
+        size_t keep = 0;
+        for (size_t l = std::min(call_open.size() - 1, ch.held.size()); l > 0; --l)
+          if (ch.held.compare(ch.held.size() - l, l, call_open.substr(0, l)) == 0) {
+            keep = l;
+            break;
+          }
+        text = ch.held.substr(0, ch.held.size() - keep);
+        ch.held.erase(0, ch.held.size() - keep);
+      }
+    }
+  }
+  const std::string reasoning = include_reasoning_ && t.reasoning ? *t.reasoning : std::string();
+  std::string lp = want_logprobs_ && !lps.empty() ? logprobs_json({t.ids.begin(), t.ids.begin() + std::min<size_t>(1, t.ids.size())}, lps, 0) : "";
+  if (ep_ == endpoint::completion) {
+    if (text.empty() && lp.empty()) return {};
+    return chunk(i, text, lp, nullptr);
+  }
+  if (text.empty() && reasoning.empty() && lp.empty() && ch.role_sent) return {};
+  ojson delta = ojson::object();
+  if (!ch.role_sent) delta["role"] = "assistant";
+  ch.role_sent = true;
+  if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
+  if (!text.empty() || reasoning.empty()) delta["content"] = text;
+  return chunk(i, dump(delta), lp, nullptr);
+}
+
+std::string response_builder::on_error(const wire_error& e) {
+  complete_ = true;
+  if (!started_) {
+    status_ = http_status(e.code);
+    return error_body(from_wire(e));
+  }
+  // Mid-stream: one event with the error (as vLLM sends it), then the end.
+  return "data: " + error_body(from_wire(e)) + "\n\ndata: [DONE]\n\n";
+}
+
+std::string response_builder::on_done(done_event&& d) {
+  const auto i = d.index.value_or(0);
+  if (i < 0 || i >= n_ || choices_[static_cast<size_t>(i)].done) return {};
+  auto& ch = choices_[static_cast<size_t>(i)];
+  ch.done = true;
+  if (d.reason == finish_reason::error && d.error && !started_) return on_error(*d.error);
+  if (remaining_ == n_) {
+    usage_.prompt_tokens = d.usage.prompt_tokens;
+    usage_.cached_prompt_tokens = d.usage.cached_prompt_tokens;
+  }
+  usage_.completion_tokens += d.usage.completion_tokens;
+  --remaining_;
+  std::string out;
+  const bool calls = !d.tool_calls.empty();
+  if (!stream_) {
+    if (d.has_output) {
+      ch.text = d.text;
+      if (d.reasoning) ch.reasoning = *d.reasoning;
+      ch.ids = d.ids;
+      ch.logprobs = d.logprobs;
+    }
+    ch.last = std::move(d);
+    if (remaining_ == 0) {
+      complete_ = true;
+      return final_body();
+    }
+    return {};
+  }
+  const char* reason = finish_name(d.reason, calls);
+  if (ep_ == endpoint::completion) {
+    out += chunk(i, "", "", reason);
+  } else {
+    ojson delta = ojson::object();
+    if (!ch.role_sent) delta["role"] = "assistant";
+    ch.role_sent = true;
+    if (calls) {
+      ojson tc = ojson::array();
+      for (size_t k = 0; k < d.tool_calls.size(); ++k)
+        tc.push_back({{"index", k},
+                      {"id", "call_" + id_ + "_" + std::to_string(i) + "_" + std::to_string(k)},
+                      {"type", "function"},
+                      {"function", {{"name", d.tool_calls[k].name}, {"arguments", d.tool_calls[k].arguments}}}});
+      delta["tool_calls"] = tc;
+    } else if (!ch.held.empty()) {
+      delta["content"] = ch.held;  // held back as a possible tool call, and it was none
+    }
+    ch.held.clear();
+    out += chunk(i, dump(delta), "", reason);
+  }
+  if (d.reason == finish_reason::error && d.error) out += "data: " + error_body(from_wire(*d.error)) + "\n\n";
+  if (remaining_ == 0) out += finish_stream();
+  return out;
+}
+
+std::string response_builder::finish_stream() {
+  std::string out;
+  if (include_usage_) {
+    const bool chat = ep_ == endpoint::chat;
+    ojson j = {{"id", id_},
+               {"object", chat ? "chat.completion.chunk" : "text_completion"},
+               {"created", created_},
+               {"model", model_},
+               {"choices", ojson::array()},
+               {"usage", usage_json(usage_)}};
+    out += "data: " + dump(j) + "\n\n";
+  }
+  out += "data: [DONE]\n\n";
+  complete_ = true;
+  return out;
+}
+
+std::string response_builder::final_body() {
+  const bool chat = ep_ == endpoint::chat;
+  ojson cs = ojson::array();
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    const auto& ch = choices_[i];
+    const bool calls = !ch.last.tool_calls.empty();
+    ojson c = {{"index", i}};
+    if (chat) {
+      ojson m = {{"role", "assistant"}};
+      if (calls) {
+        auto content = content_before_calls(ch.text);
+        m["content"] = content.empty() ? ojson(nullptr) : ojson(content);
+      } else {
+        m["content"] = ch.text;
+      }
+      if (include_reasoning_ && !ch.reasoning.empty()) m["reasoning_content"] = ch.reasoning;
+      if (calls) {
+        ojson tc = ojson::array();
+        for (size_t k = 0; k < ch.last.tool_calls.size(); ++k)
+          tc.push_back({{"id", "call_" + id_ + "_" + std::to_string(i) + "_" + std::to_string(k)},
+                        {"type", "function"},
+                        {"function", {{"name", ch.last.tool_calls[k].name}, {"arguments", ch.last.tool_calls[k].arguments}}}});
+        m["tool_calls"] = tc;
+      }
+      c["message"] = m;
+    } else {
+      c["text"] = ch.text;
+    }
+    c["logprobs"] = want_logprobs_ ? ojson::parse(logprobs_json(ch.ids, ch.logprobs, 0)) : ojson(nullptr);
+    c["finish_reason"] = finish_name(ch.last.reason, calls);
+    cs.push_back(c);
+  }
+  ojson j = {{"id", id_},
+             {"object", chat ? "chat.completion" : "text_completion"},
+             {"created", created_},
+             {"model", model_},
+             {"choices", cs},
+             {"usage", usage_json(usage_)}};
+  started_ = true;
+  return dump(j);
+}
+
+std::string response_builder::feed(const event& e) {
+  if (complete_) return {};
+  if (const auto* t = std::get_if<token_event>(&e)) return on_token(*t);
+  if (const auto* d = std::get_if<done_event>(&e)) return on_done(done_event(*d));
+  if (const auto* err = std::get_if<wire_error>(&e)) return on_error(*err);
+  return {};
+}
+
+}  // namespace troupe::wire::openai

@@ -1,0 +1,109 @@
+// The OpenAI-compatible HTTP API (docs/openai_api.md) as plain data translation: a request body
+// of POST /v1/chat/completions or /v1/completions becomes the protocol's generate_request (and
+// runs through the same strict decoder, so every limit and error of docs/protocol.md holds), and
+// the events of that generate become OpenAI's response: one JSON body, or server-sent events.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/wire/protocol.hpp"
+
+namespace troupe::wire::openai {
+
+enum class endpoint : uint8_t { chat, completion };
+
+// An error as OpenAI's API reports it: the HTTP status and {"error": {message, type, param, code}}.
+struct api_error {
+  int status = 400;
+  std::string message;
+  std::string code;   // the protocol's error code name (invalid_value, ...) or model_not_found
+  std::string param;  // the offending field when known, else ""
+};
+std::string error_body(const api_error& e);
+int http_status(error_code code) noexcept;
+api_error from_wire(const wire_error& e);
+
+// The model names a request may give: the served model, or a LoRA adapter the server loaded
+// (which becomes the request's `adapter`).
+struct served_models {
+  std::string base;
+  std::vector<std::string> adapters;
+  int64_t max_model_len = 0;
+};
+
+struct parsed_request {
+  std::optional<generate_request> req;  // set on success
+  api_error error;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk carries the usage
+  bool include_reasoning = true;  // chat: the thinking comes back as reasoning_content
+  std::string model;  // the name to answer with
+  bool ok() const noexcept { return req.has_value(); }
+};
+
+// `id` becomes the generate's id (the response's id). Never throws.
+parsed_request parse_request(endpoint ep, std::string_view body, const served_models& models, const std::string& id);
+
+// GET /v1/models.
+std::string models_body(const served_models& models, int64_t created);
+
+// The raw bytes of a token id (for logprobs' token texts); may be empty for unknown ids.
+using token_bytes_fn = std::function<std::string(int32_t)>;
+
+// The response to one parsed request, fed that generate's events in order. For a streaming
+// request each feed returns the SSE text to send ("data: {...}\n\n" ..., "data: [DONE]\n\n" at the
+// end); otherwise nothing until the end, then the whole JSON body. complete() says the response
+// is finished; status() is its HTTP status (an error before any output makes it non-200 and the
+// body an error_body, streaming or not).
+class response_builder {
+ public:
+  response_builder(endpoint ep, const parsed_request& p, int64_t created, token_bytes_fn token_bytes);
+
+  std::string feed(const event& e);
+
+  bool complete() const noexcept { return complete_; }
+  int status() const noexcept { return status_; }
+  // text/event-stream while streaming with status 200, else application/json.
+  bool streaming() const noexcept { return stream_ && status_ == 200; }
+  bool started() const noexcept { return started_; }
+
+ private:
+  struct choice {
+    bool role_sent = false;
+    bool done = false;
+    std::string text, reasoning;  // non-streaming: collected
+    std::vector<int32_t> ids;
+    std::vector<logprob_info> logprobs;
+    std::string held;          // streaming with tools: text that may be a <tool_call> block
+    bool in_calls = false;     // streaming with tools: a <tool_call> block began
+    done_event last;
+  };
+  std::string chunk(int32_t index, const std::string& delta_json_or_text, const std::string& logprobs_json,
+                    const char* finish_reason);
+  std::string on_token(const token_event& t);
+  std::string on_done(done_event&& d);
+  std::string on_error(const wire_error& e);
+  std::string finish_stream();
+  std::string final_body();
+  std::string logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps, size_t text_offset) const;
+
+  endpoint ep_;
+  std::string id_, model_;
+  int64_t created_;
+  bool stream_, include_usage_, include_reasoning_, has_tools_, want_logprobs_;
+  int32_t n_;
+  token_bytes_fn token_bytes_;
+  std::vector<choice> choices_;
+  int32_t remaining_;
+  usage_info usage_;
+  bool complete_ = false, started_ = false;
+  int status_ = 200;
+  std::string error_json_;
+};
+
+}  // namespace troupe::wire::openai

@@ -1,0 +1,387 @@
+// The OpenAI-compatible API's translation: request bodies into generate requests (through the
+// protocol's own decoder) and generate events into OpenAI's JSON bodies and server-sent events.
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+#include "runtime/wire/openai.hpp"
+
+namespace oa = troupe::wire::openai;
+namespace wire = troupe::wire;
+using json = nlohmann::json;
+
+namespace {
+
+const oa::served_models models{"qwen3", {"sql-lora"}, 4096};
+
+oa::parsed_request chat(const std::string& body) { return oa::parse_request(oa::endpoint::chat, body, models, "chatcmpl-1"); }
+oa::parsed_request completion(const std::string& body) {
+  return oa::parse_request(oa::endpoint::completion, body, models, "cmpl-1");
+}
+
+std::string token_text(int32_t id) { return id == 7 ? std::string("\xe4\xbd", 2) : "t" + std::to_string(id); }
+
+// The JSON objects of an SSE stream's data lines ("[DONE]" as the string "[DONE]").
+std::vector<json> sse_events(const std::string& s) {
+  std::vector<json> out;
+  size_t at = 0;
+  while ((at = s.find("data: ", at)) != std::string::npos) {
+    auto end = s.find("\n\n", at);
+    BOOST_TEST_REQUIRE(end != std::string::npos);
+    auto data = s.substr(at + 6, end - at - 6);
+    out.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data));
+    at = end + 2;
+  }
+  return out;
+}
+
+wire::token_event tok(std::string text, int32_t id, std::optional<int32_t> index = {}) {
+  wire::token_event t;
+  t.id = "x";
+  t.text = std::move(text);
+  t.ids = {id};
+  t.index = index;
+  return t;
+}
+
+wire::done_event done(wire::finish_reason r, int64_t prompt, int64_t completion, std::optional<int32_t> index = {}) {
+  wire::done_event d;
+  d.reason = r;
+  d.usage = {prompt, 2, completion};
+  d.index = index;
+  return d;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(openai)
+
+BOOST_AUTO_TEST_CASE(chat_request_maps_onto_generate) {
+  auto p = chat(R"({"model": "qwen3", "messages": [
+      {"role": "system", "content": [{"type": "text", "text": "Be "}, {"type": "text", "text": "brief."}]},
+      {"role": "user", "content": "Hi", "name": "ann"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "f", "arguments": "{}"}}]},
+      {"role": "tool", "content": "42", "tool_call_id": "c1"}],
+    "max_completion_tokens": 12, "stop": "END", "user": "team-a", "temperature": 0, "top_k": 5,
+    "logprobs": true, "top_logprobs": 3, "chat_template_kwargs": {"enable_thinking": false},
+    "stream": true, "stream_options": {"include_usage": true}, "seed": null, "stop_token_ids": [151645],
+    "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}], "tool_choice": "auto"})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  const auto& r = *p.req;
+  BOOST_TEST(r.id == "chatcmpl-1");
+  BOOST_TEST((r.kind == wire::prompt_kind::messages));
+  BOOST_TEST_REQUIRE(r.messages.size() == 4u);
+  BOOST_TEST(r.messages[0].content == "Be brief.");
+  BOOST_TEST(r.messages[1].content == "Hi");
+  BOOST_TEST(!r.messages[2].tool_calls_json.empty());
+  BOOST_TEST(r.messages[3].role == "tool");
+  BOOST_TEST(*r.max_tokens == 12);
+  BOOST_TEST(r.stop == std::vector<std::string>{"END"});
+  BOOST_TEST(r.stop_ids == std::vector<int32_t>{151645});
+  BOOST_TEST(r.tenant == "team-a");
+  BOOST_TEST(*r.sampling.temperature == 0.0);
+  BOOST_TEST(*r.sampling.top_k == 5);
+  BOOST_TEST(!r.sampling.seed.has_value());
+  BOOST_TEST(*r.logprobs == 3);
+  BOOST_TEST(*r.enable_thinking == false);
+  BOOST_TEST(r.stream);
+  BOOST_TEST(r.separate_reasoning);  // reasoning_content, as vLLM's qwen3 reasoning parser gives it
+  BOOST_TEST(!r.tools_json.empty());
+  BOOST_TEST(r.adapter.empty());
+  BOOST_TEST(p.include_usage);
+  BOOST_TEST(p.model == "qwen3");
+}
+
+BOOST_AUTO_TEST_CASE(defaults_adapters_and_tool_choice_none) {
+  auto p = chat(R"({"model": "sql-lora", "messages": [{"role": "user", "content": "q"}], "tool_choice": "none",
+                    "tools": [{"type": "function", "function": {"name": "f"}}]})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(p.req->adapter == "sql-lora");
+  BOOST_TEST(p.model == "sql-lora");
+  BOOST_TEST(p.req->tools_json.empty());
+  BOOST_TEST(!p.req->stream);  // OpenAI's default
+  BOOST_TEST(!p.req->logprobs.has_value());
+  BOOST_TEST(!p.include_usage);
+  auto q = chat(R"({"messages": [{"role": "user", "content": "q"}]})");  // no model: the served one
+  BOOST_TEST_REQUIRE(q.ok(), q.error.message);
+  BOOST_TEST(q.model == "qwen3");
+}
+
+BOOST_AUTO_TEST_CASE(completion_prompt_forms) {
+  auto a = completion(R"({"prompt": "Once", "max_tokens": 4, "logprobs": 2, "echo": false, "best_of": 1, "suffix": ""})");
+  BOOST_TEST_REQUIRE(a.ok(), a.error.message);
+  BOOST_TEST(a.req->prompt == "Once");
+  BOOST_TEST(*a.req->logprobs == 2);
+  BOOST_TEST(!a.req->separate_reasoning);
+  auto b = completion(R"({"prompt": [1, 2, 3]})");
+  BOOST_TEST_REQUIRE(b.ok(), b.error.message);
+  BOOST_TEST((b.req->prompt_ids == std::vector<int32_t>{1, 2, 3}));
+  auto c = completion(R"({"prompt": [[4, 5]]})");
+  BOOST_TEST_REQUIRE(c.ok(), c.error.message);
+  BOOST_TEST((c.req->prompt_ids == std::vector<int32_t>{4, 5}));
+  auto d = completion(R"({"prompt": ["one"]})");
+  BOOST_TEST_REQUIRE(d.ok(), d.error.message);
+  BOOST_TEST(d.req->prompt == "one");
+}
+
+BOOST_AUTO_TEST_CASE(guided_fields_become_structured_outputs) {
+  auto p = completion(R"({"prompt": "x", "guided_choice": ["yes", "no"]})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST((p.req->structured.k == wire::structured_output::kind::choice));
+  BOOST_TEST(p.req->structured.choices.size() == 2u);
+  auto q = chat(R"({"messages": [{"role": "user", "content": "q"}],
+                    "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object"}}}})");
+  BOOST_TEST_REQUIRE(q.ok(), q.error.message);
+  BOOST_TEST((q.req->structured.k == wire::structured_output::kind::json_schema));
+}
+
+BOOST_AUTO_TEST_CASE(bad_requests_name_what_is_wrong) {
+  struct bad_case {
+    const char* body;
+    bool chat;
+    int status;
+    const char* code;
+    const char* mentions;
+  };
+  const bad_case cases[] = {
+      {"not json", true, 400, "malformed", "not JSON"},
+      {"[1]", true, 400, "malformed", "JSON object"},
+      {R"({"messages": [{"role": "user", "content": "q"}], "temprature": 1})", true, 400, "unknown_field", "temprature"},
+      {R"({"model": "gpt-4", "messages": [{"role": "user", "content": "q"}]})", true, 404, "model_not_found", "gpt-4"},
+      {R"({"model": 3, "messages": []})", true, 400, "wrong_type", "model"},
+      {R"({"max_tokens": 3})", true, 400, "missing_field", "messages"},
+      {R"({"max_tokens": 3})", false, 400, "missing_field", "prompt"},
+      {R"({"messages": [{"role": "user", "content": "q"}], "temperature": -1})", true, 400, "invalid_value", "temperature"},
+      {R"({"messages": [{"role": "user", "content": "q"}], "max_tokens": 0})", true, 400, "invalid_value", "max_tokens"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})", true, 400, "unsupported", "image_url"},
+      {R"({"messages": [{"role": "user", "content": "q"}], "tool_choice": "required"})", true, 400, "unsupported", "tool_choice"},
+      {R"({"messages": [{"role": "user", "content": "q"}], "top_logprobs": 2})", true, 400, "invalid_value", "logprobs"},
+      {R"({"messages": [{"role": "user", "content": "q"}], "stream_options": {"foo": 1}})", true, 400, "unknown_field", "stream_options.foo"},
+      {R"({"messages": [{"role": "user", "content": "q"}], "chat_template_kwargs": {"x": 1}})", true, 400, "unsupported", "chat_template_kwargs.x"},
+      {R"({"messages": [{"role": "user", "content": "q"}], "stream": "yes"})", true, 400, "wrong_type", "stream"},
+      {R"({"prompt": ["a", "b"]})", false, 400, "unsupported", "batch"},
+      {R"({"prompt": "a", "echo": true})", false, 400, "unsupported", "echo"},
+      {R"({"prompt": "a", "suffix": "z"})", false, 400, "unsupported", "suffix"},
+      {R"({"prompt": "a", "best_of": 3})", false, 400, "unsupported", "best_of"},
+      {R"({"prompt": {"a": 1}})", false, 400, "wrong_type", "prompt"},
+      {R"({"prompt": "a", "messages": []})", false, 400, "unknown_field", "messages"},
+      {R"({"prompt": "a", "seed": 1e400})", false, 400, "malformed", ""},
+  };
+  for (const auto& c : cases) {
+    auto p = c.chat ? chat(c.body) : completion(c.body);
+    BOOST_TEST_CONTEXT(c.body) {
+      BOOST_TEST_REQUIRE(!p.ok());
+      BOOST_TEST(p.error.status == c.status);
+      BOOST_TEST(p.error.code == c.code);
+      BOOST_TEST(p.error.message.find(c.mentions) != std::string::npos, p.error.message);
+      auto body = json::parse(oa::error_body(p.error));
+      BOOST_TEST(body["error"]["message"] == p.error.message);
+      BOOST_TEST(body["error"]["code"] == c.code);
+      BOOST_TEST(body["error"]["type"] == "invalid_request_error");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(non_streaming_chat_body) {
+  auto p = chat(R"({"messages": [{"role": "user", "content": "q"}]})");
+  BOOST_TEST_REQUIRE(p.ok());
+  oa::response_builder b(oa::endpoint::chat, p, 1700000000, token_text);
+  auto d = done(wire::finish_reason::length, 9, 4);
+  d.has_output = true;
+  d.text = "Hello";
+  d.reasoning = "Thinking.";
+  d.ids = {1, 2, 3, 4};
+  auto body = b.feed(d);
+  BOOST_TEST(b.complete());
+  BOOST_TEST(b.status() == 200);
+  BOOST_TEST(!b.streaming());
+  auto j = json::parse(body);
+  BOOST_TEST(j["id"] == "chatcmpl-1");
+  BOOST_TEST(j["object"] == "chat.completion");
+  BOOST_TEST(j["created"] == 1700000000);
+  BOOST_TEST(j["model"] == "qwen3");
+  BOOST_TEST(j["choices"][0]["message"]["role"] == "assistant");
+  BOOST_TEST(j["choices"][0]["message"]["content"] == "Hello");
+  BOOST_TEST(j["choices"][0]["message"]["reasoning_content"] == "Thinking.");
+  BOOST_TEST(j["choices"][0]["finish_reason"] == "length");
+  BOOST_TEST(j["choices"][0]["logprobs"].is_null());
+  BOOST_TEST(j["usage"]["prompt_tokens"] == 9);
+  BOOST_TEST(j["usage"]["completion_tokens"] == 4);
+  BOOST_TEST(j["usage"]["total_tokens"] == 13);
+  BOOST_TEST(j["usage"]["prompt_tokens_details"]["cached_tokens"] == 2);
+  BOOST_TEST(b.feed(done(wire::finish_reason::stop, 1, 1)).empty());  // after the end: nothing
+}
+
+BOOST_AUTO_TEST_CASE(tool_calls_in_a_whole_body) {
+  auto p = chat(R"({"messages": [{"role": "user", "content": "q"}], "tools": [{"type": "function", "function": {"name": "f"}}]})");
+  BOOST_TEST_REQUIRE(p.ok());
+  oa::response_builder b(oa::endpoint::chat, p, 1, token_text);
+  auto d = done(wire::finish_reason::stop, 3, 5);
+  d.has_output = true;
+  d.text = "Let me look.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>";
+  d.tool_calls = {{"f", "{\"a\": 1}"}};
+  auto j = json::parse(b.feed(d));
+  const auto& m = j["choices"][0]["message"];
+  BOOST_TEST(m["content"] == "Let me look.");
+  BOOST_TEST(m["tool_calls"][0]["type"] == "function");
+  BOOST_TEST(m["tool_calls"][0]["function"]["name"] == "f");
+  BOOST_TEST(m["tool_calls"][0]["function"]["arguments"] == "{\"a\": 1}");
+  BOOST_TEST(!m["tool_calls"][0]["id"].get<std::string>().empty());
+  BOOST_TEST(j["choices"][0]["finish_reason"] == "tool_calls");
+}
+
+BOOST_AUTO_TEST_CASE(streaming_chat_events) {
+  auto p = chat(R"({"messages": [{"role": "user", "content": "q"}], "stream": true, "stream_options": {"include_usage": true}})");
+  BOOST_TEST_REQUIRE(p.ok());
+  oa::response_builder b(oa::endpoint::chat, p, 5, token_text);
+  std::string s;
+  auto t1 = tok("", 10);
+  t1.reasoning = "hmm";
+  s += b.feed(t1);
+  BOOST_TEST(b.started());
+  BOOST_TEST(b.streaming());
+  s += b.feed(tok("Hel", 11));
+  s += b.feed(tok("", 12));  // an incomplete character: no event
+  s += b.feed(tok("lo", 13));
+  BOOST_TEST(!b.complete());
+  s += b.feed(done(wire::finish_reason::stop, 6, 4));
+  BOOST_TEST(b.complete());
+  auto ev = sse_events(s);
+  BOOST_TEST_REQUIRE(ev.size() == 6u);
+  BOOST_TEST(ev[0]["object"] == "chat.completion.chunk");
+  BOOST_TEST(ev[0]["choices"][0]["delta"]["role"] == "assistant");
+  BOOST_TEST(ev[0]["choices"][0]["delta"]["reasoning_content"] == "hmm");
+  BOOST_TEST(ev[0]["usage"].is_null());
+  BOOST_TEST(ev[1]["choices"][0]["delta"]["content"] == "Hel");
+  BOOST_TEST(!ev[1]["choices"][0]["delta"].contains("role"));
+  BOOST_TEST(ev[2]["choices"][0]["delta"]["content"] == "lo");
+  BOOST_TEST(ev[3]["choices"][0]["finish_reason"] == "stop");
+  BOOST_TEST(ev[4]["choices"].empty());
+  BOOST_TEST(ev[4]["usage"]["completion_tokens"] == 4);
+  BOOST_TEST(ev[5] == "[DONE]");
+}
+
+BOOST_AUTO_TEST_CASE(streamed_tool_calls_are_held_back_from_content) {
+  auto p = chat(R"({"messages": [{"role": "user", "content": "q"}], "stream": true,
+                    "tools": [{"type": "function", "function": {"name": "f"}}]})");
+  BOOST_TEST_REQUIRE(p.ok());
+  oa::response_builder b(oa::endpoint::chat, p, 5, token_text);
+  std::string s;
+  for (const char* piece : {"Sure", ". <", "tool", "_call>\n{\"name\": \"f\",", " \"arguments\": {}}\n</tool_call>"})
+    s += b.feed(tok(piece, 1));
+  auto d = done(wire::finish_reason::stop, 6, 5);
+  d.tool_calls = {{"f", "{}"}};
+  s += b.feed(d);
+  std::string content;
+  json calls;
+  std::string finish;
+  for (const auto& e : sse_events(s)) {
+    if (e == "[DONE]") continue;
+    const auto& c = e["choices"][0];
+    if (c["delta"].contains("content")) content += c["delta"]["content"].get<std::string>();
+    if (c["delta"].contains("tool_calls")) calls = c["delta"]["tool_calls"];
+    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+  }
+  BOOST_TEST(content == "Sure. ");
+  BOOST_TEST_REQUIRE(calls.size() == 1u);
+  BOOST_TEST(calls[0]["index"] == 0);
+  BOOST_TEST(calls[0]["function"]["name"] == "f");
+  BOOST_TEST(finish == "tool_calls");
+
+  // A "<tool" that turns out to be text comes out as text.
+  oa::response_builder b2(oa::endpoint::chat, p, 5, token_text);
+  std::string s2;
+  s2 += b2.feed(tok("a <tool", 1));
+  s2 += b2.feed(tok("box", 2));
+  s2 += b2.feed(tok(" <tool_call>oops", 3));
+  s2 += b2.feed(done(wire::finish_reason::length, 1, 3));
+  content.clear();
+  for (const auto& e : sse_events(s2))
+    if (e != "[DONE]" && e["choices"][0]["delta"].contains("content")) content += e["choices"][0]["delta"]["content"].get<std::string>();
+  BOOST_TEST(content == "a <toolbox <tool_call>oops");
+}
+
+BOOST_AUTO_TEST_CASE(an_error_before_output_is_an_http_error) {
+  auto p = chat(R"({"messages": [{"role": "user", "content": "q"}], "stream": true})");
+  BOOST_TEST_REQUIRE(p.ok());
+  oa::response_builder b(oa::endpoint::chat, p, 5, token_text);
+  auto body = b.feed(wire::wire_error{wire::error_code::prompt_too_long, "the prompt has 9000 tokens", "chatcmpl-1"});
+  BOOST_TEST(b.complete());
+  BOOST_TEST(b.status() == 400);
+  BOOST_TEST(!b.streaming());
+  BOOST_TEST(json::parse(body)["error"]["code"] == "prompt_too_long");
+
+  oa::response_builder c(oa::endpoint::completion, completion(R"({"prompt": "x"})"), 5, token_text);
+  auto d = done(wire::finish_reason::error, 1, 0);
+  d.error = wire::wire_error{wire::error_code::internal, "the executor failed", ""};
+  body = c.feed(d);
+  BOOST_TEST(c.status() == 500);
+  BOOST_TEST(json::parse(body)["error"]["type"] == "server_error");
+
+  // Mid-stream, an error is an event of its own before [DONE].
+  oa::response_builder m(oa::endpoint::chat, p, 5, token_text);
+  auto s = m.feed(tok("a", 1));
+  s += m.feed(d);
+  auto ev = sse_events(s);
+  BOOST_TEST(m.status() == 200);
+  BOOST_TEST_REQUIRE(ev.size() == 4u);
+  BOOST_TEST(ev[1]["choices"][0]["finish_reason"] == "error");
+  BOOST_TEST(ev[2]["error"]["message"] == "the executor failed");
+  BOOST_TEST(ev[3] == "[DONE]");
+}
+
+BOOST_AUTO_TEST_CASE(n_completions_gathered_in_one_body) {
+  auto p = completion(R"({"prompt": "x", "n": 2, "logprobs": 1})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  oa::response_builder b(oa::endpoint::completion, p, 5, token_text);
+  auto d1 = done(wire::finish_reason::stop, 4, 2, 1);
+  d1.has_output = true;
+  d1.text = "B";
+  d1.ids = {7, 8};
+  d1.logprobs = {{-0.5, {{7, -0.5}}}, {-1.0, {{9, -0.25}}}};
+  BOOST_TEST(b.feed(d1).empty());
+  BOOST_TEST(!b.complete());
+  auto d0 = done(wire::finish_reason::length, 4, 3, 0);
+  d0.has_output = true;
+  d0.text = "A";
+  auto j = json::parse(b.feed(d0));
+  BOOST_TEST(b.complete());
+  BOOST_TEST(j["object"] == "text_completion");
+  BOOST_TEST(j["choices"][0]["text"] == "A");
+  BOOST_TEST(j["choices"][0]["finish_reason"] == "length");
+  BOOST_TEST(j["choices"][1]["text"] == "B");
+  BOOST_TEST(j["usage"]["prompt_tokens"] == 4);  // the prompt counts once
+  BOOST_TEST(j["usage"]["completion_tokens"] == 5);
+  const auto& lp = j["choices"][1]["logprobs"];
+  BOOST_TEST(lp["tokens"][0] == "\xef\xbf\xbd");  // half a character -> U+FFFD
+  BOOST_TEST(lp["tokens"][1] == "t8");
+  BOOST_TEST(lp["token_logprobs"][1] == -1.0);
+  BOOST_TEST(lp["top_logprobs"][1]["t9"] == -0.25);
+  BOOST_TEST(lp["text_offset"][1] == 2);
+}
+
+BOOST_AUTO_TEST_CASE(chat_logprobs_carry_bytes) {
+  auto p = chat(R"({"messages": [{"role": "user", "content": "q"}], "stream": true, "logprobs": true, "top_logprobs": 1})");
+  BOOST_TEST_REQUIRE(p.ok());
+  oa::response_builder b(oa::endpoint::chat, p, 5, token_text);
+  auto t = tok("", 7);
+  t.logprobs = wire::logprob_info{-0.1, {{7, -0.1}}};
+  auto ev = sse_events(b.feed(t));
+  BOOST_TEST_REQUIRE(ev.size() == 1u);
+  const auto& c = ev[0]["choices"][0]["logprobs"]["content"][0];
+  BOOST_TEST(c["logprob"] == -0.1);
+  BOOST_TEST((c["bytes"] == json::array({0xe4, 0xbd})));
+  BOOST_TEST(c["top_logprobs"][0]["logprob"] == -0.1);
+}
+
+BOOST_AUTO_TEST_CASE(models_list) {
+  auto j = json::parse(oa::models_body(models, 3));
+  BOOST_TEST(j["object"] == "list");
+  BOOST_TEST_REQUIRE(j["data"].size() == 2u);
+  BOOST_TEST(j["data"][0]["id"] == "qwen3");
+  BOOST_TEST(j["data"][0]["max_model_len"] == 4096);
+  BOOST_TEST(j["data"][1]["id"] == "sql-lora");
+  BOOST_TEST(j["data"][1]["parent"] == "qwen3");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
