@@ -1,6 +1,8 @@
 // The gateway broker: one actor multiplexing every client connection. It only frames, decodes,
 // routes and writes; per-connection back-pressure keeps one slow or broken client from holding
-// memory or time that others need.
+// memory or time that others need. Two listeners feed it: the msgpack protocol (docs/protocol.md)
+// and the OpenAI-compatible HTTP API (docs/openai_api.md), whose requests become the same
+// generate requests and whose connections share every limit.
 #include "actors/gateway.hpp"
 
 #include <caf/actor_system.hpp>
@@ -10,11 +12,16 @@
 #include <caf/io/system_messages.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
+#include <optional>
+#include <random>
 #include <unordered_map>
 
 #include "actors/messages.hpp"
 #include "runtime/wire/event_codec.hpp"
 #include "runtime/wire/frame.hpp"
+#include "runtime/wire/http.hpp"
+#include "runtime/wire/openai.hpp"
 #include "runtime/wire/request_codec.hpp"
 
 namespace troupe::actors {
@@ -30,9 +37,20 @@ struct running_generate {
   int32_t live = 1;  // completions whose last bytes have not come back yet
 };
 
+// An HTTP connection (the OpenAI-compatible API): requests are answered one at a time, in order.
+struct http_conn {
+  explicit http_conn(size_t max_body) : parser(16384, max_body) {}
+  wire::http_request_parser parser;
+  std::optional<wire::openai::response_builder> reply;  // the generate being answered
+  std::string client_id;                                 // its id
+  bool head_sent = false;                                // a streamed response has begun
+  bool keep_alive = true;
+};
+
 struct conn_state {
   explicit conn_state(uint32_t max_frame) : decoder(max_frame) {}
   wire::frame_decoder decoder;
+  std::unique_ptr<http_conn> http;  // set: an HTTP connection; its bytes never reach `decoder`
   std::unordered_map<std::string, running_generate> generates;  // by client id, running only
   int32_t running_seqs = 0;  // completions of those (what max_requests_per_connection bounds)
   uint64_t unsent_bytes = 0;  // written but not yet on the wire (as the scribe last reported)
@@ -60,6 +78,10 @@ struct gateway_state {
   size_t drained_workers = 0;
   caf::actor drain_listener;
   caf::io::accept_handle doorman;
+  caf::io::accept_handle http_doorman;  // valid when [server] http_port >= 0
+  uint16_t http_port = 0;
+  std::string http_id_prefix;           // random per server, so response ids differ across replicas
+  uint64_t next_http_id = 0;
 };
 
 using self_ptr = caf::io::stateful_broker<gateway_state>*;
@@ -73,7 +95,12 @@ void write_bytes(self_ptr self, connection_handle hdl, const std::string& bytes)
   c->second.unsent_bytes += bytes.size();
 }
 
+void http_deliver(self_ptr self, connection_handle hdl, const std::string& client_id, const wire::event& e);
+
 void write_event(self_ptr self, connection_handle hdl, const wire::event& e) {
+  auto c = self->state.conns.find(hdl);
+  if (c != self->state.conns.end() && c->second.http)
+    return http_deliver(self, hdl, std::visit([](const auto& x) -> const std::string& { return x.id; }, e), e);
   std::string bytes;
   wire::append_event_frame(bytes, e);
   write_bytes(self, hdl, bytes);
@@ -222,10 +249,13 @@ void on_request(self_ptr self, connection_handle hdl, wire::request&& req) {
   }
 }
 
+void on_http_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf);
+
 void on_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf) {
   auto& st = self->state;
   auto c = st.conns.find(hdl);
   if (c == st.conns.end()) return;
+  if (c->second.http) return on_http_data(self, hdl, buf);
   c->second.decoder.feed(std::string_view(buf.data(), buf.size()));
   std::string payload;
   for (;;) {
@@ -252,6 +282,179 @@ void on_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf)
   apply_backpressure(self, hdl);
 }
 
+// ---- the OpenAI-compatible HTTP API (docs/openai_api.md) -------------------------------------
+
+void http_write(self_ptr self, connection_handle hdl, const std::string& bytes) { write_bytes(self, hdl, bytes); }
+
+// A whole response outside a generate (models, health, errors); closes when the client asked to.
+void http_answer(self_ptr self, connection_handle hdl, int status, std::string_view type, const std::string& body,
+                 bool keep_alive) {
+  http_write(self, hdl, wire::http_response(status, type, body, keep_alive));
+  if (!keep_alive) drop_connection(self, hdl, true);
+}
+
+void http_answer_error(self_ptr self, connection_handle hdl, const wire::openai::api_error& e, bool keep_alive) {
+  http_answer(self, hdl, e.status, "application/json", wire::openai::error_body(e), keep_alive);
+}
+
+void http_pump(self_ptr self, connection_handle hdl);
+
+// The response to the connection's generate is complete: its other completions (an error ended it
+// early) are cancelled, and the next pipelined request may start.
+void http_finished(self_ptr self, connection_handle hdl) {
+  auto& st = self->state;
+  auto c = st.conns.find(hdl);
+  if (c == st.conns.end()) return;
+  auto& h = *c->second.http;
+  const bool keep_alive = h.keep_alive;
+  const std::string id = h.client_id;
+  h.reply.reset();
+  h.client_id.clear();
+  for (const auto& [rid, r] : st.routes)
+    if (r.hdl == hdl && r.generate && r.client_id == id) self->send(st.workers[static_cast<size_t>(r.worker)], cancel_msg{rid});
+  if (!keep_alive) return drop_connection(self, hdl, true);
+  http_pump(self, hdl);
+}
+
+// One event of the connection's running generate, turned into its part of the OpenAI response.
+void http_deliver(self_ptr self, connection_handle hdl, const std::string& client_id, const wire::event& e) {
+  auto c = self->state.conns.find(hdl);
+  if (c == self->state.conns.end()) return;
+  auto& h = *c->second.http;
+  if (!h.reply || client_id != h.client_id) return;  // a cancelled generate's last events
+  std::string body, out;
+  try {
+    body = h.reply->feed(e);
+  } catch (const std::exception& x) {  // never expected; one response fails, not the gateway
+    std::fprintf(stderr, "troupe serve: cannot write an OpenAI response: %s; closing its connection\n", x.what());
+    if (!h.head_sent)
+      http_write(self, hdl,
+                 wire::http_response(500, "application/json",
+                                     wire::openai::error_body({500, x.what(), "internal", ""}), false));
+    return drop_connection(self, hdl, true);
+  }
+  if (!h.head_sent) {
+    if (h.reply->streaming() && !body.empty()) {
+      out = wire::http_stream_head(200, "text/event-stream", h.keep_alive);
+      h.head_sent = true;
+    } else if (h.reply->complete()) {
+      out = wire::http_response(h.reply->status(), "application/json", body, h.keep_alive);
+    }
+  }
+  if (h.head_sent) {
+    wire::append_http_chunk(out, body);
+    if (h.reply->complete()) wire::append_http_last_chunk(out);
+  }
+  http_write(self, hdl, out);
+  if (h.reply->complete()) http_finished(self, hdl);
+}
+
+// The worker's framed events for an HTTP connection's generate.
+void http_deliver_frames(self_ptr self, connection_handle hdl, const std::string& client_id, const std::string& bytes) {
+  wire::frame_decoder frames(UINT32_MAX);
+  frames.feed(bytes);
+  std::string payload;
+  while (frames.next(payload) == wire::frame_decoder::status::frame) {
+    auto d = wire::decode_event(payload);
+    if (d.ok()) http_deliver(self, hdl, client_id, *d.ev);
+  }
+}
+
+wire::openai::served_models served_models(const server_context& ctx) {
+  wire::openai::served_models m{ctx.facts.name, {}, ctx.facts.max_model_len};
+  for (const auto& a : ctx.facts.adapters) m.adapters.push_back(a.name);
+  return m;
+}
+
+void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& req) {
+  auto& st = self->state;
+  auto& h = *st.conns.at(hdl).http;
+  h.keep_alive = req.keep_alive;
+  const auto path = req.path();
+  const bool chat = path == "/v1/chat/completions", completion = path == "/v1/completions";
+  auto not_allowed = [&](const char* method) {
+    http_answer_error(self, hdl,
+                      {405, "use " + std::string(method) + " for " + std::string(path), "method_not_allowed", ""},
+                      req.keep_alive);
+  };
+  if (path == "/v1/models") {
+    if (req.method != "GET") return not_allowed("GET");
+    return http_answer(self, hdl, 200, "application/json",
+                       wire::openai::models_body(served_models(*st.ctx), static_cast<int64_t>(std::time(nullptr))),
+                       req.keep_alive);
+  }
+  if (path == "/health") {
+    if (req.method != "GET") return not_allowed("GET");
+    return http_answer(self, hdl, st.draining ? 503 : 200, "application/json",
+                       st.draining ? R"({"status": "draining"})" : R"({"status": "ok"})", req.keep_alive);
+  }
+  if (!chat && !completion)
+    return http_answer_error(self, hdl,
+                             {404, "no endpoint " + std::string(path) +
+                                       " (served: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health)",
+                              "not_found", ""},
+                             req.keep_alive);
+  if (req.method != "POST") return not_allowed("POST");
+  const auto ep = chat ? wire::openai::endpoint::chat : wire::openai::endpoint::completion;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(++st.next_http_id));
+  const std::string id = (chat ? "chatcmpl-" : "cmpl-") + st.http_id_prefix + hex;
+  auto parsed = wire::openai::parse_request(ep, req.body, served_models(*st.ctx), id);
+  if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
+  const tokenizer* tok = st.ctx->tok.get();
+  h.reply.emplace(ep, parsed, static_cast<int64_t>(std::time(nullptr)), [tok](int32_t t) {
+    if (!tok) return "token_id:" + std::to_string(t);
+    try {
+      return std::string(tok->token_bytes(t));
+    } catch (const std::exception&) {
+      return std::string();
+    }
+  });
+  h.client_id = id;
+  h.head_sent = false;
+  on_request(self, hdl, wire::request{std::move(*parsed.req)});
+}
+
+// Starts the connection's next complete request unless one is being answered.
+void http_pump(self_ptr self, connection_handle hdl) {
+  for (;;) {
+    auto c = self->state.conns.find(hdl);
+    if (c == self->state.conns.end() || c->second.http->reply) return;
+    auto& h = *c->second.http;
+    wire::http_request req;
+    switch (h.parser.next(req)) {
+      case wire::http_request_parser::status::need_more: return;
+      case wire::http_request_parser::status::send_continue:
+        http_write(self, hdl, "HTTP/1.1 100 Continue\r\n\r\n");
+        continue;
+      case wire::http_request_parser::status::error:
+        return http_answer_error(self, hdl,
+                                 {h.parser.error_status(), h.parser.error_message(),
+                                  h.parser.error_status() == 413 ? "frame_too_large" : "malformed", ""},
+                                 false);
+      case wire::http_request_parser::status::request:
+        c->second.quiet_since = clock::now();
+        on_http_request(self, hdl, std::move(req));
+        continue;
+    }
+  }
+}
+
+void on_http_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf) {
+  auto c = self->state.conns.find(hdl);
+  if (c == self->state.conns.end()) return;
+  auto& h = *c->second.http;
+  h.parser.feed(std::string_view(buf.data(), buf.size()));
+  // Requests pipelined behind a running one wait in the parser; more than one frame's worth is
+  // not a client waiting for its answer.
+  if (h.reply && h.parser.buffered_bytes() > static_cast<size_t>(self->state.ctx->cfg.max_frame_bytes) + 16384) {
+    std::fprintf(stderr, "troupe serve: an HTTP client pipelined more than max_frame_bytes behind a running request: closing it\n");
+    return drop_connection(self, hdl, true);
+  }
+  http_pump(self, hdl);
+  apply_backpressure(self, hdl);
+}
+
 // Closes the connections that have had nothing running and sent no complete frame for
 // idle_timeout_ms, telling them why; then looks again in a quarter of that, between 10 ms and 1 s
 // (a connection is closed at most that late).
@@ -263,6 +466,10 @@ void sweep_idle(self_ptr self) {
   for (const auto& [hdl, cs] : st.conns)
     if (cs.running_seqs == 0 && cs.other_requests == 0 && now - cs.quiet_since >= timeout) idle.push_back(hdl);
   for (auto hdl : idle) {
+    if (st.conns.at(hdl).http) {  // an idle HTTP keep-alive connection closes without a word
+      drop_connection(self, hdl, true);
+      continue;
+    }
     write_error(self, hdl, wire::error_code::idle_timeout,
                 "no request for " + std::to_string(st.ctx->cfg.idle_timeout_ms) +
                     " ms (idle_timeout_ms); closing the connection",
@@ -287,24 +494,48 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
     return {};
   }
   st.doorman = res->first;
-  bound->set_value({res->second, {}});
+  if (ctx->cfg.http_port >= 0) {
+    auto h = self->add_tcp_doorman(static_cast<uint16_t>(ctx->cfg.http_port), ctx->cfg.host.c_str(), true);
+    if (!h) {
+      bound->set_value({0, "cannot listen on " + ctx->cfg.host + ":" + std::to_string(ctx->cfg.http_port) +
+                               " for the OpenAI-compatible API: " + self->system().render(h.error())});
+      self->quit();
+      return {};
+    }
+    st.http_doorman = h->first;
+    st.http_port = h->second;
+    std::random_device rd;
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(rd()));
+    st.http_id_prefix = hex;
+  }
+  bound->set_value({res->second, {}, st.http_port});
   if (ctx->cfg.idle_timeout_ms > 0) sweep_idle(self);
   return {
       [=](const caf::io::new_connection_msg& m) {
         auto& st = self->state;
+        const bool http = m.source == st.http_doorman;
         if (static_cast<int32_t>(st.conns.size()) >= st.ctx->cfg.max_connections || st.draining) {
           std::string bytes;
+          if (http) {
+            wire::openai::api_error e{st.draining ? 503 : 429,
+                                      st.draining ? "the server is shutting down" : "the server has max_connections clients",
+                                      st.draining ? "shutting_down" : "too_many_requests", ""};
+            bytes = wire::http_response(e.status, "application/json", wire::openai::error_body(e), false);
+          } else {
           wire::append_event_frame(bytes, wire::wire_error{st.draining ? wire::error_code::shutting_down
                                                                        : wire::error_code::too_many_requests,
                                                            st.draining ? "the server is shutting down"
                                                                        : "the server has max_connections clients",
                                                            ""});
+          }
           self->write(m.handle, bytes.size(), bytes.data());
           self->flush(m.handle);
           self->close(m.handle);
           return;
         }
-        st.conns.emplace(m.handle, conn_state(static_cast<uint32_t>(st.ctx->cfg.max_frame_bytes)));
+        auto& cs = st.conns.emplace(m.handle, conn_state(static_cast<uint32_t>(st.ctx->cfg.max_frame_bytes))).first->second;
+        if (http) cs.http = std::make_unique<http_conn>(static_cast<size_t>(st.ctx->cfg.max_frame_bytes));
         st.ctx->metrics->set_client_connections(static_cast<int64_t>(st.conns.size()));
         self->configure_read(m.handle, caf::io::receive_policy::at_most(64 * 1024));
         self->ack_writes(m.handle, true);
@@ -325,13 +556,18 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
         for (auto& item : m.items) {
           auto r = st.routes.find(item.rid);
           if (r == st.routes.end()) continue;  // the client left
-          auto hdl = r->second.hdl;
-          write_bytes(self, hdl, item.bytes);
-          touched.push_back(hdl);
+          const route rt = r->second;
           if (item.final) {
-            completion_ended(self, r->second);
+            completion_ended(self, rt);
             st.routes.erase(r);
           }
+          // An HTTP response may end here and start the connection's next request (new routes).
+          auto c = st.conns.find(rt.hdl);
+          if (c != st.conns.end() && c->second.http)
+            http_deliver_frames(self, rt.hdl, rt.client_id, item.bytes);
+          else
+            write_bytes(self, rt.hdl, item.bytes);
+          touched.push_back(rt.hdl);
         }
         for (auto hdl : touched) apply_backpressure(self, hdl);
       },
@@ -340,6 +576,7 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
         st.draining = true;
         st.drain_listener = caf::actor_cast<caf::actor>(self->current_sender());
         self->close(st.doorman);
+        if (st.ctx->cfg.http_port >= 0) self->close(st.http_doorman);
       },
       [=](drained_atom) {
         // One marker per worker, each behind that worker's last output (see scheduler_actor.cpp):
@@ -357,28 +594,32 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
         // scheduler forgets them (the cancel goes through the new worker).
         auto& st = self->state;
         st.workers.at(static_cast<size_t>(m.index)) = m.worker;
+        // Taken out of the routes first: answering an HTTP request may start the connection's
+        // next one, which adds routes.
+        std::vector<std::pair<int64_t, route>> gone;
         for (auto it = st.routes.begin(); it != st.routes.end();) {
           if (it->second.worker != m.index) {
             ++it;
             continue;
           }
+          gone.emplace_back(it->first, it->second);
+          it = st.routes.erase(it);
+        }
+        for (const auto& [rid, r] : gone) {
           wire::wire_error lost{wire::error_code::internal,
-                                "the tokenizer worker failed and was restarted; this request was lost",
-                                it->second.client_id};
-          if (it->second.generate) {
+                                "the tokenizer worker failed and was restarted; this request was lost", r.client_id};
+          completion_ended(self, r);
+          if (r.generate) {
             wire::done_event d;
-            d.id = it->second.client_id;
+            d.id = r.client_id;
             d.reason = wire::finish_reason::error;
             d.error = lost;
-            if (it->second.index >= 0) d.index = it->second.index;
-            write_event(self, it->second.hdl, d);
-            completion_ended(self, it->second);
-            self->send(m.worker, cancel_msg{it->first});
+            if (r.index >= 0) d.index = r.index;
+            self->send(m.worker, cancel_msg{rid});
+            write_event(self, r.hdl, d);
           } else {
-            write_event(self, it->second.hdl, lost);
-            completion_ended(self, it->second);
+            write_event(self, r.hdl, lost);
           }
-          it = st.routes.erase(it);
         }
       },
   };

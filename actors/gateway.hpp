@@ -15,10 +15,12 @@ namespace troupe::actors {
 struct bind_result {
   uint16_t port = 0;
   std::string error;
+  uint16_t http_port = 0;  // the gateway's OpenAI-compatible API; 0 when [server] http_port is -1
 };
 
-// The client gateway: accepts TCP connections, decodes request frames, routes requests to the
-// tokenizer workers, writes their events back, enforces the per-connection limits.
+// The client gateway: accepts TCP connections (msgpack frames on [server] port, the
+// OpenAI-compatible HTTP API on http_port), decodes requests, routes them to the tokenizer
+// workers, writes their events back, enforces the per-connection limits.
 caf::actor spawn_gateway(caf::actor_system& sys, context_ptr ctx, std::vector<caf::actor> workers,
                          std::promise<bind_result>* bound);
 

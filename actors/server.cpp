@@ -29,7 +29,7 @@ struct server::impl {
   std::unique_ptr<caf::actor_system_config> sys_cfg;
   std::unique_ptr<caf::actor_system> sys;
   caf::actor supervisor, gateway, metrics_http;
-  uint16_t port = 0, metrics_port = 0;
+  uint16_t port = 0, metrics_port = 0, http_port = 0;
   bool max_len_clamped = false;
   bool stopped = false;
 };
@@ -211,7 +211,9 @@ server::server(server_options opts) : impl_(std::make_unique<impl>()) {
   try {
     std::promise<bind_result> gw;
     m.gateway = spawn_gateway(*m.sys, ctx, workers, &gw);
-    m.port = wait_bound(gw).port;
+    const auto bound = wait_bound(gw);
+    m.port = bound.port;
+    m.http_port = bound.http_port;
     caf::anon_send(m.supervisor, gateway_msg{m.gateway});
     if (m.ctx->cfg.metrics_port >= 0) {
       std::promise<bind_result> mp;
@@ -246,6 +248,7 @@ void server::shutdown(std::chrono::milliseconds grace) {
 
 uint16_t server::port() const noexcept { return impl_->port; }
 uint16_t server::metrics_port() const noexcept { return impl_->metrics_port; }
+uint16_t server::http_port() const noexcept { return impl_->http_port; }
 const serve::model_facts& server::model() const noexcept { return impl_->ctx->facts; }
 int32_t server::num_kv_blocks() const noexcept { return impl_->ctx->num_blocks; }
 serve::metrics& server::metrics() noexcept { return *impl_->ctx->metrics; }
@@ -295,6 +298,9 @@ std::string server::banner() const {
     b += "  prefix cache: on, shared through " + m.ctx->prefix.redis.url.redacted() + " (namespace '" +
          c.prefix_namespace + "', look-up budget " + std::to_string(c.prefix_fetch_budget_ms) + " ms)\n";
   b += "  listening on " + c.host + ":" + std::to_string(m.port) + " (protocol v1, docs/protocol.md)\n";
+  if (m.http_port)
+    b += "  OpenAI-compatible API on http://" + c.host + ":" + std::to_string(m.http_port) +
+         "/v1 (chat/completions, completions, models; docs/openai_api.md)\n";
   if (m.metrics_port) b += "  metrics on http://" + c.host + ":" + std::to_string(m.metrics_port) + "/metrics\n";
   return b;
 }

@@ -31,6 +31,7 @@ class server {
 
   uint16_t port() const noexcept;
   uint16_t metrics_port() const noexcept;  // 0 when disabled
+  uint16_t http_port() const noexcept;     // the OpenAI-compatible API; 0 when disabled
   const serve::model_facts& model() const noexcept;
   int32_t num_kv_blocks() const noexcept;
   std::string banner() const;

@@ -12,6 +12,8 @@
 #   checkpoint     safetensors files, config.json, generation_config.json: load or troupe::error
 #   chat_template  a checkpoint's Jinja chat template: renders a conversation or troupe::error
 #   model_output   tool calls parse; the reasoning split does not depend on how text is streamed
+#   openai         the OpenAI-compatible API: HTTP/1.1 requests cut anywhere, and request bodies: a
+#                  request or an OpenAI error; the response to an accepted one is valid JSON / SSE
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${1:-}"
@@ -123,6 +125,14 @@ printf '\x00<think>\n\n</think>\n\n<tool_call>\n{"name": "a", "arguments": {}}\n
   > "$1/open-call"
 }
 
+# Requests over HTTP, and bodies of both endpoints (the first byte picks which).
+seed_openai() {
+printf '\x00GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\nPOST /v1/completions HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}' > "$1/http"
+printf '\x01{"model": "lora-a", "messages": [{"role": "system", "content": [{"type": "text", "text": "Be brief."}]}, {"role": "user", "content": "hi", "name": "a"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "content": "1", "tool_call_id": "c"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}], "stream": true, "stream_options": {"include_usage": true}, "logprobs": true, "top_logprobs": 2, "n": 2, "stop": "x", "max_completion_tokens": 5, "chat_template_kwargs": {"enable_thinking": false}}' > "$1/chat"
+printf '\x02{"model": "m", "prompt": [[1, 2, 3]], "max_tokens": 3, "logprobs": 1, "echo": false, "seed": 4, "guided_choice": ["a", "b"], "user": "t", "logit_bias": {"5": -100}}' > "$1/completion"
+printf '\x01{"messages": [{"role": "user", "content": "q"}], "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "object"}}}}' > "$1/schema"
+}
+
 max_len=4096
 rss=2048
 case "$target" in
@@ -138,10 +148,13 @@ case "$target" in
     sources="runtime/model/safetensors_reader.cpp runtime/model/config.cpp runtime/quant/quant_config.cpp
       runtime/core/mapped_file.cpp runtime/core/dtype.cpp runtime/core/error.cpp" ;;
   chat_template) sources="$tokenizer_sources $tokenizer_libs"; max_len=8192 ;;
+  openai)
+    sources="runtime/wire/http.cpp runtime/wire/openai.cpp runtime/wire/request_codec.cpp runtime/wire/json_msgpack.cpp
+      runtime/wire/utf8.cpp runtime/wire/protocol.cpp runtime/core/json_in_order.cpp" ;;
   model_output)
     sources="runtime/serve/tool_calls.cpp runtime/serve/reasoning_split.cpp $tokenizer_sources $tokenizer_libs" ;;
   *)
-    echo "usage: $0 TARGET [SECONDS]; TARGET: request grammar tokenizer tokenizer_json checkpoint chat_template model_output" >&2
+    echo "usage: $0 TARGET [SECONDS]; TARGET: request grammar tokenizer tokenizer_json checkpoint chat_template model_output openai" >&2
     exit 2 ;;
 esac
 corpus="$out/$target-corpus"

@@ -5,7 +5,7 @@ start from its blocks, so n adds decode work only. Optionally also against a ser
 --no-prefix-cache (every completion computes the prompt). Each request gets a distinct random
 prompt, so nothing is reused across requests; one run, one machine, ratios only.
 
-    troupe serve --model DIR --port 7791 &  troupe serve --model DIR --port 7792 --no-prefix-cache &
+    troupe serve --model DIR --port 7791 &  troupe serve --model DIR --port 7792 --metrics-port -1 --http-port -1 --no-prefix-cache &
     python3 bench/serving/n_completions.py --port 7791 --port-no-cache 7792 --tokens 1024 --n 4
 """
 import argparse

@@ -74,6 +74,7 @@ serve::server_config base_config() {
   c.decode_slowdown_percent = g_slowdown;
   c.compute_dtype = g_compute;
   c.port = 0;
+  c.http_port = -1;
   c.metrics_port = -1;
   c.max_model_len = 4608;
   c.num_kv_blocks = 2048;  // 32k tokens

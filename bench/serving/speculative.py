@@ -9,7 +9,7 @@ made of one passage pasted twice (the second copy's continuation is guessable); 
 total completion tokens per second).
 
     troupe serve --model DIR --port 7791 --metrics-port 7793 --speculative-tokens 4 &
-    troupe serve --model DIR --port 7792 --metrics-port -1 &
+    troupe serve --model DIR --port 7792 --metrics-port -1 --http-port -1 &
     python3 bench/serving/speculative.py --port 7791 --metrics-port 7793 --port-plain 7792
 """
 import argparse

@@ -37,6 +37,7 @@ const std::vector<knob>& knobs() {
       {"server", "host", &server_config::host},
       {"server", "port", &server_config::port, 0, 65535},
       {"server", "metrics_port", &server_config::metrics_port, -1, 65535},
+      {"server", "http_port", &server_config::http_port, -1, 65535},
       {"server", "max_frame_bytes", &server_config::max_frame_bytes, 64, int64_t{1} << 31},
       {"server", "max_connections", &server_config::max_connections, 1, i32max},
       {"server", "max_requests_per_connection", &server_config::max_requests_per_connection, 1, i32max},

@@ -17,6 +17,7 @@ struct server_config {
   std::string host = "127.0.0.1";
   int32_t port = 7711;             // 0 = any free port (printed in the banner)
   int32_t metrics_port = 7712;     // 0 = any free port, -1 = no metrics endpoint
+  int32_t http_port = 8000;        // the OpenAI-compatible HTTP API (vLLM's port); 0 = any, -1 = off
   int64_t max_frame_bytes = 1 << 20;
   int32_t max_connections = 256;
   int32_t max_requests_per_connection = 256;

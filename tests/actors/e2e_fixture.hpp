@@ -22,6 +22,7 @@ inline serve::server_config test_config() {
   serve::server_config c;
   c.port = 0;
   c.metrics_port = 0;
+  c.http_port = 0;
   c.num_kv_blocks = 512;
   c.max_model_len = 256;
   c.max_num_seqs = 32;

@@ -47,7 +47,7 @@ def generate_cli(ids, max_tokens, temperature=None, seed=None, lora=None):
 
 
 def start_server(model_dir, extra=()):
-    proc = subprocess.Popen([troupe, "serve", "--model", model_dir, "--port", "0", "--metrics-port", "-1",
+    proc = subprocess.Popen([troupe, "serve", "--model", model_dir, "--port", "0", "--metrics-port", "-1", "--http-port", "-1",
                              "--num-kv-blocks", "256", "--max-model-len", "1024", "--set",
                              "server.shutdown_grace_ms=200", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

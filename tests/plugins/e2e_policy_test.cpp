@@ -32,6 +32,7 @@ serve::server_config base_config() {
   serve::server_config c;
   c.port = 0;
   c.metrics_port = -1;
+  c.http_port = -1;
   c.num_kv_blocks = 512;
   c.max_model_len = 256;
   c.max_num_seqs = 4;

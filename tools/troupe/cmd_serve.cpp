@@ -38,7 +38,7 @@ int run_serve(int argc, char** argv) {
   std::vector<std::string> sets;
   std::optional<std::string> host, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
       rope_scaling;
-  std::optional<int32_t> port, metrics_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
+  std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
       speculative_tokens;
   std::optional<int64_t> kv_bytes;
   bool static_batching = false, no_prefix_cache = false, no_mmap = false;
@@ -48,6 +48,7 @@ int run_serve(int argc, char** argv) {
   app.add_option("--host", host, "address to listen on (default 127.0.0.1)");
   app.add_option("--port", port, "client protocol port (0 = any free port)");
   app.add_option("--metrics-port", metrics_port, "Prometheus /metrics port (0 = any, -1 = off)");
+  app.add_option("--http-port", http_port, "OpenAI-compatible HTTP API port (default 8000; 0 = any, -1 = off)");
   app.add_option("--max-model-len", max_model_len, "prompt + output tokens per request");
   app.add_option("--max-num-seqs", max_num_seqs, "sequences per step");
   app.add_option("--max-num-batched-tokens", max_num_batched_tokens, "tokens per step");
@@ -90,6 +91,7 @@ int run_serve(int argc, char** argv) {
   if (host) c.host = *host;
   if (port) serve::apply_override(c, "server.port=" + std::to_string(*port));
   if (metrics_port) serve::apply_override(c, "server.metrics_port=" + std::to_string(*metrics_port));
+  if (http_port) serve::apply_override(c, "server.http_port=" + std::to_string(*http_port));
   if (max_model_len) serve::apply_override(c, "model.max_model_len=" + std::to_string(*max_model_len));
   if (max_num_seqs) serve::apply_override(c, "scheduler.max_num_seqs=" + std::to_string(*max_num_seqs));
   if (max_num_batched_tokens)

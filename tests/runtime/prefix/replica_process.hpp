@@ -21,7 +21,7 @@ namespace troupe::testing {
 class replica_process {
  public:
   explicit replica_process(std::vector<std::string> flags) {
-    std::vector<std::string> args = {TROUPE_BINARY, "serve", "--port", "0", "--metrics-port", "0"};
+    std::vector<std::string> args = {TROUPE_BINARY, "serve", "--port", "0", "--metrics-port", "0", "--http-port", "0"};
     args.insert(args.end(), flags.begin(), flags.end());
     int fds[2];
     if (::pipe(fds) != 0) throw std::runtime_error("pipe");

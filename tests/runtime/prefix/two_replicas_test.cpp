@@ -157,6 +157,7 @@ BOOST_AUTO_TEST_CASE(restarted_prefix_cache_actors_still_fetch) {
   o.model_dir = model_dir;
   o.cfg.port = 0;
   o.cfg.metrics_port = -1;
+  o.cfg.http_port = -1;
   o.cfg.num_kv_blocks = 128;
   o.cfg.max_model_len = 512;
   o.cfg.shutdown_grace_ms = 0;

@@ -1,0 +1,256 @@
+// The OpenAI-compatible HTTP API end to end over real TCP: completions give exactly the tokens
+// `troupe generate` gives (whole or streamed, greedy or seeded, n > 1), chat gives the msgpack
+// protocol's text, keep-alive and pipelining answer in order, bad requests get OpenAI's error
+// shape with the right status, and a client that leaves mid-stream frees its KV blocks.
+#include "tests/actors/e2e_fixture.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "tests/actors/http_client.hpp"
+
+using namespace troupe;
+using namespace troupe::e2e;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string full_vocab_dir = TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab";
+const std::string tokenizer_dir = TROUPE_SOURCE_DIR "/models/qwen3-tokenizer";
+
+std::string ids_json(const std::vector<int32_t>& ids) { return json(ids).dump(); }
+
+// The ids a completion's logprobs name: a model without a tokenizer writes each token as
+// "token_id:N" (vLLM's return_tokens_as_token_ids form).
+std::vector<int32_t> ids_of(const json& logprobs) {
+  std::vector<int32_t> out;
+  for (const auto& t : logprobs["tokens"]) out.push_back(std::stoi(t.get<std::string>().substr(9)));
+  return out;
+}
+
+std::vector<json> sse(const std::string& body) {
+  std::vector<json> out;
+  size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    auto end = body.find("\n\n", at);
+    auto data = body.substr(at + 6, end - at - 6);
+    out.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data));
+    at = end + 2;
+  }
+  return out;
+}
+
+std::string completion_body(const wire::generate_request& r, bool stream, int n = 1) {
+  json b = {{"model", "tiny-dense"}, {"prompt", r.prompt_ids}, {"max_tokens", *r.max_tokens}, {"logprobs", 0},
+            {"ignore_eos", true}, {"temperature", *r.sampling.temperature}, {"stream", stream}};
+  if (r.sampling.seed) b["seed"] = *r.sampling.seed;
+  if (n > 1) b["n"] = n;
+  return b.dump();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(e2e_openai)
+
+BOOST_AUTO_TEST_CASE(completions_give_the_reference_tokens) {
+  auto srv = start(test_config());
+  BOOST_TEST_REQUIRE(srv->http_port() != 0);
+  std::mt19937 rng(7);
+  std::vector<wire::generate_request> reqs;
+  for (int i = 0; i < 6; ++i)
+    reqs.push_back(ids_request("r" + std::to_string(i), random_prompt(rng, 40), 3 + i * 3, i % 2 ? 100 + i : -1));
+  // Streams on their own connections at once (they share steps), whole bodies after them.
+  std::vector<std::unique_ptr<http_client>> streams;
+  for (const auto& r : reqs) {
+    streams.push_back(std::make_unique<http_client>(srv->http_port()));
+    streams.back()->post("/v1/completions", completion_body(r, true));
+  }
+  http_client whole(srv->http_port());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const auto want = reference(tiny_dense(), reqs[i]);
+    auto s = streams[i]->read();
+    BOOST_TEST_REQUIRE(s.status == 200, s.body);
+    BOOST_TEST(s.head.find("Content-Type: text/event-stream") != std::string::npos);
+    std::vector<int32_t> got;
+    std::string finish;
+    auto ev = sse(s.body);
+    BOOST_TEST_REQUIRE(!ev.empty());
+    BOOST_TEST(ev.back() == "[DONE]");
+    for (const auto& e : ev) {
+      if (e == "[DONE]") continue;
+      BOOST_TEST(e["object"] == "text_completion");
+      const auto& c = e["choices"][0];
+      if (!c["logprobs"].is_null()) {
+        auto ids = ids_of(c["logprobs"]);
+        got.insert(got.end(), ids.begin(), ids.end());
+      }
+      if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+    }
+    BOOST_TEST(got == want, boost::test_tools::per_element());
+    BOOST_TEST(finish == "length");
+
+    whole.post("/v1/completions", completion_body(reqs[i], false));
+    auto w = whole.read();
+    BOOST_TEST_REQUIRE(w.status == 200, w.body);
+    auto j = json::parse(w.body);
+    BOOST_TEST(ids_of(j["choices"][0]["logprobs"]) == want, boost::test_tools::per_element());
+    BOOST_TEST(j["usage"]["prompt_tokens"] == reqs[i].prompt_ids.size());
+    BOOST_TEST(j["usage"]["completion_tokens"] == want.size());
+    BOOST_TEST(j["id"].get<std::string>().rfind("cmpl-", 0) == 0);
+  }
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_CASE(n_completions_in_one_response) {
+  auto srv = start(test_config());
+  auto r = ids_request("n", {5, 6, 7, 8}, 6, 42);
+  http_client c(srv->http_port());
+  c.post("/v1/completions", completion_body(r, false, 3));
+  auto w = c.read();
+  BOOST_TEST_REQUIRE(w.status == 200, w.body);
+  auto j = json::parse(w.body);
+  BOOST_TEST_REQUIRE(j["choices"].size() == 3u);
+  for (uint64_t i = 0; i < 3; ++i) {
+    auto ri = r;
+    ri.sampling.seed = 42 + i;  // completion i samples with seed + i (docs/protocol.md)
+    BOOST_TEST(j["choices"][i]["index"] == i);
+    BOOST_TEST(ids_of(j["choices"][i]["logprobs"]) == reference(tiny_dense(), ri), boost::test_tools::per_element());
+  }
+  BOOST_TEST(j["usage"]["prompt_tokens"] == 4);
+  BOOST_TEST(j["usage"]["completion_tokens"] == 18);
+}
+
+BOOST_AUTO_TEST_CASE(chat_gives_the_protocols_text) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  const json messages = {{{"role", "system"}, {"content", "Be brief."}},
+                         {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hello there"}}}}}};
+  // The same request over the msgpack protocol.
+  wire::generate_request m;
+  m.id = "m";
+  m.kind = wire::prompt_kind::messages;
+  m.messages = {{"system", "Be brief.", "", ""}, {"user", "Hello there", "", ""}};
+  m.max_tokens = 12;
+  m.ignore_eos = true;
+  m.sampling.temperature = 0.0;
+  m.separate_reasoning = true;
+  client::client cl("127.0.0.1", srv->port());
+  m.stream = false;
+  auto ref = cl.complete(m);
+  json body = {{"model", "e2e-full-vocab"}, {"messages", messages}, {"max_tokens", 12}, {"ignore_eos", true},
+               {"temperature", 0}};
+  http_client c(srv->http_port());
+  c.post("/v1/chat/completions", body.dump());
+  auto w = c.read();
+  BOOST_TEST_REQUIRE(w.status == 200, w.body);
+  auto j = json::parse(w.body);
+  BOOST_TEST(j["object"] == "chat.completion");
+  BOOST_TEST(j["choices"][0]["message"]["role"] == "assistant");
+  BOOST_TEST(j["choices"][0]["message"]["content"] == ref.text);
+  BOOST_TEST(j["choices"][0]["message"].value("reasoning_content", "") == ref.reasoning);
+  BOOST_TEST(j["usage"]["completion_tokens"] == 12);
+
+  body["stream"] = true;
+  c.post("/v1/chat/completions", body.dump());  // the same keep-alive connection
+  auto s = c.read();
+  BOOST_TEST_REQUIRE(s.status == 200, s.body);
+  std::string content, reasoning;
+  bool role_first = false;
+  auto ev = sse(s.body);
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev[i] == "[DONE]") continue;
+    const auto& d = ev[i]["choices"][0]["delta"];
+    if (i == 0) role_first = d.value("role", "") == "assistant";
+    content += d.value("content", "");
+    reasoning += d.value("reasoning_content", "");
+  }
+  BOOST_TEST(role_first);
+  BOOST_TEST(content == ref.text);
+  BOOST_TEST(reasoning == ref.reasoning);
+}
+
+BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order) {
+  auto srv = start(test_config());
+  http_client c(srv->http_port());
+  auto a = ids_request("a", {1, 2, 3}, 9), b = ids_request("b", {4, 5}, 2);
+  std::string both;
+  for (const auto& r : {a, b}) {
+    auto j = completion_body(r, false);
+    both += "POST /v1/completions HTTP/1.1\r\nContent-Length: " + std::to_string(j.size()) + "\r\n\r\n" + j;
+  }
+  c.send(both + "GET /v1/models HTTP/1.1\r\n\r\n");
+  auto ra = c.read(), rb = c.read(), rm = c.read();
+  BOOST_TEST_REQUIRE(ra.status == 200, ra.body);
+  BOOST_TEST_REQUIRE(rb.status == 200, rb.body);
+  BOOST_TEST(ids_of(json::parse(ra.body)["choices"][0]["logprobs"]) == reference(tiny_dense(), a), boost::test_tools::per_element());
+  BOOST_TEST(ids_of(json::parse(rb.body)["choices"][0]["logprobs"]) == reference(tiny_dense(), b), boost::test_tools::per_element());
+  auto models = json::parse(rm.body);
+  BOOST_TEST(models["data"][0]["id"] == "tiny-dense");
+  BOOST_TEST(models["data"][0]["max_model_len"] == 256);
+}
+
+BOOST_AUTO_TEST_CASE(bad_requests_get_openai_errors) {
+  auto c = test_config();
+  c.max_frame_bytes = 4096;
+  auto srv = start(c);
+  struct bad_case {
+    std::string request;
+    int status;
+    const char* code;
+  };
+  auto post = [](const std::string& path, const std::string& body) {
+    return "POST " + path + " HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  const bad_case cases[] = {
+      {post("/v1/completions", "{\"prompt\": [1, 2], \"max_tokens\": 2,"), 400, "malformed"},
+      {post("/v1/completions", R"({"model": "gpt-4o", "prompt": [1]})"), 404, "model_not_found"},
+      {post("/v1/completions", R"({"prompt": [1], "max_tokens": 0})"), 400, "invalid_value"},
+      {post("/v1/completions", R"({"prompt": [1], "top_p": 2})"), 400, "invalid_value"},
+      {post("/v1/completions", R"({"prompt": [1], "frobnicate": true})"), 400, "unknown_field"},
+      {post("/v1/completions", R"({"prompt": "text needs a tokenizer"})"), 400, "unsupported"},
+      {post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}]})"), 400, "unsupported"},
+      {post("/v1/completions", json({{"prompt", std::vector<int32_t>(300, 1)}}).dump()), 400, "prompt_too_long"},
+      {post("/v1/completions", json({{"prompt", std::vector<int32_t>(300, 1)}, {"stream", true}}).dump()), 400, "prompt_too_long"},
+      {"GET /v1/completions HTTP/1.1\r\n\r\n", 405, "method_not_allowed"},
+      {"GET /v2/anything HTTP/1.1\r\n\r\n", 404, "not_found"},
+  };
+  http_client h(srv->http_port());  // all on one keep-alive connection: none of them closes it
+  for (const auto& bc : cases) {
+    BOOST_TEST_CONTEXT(bc.request.substr(0, 120)) {
+      h.send(bc.request);
+      auto r = h.read();
+      BOOST_TEST(r.status == bc.status);
+      auto j = json::parse(r.body);
+      BOOST_TEST(j["error"]["code"] == bc.code);
+      BOOST_TEST(!j["error"]["message"].get<std::string>().empty());
+    }
+  }
+  // A body over max_frame_bytes and a broken request line end the connection after the answer.
+  http_client big(srv->http_port());
+  big.send("POST /v1/completions HTTP/1.1\r\nContent-Length: 5000\r\n\r\n");
+  auto r = big.read();
+  BOOST_TEST(r.status == 413);
+  BOOST_TEST(r.closed);
+  BOOST_TEST(big.closed_by_server());
+  http_client junk(srv->http_port());
+  junk.send("\x01\x02 nonsense\r\n\r\n");
+  BOOST_TEST(junk.read().status == 400);
+  BOOST_TEST(junk.closed_by_server());
+  // Connection: close is honoured.
+  http_client once(srv->http_port());
+  once.send("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n");
+  BOOST_TEST(once.read().status == 200);
+  BOOST_TEST(once.closed_by_server());
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_CASE(a_client_leaving_mid_stream_frees_its_blocks) {
+  auto srv = start(test_config());
+  {
+    http_client c(srv->http_port());
+    c.post("/v1/completions", completion_body(ids_request("long", {1, 2, 3, 4}, 240), true));
+    c.read_some(200);  // the head and some events: the sequence is running
+    BOOST_TEST(metric(*srv, "num_requests_running") == 1);
+  }  // closes the socket
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

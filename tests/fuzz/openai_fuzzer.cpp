@@ -1,0 +1,109 @@
+// libFuzzer harness for the OpenAI-compatible HTTP API's input side. The first byte picks:
+//   0: HTTP/1.1 bytes cut at input-chosen points: every request parsed has the body its
+//      Content-Length declared and stays within the limits, or the parser reports an error status;
+//   1/2: a /v1/chat/completions or /v1/completions body: a generate request or an OpenAI error
+//      (status 400/404, a message, JSON error body); an accepted one, answered with text events
+//      made from the input and a done per completion, gives parseable JSON (every SSE event, or
+//      the whole body) and completes.
+// Not part of ctest (it runs until stopped): tools/fuzz.sh openai.
+#include <cstdint>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "runtime/wire/http.hpp"
+#include "runtime/wire/openai.hpp"
+
+namespace {
+
+using namespace troupe::wire;
+
+void check(bool ok) {
+  if (!ok) std::abort();
+}
+
+void fuzz_http(std::string_view in) {
+  constexpr size_t max_head = 512, max_body = 256;
+  http_request_parser p(max_head, max_body);
+  size_t pos = 0, step = 1;
+  for (;;) {
+    http_request r;
+    auto s = p.next(r);
+    if (s == http_request_parser::status::request) {
+      check(r.body.size() <= max_body);
+      const auto* cl = r.header("content-length");
+      check(cl ? std::stoul(*cl) == r.body.size() : r.body.empty());
+      check(!r.target.empty() && r.target[0] == '/');
+      continue;
+    }
+    if (s == http_request_parser::status::error) {
+      check(p.error_status() >= 400 && !p.error_message().empty());
+      return;
+    }
+    if (s == http_request_parser::status::send_continue) continue;
+    if (pos >= in.size()) return;
+    check(p.buffered_bytes() <= max_head + max_body + 64 + in.size());
+    step = 1 + static_cast<unsigned char>(in[pos]) % 64;
+    p.feed(in.substr(pos, step));
+    pos += step;
+  }
+}
+
+void fuzz_body(openai::endpoint ep, std::string_view body) {
+  const openai::served_models models{"m", {"lora-a"}, 128};
+  auto p = openai::parse_request(ep, body, models, "id-1");
+  if (!p.ok()) {
+    check(p.error.status == 400 || p.error.status == 404);
+    check(!p.error.message.empty() && !p.error.code.empty());
+    (void)nlohmann::json::parse(openai::error_body(p.error));  // throws (and fails) if not JSON
+    return;
+  }
+  check(p.req->n >= 1);
+  openai::response_builder b(ep, p, 1, [](int32_t id) { return std::string(1, static_cast<char>(id)); });
+  std::string out;
+  for (int32_t i = 0; i < p.req->n; ++i) {
+    token_event t;
+    t.id = p.req->id;
+    t.text = std::string(body.substr(0, 16));  // may be any bytes: the writer must keep JSON valid
+    t.ids = {i};
+    t.logprobs = logprob_info{-1.0, {{i, -1.0}}};
+    if (p.req->n > 1) t.index = i;
+    out += b.feed(t);
+    done_event d;
+    d.id = p.req->id;
+    d.reason = i % 2 ? finish_reason::length : finish_reason::stop;
+    d.has_output = !p.req->stream;
+    d.text = t.text + "<tool_call>";
+    d.ids = {i};
+    d.logprobs = {*t.logprobs};
+    if (p.req->n > 1) d.index = i;
+    out += b.feed(d);
+  }
+  check(b.complete());
+  if (!b.streaming()) {
+    (void)nlohmann::json::parse(out);
+    return;
+  }
+  size_t at = 0;
+  while ((at = out.find("data: ", at)) != std::string::npos) {
+    auto end = out.find("\n\n", at);
+    check(end != std::string::npos);
+    auto data = out.substr(at + 6, end - at - 6);
+    if (data != "[DONE]") (void)nlohmann::json::parse(data);
+    at = end + 2;
+  }
+  check(out.size() >= 14 && out.compare(out.size() - 14, 14, "data: [DONE]\n\n") == 0);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
+  switch (data[0] % 3) {
+    case 0: fuzz_http(in); break;
+    case 1: fuzz_body(openai::endpoint::chat, in); break;
+    default: fuzz_body(openai::endpoint::completion, in); break;
+  }
+  return 0;
+}
