@@ -86,6 +86,20 @@ struct gateway_state {
 
 using self_ptr = caf::io::stateful_broker<gateway_state>*;
 
+// Listens on [server] host:`port`; when it cannot, tells `bound` why (`what` names the listener)
+// and quits the broker.
+template <class Self>
+std::optional<std::pair<caf::io::accept_handle, uint16_t>> listen_on(Self* self, const serve::server_config& cfg,
+                                                                     int32_t port, const std::string& what,
+                                                                     std::promise<bind_result>* bound) {
+  auto res = self->add_tcp_doorman(static_cast<uint16_t>(port), cfg.host.c_str(), true);
+  if (res) return std::make_pair(res->first, res->second);
+  bound->set_value({0, "cannot listen on " + cfg.host + ":" + std::to_string(port) + what + ": " +
+                           self->system().render(res.error())});
+  self->quit();
+  return std::nullopt;
+}
+
 void write_bytes(self_ptr self, connection_handle hdl, const std::string& bytes) {
   auto& st = self->state;
   auto c = st.conns.find(hdl);
@@ -383,6 +397,11 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
                        wire::openai::models_body(served_models(*st.ctx), static_cast<int64_t>(std::time(nullptr))),
                        req.keep_alive);
   }
+  if (path == "/metrics") {  // where vLLM serves it, so its scrape configs work unchanged
+    if (req.method != "GET") return not_allowed("GET");
+    return http_answer(self, hdl, 200, "text/plain; version=0.0.4; charset=utf-8", st.ctx->metrics->render(),
+                       req.keep_alive);
+  }
   if (path == "/health") {
     if (req.method != "GET") return not_allowed("GET");
     return http_answer(self, hdl, st.draining ? 503 : 200, "application/json",
@@ -391,7 +410,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   if (!chat && !completion)
     return http_answer_error(self, hdl,
                              {404, "no endpoint " + std::string(path) +
-                                       " (served: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health)",
+                                       " (served: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /metrics)",
                               "not_found", ""},
                              req.keep_alive);
   if (req.method != "POST") return not_allowed("POST");
@@ -486,22 +505,12 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
   auto& st = self->state;
   st.ctx = ctx;
   st.workers = std::move(workers);
-  auto res = self->add_tcp_doorman(static_cast<uint16_t>(ctx->cfg.port), ctx->cfg.host.c_str(), true);
-  if (!res) {
-    bound->set_value({0, "cannot listen on " + ctx->cfg.host + ":" + std::to_string(ctx->cfg.port) + ": " +
-                             self->system().render(res.error())});
-    self->quit();
-    return {};
-  }
+  auto res = listen_on(self, ctx->cfg, ctx->cfg.port, "", bound);
+  if (!res) return {};
   st.doorman = res->first;
   if (ctx->cfg.http_port >= 0) {
-    auto h = self->add_tcp_doorman(static_cast<uint16_t>(ctx->cfg.http_port), ctx->cfg.host.c_str(), true);
-    if (!h) {
-      bound->set_value({0, "cannot listen on " + ctx->cfg.host + ":" + std::to_string(ctx->cfg.http_port) +
-                               " for the OpenAI-compatible API: " + self->system().render(h.error())});
-      self->quit();
-      return {};
-    }
+    auto h = listen_on(self, ctx->cfg, ctx->cfg.http_port, " for the OpenAI-compatible API", bound);
+    if (!h) return {};
     st.http_doorman = h->first;
     st.http_port = h->second;
     std::random_device rd;
@@ -646,13 +655,8 @@ void http_reply(http_ptr self, connection_handle hdl, const char* status, const 
 
 caf::behavior metrics_http(http_ptr self, context_ptr ctx, std::promise<bind_result>* bound) {
   self->state.ctx = ctx;
-  auto res = self->add_tcp_doorman(static_cast<uint16_t>(ctx->cfg.metrics_port), ctx->cfg.host.c_str(), true);
-  if (!res) {
-    bound->set_value({0, "cannot listen on " + ctx->cfg.host + ":" + std::to_string(ctx->cfg.metrics_port) +
-                             " for metrics: " + self->system().render(res.error())});
-    self->quit();
-    return {};
-  }
+  auto res = listen_on(self, ctx->cfg, ctx->cfg.metrics_port, " for metrics", bound);
+  if (!res) return {};
   bound->set_value({res->second, {}});
   return {
       [=](const caf::io::new_connection_msg& m) {

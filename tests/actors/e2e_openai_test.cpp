@@ -176,8 +176,8 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order) {
     auto j = completion_body(r, false);
     both += "POST /v1/completions HTTP/1.1\r\nContent-Length: " + std::to_string(j.size()) + "\r\n\r\n" + j;
   }
-  c.send(both + "GET /v1/models HTTP/1.1\r\n\r\n");
-  auto ra = c.read(), rb = c.read(), rm = c.read();
+  c.send(both + "GET /v1/models HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n");
+  auto ra = c.read(), rb = c.read(), rm = c.read(), rp = c.read();
   BOOST_TEST_REQUIRE(ra.status == 200, ra.body);
   BOOST_TEST_REQUIRE(rb.status == 200, rb.body);
   BOOST_TEST(ids_of(json::parse(ra.body)["choices"][0]["logprobs"]) == reference(tiny_dense(), a), boost::test_tools::per_element());
@@ -185,6 +185,9 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order) {
   auto models = json::parse(rm.body);
   BOOST_TEST(models["data"][0]["id"] == "tiny-dense");
   BOOST_TEST(models["data"][0]["max_model_len"] == 256);
+  // Prometheus text on the API's port too, where vLLM serves it; both requests are counted.
+  BOOST_TEST(rp.status == 200);
+  BOOST_TEST(rp.body.find("troupe:generation_tokens_total{model_name=\"tiny-dense\"} 11\n") != std::string::npos, rp.body.substr(0, 300));
 }
 
 BOOST_AUTO_TEST_CASE(bad_requests_get_openai_errors) {
@@ -251,6 +254,31 @@ BOOST_AUTO_TEST_CASE(a_client_leaving_mid_stream_frees_its_blocks) {
     BOOST_TEST(metric(*srv, "num_requests_running") == 1);
   }  // closes the socket
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(e2e_openai_ports)
+
+BOOST_AUTO_TEST_CASE(a_port_in_use_is_a_clear_start_error) {
+  auto a = start(test_config());
+  auto busy_http = test_config();
+  busy_http.http_port = a->http_port();
+  try {
+    start(busy_http);
+    BOOST_FAIL("a second server bound a port in use");
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    BOOST_TEST(what.find("cannot listen on 127.0.0.1:" + std::to_string(a->http_port()) +
+                         " for the OpenAI-compatible API") != std::string::npos, what);
+  }
+  auto off = test_config();
+  off.http_port = -1;
+  auto b = start(off);
+  BOOST_TEST(b->http_port() == 0);
+  BOOST_TEST(b->banner().find("OpenAI") == std::string::npos);
+  BOOST_TEST(a->banner().find("OpenAI-compatible API on http://127.0.0.1:" + std::to_string(a->http_port()) + "/v1") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
