@@ -8,8 +8,10 @@
 //   overhead    runtime overhead per step at 16 streams (loop - engine)  target < 5%
 //   chat        multi-turn chat resending the history, prefix cache on/off target >= 3x
 //               (not in the default list: it runs the workload twice)
+//   openai      16 streams through the OpenAI-compatible HTTP API vs the same
+//               requests over msgpack, one server (output tok/s)         >= 0.95x
 //
-//   serving_bench [--model DIR] [--scenarios scaling,static,prefill,overhead,chat] [--quick]
+//   serving_bench [--model DIR] [--scenarios scaling,static,prefill,overhead,chat,openai] [--quick]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +20,7 @@
 
 #include "actors/server.hpp"
 #include "bench/serving/load.hpp"
+#include "bench/serving/load_http.hpp"
 #include "examples/cpp/troupe_client.hpp"
 #include "runtime/model/random_checkpoint.hpp"
 
@@ -213,6 +216,30 @@ void overhead(const std::string& model, bool quick) {
   verdict("runtime overhead / step time", frac * 100, "<", 5, frac < 0.05);
 }
 
+// The OpenAI-compatible API's cost: 16 streams of the same requests over msgpack and over HTTP
+// (server-sent events, JSON per token, a connection per request), alternating on one server.
+void openai_vs_msgpack(const std::string& model, bool quick) {
+  std::printf("\n[openai] 16 streams, prompt 64, output 64 tokens, closed loop; msgpack and HTTP alternating\n");
+  std::mt19937_64 rng(5);
+  auto c = base_config();
+  c.http_port = 0;
+  auto srv = start(model, c);
+  std::vector<load_request> reqs(quick ? 16 : 32);
+  for (auto& r : reqs) r = {prompt(rng, 64), 64, 0};
+  run_load(srv->port(), reqs, 16);  // warm-up at full load (the first round ran 25% slow), both ways
+  run_load_http(srv->http_port(), reqs, 16);
+  double mp = 0, http = 0;
+  for (int round = 0; round < 2; ++round) {
+    auto m = summarize(run_load(srv->port(), reqs, 16));
+    print_summary("msgpack", m);
+    auto h = summarize(run_load_http(srv->http_port(), reqs, 16));
+    print_summary("OpenAI HTTP (SSE)", h);
+    mp += m.tok_per_s;
+    http += h.tok_per_s;
+  }
+  verdict("HTTP / msgpack (output tok/s)", http / mp, ">=", 0.95, http >= 0.95 * mp);
+}
+
 // Multi-turn chat through the server, with the prefix cache on and off: `conversations` clients
 // at once, each turn resending its whole history (a shared system prompt, then every earlier user
 // message and answer) plus a new user message, closed loop. Throughput = answer tokens / wall time.
@@ -299,7 +326,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   double t_long = 5.0;
   app.add_option("--model", model, "checkpoint directory (default: a random 44M-parameter Qwen3 made once)");
-  app.add_option("--scenarios", scenarios, "comma-separated: scaling, static, prefill, overhead, chat");
+  app.add_option("--scenarios", scenarios, "comma-separated: scaling, static, prefill, overhead, chat, openai");
   app.add_option("--prefill-chunk", g_chunk, "scheduler.max_prefill_tokens_while_decoding (default: the server's)");
   app.add_option("--slowdown-percent", g_slowdown, "scheduler.decode_slowdown_percent (0: the fixed cap; default: the server's)");
   app.add_option("--compute-dtype", g_compute, "model.compute_dtype: f32 (exact, the default) or bf16 (docs/engine.md)")
@@ -322,6 +349,7 @@ int main(int argc, char** argv) {
     else if (s == "prefill") prefill_interference(model, t_long);
     else if (s == "overhead") overhead(model, quick);
     else if (s == "chat") chat(model, shape);
+    else if (s == "openai") openai_vs_msgpack(model, quick);
     else {
       std::fprintf(stderr, "unknown scenario '%s'\n", s.c_str());
       return 2;
