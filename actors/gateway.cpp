@@ -45,6 +45,7 @@ struct http_conn {
   std::string client_id;                                 // its id
   bool head_sent = false;                                // a streamed response has begun
   bool keep_alive = true;
+  bool pumping = false;  // http_pump is on the stack: a response that ends inside it needs no second pump
 };
 
 struct conn_state {
@@ -434,8 +435,23 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   on_request(self, hdl, wire::request{std::move(*parsed.req)});
 }
 
-// Starts the connection's next complete request unless one is being answered.
+// Starts the connection's next complete request unless one is being answered. Requests answered
+// at once (refused while draining, say) loop here instead of recursing through http_finished, so
+// a thousand pipelined ones cannot exhaust the stack.
 void http_pump(self_ptr self, connection_handle hdl) {
+  {
+    auto c = self->state.conns.find(hdl);
+    if (c == self->state.conns.end() || c->second.http->pumping) return;
+    c->second.http->pumping = true;
+  }
+  struct unmark {
+    self_ptr self;
+    connection_handle hdl;
+    ~unmark() {
+      auto c = self->state.conns.find(hdl);
+      if (c != self->state.conns.end()) c->second.http->pumping = false;
+    }
+  } guard{self, hdl};
   for (;;) {
     auto c = self->state.conns.find(hdl);
     if (c == self->state.conns.end() || c->second.http->reply) return;

@@ -190,6 +190,25 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order) {
   BOOST_TEST(rp.body.find("troupe:generation_tokens_total{model_name=\"tiny-dense\"} 11\n") != std::string::npos, rp.body.substr(0, 300));
 }
 
+BOOST_AUTO_TEST_CASE(many_pipelined_requests_refused_at_once) {
+  // Each asks for more completions than the connection may run, so the gateway answers it while
+  // reading it: 3,000 of them in a row must neither recurse nor reorder.
+  auto c = test_config();
+  c.max_requests_per_connection = 1;
+  auto srv = start(c);
+  const std::string body = R"({"prompt": [1], "n": 2})";
+  std::string one = "POST /v1/completions HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string all;
+  for (int i = 0; i < 3000; ++i) all += one;
+  http_client h(srv->http_port());
+  h.send(all + "GET /health HTTP/1.1\r\n\r\n");
+  for (int i = 0; i < 3000; ++i) {
+    auto r = h.read();
+    if (r.status != 429) BOOST_FAIL("response " << i << ": " << r.status << " " << r.body);
+  }
+  BOOST_TEST(h.read().status == 200);
+}
+
 BOOST_AUTO_TEST_CASE(bad_requests_get_openai_errors) {
   auto c = test_config();
   c.max_frame_bytes = 4096;
