@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <cctype>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -41,13 +42,17 @@ class http_client {
     buf_.erase(0, end + 4);
     r.status = std::stoi(r.head.substr(9, 3));
     if (r.status == 100) return read(timeout);
+    // Header names in any case (HAProxy, for one, writes them in lower case); `name` is lower case.
+    std::string lower_head = r.head;
+    for (auto& ch : lower_head) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     auto header = [&](const std::string& name) -> std::string {
-      auto p = r.head.find("\r\n" + name + ": ");
+      auto p = lower_head.find("\r\n" + name + ":");
       if (p == std::string::npos) return "";
-      p += name.size() + 4;
+      p += name.size() + 3;
+      while (p < r.head.size() && r.head[p] == ' ') ++p;
       return r.head.substr(p, r.head.find("\r\n", p) - p);
     };
-    if (header("Transfer-Encoding") == "chunked") {
+    if (header("transfer-encoding") == "chunked") {
       for (;;) {
         size_t eol;
         while ((eol = buf_.find("\r\n")) == std::string::npos) fill();
@@ -58,12 +63,12 @@ class http_client {
         if (n == 0) break;
       }
     } else {
-      const size_t n = std::stoul(header("Content-Length"));
+      const size_t n = std::stoul(header("content-length"));
       while (buf_.size() < n) fill();
       r.body = buf_.substr(0, n);
       buf_.erase(0, n);
     }
-    r.closed = header("Connection") == "close";
+    r.closed = header("connection") == "close";
     return r;
   }
 

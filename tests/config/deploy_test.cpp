@@ -22,6 +22,7 @@
 #include "runtime/wire/event_codec.hpp"
 #include "runtime/wire/frame.hpp"
 #include "runtime/wire/request_codec.hpp"
+#include "tests/actors/http_client.hpp"
 #include "tests/runtime/prefix/redis_server.hpp"
 #include "tests/runtime/prefix/replica_checks.hpp"
 #include "tests/runtime/prefix/replica_process.hpp"
@@ -77,12 +78,16 @@ uint16_t free_port() {
 // haproxy -db -f config/deploy/haproxy.cfg, the addresses in its environment as the file reads them.
 class haproxy_process {
  public:
-  haproxy_process(uint16_t bind_port, uint16_t replica1, uint16_t replica2) : port_(bind_port) {
+  haproxy_process(const replica_process& r1, const replica_process& r2)
+      : port_(free_port()), http_port_(free_port()) {
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) env.emplace_back(*e);
-    env.push_back("TROUPE_LB_BIND=127.0.0.1:" + std::to_string(bind_port));
-    env.push_back("TROUPE_REPLICA_1=127.0.0.1:" + std::to_string(replica1));
-    env.push_back("TROUPE_REPLICA_2=127.0.0.1:" + std::to_string(replica2));
+    env.push_back("TROUPE_LB_BIND=127.0.0.1:" + std::to_string(port_));
+    env.push_back("TROUPE_REPLICA_1=127.0.0.1:" + std::to_string(r1.port()));
+    env.push_back("TROUPE_REPLICA_2=127.0.0.1:" + std::to_string(r2.port()));
+    env.push_back("TROUPE_LB_HTTP_BIND=127.0.0.1:" + std::to_string(http_port_));
+    env.push_back("TROUPE_REPLICA_1_HTTP=127.0.0.1:" + std::to_string(r1.http_port()));
+    env.push_back("TROUPE_REPLICA_2_HTTP=127.0.0.1:" + std::to_string(r2.http_port()));
     std::vector<std::string> args = {TROUPE_HAPROXY, "-db", "-f", deploy_dir + "/haproxy.cfg"};
     std::vector<char*> argv, envp;
     for (auto& a : args) argv.push_back(a.data());
@@ -98,6 +103,7 @@ class haproxy_process {
     ::waitpid(pid_, &st, 0);
   }
   uint16_t port() const { return port_; }
+  uint16_t http_port() const { return http_port_; }
 
   // Until a health request through the balancer is answered "ok" (10 s at most).
   bool wait_ready() const {
@@ -112,9 +118,23 @@ class haproxy_process {
     return false;
   }
 
+  // Until both replicas pass the HTTP health check (HAProxy answers 503 while none has).
+  bool wait_http_ready() const {
+    for (int i = 0; i < 200; ++i) {
+      try {
+        troupe::e2e::http_client c(http_port_);
+        c.get("/health");
+        if (c.read(std::chrono::seconds(5)).status == 200) return true;
+      } catch (const std::exception&) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
  private:
   pid_t pid_ = -1;
-  uint16_t port_;
+  uint16_t port_, http_port_;
 };
 
 // One request on its own connection through the balancer (the balancer places connections).
@@ -146,7 +166,7 @@ BOOST_AUTO_TEST_CASE(replicas_behind_haproxy_share_a_cache_and_survive_a_crash) 
   const std::vector<std::string> flags = {"--model", replica_model_dir, "--num-kv-blocks", "128", "--max-model-len", "512",
                                           "--redis", redis.url()};
   replica_process r1(flags), r2(flags);
-  haproxy_process lb(free_port(), r1.port(), r2.port());
+  haproxy_process lb(r1, r2);
   BOOST_TEST_REQUIRE(lb.wait_ready());
   const double served_before = metric_sum(r1.metrics_port(), "request_success_total") +
                                metric_sum(r2.metrics_port(), "request_success_total");
@@ -169,6 +189,36 @@ BOOST_AUTO_TEST_CASE(replicas_behind_haproxy_share_a_cache_and_survive_a_crash) 
   BOOST_TEST(s1 >= 1.0);
   BOOST_TEST(s2 >= 1.0);
   BOOST_TEST(s1 + s2 == served_before + 8.0);
+
+  // The OpenAI-compatible API through the balancer's HTTP frontend: streamed and whole, on
+  // keep-alive connections, the same tokens (a model without a tokenizer names them token_id:N).
+  BOOST_TEST_REQUIRE(lb.wait_http_ready());
+  auto ids_of = [](const nlohmann::json& logprobs) {
+    std::vector<int32_t> out;
+    for (const auto& t : logprobs["tokens"]) out.push_back(std::stoi(t.get<std::string>().substr(9)));
+    return out;
+  };
+  {
+    troupe::e2e::http_client c(lb.http_port());
+    for (size_t i = 0; i < 4; ++i) {
+      const bool stream = i % 2;
+      nlohmann::json body = {{"prompt", prompts[i]}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", 0}, {"stream", stream}};
+      c.post("/v1/completions", body.dump());
+      auto r = c.read();
+      BOOST_TEST_REQUIRE(r.status == 200, r.body);
+      std::vector<int32_t> ids;
+      if (!stream) {
+        ids = ids_of(nlohmann::json::parse(r.body)["choices"][0]["logprobs"]);
+      } else {
+        for (size_t at = 0; (at = r.body.find("data: {", at)) != std::string::npos; ++at) {
+          auto j = nlohmann::json::parse(r.body.substr(at + 6, r.body.find("\n\n", at) - at - 6));
+          if (!j["choices"][0]["logprobs"].is_null())
+            for (int32_t t : ids_of(j["choices"][0]["logprobs"])) ids.push_back(t);
+        }
+      }
+      BOOST_TEST(ids == cold(prompts[i], 6), boost::test_tools::per_element());
+    }
+  }
 
   // A shared prefix is computed once, whichever replica the next connection lands on: its
   // own pool or Redis holds the 12 full blocks of the 200 shared tokens.

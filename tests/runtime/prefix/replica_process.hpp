@@ -50,6 +50,7 @@ class replica_process {
     }
     port_ = number_after("listening on 127.0.0.1:");
     metrics_port_ = number_after("metrics on http://127.0.0.1:");
+    http_port_ = number_after("OpenAI-compatible API on http://127.0.0.1:");
   }
   ~replica_process() { stop(); }
 
@@ -66,6 +67,7 @@ class replica_process {
   void crash() { stop(SIGKILL); }
   uint16_t port() const { return port_; }
   uint16_t metrics_port() const { return metrics_port_; }
+  uint16_t http_port() const { return http_port_; }
   const std::string& banner() const { return banner_; }
 
  private:
@@ -77,7 +79,7 @@ class replica_process {
   pid_t pid_ = -1;
   int out_ = -1;
   std::string banner_;
-  uint16_t port_ = 0, metrics_port_ = 0;
+  uint16_t port_ = 0, metrics_port_ = 0, http_port_ = 0;
 };
 
 }  // namespace troupe::testing
