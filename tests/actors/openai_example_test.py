@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""examples/python/openai_chat.py against the real `troupe serve` binary (a model with the real
+Qwen3 tokenizer): streamed and whole it prints the same answer, which is the `content` a plain
+POST /v1/chat/completions returns; an unknown model is reported with the server's message and a
+non-zero exit.
+
+usage: openai_example_test.py TROUPE_BINARY SOURCE_DIR
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+
+troupe, source = sys.argv[1], sys.argv[2]
+model = os.path.join(source, "tests", "data", "golden", "e2e-full-vocab")
+tokenizer = os.path.join(source, "models", "qwen3-tokenizer")
+example = os.path.join(source, "examples", "python", "openai_chat.py")
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+server = subprocess.Popen([troupe, "serve", "--model", model, "--tokenizer", tokenizer, "--port", "0", "--metrics-port", "-1",
+                           "--http-port", "0", "--num-kv-blocks", "64", "--max-model-len", "512"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+port = None
+for line in server.stdout:
+    m = re.search(r"OpenAI-compatible API on http://127\.0\.0\.1:(\d+)/v1", line)
+    if m:
+        port = int(m.group(1))
+    if "ready" in line:
+        break
+try:
+    check(port is not None, "the banner names the API's port")
+    base = f"http://127.0.0.1:{port}/v1"
+    body = {"messages": [{"role": "user", "content": "Tell me a story"}], "max_tokens": 10, "temperature": 0,
+            "ignore_eos": True}
+    req = urllib.request.Request(base + "/chat/completions", data=json.dumps(body).encode())
+    want = json.load(urllib.request.urlopen(req))["choices"][0]["message"]["content"]
+    check(len(want) > 0, "a plain POST answers")
+    run = lambda *a: subprocess.run([sys.executable, example, "--base-url", base, "--max-tokens", "10", "--temperature", "0",
+                                     *a], capture_output=True, text=True, timeout=60)
+    streamed, whole = run("Tell me a story"), run("--no-stream", "Tell me a story")
+    # ignore_eos is not the example's: the model may stop earlier, never later, than the plain POST.
+    got = streamed.stdout.rstrip("\n")
+    check(streamed.returncode == 0 and got.strip() and want.startswith(got), "streamed: " + repr(streamed.stdout))
+    check(whole.returncode == 0 and whole.stdout == streamed.stdout, "whole equals streamed: " + repr(whole.stdout))
+    bad = run("--model", "no-such-model", "hi")
+    check(bad.returncode != 0 and "no-such-model" in bad.stderr, "an unknown model: " + bad.stderr.strip())
+finally:
+    server.terminate()
+    server.wait(timeout=30)
+
+sys.exit(1 if failures else 0)
