@@ -181,6 +181,14 @@ void apply_backpressure(self_ptr self, connection_handle hdl) {
   }
 }
 
+// Compares a secret in time that does not depend on where `given` first differs from `want`
+// (non-empty).
+bool same_secret(std::string_view given, const std::string& want) {
+  unsigned diff = want.size() != given.size();
+  for (size_t i = 0; i < given.size(); ++i) diff |= static_cast<unsigned>(given[i] ^ want[i % want.size()]);
+  return diff == 0;
+}
+
 // Admin: swap the scheduling policy (docs/plugins.md). Only with the server's admin token; the
 // scheduler loads and installs it between two steps and answers through the worker it delegates to.
 void on_set_policy(self_ptr self, connection_handle hdl, wire::set_policy_request&& r) {
@@ -189,9 +197,7 @@ void on_set_policy(self_ptr self, connection_handle hdl, wire::set_policy_reques
   if (want.empty())
     return write_error(self, hdl, wire::error_code::forbidden,
                        "admin requests are disabled on this server (set [server] admin_token to enable them)", r.id);
-  unsigned diff = want.size() != r.token.size();
-  for (size_t i = 0; i < r.token.size(); ++i) diff |= static_cast<unsigned>(r.token[i] ^ want[i % want.size()]);
-  if (diff) return write_error(self, hdl, wire::error_code::forbidden, "wrong admin token", r.id);
+  if (!same_secret(r.token, want)) return write_error(self, hdl, wire::error_code::forbidden, "wrong admin token", r.id);
   std::string id = r.id;
   self->request(st.workers.at(0), std::chrono::seconds(60), set_policy_msg{std::move(r.policy), std::move(r.config)})
       .then(
@@ -392,6 +398,16 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
                       {405, "use " + std::string(method) + " for " + std::string(path), "method_not_allowed", ""},
                       req.keep_alive);
   };
+  if (const auto& key = st.ctx->cfg.api_key; !key.empty() && path.rfind("/v1/", 0) == 0) {
+    const std::string* auth = req.header("authorization");
+    constexpr std::string_view bearer = "Bearer ";
+    if (!auth || auth->compare(0, bearer.size(), bearer) != 0 ||
+        !same_secret(std::string_view(*auth).substr(bearer.size()), key))
+      return http_answer_error(self, hdl,
+                               {401, auth ? "wrong API key" : "this server needs an API key: 'Authorization: Bearer KEY'",
+                                "invalid_api_key", ""},
+                               req.keep_alive);
+  }
   if (path == "/v1/models") {
     if (req.method != "GET") return not_allowed("GET");
     return http_answer(self, hdl, 200, "application/json",

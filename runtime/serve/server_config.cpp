@@ -48,6 +48,7 @@ const std::vector<knob>& knobs() {
       {"server", "actor_threads", &server_config::actor_threads, 1, 256},
       {"server", "actor_scheduling", &server_config::actor_scheduling},
       {"server", "admin_token", &server_config::admin_token},
+      {"server", "api_key", &server_config::api_key},
       {"model", "served_model_name", &server_config::served_model_name},
       {"model", "max_model_len", &server_config::max_model_len, 0, i32max},
       {"model", "default_max_tokens", &server_config::default_max_tokens, 1, i32max},

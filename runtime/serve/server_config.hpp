@@ -32,6 +32,7 @@ struct server_config {
   // on a machine with as many cores as engine threads they took ~25% of the engine's time).
   std::string actor_scheduling = "sharing";
   std::string admin_token;         // "" = admin requests (set_policy) are refused
+  std::string api_key;             // "" = the OpenAI API's /v1 requests need no Authorization header
   // [model]
   std::string served_model_name;   // "" = the model directory's name
   int32_t max_model_len = 0;       // 0 = the model's context length (model_config::context_length)

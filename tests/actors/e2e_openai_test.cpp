@@ -277,6 +277,38 @@ BOOST_AUTO_TEST_CASE(a_client_leaving_mid_stream_frees_its_blocks) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_SUITE(e2e_openai_keys)
+
+BOOST_AUTO_TEST_CASE(an_api_key_guards_v1_and_only_v1) {
+  auto c = test_config();
+  c.api_key = "s3cret-key";
+  auto srv = start(c);
+  BOOST_TEST(srv->banner().find("API key required") != std::string::npos);
+  const std::string body = R"({"prompt": [1, 2], "max_tokens": 2})";
+  auto post = [&](const std::string& auth) {
+    return "POST /v1/completions HTTP/1.1\r\n" + auth + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  http_client h(srv->http_port());
+  for (const std::string auth : {"", "Authorization: Bearer s3cret-kez\r\n", "Authorization: s3cret-key\r\n",
+                                 "Authorization: Bearer s3cret-key-and-more\r\n", "Authorization: Bearer \r\n"}) {
+    h.send(post(auth));
+    auto r = h.read();
+    BOOST_TEST(r.status == 401, auth);
+    BOOST_TEST(json::parse(r.body)["error"]["code"] == "invalid_api_key");
+  }
+  h.send("GET /v1/models HTTP/1.1\r\n\r\n");
+  BOOST_TEST(h.read().status == 401);
+  h.send(post("authorization: Bearer s3cret-key\r\n"));  // header names in any case
+  auto ok = h.read();
+  BOOST_TEST(ok.status == 200, ok.body);
+  h.send("GET /health HTTP/1.1\r\n\r\n");
+  BOOST_TEST(h.read().status == 200);
+  h.send("GET /metrics HTTP/1.1\r\n\r\n");
+  BOOST_TEST(h.read().status == 200);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_AUTO_TEST_SUITE(e2e_openai_ports)
 
 BOOST_AUTO_TEST_CASE(a_port_in_use_is_a_clear_start_error) {

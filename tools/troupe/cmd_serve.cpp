@@ -3,6 +3,7 @@
 // --model it serves a demo model with random weights, made once in ./demo-model.
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <pthread.h>
@@ -36,7 +37,7 @@ int run_serve(int argc, char** argv) {
   auto& c = opts.cfg;
   std::string config_file;
   std::vector<std::string> sets;
-  std::optional<std::string> host, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
+  std::optional<std::string> host, api_key, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
       rope_scaling;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
       speculative_tokens;
@@ -49,6 +50,9 @@ int run_serve(int argc, char** argv) {
   app.add_option("--port", port, "client protocol port (0 = any free port)");
   app.add_option("--metrics-port", metrics_port, "Prometheus /metrics port (0 = any, -1 = off)");
   app.add_option("--http-port", http_port, "OpenAI-compatible HTTP API port (default 8000; 0 = any, -1 = off)");
+  app.add_option("--api-key", api_key,
+                 "key the OpenAI API's /v1 requests must carry as 'Authorization: Bearer KEY' (server.api_key; "
+                 "also from the environment variable TROUPE_API_KEY)");
   app.add_option("--max-model-len", max_model_len, "prompt + output tokens per request");
   app.add_option("--max-num-seqs", max_num_seqs, "sequences per step");
   app.add_option("--max-num-batched-tokens", max_num_batched_tokens, "tokens per step");
@@ -89,6 +93,8 @@ int run_serve(int argc, char** argv) {
   if (!config_file.empty()) serve::load_file(c, config_file);
   for (const auto& s : sets) serve::apply_override(c, s);
   if (host) c.host = *host;
+  if (const char* env = std::getenv("TROUPE_API_KEY"); env && !api_key) c.api_key = env;
+  if (api_key) c.api_key = *api_key;
   if (port) serve::apply_override(c, "server.port=" + std::to_string(*port));
   if (metrics_port) serve::apply_override(c, "server.metrics_port=" + std::to_string(*metrics_port));
   if (http_port) serve::apply_override(c, "server.http_port=" + std::to_string(*http_port));
