@@ -70,6 +70,8 @@ ojson messages(const ojson& m) {
       if (k == "name" || k == "tool_call_id") continue;  // Qwen3's template does not print them
       if (k == "content")
         t[k] = v.is_null() ? (msg.contains("tool_calls") ? v : ojson("")) : message_content(v, where + ".content");
+      else if (k == "role" && v == "developer")
+        t[k] = "system";  // OpenAI's newer name for the system turn
       else
         t[k] = v;  // role, reasoning_content, tool_calls; anything else the decoder names
     }

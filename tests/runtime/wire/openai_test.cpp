@@ -102,6 +102,9 @@ BOOST_AUTO_TEST_CASE(defaults_adapters_and_tool_choice_none) {
   BOOST_TEST(!p.req->stream);  // OpenAI's default
   BOOST_TEST(!p.req->logprobs.has_value());
   BOOST_TEST(!p.include_usage);
+  auto d = chat(R"({"messages": [{"role": "developer", "content": "Rules."}, {"role": "user", "content": "q"}]})");
+  BOOST_TEST_REQUIRE(d.ok(), d.error.message);
+  BOOST_TEST(d.req->messages[0].role == "system");  // OpenAI's newer name for it
   auto q = chat(R"({"messages": [{"role": "user", "content": "q"}]})");  // no model: the served one
   BOOST_TEST_REQUIRE(q.ok(), q.error.message);
   BOOST_TEST(q.model == "qwen3");
