@@ -446,6 +446,17 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
       return std::string();
     }
   });
+  if (parsed.echo) {  // the prompt as text and as ids, whichever form it came in
+    const auto& g = *parsed.req;
+    std::vector<int32_t> ids = g.prompt_ids;
+    std::string text = g.prompt;
+    try {
+      if (tok && g.kind == wire::prompt_kind::ids) text = tok->decode(ids);
+      if (tok && g.kind == wire::prompt_kind::text) ids = tok->encode(text);
+    } catch (const std::exception&) {  // ids past the vocabulary: the request fails with its own error
+    }
+    h.reply->set_echo_prompt(std::move(text), std::move(ids));
+  }
   h.client_id = id;
   h.head_sent = false;
   on_request(self, hdl, wire::request{std::move(*parsed.req)});

@@ -216,7 +216,7 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
         w["logprobs"] = v;
       } else if (!chat && k == "echo") {
         want(v, v.is_boolean(), k, "a boolean");
-        if (v.get<bool>()) refuse("unsupported", k, "echo is not supported (prompt_logprobs over the msgpack protocol scores a prompt)");
+        out.echo = v.get<bool>();
       } else if (!chat && k == "suffix") {
         want(v, v.is_string(), k, "a string");
         if (!v.get<std::string>().empty()) refuse("unsupported", k, "suffix (fill-in-the-middle) is not supported");
@@ -232,6 +232,15 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
     if (chat && !b.contains("messages")) refuse("missing_field", "messages", "a chat completion needs field 'messages'");
     if (!chat && !b.contains("prompt")) refuse("missing_field", "prompt", "a completion needs field 'prompt'");
     if (drop_tools) w.erase("tools");
+    if (out.echo) {
+      if (w["stream"] == true) refuse("unsupported", "echo", "echo is supported without stream only");
+      if (w.contains("logprobs")) w["prompt_logprobs"] = w["logprobs"];
+      // max_tokens 0 scores the prompt alone (vLLM's form): one token is generated and left out.
+      if (w.contains("max_tokens") && w["max_tokens"] == 0) {
+        w["max_tokens"] = 1;
+        out.prompt_only = true;
+      }
+    }
     if (top_logprobs && !logprobs_on) refuse("invalid_value", "top_logprobs", "top_logprobs needs logprobs: true");
     if (logprobs_on) w["logprobs"] = top_logprobs ? *top_logprobs : ojson(0);
     if (!so.empty()) {
@@ -321,10 +330,39 @@ response_builder::response_builder(endpoint ep, const parsed_request& p, int64_t
       include_reasoning_(p.include_reasoning),
       has_tools_(!p.req->tools_json.empty()),
       want_logprobs_(p.req->logprobs.has_value()),
+      echo_(p.echo),
+      prompt_only_(p.prompt_only),
       n_(p.req->n),
       token_bytes_(std::move(token_bytes)),
       choices_(static_cast<size_t>(p.req->n)),
       remaining_(p.req->n) {}
+
+void response_builder::set_echo_prompt(std::string text, std::vector<int32_t> ids) {
+  echo_text_ = std::move(text);
+  echo_ids_ = std::move(ids);
+}
+
+std::string response_builder::completion_logprobs(const std::vector<int32_t>& ids,
+                                                  const std::vector<const logprob_info*>& lps) const {
+  ojson tokens = ojson::array(), token_lps = ojson::array(), tops = ojson::array(), offsets = ojson::array();
+  size_t text_offset = 0;
+  for (size_t i = 0; i < std::min(ids.size(), lps.size()); ++i) {
+    auto tok = token_bytes_(ids[i]);
+    tokens.push_back(tok);
+    if (lps[i]) {
+      token_lps.push_back(lps[i]->logprob);
+      ojson top = ojson::object();
+      for (const auto& [id, lp] : lps[i]->top) top[token_bytes_(id)] = lp;
+      tops.push_back(top);
+    } else {
+      token_lps.push_back(nullptr);
+      tops.push_back(nullptr);
+    }
+    offsets.push_back(text_offset);
+    text_offset += tok.size();
+  }
+  return dump(ojson{{"tokens", tokens}, {"token_logprobs", token_lps}, {"top_logprobs", tops}, {"text_offset", offsets}});
+}
 
 std::string response_builder::logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps,
                                             size_t text_offset) const {
@@ -448,7 +486,7 @@ std::string response_builder::on_done(done_event&& d) {
     usage_.prompt_tokens = d.usage.prompt_tokens;
     usage_.cached_prompt_tokens = d.usage.cached_prompt_tokens;
   }
-  usage_.completion_tokens += d.usage.completion_tokens;
+  if (!prompt_only_) usage_.completion_tokens += d.usage.completion_tokens;
   --remaining_;
   std::string out;
   const bool calls = !d.tool_calls.empty();
@@ -535,9 +573,27 @@ std::string response_builder::final_body() {
       }
       c["message"] = m;
     } else {
-      c["text"] = ch.text;
+      c["text"] = (echo_ ? echo_text_ : "") + (prompt_only_ ? "" : ch.text);
     }
-    c["logprobs"] = want_logprobs_ ? ojson::parse(logprobs_json(ch.ids, ch.logprobs, 0)) : ojson(nullptr);
+    if (!want_logprobs_) {
+      c["logprobs"] = nullptr;
+    } else if (!echo_) {
+      c["logprobs"] = ojson::parse(logprobs_json(ch.ids, ch.logprobs, 0));
+    } else {
+      // The prompt's tokens first: the first has no logprob (nothing predicts it), each other
+      // one the logprob the model gave it; then the completion's, unless it is left out.
+      std::vector<int32_t> ids = echo_ids_;
+      std::vector<const logprob_info*> lps;
+      const auto& pl = ch.last.prompt_logprobs;
+      for (size_t t = 0; t < echo_ids_.size(); ++t)
+        lps.push_back(t > 0 && pl && t - 1 < pl->size() ? &(*pl)[t - 1] : nullptr);
+      if (!prompt_only_)
+        for (size_t t = 0; t < ch.ids.size() && t < ch.logprobs.size(); ++t) {
+          ids.push_back(ch.ids[t]);
+          lps.push_back(&ch.logprobs[t]);
+        }
+      c["logprobs"] = ojson::parse(completion_logprobs(ids, lps));
+    }
     c["finish_reason"] = finish_name(ch.last.reason, calls);
     cs.push_back(c);
   }

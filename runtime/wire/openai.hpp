@@ -42,6 +42,10 @@ struct parsed_request {
   api_error error;
   bool include_usage = false;  // stream_options.include_usage: a last chunk carries the usage
   bool include_reasoning = true;  // chat: the thinking comes back as reasoning_content
+  // completions: `echo`: the prompt comes back ahead of the completion (and its tokens' logprobs
+  // with `logprobs`); with max_tokens 0 (scoring a text) the one token generated is left out.
+  bool echo = false;
+  bool prompt_only = false;
   std::string model;  // the name to answer with
   bool ok() const noexcept { return req.has_value(); }
 };
@@ -65,6 +69,8 @@ class response_builder {
   response_builder(endpoint ep, const parsed_request& p, int64_t created, token_bytes_fn token_bytes);
 
   std::string feed(const event& e);
+  // For an `echo` request: the prompt's text and token ids (the gateway tokenizes a text prompt).
+  void set_echo_prompt(std::string text, std::vector<int32_t> ids);
 
   bool complete() const noexcept { return complete_; }
   int status() const noexcept { return status_; }
@@ -91,11 +97,15 @@ class response_builder {
   std::string finish_stream();
   std::string final_body();
   std::string logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps, size_t text_offset) const;
+  // The completions form over ids whose logprobs may be missing (null: the first prompt token).
+  std::string completion_logprobs(const std::vector<int32_t>& ids, const std::vector<const logprob_info*>& lps) const;
 
   endpoint ep_;
   std::string id_, model_;
   int64_t created_;
-  bool stream_, include_usage_, include_reasoning_, has_tools_, want_logprobs_;
+  bool stream_, include_usage_, include_reasoning_, has_tools_, want_logprobs_, echo_, prompt_only_;
+  std::string echo_text_;
+  std::vector<int32_t> echo_ids_;
   int32_t n_;
   token_bytes_fn token_bytes_;
   std::vector<choice> choices_;

@@ -119,6 +119,35 @@ BOOST_AUTO_TEST_CASE(n_completions_in_one_response) {
   BOOST_TEST(j["usage"]["completion_tokens"] == 18);
 }
 
+BOOST_AUTO_TEST_CASE(echo_scores_a_prompt_as_prompt_logprobs_do) {
+  // What eval harnesses send to score a text: echo, logprobs, max_tokens 0.
+  auto srv = start(test_config());
+  const std::vector<int32_t> prompt = {17, 4, 99, 250, 3, 3, 1000};
+  auto m = ids_request("m", prompt, 1);
+  m.prompt_logprobs = 2;
+  m.stream = false;
+  client::client cl("127.0.0.1", srv->port());
+  auto ref = cl.complete(m);
+  BOOST_TEST_REQUIRE(ref.done.prompt_logprobs.has_value());
+  http_client c(srv->http_port());
+  c.post("/v1/completions", json({{"prompt", prompt}, {"echo", true}, {"logprobs", 2}, {"max_tokens", 0}}).dump());
+  auto w = c.read();
+  BOOST_TEST_REQUIRE(w.status == 200, w.body);
+  auto j = json::parse(w.body);
+  const auto& lp = j["choices"][0]["logprobs"];
+  BOOST_TEST(ids_of(lp) == prompt, boost::test_tools::per_element());
+  BOOST_TEST_REQUIRE(lp["token_logprobs"].size() == prompt.size());
+  BOOST_TEST(lp["token_logprobs"][0].is_null());
+  for (size_t i = 1; i < prompt.size(); ++i) {
+    const auto& want = (*ref.done.prompt_logprobs)[i - 1];
+    BOOST_TEST(lp["token_logprobs"][i].get<double>() == want.logprob);
+    BOOST_TEST(lp["top_logprobs"][i].size() == want.top.size());
+    BOOST_TEST(lp["top_logprobs"][i]["token_id:" + std::to_string(want.top[0].first)].get<double>() == want.top[0].second);
+  }
+  BOOST_TEST(j["usage"]["completion_tokens"] == 0);
+  BOOST_TEST(j["usage"]["prompt_tokens"] == prompt.size());
+}
+
 BOOST_AUTO_TEST_CASE(chat_gives_the_protocols_text) {
   auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
   const json messages = {{{"role", "system"}, {"content", "Be brief."}},

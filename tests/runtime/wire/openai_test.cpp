@@ -163,7 +163,6 @@ BOOST_AUTO_TEST_CASE(bad_requests_name_what_is_wrong) {
       {R"({"messages": [{"role": "user", "content": "q"}], "chat_template_kwargs": {"x": 1}})", true, 400, "unsupported", "chat_template_kwargs.x"},
       {R"({"messages": [{"role": "user", "content": "q"}], "stream": "yes"})", true, 400, "wrong_type", "stream"},
       {R"({"prompt": ["a", "b"]})", false, 400, "unsupported", "batch"},
-      {R"({"prompt": "a", "echo": true})", false, 400, "unsupported", "echo"},
       {R"({"prompt": "a", "suffix": "z"})", false, 400, "unsupported", "suffix"},
       {R"({"prompt": "a", "best_of": 3})", false, 400, "unsupported", "best_of"},
       {R"({"prompt": {"a": 1}})", false, 400, "wrong_type", "prompt"},
@@ -361,6 +360,54 @@ BOOST_AUTO_TEST_CASE(n_completions_gathered_in_one_body) {
   BOOST_TEST(lp["token_logprobs"][1] == -1.0);
   BOOST_TEST(lp["top_logprobs"][1]["t9"] == -0.25);
   BOOST_TEST(lp["text_offset"][1] == 2);
+}
+
+BOOST_AUTO_TEST_CASE(echo_scores_the_prompt) {
+  auto p = completion(R"({"prompt": [3, 4, 5], "echo": true, "logprobs": 1, "max_tokens": 0})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(p.echo);
+  BOOST_TEST(p.prompt_only);
+  BOOST_TEST(*p.req->max_tokens == 1);  // one token is generated and left out
+  BOOST_TEST(*p.req->prompt_logprobs == 1);
+  oa::response_builder b(oa::endpoint::completion, p, 5, token_text);
+  b.set_echo_prompt("t3t4t5", {3, 4, 5});
+  auto d = done(wire::finish_reason::length, 3, 1);
+  d.has_output = true;
+  d.text = "t9";
+  d.ids = {9};
+  d.logprobs = {{-2.0, {{9, -2.0}}}};
+  d.prompt_logprobs = std::vector<wire::logprob_info>{{-1.5, {{4, -1.5}}}, {-0.5, {{5, -0.5}}}};
+  auto j = json::parse(b.feed(d));
+  const auto& c = j["choices"][0];
+  BOOST_TEST(c["text"] == "t3t4t5");
+  BOOST_TEST((c["logprobs"]["tokens"] == json::array({"t3", "t4", "t5"})));
+  BOOST_TEST(c["logprobs"]["token_logprobs"][0].is_null());
+  BOOST_TEST(c["logprobs"]["token_logprobs"][1] == -1.5);
+  BOOST_TEST(c["logprobs"]["token_logprobs"][2] == -0.5);
+  BOOST_TEST(c["logprobs"]["top_logprobs"][0].is_null());
+  BOOST_TEST(c["logprobs"]["top_logprobs"][2]["t5"] == -0.5);
+  BOOST_TEST((c["logprobs"]["text_offset"] == json::array({0, 2, 4})));
+  BOOST_TEST(j["usage"]["completion_tokens"] == 0);
+
+  // With a completion the echo comes first, then the completion's tokens.
+  auto q = completion(R"({"prompt": [3, 4], "echo": true, "logprobs": 0, "max_tokens": 1})");
+  BOOST_TEST_REQUIRE(q.ok(), q.error.message);
+  BOOST_TEST(!q.prompt_only);
+  oa::response_builder e(oa::endpoint::completion, q, 5, token_text);
+  e.set_echo_prompt("t3t4", {3, 4});
+  d.prompt_logprobs = std::vector<wire::logprob_info>{{-1.5, {}}};
+  auto k = json::parse(e.feed(d));
+  BOOST_TEST(k["choices"][0]["text"] == "t3t4t9");
+  BOOST_TEST((k["choices"][0]["logprobs"]["tokens"] == json::array({"t3", "t4", "t9"})));
+  BOOST_TEST(k["choices"][0]["logprobs"]["token_logprobs"][2] == -2.0);
+  BOOST_TEST(k["usage"]["completion_tokens"] == 1);
+
+  auto s = completion(R"({"prompt": "x", "echo": true, "stream": true})");
+  BOOST_TEST(!s.ok());
+  BOOST_TEST(s.error.param == "echo");
+  auto z = completion(R"({"prompt": "x", "max_tokens": 0})");  // without echo, 0 tokens is an error still
+  BOOST_TEST(!z.ok());
+  BOOST_TEST(z.error.code == "invalid_value");
 }
 
 BOOST_AUTO_TEST_CASE(chat_logprobs_carry_bytes) {
