@@ -232,6 +232,14 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
     if (chat && !b.contains("messages")) refuse("missing_field", "messages", "a chat completion needs field 'messages'");
     if (!chat && !b.contains("prompt")) refuse("missing_field", "prompt", "a completion needs field 'prompt'");
     if (drop_tools) w.erase("tools");
+    // OpenAI's defaults, as vLLM keeps them: a chat answer runs to a stop or to the end of the
+    // context (the scheduler ends it at max_model_len), a legacy completion stops after 16 tokens.
+    if (!w.contains("max_tokens")) {
+      if (!chat)
+        w["max_tokens"] = 16;
+      else if (models.max_model_len > 0)
+        w["max_tokens"] = models.max_model_len;
+    }
     if (out.echo) {
       if (w["stream"] == true) refuse("unsupported", "echo", "echo is supported without stream only");
       if (w.contains("logprobs")) w["prompt_logprobs"] = w["logprobs"];

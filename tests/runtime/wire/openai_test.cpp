@@ -102,6 +102,10 @@ BOOST_AUTO_TEST_CASE(defaults_adapters_and_tool_choice_none) {
   BOOST_TEST(!p.req->stream);  // OpenAI's default
   BOOST_TEST(!p.req->logprobs.has_value());
   BOOST_TEST(!p.include_usage);
+  BOOST_TEST(*p.req->max_tokens == 4096);  // to a stop or the context's end, as OpenAI's chat does
+  auto legacy = completion(R"({"prompt": "x"})");
+  BOOST_TEST_REQUIRE(legacy.ok());
+  BOOST_TEST(*legacy.req->max_tokens == 16);  // OpenAI's (and vLLM's) completions default
   auto d = chat(R"({"messages": [{"role": "developer", "content": "Rules."}, {"role": "user", "content": "q"}]})");
   BOOST_TEST_REQUIRE(d.ok(), d.error.message);
   BOOST_TEST(d.req->messages[0].role == "system");  // OpenAI's newer name for it
