@@ -1,105 +1,24 @@
 // The gateway broker: one actor multiplexing every client connection. It only frames, decodes,
 // routes and writes; per-connection back-pressure keeps one slow or broken client from holding
-// memory or time that others need. Two listeners feed it: the msgpack protocol (docs/protocol.md)
-// and the OpenAI-compatible HTTP API (docs/openai_api.md), whose requests become the same
-// generate requests and whose connections share every limit.
-#include "actors/gateway.hpp"
-
+// memory or time that others need. Two listeners feed it: the msgpack protocol (docs/protocol.md,
+// here) and the OpenAI-compatible HTTP API (docs/openai_api.md, gateway_openai.cpp), whose
+// requests become the same generate requests and whose connections share every limit.
 #include <caf/actor_system.hpp>
-#include <caf/io/broker.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/io/receive_policy.hpp>
 #include <caf/io/system_messages.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
-#include <optional>
 #include <random>
-#include <unordered_map>
 
-#include "actors/messages.hpp"
+#include "actors/gateway_state.hpp"
+#include "actors/listen.hpp"
 #include "runtime/wire/event_codec.hpp"
-#include "runtime/wire/frame.hpp"
-#include "runtime/wire/http.hpp"
-#include "runtime/wire/openai.hpp"
 #include "runtime/wire/request_codec.hpp"
 
 namespace troupe::actors {
 
-namespace {
-
-using caf::io::connection_handle;
-
-// A running generate: its completions (n of them) are sequences first_rid .. first_rid + n - 1.
-struct running_generate {
-  int64_t first_rid = 0;
-  int32_t n = 1;
-  int32_t live = 1;  // completions whose last bytes have not come back yet
-};
-
-// An HTTP connection (the OpenAI-compatible API): requests are answered one at a time, in order.
-struct http_conn {
-  explicit http_conn(size_t max_body) : parser(16384, max_body) {}
-  wire::http_request_parser parser;
-  std::optional<wire::openai::response_builder> reply;  // the generate being answered
-  std::string client_id;                                 // its id
-  bool head_sent = false;                                // a streamed response has begun
-  bool keep_alive = true;
-  bool pumping = false;  // http_pump is on the stack: a response that ends inside it needs no second pump
-};
-
-struct conn_state {
-  explicit conn_state(uint32_t max_frame) : decoder(max_frame) {}
-  wire::frame_decoder decoder;
-  std::unique_ptr<http_conn> http;  // set: an HTTP connection; its bytes never reach `decoder`
-  std::unordered_map<std::string, running_generate> generates;  // by client id, running only
-  int32_t running_seqs = 0;  // completions of those (what max_requests_per_connection bounds)
-  uint64_t unsent_bytes = 0;  // written but not yet on the wire (as the scribe last reported)
-  bool paused = false;        // reading stopped until the client drains its output
-  int32_t other_requests = 0;  // tokenize requests in flight (answered later)
-  clock::time_point quiet_since = clock::now();  // the last complete frame or the last request's end
-};
-
-struct route {
-  connection_handle hdl;
-  std::string client_id;
-  int32_t worker = 0;
-  bool generate = false;
-  int32_t index = -1;  // a completion of a generate with n > 1
-};
-
-struct gateway_state {
-  static inline const char* name = "troupe.gateway";
-  context_ptr ctx;
-  std::vector<caf::actor> workers;
-  std::unordered_map<connection_handle, conn_state> conns;
-  std::unordered_map<int64_t, route> routes;
-  int64_t next_rid = 1;
-  bool draining = false;
-  size_t drained_workers = 0;
-  caf::actor drain_listener;
-  caf::io::accept_handle doorman;
-  caf::io::accept_handle http_doorman;  // valid when [server] http_port >= 0
-  uint16_t http_port = 0;
-  std::string http_id_prefix;           // random per server, so response ids differ across replicas
-  uint64_t next_http_id = 0;
-};
-
-using self_ptr = caf::io::stateful_broker<gateway_state>*;
-
-// Listens on [server] host:`port`; when it cannot, tells `bound` why (`what` names the listener)
-// and quits the broker.
-template <class Self>
-std::optional<std::pair<caf::io::accept_handle, uint16_t>> listen_on(Self* self, const serve::server_config& cfg,
-                                                                     int32_t port, const std::string& what,
-                                                                     std::promise<bind_result>* bound) {
-  auto res = self->add_tcp_doorman(static_cast<uint16_t>(port), cfg.host.c_str(), true);
-  if (res) return std::make_pair(res->first, res->second);
-  bound->set_value({0, "cannot listen on " + cfg.host + ":" + std::to_string(port) + what + ": " +
-                           self->system().render(res.error())});
-  self->quit();
-  return std::nullopt;
-}
+namespace gateway_detail {
 
 void write_bytes(self_ptr self, connection_handle hdl, const std::string& bytes) {
   auto& st = self->state;
@@ -109,8 +28,6 @@ void write_bytes(self_ptr self, connection_handle hdl, const std::string& bytes)
   self->flush(hdl);
   c->second.unsent_bytes += bytes.size();
 }
-
-void http_deliver(self_ptr self, connection_handle hdl, const std::string& client_id, const wire::event& e);
 
 void write_event(self_ptr self, connection_handle hdl, const wire::event& e) {
   auto c = self->state.conns.find(hdl);
@@ -270,8 +187,6 @@ void on_request(self_ptr self, connection_handle hdl, wire::request&& req) {
   }
 }
 
-void on_http_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf);
-
 void on_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf) {
   auto& st = self->state;
   auto c = st.conns.find(hdl);
@@ -300,220 +215,6 @@ void on_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf)
     c = st.conns.find(hdl);  // on_request never drops the connection, but stay safe
     if (c == st.conns.end()) return;
   }
-  apply_backpressure(self, hdl);
-}
-
-// ---- the OpenAI-compatible HTTP API (docs/openai_api.md) -------------------------------------
-
-void http_write(self_ptr self, connection_handle hdl, const std::string& bytes) { write_bytes(self, hdl, bytes); }
-
-// A whole response outside a generate (models, health, errors); closes when the client asked to.
-void http_answer(self_ptr self, connection_handle hdl, int status, std::string_view type, const std::string& body,
-                 bool keep_alive) {
-  http_write(self, hdl, wire::http_response(status, type, body, keep_alive));
-  if (!keep_alive) drop_connection(self, hdl, true);
-}
-
-void http_answer_error(self_ptr self, connection_handle hdl, const wire::openai::api_error& e, bool keep_alive) {
-  http_answer(self, hdl, e.status, "application/json", wire::openai::error_body(e), keep_alive);
-}
-
-void http_pump(self_ptr self, connection_handle hdl);
-
-// The response to the connection's generate is complete: its other completions (an error ended it
-// early) are cancelled, and the next pipelined request may start.
-void http_finished(self_ptr self, connection_handle hdl) {
-  auto& st = self->state;
-  auto c = st.conns.find(hdl);
-  if (c == st.conns.end()) return;
-  auto& h = *c->second.http;
-  const bool keep_alive = h.keep_alive;
-  const std::string id = h.client_id;
-  h.reply.reset();
-  h.client_id.clear();
-  for (const auto& [rid, r] : st.routes)
-    if (r.hdl == hdl && r.generate && r.client_id == id) self->send(st.workers[static_cast<size_t>(r.worker)], cancel_msg{rid});
-  if (!keep_alive) return drop_connection(self, hdl, true);
-  http_pump(self, hdl);
-}
-
-// One event of the connection's running generate, turned into its part of the OpenAI response.
-void http_deliver(self_ptr self, connection_handle hdl, const std::string& client_id, const wire::event& e) {
-  auto c = self->state.conns.find(hdl);
-  if (c == self->state.conns.end()) return;
-  auto& h = *c->second.http;
-  if (!h.reply || client_id != h.client_id) return;  // a cancelled generate's last events
-  std::string body, out;
-  try {
-    body = h.reply->feed(e);
-  } catch (const std::exception& x) {  // never expected; one response fails, not the gateway
-    std::fprintf(stderr, "troupe serve: cannot write an OpenAI response: %s; closing its connection\n", x.what());
-    if (!h.head_sent)
-      http_write(self, hdl,
-                 wire::http_response(500, "application/json",
-                                     wire::openai::error_body({500, x.what(), "internal", ""}), false));
-    return drop_connection(self, hdl, true);
-  }
-  if (!h.head_sent) {
-    if (h.reply->streaming() && !body.empty()) {
-      out = wire::http_stream_head(200, "text/event-stream", h.keep_alive);
-      h.head_sent = true;
-    } else if (h.reply->complete()) {
-      out = wire::http_response(h.reply->status(), "application/json", body, h.keep_alive);
-    }
-  }
-  if (h.head_sent) {
-    wire::append_http_chunk(out, body);
-    if (h.reply->complete()) wire::append_http_last_chunk(out);
-  }
-  http_write(self, hdl, out);
-  if (h.reply->complete()) http_finished(self, hdl);
-}
-
-// The worker's framed events for an HTTP connection's generate.
-void http_deliver_frames(self_ptr self, connection_handle hdl, const std::string& client_id, const std::string& bytes) {
-  wire::frame_decoder frames(UINT32_MAX);
-  frames.feed(bytes);
-  std::string payload;
-  while (frames.next(payload) == wire::frame_decoder::status::frame) {
-    auto d = wire::decode_event(payload);
-    if (d.ok()) http_deliver(self, hdl, client_id, *d.ev);
-  }
-}
-
-wire::openai::served_models served_models(const server_context& ctx) {
-  wire::openai::served_models m{ctx.facts.name, {}, ctx.facts.max_model_len};
-  for (const auto& a : ctx.facts.adapters) m.adapters.push_back(a.name);
-  return m;
-}
-
-void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& req) {
-  auto& st = self->state;
-  auto& h = *st.conns.at(hdl).http;
-  h.keep_alive = req.keep_alive;
-  const auto path = req.path();
-  const bool chat = path == "/v1/chat/completions", completion = path == "/v1/completions";
-  auto not_allowed = [&](const char* method) {
-    http_answer_error(self, hdl,
-                      {405, "use " + std::string(method) + " for " + std::string(path), "method_not_allowed", ""},
-                      req.keep_alive);
-  };
-  if (const auto& key = st.ctx->cfg.api_key; !key.empty() && path.rfind("/v1/", 0) == 0) {
-    const std::string* auth = req.header("authorization");
-    constexpr std::string_view bearer = "Bearer ";
-    if (!auth || auth->compare(0, bearer.size(), bearer) != 0 ||
-        !same_secret(std::string_view(*auth).substr(bearer.size()), key))
-      return http_answer_error(self, hdl,
-                               {401, auth ? "wrong API key" : "this server needs an API key: 'Authorization: Bearer KEY'",
-                                "invalid_api_key", ""},
-                               req.keep_alive);
-  }
-  if (path == "/v1/models") {
-    if (req.method != "GET") return not_allowed("GET");
-    return http_answer(self, hdl, 200, "application/json",
-                       wire::openai::models_body(served_models(*st.ctx), static_cast<int64_t>(std::time(nullptr))),
-                       req.keep_alive);
-  }
-  if (path == "/metrics") {  // where vLLM serves it, so its scrape configs work unchanged
-    if (req.method != "GET") return not_allowed("GET");
-    return http_answer(self, hdl, 200, "text/plain; version=0.0.4; charset=utf-8", st.ctx->metrics->render(),
-                       req.keep_alive);
-  }
-  if (path == "/health") {
-    if (req.method != "GET") return not_allowed("GET");
-    return http_answer(self, hdl, st.draining ? 503 : 200, "application/json",
-                       st.draining ? R"({"status": "draining"})" : R"({"status": "ok"})", req.keep_alive);
-  }
-  if (!chat && !completion)
-    return http_answer_error(self, hdl,
-                             {404, "no endpoint " + std::string(path) +
-                                       " (served: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /metrics)",
-                              "not_found", ""},
-                             req.keep_alive);
-  if (req.method != "POST") return not_allowed("POST");
-  const auto ep = chat ? wire::openai::endpoint::chat : wire::openai::endpoint::completion;
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(++st.next_http_id));
-  const std::string id = (chat ? "chatcmpl-" : "cmpl-") + st.http_id_prefix + hex;
-  auto parsed = wire::openai::parse_request(ep, req.body, served_models(*st.ctx), id);
-  if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
-  const tokenizer* tok = st.ctx->tok.get();
-  h.reply.emplace(ep, parsed, static_cast<int64_t>(std::time(nullptr)), [tok](int32_t t) {
-    if (!tok) return "token_id:" + std::to_string(t);
-    try {
-      return std::string(tok->token_bytes(t));
-    } catch (const std::exception&) {
-      return std::string();
-    }
-  });
-  if (parsed.echo) {  // the prompt as text and as ids, whichever form it came in
-    const auto& g = *parsed.req;
-    std::vector<int32_t> ids = g.prompt_ids;
-    std::string text = g.prompt;
-    try {
-      if (tok && g.kind == wire::prompt_kind::ids) text = tok->decode(ids);
-      if (tok && g.kind == wire::prompt_kind::text) ids = tok->encode(text);
-    } catch (const std::exception&) {  // ids past the vocabulary: the request fails with its own error
-    }
-    h.reply->set_echo_prompt(std::move(text), std::move(ids));
-  }
-  h.client_id = id;
-  h.head_sent = false;
-  on_request(self, hdl, wire::request{std::move(*parsed.req)});
-}
-
-// Starts the connection's next complete request unless one is being answered. Requests answered
-// at once (refused while draining, say) loop here instead of recursing through http_finished, so
-// a thousand pipelined ones cannot exhaust the stack.
-void http_pump(self_ptr self, connection_handle hdl) {
-  {
-    auto c = self->state.conns.find(hdl);
-    if (c == self->state.conns.end() || c->second.http->pumping) return;
-    c->second.http->pumping = true;
-  }
-  struct unmark {
-    self_ptr self;
-    connection_handle hdl;
-    ~unmark() {
-      auto c = self->state.conns.find(hdl);
-      if (c != self->state.conns.end()) c->second.http->pumping = false;
-    }
-  } guard{self, hdl};
-  for (;;) {
-    auto c = self->state.conns.find(hdl);
-    if (c == self->state.conns.end() || c->second.http->reply) return;
-    auto& h = *c->second.http;
-    wire::http_request req;
-    switch (h.parser.next(req)) {
-      case wire::http_request_parser::status::need_more: return;
-      case wire::http_request_parser::status::send_continue:
-        http_write(self, hdl, "HTTP/1.1 100 Continue\r\n\r\n");
-        continue;
-      case wire::http_request_parser::status::error:
-        return http_answer_error(self, hdl,
-                                 {h.parser.error_status(), h.parser.error_message(),
-                                  h.parser.error_status() == 413 ? "frame_too_large" : "malformed", ""},
-                                 false);
-      case wire::http_request_parser::status::request:
-        c->second.quiet_since = clock::now();
-        on_http_request(self, hdl, std::move(req));
-        continue;
-    }
-  }
-}
-
-void on_http_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf) {
-  auto c = self->state.conns.find(hdl);
-  if (c == self->state.conns.end()) return;
-  auto& h = *c->second.http;
-  h.parser.feed(std::string_view(buf.data(), buf.size()));
-  // Requests pipelined behind a running one wait in the parser; more than one frame's worth is
-  // not a client waiting for its answer.
-  if (h.reply && h.parser.buffered_bytes() > static_cast<size_t>(self->state.ctx->cfg.max_frame_bytes) + 16384) {
-    std::fprintf(stderr, "troupe serve: an HTTP client pipelined more than max_frame_bytes behind a running request: closing it\n");
-    return drop_connection(self, hdl, true);
-  }
-  http_pump(self, hdl);
   apply_backpressure(self, hdl);
 }
 
@@ -677,62 +378,11 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
   };
 }
 
-// ---- metrics endpoint ------------------------------------------------------------------------
-
-struct http_state {
-  static inline const char* name = "troupe.metrics";
-  context_ptr ctx;
-  std::unordered_map<connection_handle, std::string> requests;
-};
-
-using http_ptr = caf::io::stateful_broker<http_state>*;
-
-void http_reply(http_ptr self, connection_handle hdl, const char* status, const char* type, const std::string& body) {
-  std::string r = std::string("HTTP/1.1 ") + status + "\r\nContent-Type: " + type +
-                  "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-  self->write(hdl, r.size(), r.data());
-  self->flush(hdl);
-  self->close(hdl);
-  self->state.requests.erase(hdl);
-}
-
-caf::behavior metrics_http(http_ptr self, context_ptr ctx, std::promise<bind_result>* bound) {
-  self->state.ctx = ctx;
-  auto res = listen_on(self, ctx->cfg, ctx->cfg.metrics_port, " for metrics", bound);
-  if (!res) return {};
-  bound->set_value({res->second, {}});
-  return {
-      [=](const caf::io::new_connection_msg& m) {
-        self->state.requests[m.handle];
-        self->configure_read(m.handle, caf::io::receive_policy::at_most(4096));
-      },
-      [=](const caf::io::new_data_msg& m) {
-        auto& req = self->state.requests[m.handle];
-        req.append(m.buf.data(), m.buf.size());
-        if (req.size() > 16384) return http_reply(self, m.handle, "431 Request Header Fields Too Large", "text/plain", "");
-        if (req.find("\r\n\r\n") == std::string::npos) return;
-        auto line = req.substr(0, req.find("\r\n"));
-        if (line.rfind("GET /metrics ", 0) == 0)
-          return http_reply(self, m.handle, "200 OK", "text/plain; version=0.0.4; charset=utf-8",
-                            self->state.ctx->metrics->render());
-        if (line.rfind("GET /health ", 0) == 0) return http_reply(self, m.handle, "200 OK", "text/plain", "ok\n");
-        http_reply(self, m.handle, "404 Not Found", "text/plain", "try GET /metrics\n");
-      },
-      [=](const caf::io::connection_closed_msg& m) { self->state.requests.erase(m.handle); },
-      [=](const caf::io::acceptor_closed_msg&) {},
-      [=](const caf::io::data_transferred_msg&) {},
-  };
-}
-
-}  // namespace
+}  // namespace gateway_detail
 
 caf::actor spawn_gateway(caf::actor_system& sys, context_ptr ctx, std::vector<caf::actor> workers,
                          std::promise<bind_result>* bound) {
-  return sys.middleman().spawn_broker(gateway, std::move(ctx), std::move(workers), bound);
-}
-
-caf::actor spawn_metrics_http(caf::actor_system& sys, context_ptr ctx, std::promise<bind_result>* bound) {
-  return sys.middleman().spawn_broker(metrics_http, std::move(ctx), bound);
+  return sys.middleman().spawn_broker(gateway_detail::gateway, std::move(ctx), std::move(workers), bound);
 }
 
 }  // namespace troupe::actors

@@ -1,0 +1,226 @@
+// The gateway's HTTP connections: the OpenAI-compatible API (docs/openai_api.md). Requests are
+// cut by wire::http_request_parser and answered one at a time per connection, in order; a
+// generate goes through the msgpack side's on_request (the same limits and routes) and its events
+// come back through wire::openai::response_builder.
+#include <caf/actor_system.hpp>
+#include <cstdio>
+#include <ctime>
+
+#include "actors/gateway_state.hpp"
+#include "runtime/wire/event_codec.hpp"
+
+namespace troupe::actors::gateway_detail {
+
+void http_write(self_ptr self, connection_handle hdl, const std::string& bytes) { write_bytes(self, hdl, bytes); }
+
+// A whole response outside a generate (models, health, errors); closes when the client asked to.
+void http_answer(self_ptr self, connection_handle hdl, int status, std::string_view type, const std::string& body,
+                 bool keep_alive) {
+  http_write(self, hdl, wire::http_response(status, type, body, keep_alive));
+  if (!keep_alive) drop_connection(self, hdl, true);
+}
+
+void http_answer_error(self_ptr self, connection_handle hdl, const wire::openai::api_error& e, bool keep_alive) {
+  http_answer(self, hdl, e.status, "application/json", wire::openai::error_body(e), keep_alive);
+}
+
+void http_pump(self_ptr self, connection_handle hdl);
+
+// The response to the connection's generate is complete: its other completions (an error ended it
+// early) are cancelled, and the next pipelined request may start.
+void http_finished(self_ptr self, connection_handle hdl) {
+  auto& st = self->state;
+  auto c = st.conns.find(hdl);
+  if (c == st.conns.end()) return;
+  auto& h = *c->second.http;
+  const bool keep_alive = h.keep_alive;
+  const std::string id = h.client_id;
+  h.reply.reset();
+  h.client_id.clear();
+  for (const auto& [rid, r] : st.routes)
+    if (r.hdl == hdl && r.generate && r.client_id == id) self->send(st.workers[static_cast<size_t>(r.worker)], cancel_msg{rid});
+  if (!keep_alive) return drop_connection(self, hdl, true);
+  http_pump(self, hdl);
+}
+
+// One event of the connection's running generate, turned into its part of the OpenAI response.
+void http_deliver(self_ptr self, connection_handle hdl, const std::string& client_id, const wire::event& e) {
+  auto c = self->state.conns.find(hdl);
+  if (c == self->state.conns.end()) return;
+  auto& h = *c->second.http;
+  if (!h.reply || client_id != h.client_id) return;  // a cancelled generate's last events
+  std::string body, out;
+  try {
+    body = h.reply->feed(e);
+  } catch (const std::exception& x) {  // never expected; one response fails, not the gateway
+    std::fprintf(stderr, "troupe serve: cannot write an OpenAI response: %s; closing its connection\n", x.what());
+    if (!h.head_sent)
+      http_write(self, hdl,
+                 wire::http_response(500, "application/json",
+                                     wire::openai::error_body({500, x.what(), "internal", ""}), false));
+    return drop_connection(self, hdl, true);
+  }
+  if (!h.head_sent) {
+    if (h.reply->streaming() && !body.empty()) {
+      out = wire::http_stream_head(200, "text/event-stream", h.keep_alive);
+      h.head_sent = true;
+    } else if (h.reply->complete()) {
+      out = wire::http_response(h.reply->status(), "application/json", body, h.keep_alive);
+    }
+  }
+  if (h.head_sent) {
+    wire::append_http_chunk(out, body);
+    if (h.reply->complete()) wire::append_http_last_chunk(out);
+  }
+  http_write(self, hdl, out);
+  if (h.reply->complete()) http_finished(self, hdl);
+}
+
+// The worker's framed events for an HTTP connection's generate.
+void http_deliver_frames(self_ptr self, connection_handle hdl, const std::string& client_id, const std::string& bytes) {
+  wire::frame_decoder frames(UINT32_MAX);
+  frames.feed(bytes);
+  std::string payload;
+  while (frames.next(payload) == wire::frame_decoder::status::frame) {
+    auto d = wire::decode_event(payload);
+    if (d.ok()) http_deliver(self, hdl, client_id, *d.ev);
+  }
+}
+
+wire::openai::served_models served_models(const server_context& ctx) {
+  wire::openai::served_models m{ctx.facts.name, {}, ctx.facts.max_model_len};
+  for (const auto& a : ctx.facts.adapters) m.adapters.push_back(a.name);
+  return m;
+}
+
+void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& req) {
+  auto& st = self->state;
+  auto& h = *st.conns.at(hdl).http;
+  h.keep_alive = req.keep_alive;
+  const auto path = req.path();
+  const bool chat = path == "/v1/chat/completions", completion = path == "/v1/completions";
+  auto not_allowed = [&](const char* method) {
+    http_answer_error(self, hdl,
+                      {405, "use " + std::string(method) + " for " + std::string(path), "method_not_allowed", ""},
+                      req.keep_alive);
+  };
+  if (const auto& key = st.ctx->cfg.api_key; !key.empty() && path.rfind("/v1/", 0) == 0) {
+    const std::string* auth = req.header("authorization");
+    constexpr std::string_view bearer = "Bearer ";
+    if (!auth || auth->compare(0, bearer.size(), bearer) != 0 ||
+        !same_secret(std::string_view(*auth).substr(bearer.size()), key))
+      return http_answer_error(self, hdl,
+                               {401, auth ? "wrong API key" : "this server needs an API key: 'Authorization: Bearer KEY'",
+                                "invalid_api_key", ""},
+                               req.keep_alive);
+  }
+  if (path == "/v1/models") {
+    if (req.method != "GET") return not_allowed("GET");
+    return http_answer(self, hdl, 200, "application/json",
+                       wire::openai::models_body(served_models(*st.ctx), static_cast<int64_t>(std::time(nullptr))),
+                       req.keep_alive);
+  }
+  if (path == "/metrics") {  // where vLLM serves it, so its scrape configs work unchanged
+    if (req.method != "GET") return not_allowed("GET");
+    return http_answer(self, hdl, 200, "text/plain; version=0.0.4; charset=utf-8", st.ctx->metrics->render(),
+                       req.keep_alive);
+  }
+  if (path == "/health") {
+    if (req.method != "GET") return not_allowed("GET");
+    return http_answer(self, hdl, st.draining ? 503 : 200, "application/json",
+                       st.draining ? R"({"status": "draining"})" : R"({"status": "ok"})", req.keep_alive);
+  }
+  if (!chat && !completion)
+    return http_answer_error(self, hdl,
+                             {404, "no endpoint " + std::string(path) +
+                                       " (served: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /metrics)",
+                              "not_found", ""},
+                             req.keep_alive);
+  if (req.method != "POST") return not_allowed("POST");
+  const auto ep = chat ? wire::openai::endpoint::chat : wire::openai::endpoint::completion;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(++st.next_http_id));
+  const std::string id = (chat ? "chatcmpl-" : "cmpl-") + st.http_id_prefix + hex;
+  auto parsed = wire::openai::parse_request(ep, req.body, served_models(*st.ctx), id);
+  if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
+  const tokenizer* tok = st.ctx->tok.get();
+  h.reply.emplace(ep, parsed, static_cast<int64_t>(std::time(nullptr)), [tok](int32_t t) {
+    if (!tok) return "token_id:" + std::to_string(t);
+    try {
+      return std::string(tok->token_bytes(t));
+    } catch (const std::exception&) {
+      return std::string();
+    }
+  });
+  if (parsed.echo) {  // the prompt as text and as ids, whichever form it came in
+    const auto& g = *parsed.req;
+    std::vector<int32_t> ids = g.prompt_ids;
+    std::string text = g.prompt;
+    try {
+      if (tok && g.kind == wire::prompt_kind::ids) text = tok->decode(ids);
+      if (tok && g.kind == wire::prompt_kind::text) ids = tok->encode(text);
+    } catch (const std::exception&) {  // ids past the vocabulary: the request fails with its own error
+    }
+    h.reply->set_echo_prompt(std::move(text), std::move(ids));
+  }
+  h.client_id = id;
+  h.head_sent = false;
+  on_request(self, hdl, wire::request{std::move(*parsed.req)});
+}
+
+// Starts the connection's next complete request unless one is being answered. Requests answered
+// at once (refused while draining, say) loop here instead of recursing through http_finished, so
+// a thousand pipelined ones cannot exhaust the stack.
+void http_pump(self_ptr self, connection_handle hdl) {
+  {
+    auto c = self->state.conns.find(hdl);
+    if (c == self->state.conns.end() || c->second.http->pumping) return;
+    c->second.http->pumping = true;
+  }
+  struct unmark {
+    self_ptr self;
+    connection_handle hdl;
+    ~unmark() {
+      auto c = self->state.conns.find(hdl);
+      if (c != self->state.conns.end()) c->second.http->pumping = false;
+    }
+  } guard{self, hdl};
+  for (;;) {
+    auto c = self->state.conns.find(hdl);
+    if (c == self->state.conns.end() || c->second.http->reply) return;
+    auto& h = *c->second.http;
+    wire::http_request req;
+    switch (h.parser.next(req)) {
+      case wire::http_request_parser::status::need_more: return;
+      case wire::http_request_parser::status::send_continue:
+        http_write(self, hdl, "HTTP/1.1 100 Continue\r\n\r\n");
+        continue;
+      case wire::http_request_parser::status::error:
+        return http_answer_error(self, hdl,
+                                 {h.parser.error_status(), h.parser.error_message(),
+                                  h.parser.error_status() == 413 ? "frame_too_large" : "malformed", ""},
+                                 false);
+      case wire::http_request_parser::status::request:
+        c->second.quiet_since = clock::now();
+        on_http_request(self, hdl, std::move(req));
+        continue;
+    }
+  }
+}
+
+void on_http_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf) {
+  auto c = self->state.conns.find(hdl);
+  if (c == self->state.conns.end()) return;
+  auto& h = *c->second.http;
+  h.parser.feed(std::string_view(buf.data(), buf.size()));
+  // Requests pipelined behind a running one wait in the parser; more than one frame's worth is
+  // not a client waiting for its answer.
+  if (h.reply && h.parser.buffered_bytes() > static_cast<size_t>(self->state.ctx->cfg.max_frame_bytes) + 16384) {
+    std::fprintf(stderr, "troupe serve: an HTTP client pipelined more than max_frame_bytes behind a running request: closing it\n");
+    return drop_connection(self, hdl, true);
+  }
+  http_pump(self, hdl);
+  apply_backpressure(self, hdl);
+}
+
+}  // namespace troupe::actors::gateway_detail

@@ -1,0 +1,96 @@
+// Internal to the gateway broker (gateway.cpp: the msgpack protocol and the broker itself;
+// gateway_openai.cpp: the OpenAI-compatible HTTP API): its state, and the functions each half
+// calls in the other.
+#pragma once
+
+#include <caf/io/broker.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "actors/gateway.hpp"
+#include "actors/messages.hpp"
+#include "runtime/wire/frame.hpp"
+#include "runtime/wire/http.hpp"
+#include "runtime/wire/openai.hpp"
+
+namespace troupe::actors::gateway_detail {
+
+using caf::io::connection_handle;
+
+// A running generate: its completions (n of them) are sequences first_rid .. first_rid + n - 1.
+struct running_generate {
+  int64_t first_rid = 0;
+  int32_t n = 1;
+  int32_t live = 1;  // completions whose last bytes have not come back yet
+};
+
+// An HTTP connection (the OpenAI-compatible API): requests are answered one at a time, in order.
+struct http_conn {
+  explicit http_conn(size_t max_body) : parser(16384, max_body) {}
+  wire::http_request_parser parser;
+  std::optional<wire::openai::response_builder> reply;  // the generate being answered
+  std::string client_id;                                 // its id
+  bool head_sent = false;                                // a streamed response has begun
+  bool keep_alive = true;
+  bool pumping = false;  // http_pump is on the stack: a response that ends inside it needs no second pump
+};
+
+struct conn_state {
+  explicit conn_state(uint32_t max_frame) : decoder(max_frame) {}
+  wire::frame_decoder decoder;
+  std::unique_ptr<http_conn> http;  // set: an HTTP connection; its bytes never reach `decoder`
+  std::unordered_map<std::string, running_generate> generates;  // by client id, running only
+  int32_t running_seqs = 0;  // completions of those (what max_requests_per_connection bounds)
+  uint64_t unsent_bytes = 0;  // written but not yet on the wire (as the scribe last reported)
+  bool paused = false;        // reading stopped until the client drains its output
+  int32_t other_requests = 0;  // tokenize requests in flight (answered later)
+  clock::time_point quiet_since = clock::now();  // the last complete frame or the last request's end
+};
+
+struct route {
+  connection_handle hdl;
+  std::string client_id;
+  int32_t worker = 0;
+  bool generate = false;
+  int32_t index = -1;  // a completion of a generate with n > 1
+};
+
+struct gateway_state {
+  static inline const char* name = "troupe.gateway";
+  context_ptr ctx;
+  std::vector<caf::actor> workers;
+  std::unordered_map<connection_handle, conn_state> conns;
+  std::unordered_map<int64_t, route> routes;
+  int64_t next_rid = 1;
+  bool draining = false;
+  size_t drained_workers = 0;
+  caf::actor drain_listener;
+  caf::io::accept_handle doorman;
+  caf::io::accept_handle http_doorman;  // valid when [server] http_port >= 0
+  uint16_t http_port = 0;
+  std::string http_id_prefix;           // random per server, so response ids differ across replicas
+  uint64_t next_http_id = 0;
+};
+
+using self_ptr = caf::io::stateful_broker<gateway_state>*;
+
+// gateway.cpp
+void write_bytes(self_ptr self, connection_handle hdl, const std::string& bytes);
+// An event to a connection: a frame on a msgpack one, its part of the response on an HTTP one.
+void write_event(self_ptr self, connection_handle hdl, const wire::event& e);
+void write_error(self_ptr self, connection_handle hdl, wire::error_code code, std::string msg, std::string id);
+void drop_connection(self_ptr self, connection_handle hdl, bool close_socket);
+void apply_backpressure(self_ptr self, connection_handle hdl);
+void on_request(self_ptr self, connection_handle hdl, wire::request&& req);
+bool same_secret(std::string_view given, const std::string& want);
+
+// gateway_openai.cpp
+void http_deliver(self_ptr self, connection_handle hdl, const std::string& client_id, const wire::event& e);
+void http_deliver_frames(self_ptr self, connection_handle hdl, const std::string& client_id, const std::string& bytes);
+void on_http_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf);
+
+}  // namespace troupe::actors::gateway_detail
