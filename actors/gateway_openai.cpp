@@ -11,12 +11,10 @@
 
 namespace troupe::actors::gateway_detail {
 
-void http_write(self_ptr self, connection_handle hdl, const std::string& bytes) { write_bytes(self, hdl, bytes); }
-
 // A whole response outside a generate (models, health, errors); closes when the client asked to.
 void http_answer(self_ptr self, connection_handle hdl, int status, std::string_view type, const std::string& body,
                  bool keep_alive) {
-  http_write(self, hdl, wire::http_response(status, type, body, keep_alive));
+  write_bytes(self, hdl, wire::http_response(status, type, body, keep_alive));
   if (!keep_alive) drop_connection(self, hdl, true);
 }
 
@@ -55,7 +53,7 @@ void http_deliver(self_ptr self, connection_handle hdl, const std::string& clien
   } catch (const std::exception& x) {  // never expected; one response fails, not the gateway
     std::fprintf(stderr, "troupe serve: cannot write an OpenAI response: %s; closing its connection\n", x.what());
     if (!h.head_sent)
-      http_write(self, hdl,
+      write_bytes(self, hdl,
                  wire::http_response(500, "application/json",
                                      wire::openai::error_body({500, x.what(), "internal", ""}), false));
     return drop_connection(self, hdl, true);
@@ -72,7 +70,7 @@ void http_deliver(self_ptr self, connection_handle hdl, const std::string& clien
     wire::append_http_chunk(out, body);
     if (h.reply->complete()) wire::append_http_last_chunk(out);
   }
-  http_write(self, hdl, out);
+  write_bytes(self, hdl, out);
   if (h.reply->complete()) http_finished(self, hdl);
 }
 
@@ -193,7 +191,7 @@ void http_pump(self_ptr self, connection_handle hdl) {
     switch (h.parser.next(req)) {
       case wire::http_request_parser::status::need_more: return;
       case wire::http_request_parser::status::send_continue:
-        http_write(self, hdl, "HTTP/1.1 100 Continue\r\n\r\n");
+        write_bytes(self, hdl, "HTTP/1.1 100 Continue\r\n\r\n");
         continue;
       case wire::http_request_parser::status::error:
         return http_answer_error(self, hdl,
