@@ -5,6 +5,7 @@
 #include "tests/actors/e2e_fixture.hpp"
 
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/actors/http_client.hpp"
 
@@ -302,6 +303,24 @@ BOOST_AUTO_TEST_CASE(a_client_leaving_mid_stream_frees_its_blocks) {
     BOOST_TEST(metric(*srv, "num_requests_running") == 1);
   }  // closes the socket
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_ends_a_stream_with_abort_and_done) {
+  auto cfg = test_config();
+  cfg.max_model_len = 4096;  // a stream far longer than the shutdown's grace
+  auto srv = start(cfg);
+  http_client c(srv->http_port());
+  c.post("/v1/completions", json({{"prompt", {1, 2, 3}}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true},
+                                  {"logprobs", 0}}).dump());
+  c.read_some(300);  // streaming
+  std::jthread stopper([&] { srv->shutdown(std::chrono::milliseconds(50)); });
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200);
+  auto ev = sse(r.body);
+  BOOST_TEST_REQUIRE(ev.size() >= 3u);
+  BOOST_TEST(ev.back() == "[DONE]");
+  BOOST_TEST(ev[ev.size() - 2]["choices"][0]["finish_reason"] == "abort");
+  BOOST_TEST(c.closed_by_server());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
