@@ -24,12 +24,10 @@ struct refusal {
 // becomes U+FFFD instead of an exception.
 std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
-const char* type_name(const ojson& v) { return v.type_name(); }
-
 void want(const ojson& v, bool ok, const std::string& field, const char* expected) {
   if (!ok)
     refuse("wrong_type", field,
-           "field '" + field + "' must be " + expected + ", not " + type_name(v));
+           "field '" + field + "' must be " + expected + ", not " + v.type_name());
 }
 
 // OpenAI's content: a string, or an array of {"type": "text", "text": ...} parts (joined).
@@ -350,8 +348,8 @@ void response_builder::set_echo_prompt(std::string text, std::vector<int32_t> id
   echo_ids_ = std::move(ids);
 }
 
-std::string response_builder::completion_logprobs(const std::vector<int32_t>& ids,
-                                                  const std::vector<const logprob_info*>& lps) const {
+ojson response_builder::completion_logprobs(const std::vector<int32_t>& ids,
+                                            const std::vector<const logprob_info*>& lps) const {
   ojson tokens = ojson::array(), token_lps = ojson::array(), tops = ojson::array(), offsets = ojson::array();
   size_t text_offset = 0;
   for (size_t i = 0; i < std::min(ids.size(), lps.size()); ++i) {
@@ -369,11 +367,10 @@ std::string response_builder::completion_logprobs(const std::vector<int32_t>& id
     offsets.push_back(text_offset);
     text_offset += tok.size();
   }
-  return dump(ojson{{"tokens", tokens}, {"token_logprobs", token_lps}, {"top_logprobs", tops}, {"text_offset", offsets}});
+  return {{"tokens", tokens}, {"token_logprobs", token_lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
-std::string response_builder::logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps,
-                                            size_t text_offset) const {
+ojson response_builder::logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps) const {
   const size_t k = std::min(ids.size(), lps.size());
   if (ep_ == endpoint::chat) {
     ojson content = ojson::array();
@@ -386,39 +383,38 @@ std::string response_builder::logprobs_json(const std::vector<int32_t>& ids, con
       }
       content.push_back({{"token", tok}, {"logprob", lps[i].logprob}, {"bytes", bytes_json(tok)}, {"top_logprobs", top}});
     }
-    return dump(ojson{{"content", content}});
+    return {{"content", content}};
   }
-  ojson tokens = ojson::array(), token_lps = ojson::array(), tops = ojson::array(), offsets = ojson::array();
-  for (size_t i = 0; i < k; ++i) {
-    auto tok = token_bytes_(ids[i]);
-    tokens.push_back(tok);
-    token_lps.push_back(lps[i].logprob);
-    ojson top = ojson::object();
-    for (const auto& [id, lp] : lps[i].top) top[token_bytes_(id)] = lp;
-    tops.push_back(top);
-    offsets.push_back(text_offset);
-    text_offset += tok.size();
-  }
-  return dump(ojson{{"tokens", tokens}, {"token_logprobs", token_lps}, {"top_logprobs", tops}, {"text_offset", offsets}});
+  std::vector<const logprob_info*> each;
+  for (size_t i = 0; i < k; ++i) each.push_back(&lps[i]);
+  return completion_logprobs(ids, each);
 }
 
-// One SSE event: a chunk with one choice. For chat `delta` is the delta object's JSON; for
-// completions it is the text.
-std::string response_builder::chunk(int32_t index, const std::string& delta, const std::string& logprobs,
-                                    const char* finish_reason) {
+ojson response_builder::tool_calls_json(const std::vector<tool_call>& calls, size_t index, bool streamed) const {
+  ojson tc = ojson::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    ojson call = ojson::object();
+    if (streamed) call["index"] = k;
+    call["id"] = "call_" + id_ + "_" + std::to_string(index) + "_" + std::to_string(k);
+    call["type"] = "function";
+    call["function"] = {{"name", calls[k].name}, {"arguments", calls[k].arguments}};
+    tc.push_back(std::move(call));
+  }
+  return tc;
+}
+
+ojson response_builder::head(const char* object) const {
+  return {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_}};
+}
+
+std::string response_builder::chunk(int32_t index, ojson delta, ojson logprobs, const char* finish_reason) {
   const bool chat = ep_ == endpoint::chat;
   ojson c = {{"index", index}};
-  if (chat)
-    c["delta"] = ojson::parse(delta);
-  else
-    c["text"] = delta;
-  c["logprobs"] = logprobs.empty() ? ojson(nullptr) : ojson::parse(logprobs);
+  c[chat ? "delta" : "text"] = std::move(delta);
+  c["logprobs"] = std::move(logprobs);
   c["finish_reason"] = finish_reason ? ojson(finish_reason) : ojson(nullptr);
-  ojson j = {{"id", id_},
-             {"object", chat ? "chat.completion.chunk" : "text_completion"},
-             {"created", created_},
-             {"model", model_},
-             {"choices", ojson::array({c})}};
+  ojson j = head(chat ? "chat.completion.chunk" : "text_completion");
+  j["choices"] = ojson::array({std::move(c)});
   if (include_usage_) j["usage"] = nullptr;
   started_ = true;
   return "data: " + dump(j) + "\n\n";
@@ -460,18 +456,20 @@ std::string response_builder::on_token(const token_event& t) {
     }
   }
   const std::string reasoning = include_reasoning_ && t.reasoning ? *t.reasoning : std::string();
-  std::string lp = want_logprobs_ && !lps.empty() ? logprobs_json({t.ids.begin(), t.ids.begin() + std::min<size_t>(1, t.ids.size())}, lps, 0) : "";
+  ojson lp = want_logprobs_ && !lps.empty()
+                 ? logprobs_json({t.ids.begin(), t.ids.begin() + std::min<size_t>(1, t.ids.size())}, lps)
+                 : ojson(nullptr);
   if (ep_ == endpoint::completion) {
-    if (text.empty() && lp.empty()) return {};
-    return chunk(i, text, lp, nullptr);
+    if (text.empty() && lp.is_null()) return {};
+    return chunk(i, text, std::move(lp), nullptr);
   }
-  if (text.empty() && reasoning.empty() && lp.empty() && ch.role_sent) return {};
+  if (text.empty() && reasoning.empty() && lp.is_null() && ch.role_sent) return {};
   ojson delta = ojson::object();
   if (!ch.role_sent) delta["role"] = "assistant";
   ch.role_sent = true;
   if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
   if (!text.empty() || reasoning.empty()) delta["content"] = text;
-  return chunk(i, dump(delta), lp, nullptr);
+  return chunk(i, std::move(delta), std::move(lp), nullptr);
 }
 
 std::string response_builder::on_error(const wire_error& e) {
@@ -514,24 +512,18 @@ std::string response_builder::on_done(done_event&& d) {
   }
   const char* reason = finish_name(d.reason, calls);
   if (ep_ == endpoint::completion) {
-    out += chunk(i, "", "", reason);
+    out += chunk(i, "", nullptr, reason);
   } else {
     ojson delta = ojson::object();
     if (!ch.role_sent) delta["role"] = "assistant";
     ch.role_sent = true;
     if (calls) {
-      ojson tc = ojson::array();
-      for (size_t k = 0; k < d.tool_calls.size(); ++k)
-        tc.push_back({{"index", k},
-                      {"id", "call_" + id_ + "_" + std::to_string(i) + "_" + std::to_string(k)},
-                      {"type", "function"},
-                      {"function", {{"name", d.tool_calls[k].name}, {"arguments", d.tool_calls[k].arguments}}}});
-      delta["tool_calls"] = tc;
+      delta["tool_calls"] = tool_calls_json(d.tool_calls, static_cast<size_t>(i), true);
     } else if (!ch.held.empty()) {
       delta["content"] = ch.held;  // held back as a possible tool call, and it was none
     }
     ch.held.clear();
-    out += chunk(i, dump(delta), "", reason);
+    out += chunk(i, std::move(delta), nullptr, reason);
   }
   if (d.reason == finish_reason::error && d.error) out += "data: " + error_body(from_wire(*d.error)) + "\n\n";
   if (remaining_ == 0) out += finish_stream();
@@ -541,13 +533,9 @@ std::string response_builder::on_done(done_event&& d) {
 std::string response_builder::finish_stream() {
   std::string out;
   if (include_usage_) {
-    const bool chat = ep_ == endpoint::chat;
-    ojson j = {{"id", id_},
-               {"object", chat ? "chat.completion.chunk" : "text_completion"},
-               {"created", created_},
-               {"model", model_},
-               {"choices", ojson::array()},
-               {"usage", usage_json(usage_)}};
+    ojson j = head(ep_ == endpoint::chat ? "chat.completion.chunk" : "text_completion");
+    j["choices"] = ojson::array();
+    j["usage"] = usage_json(usage_);
     out += "data: " + dump(j) + "\n\n";
   }
   out += "data: [DONE]\n\n";
@@ -571,14 +559,7 @@ std::string response_builder::final_body() {
         m["content"] = ch.text;
       }
       if (include_reasoning_ && !ch.reasoning.empty()) m["reasoning_content"] = ch.reasoning;
-      if (calls) {
-        ojson tc = ojson::array();
-        for (size_t k = 0; k < ch.last.tool_calls.size(); ++k)
-          tc.push_back({{"id", "call_" + id_ + "_" + std::to_string(i) + "_" + std::to_string(k)},
-                        {"type", "function"},
-                        {"function", {{"name", ch.last.tool_calls[k].name}, {"arguments", ch.last.tool_calls[k].arguments}}}});
-        m["tool_calls"] = tc;
-      }
+      if (calls) m["tool_calls"] = tool_calls_json(ch.last.tool_calls, i, false);
       c["message"] = m;
     } else {
       c["text"] = (echo_ ? echo_text_ : "") + (prompt_only_ ? "" : ch.text);
@@ -586,7 +567,7 @@ std::string response_builder::final_body() {
     if (!want_logprobs_) {
       c["logprobs"] = nullptr;
     } else if (!echo_) {
-      c["logprobs"] = ojson::parse(logprobs_json(ch.ids, ch.logprobs, 0));
+      c["logprobs"] = logprobs_json(ch.ids, ch.logprobs);
     } else {
       // The prompt's tokens first: the first has no logprob (nothing predicts it), each other
       // one the logprob the model gave it; then the completion's, unless it is left out.
@@ -600,17 +581,14 @@ std::string response_builder::final_body() {
           ids.push_back(ch.ids[t]);
           lps.push_back(&ch.logprobs[t]);
         }
-      c["logprobs"] = ojson::parse(completion_logprobs(ids, lps));
+      c["logprobs"] = completion_logprobs(ids, lps);
     }
     c["finish_reason"] = finish_name(ch.last.reason, calls);
     cs.push_back(c);
   }
-  ojson j = {{"id", id_},
-             {"object", chat ? "chat.completion" : "text_completion"},
-             {"created", created_},
-             {"model", model_},
-             {"choices", cs},
-             {"usage", usage_json(usage_)}};
+  ojson j = head(chat ? "chat.completion" : "text_completion");
+  j["choices"] = std::move(cs);
+  j["usage"] = usage_json(usage_);
   started_ = true;
   return dump(j);
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -89,16 +90,22 @@ class response_builder {
     bool in_calls = false;     // streaming with tools: a <tool_call> block began
     done_event last;
   };
-  std::string chunk(int32_t index, const std::string& delta_json_or_text, const std::string& logprobs_json,
-                    const char* finish_reason);
+  using json = nlohmann::ordered_json;
+  // id, object, created, model: what every body and chunk begins with.
+  json head(const char* object) const;
+  // One SSE event: a chunk with one choice; `delta` is chat's delta object or a completion's text.
+  std::string chunk(int32_t index, json delta, json logprobs, const char* finish_reason);
   std::string on_token(const token_event& t);
   std::string on_done(done_event&& d);
   std::string on_error(const wire_error& e);
   std::string finish_stream();
   std::string final_body();
-  std::string logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps, size_t text_offset) const;
+  // The endpoint's logprobs object for `ids`, one logprob_info each.
+  json logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps) const;
   // The completions form over ids whose logprobs may be missing (null: the first prompt token).
-  std::string completion_logprobs(const std::vector<int32_t>& ids, const std::vector<const logprob_info*>& lps) const;
+  json completion_logprobs(const std::vector<int32_t>& ids, const std::vector<const logprob_info*>& lps) const;
+  // Choice `index`'s calls as OpenAI's tool_calls; a streamed delta numbers them with `index`.
+  json tool_calls_json(const std::vector<tool_call>& calls, size_t index, bool streamed) const;
 
   endpoint ep_;
   std::string id_, model_;
@@ -113,7 +120,6 @@ class response_builder {
   usage_info usage_;
   bool complete_ = false, started_ = false;
   int status_ = 200;
-  std::string error_json_;
 };
 
 }  // namespace troupe::wire::openai
