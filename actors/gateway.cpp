@@ -261,6 +261,8 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
     char hex[9];
     std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(rd()));
     st.http_id_prefix = hex;
+    st.models = {ctx->facts.name, {}, ctx->facts.max_model_len};
+    for (const auto& a : ctx->facts.adapters) st.models.adapters.push_back(a.name);
   }
   bound->set_value({res->second, {}, st.http_port});
   if (ctx->cfg.idle_timeout_ms > 0) sweep_idle(self);

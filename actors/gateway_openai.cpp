@@ -85,12 +85,6 @@ void http_deliver_frames(self_ptr self, connection_handle hdl, const std::string
   }
 }
 
-wire::openai::served_models served_models(const server_context& ctx) {
-  wire::openai::served_models m{ctx.facts.name, {}, ctx.facts.max_model_len};
-  for (const auto& a : ctx.facts.adapters) m.adapters.push_back(a.name);
-  return m;
-}
-
 void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& req) {
   auto& st = self->state;
   auto& h = *st.conns.at(hdl).http;
@@ -115,7 +109,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   if (path == "/v1/models") {
     if (req.method != "GET") return not_allowed("GET");
     return http_answer(self, hdl, 200, "application/json",
-                       wire::openai::models_body(served_models(*st.ctx), static_cast<int64_t>(std::time(nullptr))),
+                       wire::openai::models_body(st.models, static_cast<int64_t>(std::time(nullptr))),
                        req.keep_alive);
   }
   if (path == "/metrics") {  // where vLLM serves it, so its scrape configs work unchanged
@@ -139,7 +133,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(++st.next_http_id));
   const std::string id = (chat ? "chatcmpl-" : "cmpl-") + st.http_id_prefix + hex;
-  auto parsed = wire::openai::parse_request(ep, req.body, served_models(*st.ctx), id);
+  auto parsed = wire::openai::parse_request(ep, req.body, st.models, id);
   if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
   const tokenizer* tok = st.ctx->tok.get();
   h.reply.emplace(ep, parsed, static_cast<int64_t>(std::time(nullptr)), [tok](int32_t t) {

@@ -73,6 +73,7 @@ struct gateway_state {
   caf::io::accept_handle http_doorman;  // valid when [server] http_port >= 0
   uint16_t http_port = 0;
   std::string http_id_prefix;           // random per server, so response ids differ across replicas
+  wire::openai::served_models models;   // the names the API answers to (fixed once the server runs)
   uint64_t next_http_id = 0;
 };
 
