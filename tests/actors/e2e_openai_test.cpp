@@ -18,28 +18,6 @@ namespace {
 const std::string full_vocab_dir = TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab";
 const std::string tokenizer_dir = TROUPE_SOURCE_DIR "/models/qwen3-tokenizer";
 
-std::string ids_json(const std::vector<int32_t>& ids) { return json(ids).dump(); }
-
-// The ids a completion's logprobs name: a model without a tokenizer writes each token as
-// "token_id:N" (vLLM's return_tokens_as_token_ids form).
-std::vector<int32_t> ids_of(const json& logprobs) {
-  std::vector<int32_t> out;
-  for (const auto& t : logprobs["tokens"]) out.push_back(std::stoi(t.get<std::string>().substr(9)));
-  return out;
-}
-
-std::vector<json> sse(const std::string& body) {
-  std::vector<json> out;
-  size_t at = 0;
-  while ((at = body.find("data: ", at)) != std::string::npos) {
-    auto end = body.find("\n\n", at);
-    auto data = body.substr(at + 6, end - at - 6);
-    out.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data));
-    at = end + 2;
-  }
-  return out;
-}
-
 std::string completion_body(const wire::generate_request& r, bool stream, int n = 1) {
   json b = {{"model", "tiny-dense"}, {"prompt", r.prompt_ids}, {"max_tokens", *r.max_tokens}, {"logprobs", 0},
             {"ignore_eos", true}, {"temperature", *r.sampling.temperature}, {"stream", stream}};
@@ -73,7 +51,7 @@ BOOST_AUTO_TEST_CASE(completions_give_the_reference_tokens) {
     BOOST_TEST(s.head.find("Content-Type: text/event-stream") != std::string::npos);
     std::vector<int32_t> got;
     std::string finish;
-    auto ev = sse(s.body);
+    auto ev = sse_events(s.body);
     BOOST_TEST_REQUIRE(!ev.empty());
     BOOST_TEST(ev.back() == "[DONE]");
     for (const auto& e : ev) {
@@ -81,7 +59,7 @@ BOOST_AUTO_TEST_CASE(completions_give_the_reference_tokens) {
       BOOST_TEST(e["object"] == "text_completion");
       const auto& c = e["choices"][0];
       if (!c["logprobs"].is_null()) {
-        auto ids = ids_of(c["logprobs"]);
+        auto ids = logprob_ids(c["logprobs"]);
         got.insert(got.end(), ids.begin(), ids.end());
       }
       if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
@@ -93,7 +71,7 @@ BOOST_AUTO_TEST_CASE(completions_give_the_reference_tokens) {
     auto w = whole.read();
     BOOST_TEST_REQUIRE(w.status == 200, w.body);
     auto j = json::parse(w.body);
-    BOOST_TEST(ids_of(j["choices"][0]["logprobs"]) == want, boost::test_tools::per_element());
+    BOOST_TEST(logprob_ids(j["choices"][0]["logprobs"]) == want, boost::test_tools::per_element());
     BOOST_TEST(j["usage"]["prompt_tokens"] == reqs[i].prompt_ids.size());
     BOOST_TEST(j["usage"]["completion_tokens"] == want.size());
     BOOST_TEST(j["id"].get<std::string>().rfind("cmpl-", 0) == 0);
@@ -114,7 +92,7 @@ BOOST_AUTO_TEST_CASE(n_completions_in_one_response) {
     auto ri = r;
     ri.sampling.seed = 42 + i;  // completion i samples with seed + i (docs/protocol.md)
     BOOST_TEST(j["choices"][i]["index"] == i);
-    BOOST_TEST(ids_of(j["choices"][i]["logprobs"]) == reference(tiny_dense(), ri), boost::test_tools::per_element());
+    BOOST_TEST(logprob_ids(j["choices"][i]["logprobs"]) == reference(tiny_dense(), ri), boost::test_tools::per_element());
   }
   BOOST_TEST(j["usage"]["prompt_tokens"] == 4);
   BOOST_TEST(j["usage"]["completion_tokens"] == 18);
@@ -136,7 +114,7 @@ BOOST_AUTO_TEST_CASE(echo_scores_a_prompt_as_prompt_logprobs_do) {
   BOOST_TEST_REQUIRE(w.status == 200, w.body);
   auto j = json::parse(w.body);
   const auto& lp = j["choices"][0]["logprobs"];
-  BOOST_TEST(ids_of(lp) == prompt, boost::test_tools::per_element());
+  BOOST_TEST(logprob_ids(lp) == prompt, boost::test_tools::per_element());
   BOOST_TEST_REQUIRE(lp["token_logprobs"].size() == prompt.size());
   BOOST_TEST(lp["token_logprobs"][0].is_null());
   for (size_t i = 1; i < prompt.size(); ++i) {
@@ -184,7 +162,7 @@ BOOST_AUTO_TEST_CASE(chat_gives_the_protocols_text) {
   BOOST_TEST_REQUIRE(s.status == 200, s.body);
   std::string content, reasoning;
   bool role_first = false;
-  auto ev = sse(s.body);
+  auto ev = sse_events(s.body);
   for (size_t i = 0; i < ev.size(); ++i) {
     if (ev[i] == "[DONE]") continue;
     const auto& d = ev[i]["choices"][0]["delta"];
@@ -210,8 +188,8 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order) {
   auto ra = c.read(), rb = c.read(), rm = c.read(), rp = c.read();
   BOOST_TEST_REQUIRE(ra.status == 200, ra.body);
   BOOST_TEST_REQUIRE(rb.status == 200, rb.body);
-  BOOST_TEST(ids_of(json::parse(ra.body)["choices"][0]["logprobs"]) == reference(tiny_dense(), a), boost::test_tools::per_element());
-  BOOST_TEST(ids_of(json::parse(rb.body)["choices"][0]["logprobs"]) == reference(tiny_dense(), b), boost::test_tools::per_element());
+  BOOST_TEST(logprob_ids(json::parse(ra.body)["choices"][0]["logprobs"]) == reference(tiny_dense(), a), boost::test_tools::per_element());
+  BOOST_TEST(logprob_ids(json::parse(rb.body)["choices"][0]["logprobs"]) == reference(tiny_dense(), b), boost::test_tools::per_element());
   auto models = json::parse(rm.body);
   BOOST_TEST(models["data"][0]["id"] == "tiny-dense");
   BOOST_TEST(models["data"][0]["max_model_len"] == 256);
@@ -316,7 +294,7 @@ BOOST_AUTO_TEST_CASE(shutdown_ends_a_stream_with_abort_and_done) {
   std::jthread stopper([&] { srv->shutdown(std::chrono::milliseconds(50)); });
   auto r = c.read();
   BOOST_TEST_REQUIRE(r.status == 200);
-  auto ev = sse(r.body);
+  auto ev = sse_events(r.body);
   BOOST_TEST_REQUIRE(ev.size() >= 3u);
   BOOST_TEST(ev.back() == "[DONE]");
   BOOST_TEST(ev[ev.size() - 2]["choices"][0]["finish_reason"] == "abort");

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "examples/cpp/troupe_client.hpp"
 
 namespace troupe::e2e {
@@ -20,6 +22,27 @@ struct http_reply {
   std::string body;  // de-chunked
   bool closed = false;  // the server closed the connection after it
 };
+
+// The JSON of each server-sent event in a response body ("[DONE]" as that string).
+inline std::vector<nlohmann::json> sse_events(const std::string& body) {
+  std::vector<nlohmann::json> out;
+  size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    auto end = body.find("\n\n", at);
+    auto data = body.substr(at + 6, end - at - 6);
+    out.push_back(data == "[DONE]" ? nlohmann::json("[DONE]") : nlohmann::json::parse(data));
+    at = end + 2;
+  }
+  return out;
+}
+
+// The ids a completion's logprobs name: a model without a tokenizer writes each token as
+// "token_id:N" (vLLM's return_tokens_as_token_ids form).
+inline std::vector<int32_t> logprob_ids(const nlohmann::json& logprobs) {
+  std::vector<int32_t> out;
+  for (const auto& t : logprobs["tokens"]) out.push_back(std::stoi(t.get<std::string>().substr(9)));
+  return out;
+}
 
 class http_client {
  public:

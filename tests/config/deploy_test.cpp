@@ -193,11 +193,6 @@ BOOST_AUTO_TEST_CASE(replicas_behind_haproxy_share_a_cache_and_survive_a_crash) 
   // The OpenAI-compatible API through the balancer's HTTP frontend: streamed and whole, on
   // keep-alive connections, the same tokens (a model without a tokenizer names them token_id:N).
   BOOST_TEST_REQUIRE(lb.wait_http_ready());
-  auto ids_of = [](const nlohmann::json& logprobs) {
-    std::vector<int32_t> out;
-    for (const auto& t : logprobs["tokens"]) out.push_back(std::stoi(t.get<std::string>().substr(9)));
-    return out;
-  };
   {
     troupe::e2e::http_client c(lb.http_port());
     for (size_t i = 0; i < 4; ++i) {
@@ -208,13 +203,11 @@ BOOST_AUTO_TEST_CASE(replicas_behind_haproxy_share_a_cache_and_survive_a_crash) 
       BOOST_TEST_REQUIRE(r.status == 200, r.body);
       std::vector<int32_t> ids;
       if (!stream) {
-        ids = ids_of(nlohmann::json::parse(r.body)["choices"][0]["logprobs"]);
+        ids = troupe::e2e::logprob_ids(nlohmann::json::parse(r.body)["choices"][0]["logprobs"]);
       } else {
-        for (size_t at = 0; (at = r.body.find("data: {", at)) != std::string::npos; ++at) {
-          auto j = nlohmann::json::parse(r.body.substr(at + 6, r.body.find("\n\n", at) - at - 6));
-          if (!j["choices"][0]["logprobs"].is_null())
-            for (int32_t t : ids_of(j["choices"][0]["logprobs"])) ids.push_back(t);
-        }
+        for (const auto& e : troupe::e2e::sse_events(r.body))
+          if (e != "[DONE]" && !e["choices"][0]["logprobs"].is_null())
+            for (int32_t t : troupe::e2e::logprob_ids(e["choices"][0]["logprobs"])) ids.push_back(t);
       }
       BOOST_TEST(ids == cold(prompts[i], 6), boost::test_tools::per_element());
     }
