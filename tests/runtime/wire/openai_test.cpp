@@ -172,6 +172,17 @@ BOOST_AUTO_TEST_CASE(bad_requests_name_what_is_wrong) {
       {R"({"prompt": {"a": 1}})", false, 400, "wrong_type", "prompt"},
       {R"({"prompt": "a", "messages": []})", false, 400, "unknown_field", "messages"},
       {R"({"prompt": "a", "seed": 1e400})", false, 400, "malformed", ""},
+      {R"({"prompt": "a", "guided_regex": "x+", "structured_outputs": {"regex": "y"}})", false, 400, "invalid_value", "not both"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "text"}]}]})", true, 400, "missing_field", "messages[0].content[0]"},
+      {R"({"messages": [{"role": "user", "content": [{"text": "x"}]}]})", true, 400, "missing_field", "type"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "x", "cache": 1}]}]})", true, 400, "unknown_field", "messages[0].content[0].cache"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "text", "text": 3}]}]})", true, 400, "wrong_type", "messages[0].content[0].text"},
+      {R"({"messages": [{"role": "user", "content": "q"}], "parallel_tool_calls": "yes"})", true, 400, "wrong_type", "parallel_tool_calls"},
+      {R"({"messages": [{"role": "user", "content": "q"}], "include_reasoning": 1})", true, 400, "wrong_type", "include_reasoning"},
+      {R"({"messages": [{"role": "user", "content": "q"}], "stream_options": {"include_usage": "y"}})", true, 400, "wrong_type", "include_usage"},
+      {R"({"prompt": "a", "echo": "yes"})", false, 400, "wrong_type", "echo"},
+      {R"({"prompt": "a", "suffix": 1})", false, 400, "wrong_type", "suffix"},
+      {R"({"messages": [{"role": "user", "content": "q"}], "max_completion_tokens": -1})", true, 400, "invalid_value", "max_tokens"},
   };
   for (const auto& c : cases) {
     auto p = c.chat ? chat(c.body) : completion(c.body);
