@@ -12,12 +12,14 @@ constexpr int32_t kBlockSize = 16;
 
 // A private pool just large enough for one sequence, with the identity block table.
 struct single_sequence_pool {
-  single_sequence_pool(const model_config& cfg, int64_t max_len, dtype kv_type = dtype::f32)
-      : kv(cfg, static_cast<int32_t>(std::max<int64_t>(1, (max_len + kBlockSize - 1) / kBlockSize)), kBlockSize, kv_type),
-        table(kv.num_blocks()) {
+  single_sequence_pool(const checkpoint& ckpt, int64_t max_len, dtype kv_type, kernels::compute_dtype compute,
+                       int32_t tp_size)
+      : runner(ckpt, static_cast<int32_t>(std::max<int64_t>(1, (max_len + kBlockSize - 1) / kBlockSize)), kBlockSize,
+               kv_type, {compute}, tp_size),
+        table(runner.num_blocks()) {
     std::iota(table.begin(), table.end(), 0);
   }
-  kv_cache kv;
+  tensor_parallel_runner runner;
   std::vector<int32_t> table;
 };
 
@@ -39,8 +41,9 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
   validate(opts.sampling);
   check_prompt(prompt, ckpt_.config, opts.max_tokens);
 
-  single_sequence_pool pool(ckpt_.config, static_cast<int64_t>(prompt.size()) + opts.max_tokens, opts.kv_cache_dtype);
-  model_runner runner(ckpt_, pool.kv, {opts.compute});
+  single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()) + opts.max_tokens, opts.kv_cache_dtype,
+                            opts.compute, tp_size_);
+  auto& runner = pool.runner;
   const int32_t adapter = opts.adapter ? runner.add_adapter(opts.adapter) : -1;
   sampler smp(opts.sampling);
   step_result res;
@@ -98,8 +101,8 @@ std::vector<float> generator::prompt_logits(const std::vector<int32_t>& prompt, 
                                             dtype kv_cache_dtype, kernels::compute_dtype compute,
                                             std::shared_ptr<const lora_adapter> adapter) {
   check_prompt(prompt, ckpt_.config, 0);
-  single_sequence_pool pool(ckpt_.config, static_cast<int64_t>(prompt.size()), kv_cache_dtype);
-  model_runner runner(ckpt_, pool.kv, {compute});
+  single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()), kv_cache_dtype, compute, tp_size_);
+  auto& runner = pool.runner;
   const int32_t slot = adapter ? runner.add_adapter(std::move(adapter)) : -1;
   step_result res;
   std::vector<float> all;

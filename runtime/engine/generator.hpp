@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/engine/model_runner.hpp"
+#include "runtime/engine/tensor_parallel_runner.hpp"
 #include "runtime/sampling/sampler.hpp"
 
 namespace troupe {
@@ -35,7 +36,10 @@ struct generate_output {
 
 class generator {
  public:
-  explicit generator(const checkpoint& ckpt) : ckpt_(ckpt) {}
+  // tensor_parallel_size > 1: each request runs on a tensor-parallel group of that many CPU shards
+  // (tensor_parallel_runner); the ranks are made per request.
+  explicit generator(const checkpoint& ckpt, int32_t tensor_parallel_size = 1)
+      : ckpt_(ckpt), tp_size_(tensor_parallel_size) {}
 
   // on_token (optional) sees every new id as it is sampled.
   generate_output generate(const std::vector<int32_t>& prompt, const generate_options& opts,
@@ -49,6 +53,7 @@ class generator {
 
  private:
   const checkpoint& ckpt_;
+  int32_t tp_size_;
 };
 
 }  // namespace troupe

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/core/error.hpp"
+#include "runtime/engine/tp_group.hpp"
 
 namespace troupe {
 
@@ -39,6 +40,10 @@ model_runner::model_runner(const checkpoint& ckpt, kv_cache& kv, model_runner_op
       kv.layer(0).head_dim != cfg_.head_dim)
     throw_error(errc::invalid_argument, "model_runner: KV pool shape does not match the model config");
   rope_ = rope_frequencies_of(cfg_);
+}
+
+void model_runner::all_reduce(float* buf, int64_t count) {
+  if (opts_.tp) opts_.tp->all_reduce_sum(opts_.tp_rank, buf, count);
 }
 
 void model_runner::validate(std::span<const step_sequence> batch) const {
@@ -107,7 +112,6 @@ void model_runner::step(std::span<const step_sequence> batch, step_result& out) 
   kernels::embedding(w.embed_tokens, ids_.data(), n_, x_.data());
 
   // Rows whose logits were asked for: mid-prompt chunks ask for none, prompts for their last.
-  out.vocab_size = cfg_.vocab_size;
   out.first_row.assign(batch.size(), 0);
   out.num_rows.assign(batch.size(), 0);
   std::vector<int64_t> rows;
@@ -141,8 +145,10 @@ void model_runner::step(std::span<const step_sequence> batch, step_result& out) 
       dense_mlp(l, lw);
   }
 
-  // Logits only for the rows asked for (pruned: they are rows 0 .. n_out - 1 of x_ now).
-  out.logits.resize(static_cast<size_t>(n_out * cfg_.vocab_size));
+  // Logits only for the rows asked for (pruned: they are rows 0 .. n_out - 1 of x_ now). A
+  // tensor-parallel rank's lm_head is its range of the vocabulary.
+  out.vocab_size = w.lm_head.rows;
+  out.logits.resize(static_cast<size_t>(n_out * out.vocab_size));
   if (n_out == 0) return;
   ensure(final_, n_out * hidden);
   for (int64_t r = 0; r < n_out; ++r)
@@ -232,6 +238,7 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
   }
   matmul(attn_.data(), n_, lw.o_proj, tmp_.data());
   apply_lora(l, lora_target::o_proj, attn_.data(), tmp_.data());
+  all_reduce(tmp_.data(), n_ * hidden);
   add_inplace(x_.data(), tmp_.data(), n_ * hidden);
 }
 
@@ -246,6 +253,7 @@ void model_runner::dense_mlp(int64_t layer, const layer_weights& lw) {
   kernels::silu_mul(gate_.data(), up_.data(), n_ * inter, gate_.data());
   matmul(gate_.data(), n_, lw.down_proj, tmp_.data());
   apply_lora(layer, lora_target::down_proj, gate_.data(), tmp_.data());
+  all_reduce(tmp_.data(), n_ * cfg_.hidden_size);
   add_inplace(x_.data(), tmp_.data(), n_ * cfg_.hidden_size);
 }
 
@@ -300,13 +308,25 @@ void model_runner::moe_mlp(const layer_weights& lw) {
     for (int64_t i = 0; i < m; ++i)
       std::copy_n(expert_out_.data() + i * hidden, hidden, moe_out_.data() + slots[i] * hidden);
   }
+  // Alone, the weighted outputs go straight onto the residual; a tensor-parallel rank's are partial
+  // sums (its slice of every expert's width), summed across the ranks before they do.
+  float* acc = x_.data();
+  if (opts_.tp) {
+    ensure(tmp_, n_ * hidden);
+    acc = tmp_.data();
+    std::fill(acc, acc + n_ * hidden, 0.0f);
+  }
   for (int64_t t = 0; t < n_; ++t)
     for (int64_t r = 0; r < top_k; ++r) {
       const float wgt = weight[t * top_k + r];
       const float* src = moe_out_.data() + (t * top_k + r) * hidden;
-      float* dst = x_.data() + t * hidden;
+      float* dst = acc + t * hidden;
       for (int64_t i = 0; i < hidden; ++i) dst[i] += wgt * src[i];
     }
+  if (opts_.tp) {
+    all_reduce(tmp_.data(), n_ * hidden);
+    add_inplace(x_.data(), tmp_.data(), n_ * hidden);
+  }
 }
 
 }  // namespace troupe

@@ -16,11 +16,18 @@
 
 namespace troupe {
 
+class tp_group;
+
 struct model_runner_options {
   // The matmul arithmetic for BF16 weights (kernels.hpp): f32 is exact (the default); bf16 rounds
   // activations to bf16 and multiplies as vdpbf16ps does (docs/engine.md, "bf16 compute").
   // Either way a sequence's logits stay independent of its batch and of prompt chunking.
   kernels::compute_dtype compute = kernels::compute_dtype::f32;
+  // Tensor parallelism (tensor_parallel_runner): this runner is rank `tp_rank` of `tp`, its
+  // checkpoint that rank's shard (shard_checkpoint): it all-reduces the partial sums of o_proj and
+  // down_proj with the other ranks, and its logits rows are its vocabulary range. Null: alone.
+  tp_group* tp = nullptr;
+  int32_t tp_rank = 0;
 };
 
 // `--compute-dtype` / model.compute_dtype: "f32" or "bf16"; throws invalid_argument naming `option`.
@@ -52,6 +59,8 @@ class model_runner {
   void attention_block(int64_t layer, std::span<const step_sequence> batch, const std::vector<int64_t>* keep);
   void dense_mlp(int64_t layer, const layer_weights& lw);
   void moe_mlp(const layer_weights& lw);
+  // The partial sums of a row-parallel matmul (o_proj, down_proj) become the whole sums.
+  void all_reduce(float* buf, int64_t count);
   void matmul(const float* x, int64_t n, const kernels::weight_ref& w, float* y) const {
     kernels::matmul(x, n, w, y, opts_.compute);
   }

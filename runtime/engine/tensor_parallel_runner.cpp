@@ -1,0 +1,96 @@
+#include "runtime/engine/tensor_parallel_runner.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "runtime/core/error.hpp"
+#include "runtime/model/shard.hpp"
+
+namespace troupe {
+
+tensor_parallel_runner::tensor_parallel_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size,
+                                               dtype kv_type, model_runner_options opts, int32_t tp_size,
+                                               int32_t threads_per_rank)
+    : ckpt_(ckpt) {
+  check_shardable(ckpt, tp_size);  // before any thread or pool exists
+  if (tp_size == 1) {
+    pools_.push_back(std::make_unique<kv_cache>(ckpt.config, num_blocks, block_size, kv_type));
+    runners_.push_back(std::make_unique<model_runner>(ckpt, *pools_[0], opts));
+    return;
+  }
+  group_ = std::make_unique<tp_group>(tp_size, threads_per_rank);
+  for (int32_t r = 0; r < tp_size; ++r) {
+    shards_.push_back(shard_checkpoint(ckpt, r, tp_size));
+    pools_.push_back(std::make_unique<kv_cache>(shards_.back()->config, num_blocks, block_size, kv_type));
+    model_runner_options o = opts;
+    o.tp = group_.get();
+    o.tp_rank = r;
+    runners_.push_back(std::make_unique<model_runner>(*shards_.back(), *pools_.back(), o));
+    vocab_begin_.push_back(vocab_range_begin(ckpt, r, tp_size));
+  }
+  vocab_begin_.push_back(ckpt.weights.lm_head.rows);
+  partial_.resize(static_cast<size_t>(tp_size));
+}
+
+tensor_parallel_runner::~tensor_parallel_runner() = default;
+
+int32_t tensor_parallel_runner::add_adapter(std::shared_ptr<const lora_adapter> adapter) {
+  if (tp_size() > 1)
+    throw_error(errc::unsupported, "LoRA adapters with tensor_parallel_size " + std::to_string(tp_size()) +
+                                       " are not supported (only with tensor_parallel_size 1)");
+  return runners_[0]->add_adapter(std::move(adapter));
+}
+
+std::vector<const kv_cache*> tensor_parallel_runner::pools() const {
+  std::vector<const kv_cache*> v;
+  for (const auto& p : pools_) v.push_back(p.get());
+  return v;
+}
+
+std::vector<kv_cache*> tensor_parallel_runner::pools() {
+  std::vector<kv_cache*> v;
+  for (auto& p : pools_) v.push_back(p.get());
+  return v;
+}
+
+size_t tensor_parallel_runner::kv_bytes() const noexcept {
+  size_t b = 0;
+  for (const auto& p : pools_) b += p->bytes();
+  return b;
+}
+
+void tensor_parallel_runner::step(std::span<const step_sequence> batch, step_result& out) {
+  if (tp_size() == 1) {
+    runners_[0]->step(batch, out);
+    return;
+  }
+  // The batch's errors from the caller's thread, before any rank starts (the ranks would find the
+  // same ones, but each rank's pool only knows its own heads).
+  validate_step(batch, ckpt_.config, num_blocks(), block_size(), 0);
+  const int64_t vocab = ckpt_.weights.lm_head.rows;
+  out.vocab_size = vocab;
+  out.first_row.assign(batch.size(), 0);
+  out.num_rows.assign(batch.size(), 0);
+  int64_t rows = 0;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    out.first_row[s] = rows;
+    out.num_rows[s] = batch[s].logits == logits_mode::all    ? static_cast<int64_t>(batch[s].tokens.size())
+                      : batch[s].logits == logits_mode::last ? 1
+                                                              : 0;
+    rows += out.num_rows[s];
+  }
+  out.logits.resize(static_cast<size_t>(rows * vocab));
+  group_->run([&](int32_t r) {
+    auto& part = partial_[static_cast<size_t>(r)];
+    runners_[static_cast<size_t>(r)]->step(batch, part);
+    // Each rank writes its vocabulary columns of every row.
+    const int64_t v0 = vocab_begin_[static_cast<size_t>(r)], width = part.vocab_size;
+    TROUPE_ASSERT(width == vocab_begin_[static_cast<size_t>(r) + 1] - v0);
+    TROUPE_ASSERT(static_cast<int64_t>(part.logits.size()) == rows * width);
+    for (int64_t i = 0; i < rows; ++i)
+      std::memcpy(out.logits.data() + i * vocab + v0, part.logits.data() + i * width, static_cast<size_t>(width) * sizeof(float));
+  });
+}
+
+}  // namespace troupe

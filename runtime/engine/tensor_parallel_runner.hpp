@@ -1,0 +1,66 @@
+// The forward step of one model over a tensor-parallel group of CPU shards (Megatron-LM's split,
+// runtime/model/shard.hpp): each rank runs its heads, its slice of the MLP and its range of the
+// vocabulary on its own thread, with its own KV pool holding its KV heads, and the ranks sum their
+// partial outputs twice a layer through shared memory (tp_group). The caller sees model_runner's
+// contract: the same batch in, the whole vocabulary's logits out, one block table per sequence
+// addressing the same block in every rank's pool.
+//
+// tp_size 1 is model_runner on one pool, on the caller's thread, bit for bit. With more ranks the
+// row-parallel sums are added in another order than one rank's dot product (rank order, each
+// rank's part in matmul's order), so logits differ from tp_size 1 by float32 rounding (within the
+// golden tolerance) but stay independent of the batch and of prompt chunking for a given size.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "runtime/engine/model_runner.hpp"
+#include "runtime/engine/step.hpp"
+#include "runtime/engine/tp_group.hpp"
+#include "runtime/kv/kv_cache.hpp"
+#include "runtime/model/checkpoint.hpp"
+
+namespace troupe {
+
+class tensor_parallel_runner {
+ public:
+  // ckpt must outlive the runner. tp_size must divide the model (check_shardable: heads, KV heads,
+  // MLP widths, quantization groups), else troupe::error(unsupported) naming the field.
+  // threads_per_rank 0: the process's OpenMP threads divided among the ranks.
+  tensor_parallel_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size = 16,
+                         dtype kv_type = dtype::f32, model_runner_options opts = {}, int32_t tp_size = 1,
+                         int32_t threads_per_rank = 0);
+  ~tensor_parallel_runner();
+
+  // model_runner::step's contract, the logits rows spanning the whole vocabulary.
+  void step(std::span<const step_sequence> batch, step_result& out);
+  // LoRA adapters: tp_size 1 only (troupe::error(unsupported) otherwise).
+  int32_t add_adapter(std::shared_ptr<const lora_adapter> adapter);
+
+  int32_t tp_size() const noexcept { return static_cast<int32_t>(runners_.size()); }
+  const model_config& config() const noexcept { return ckpt_.config; }
+  int32_t num_blocks() const noexcept { return pools_.front()->num_blocks(); }
+  int32_t block_size() const noexcept { return pools_.front()->block_size(); }
+  dtype kv_type() const noexcept { return pools_.front()->kv_type(); }
+  // Rank r's pool: its KV heads [r * H / tp_size, (r + 1) * H / tp_size) of every block.
+  kv_cache& kv(int32_t rank = 0) { return *pools_[static_cast<size_t>(rank)]; }
+  const kv_cache& kv(int32_t rank = 0) const { return *pools_[static_cast<size_t>(rank)]; }
+  // Every rank's pool, in rank order (prefix::gather_block / scatter_block take them).
+  std::vector<const kv_cache*> pools() const;
+  std::vector<kv_cache*> pools();
+  // Bytes of every rank's pool together.
+  size_t kv_bytes() const noexcept;
+
+ private:
+  const checkpoint& ckpt_;
+  std::unique_ptr<tp_group> group_;  // null for tp_size 1
+  std::vector<std::unique_ptr<checkpoint>> shards_;
+  std::vector<std::unique_ptr<kv_cache>> pools_;
+  std::vector<std::unique_ptr<model_runner>> runners_;
+  std::vector<step_result> partial_;  // each rank's logits over its vocabulary range
+  std::vector<int64_t> vocab_begin_;  // rank r's first vocabulary row; [tp_size] = vocab size
+};
+
+}  // namespace troupe

@@ -1,0 +1,218 @@
+// Tensor parallelism on CPU shards against the float64 golden references: every golden set
+// (dense, untied and sharded, MoE, RoPE scaling) split over two ranks gives logits within the
+// engine's 1e-4 and the reference's greedy tokens, decode through the ranks' KV pools included;
+// a sequence's logits stay independent of its batch and of prompt chunking (bit for bit, for a
+// given group size); quantized weights split as their scale groups allow; bad sizes are refused.
+#define BOOST_TEST_MODULE troupe_tensor_parallel
+#include <boost/test/unit_test.hpp>
+#include <boost/test/data/test_case.hpp>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <numeric>
+
+#include "runtime/core/error.hpp"
+#include "runtime/engine/generator.hpp"
+#include "runtime/engine/tensor_parallel_runner.hpp"
+#include "runtime/model/shard.hpp"
+#include "runtime/quant/load.hpp"
+#include "tests/runtime/engine/cached_decode.hpp"
+#include "tests/runtime/engine/golden.hpp"
+
+using namespace troupe;
+using namespace troupe::testing;
+
+namespace {
+
+constexpr double kTolerance = 1e-4;  // the engine's own (model_runner_test.cpp)
+
+const char* kSets[] = {"tiny-dense",      "tiny-untied-sharded", "tiny-moe",
+                       "e2e-full-vocab",  "tiny-dense-yarn",     "tiny-dense-linear"};
+
+std::shared_ptr<checkpoint> load(const std::string& name) {
+  static std::map<std::string, std::shared_ptr<checkpoint>> cache;
+  auto& c = cache[name];
+  if (!c) c = load_checkpoint(golden_dir(name));
+  return c;
+}
+
+template <class F>
+void expect_error(F&& f, errc code, const std::string& needle) {
+  try {
+    f();
+    BOOST_FAIL("expected an error containing '" << needle << "'");
+  } catch (const troupe::error& e) {
+    BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(code), e.what());
+    BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos, e.what());
+  }
+}
+
+double worst_error(const std::vector<float>& a, const std::vector<float>& b, int64_t vocab) {
+  double worst = 0;
+  for (size_t r = 0; r < a.size() / static_cast<size_t>(vocab); ++r)
+    worst = std::max(worst, row_error(a.data() + r * vocab, b.data() + r * vocab, vocab));
+  return worst;
+}
+
+}  // namespace
+
+BOOST_DATA_TEST_CASE(two_ranks_match_the_reference, boost::unit_test::data::make(kSets), set) {
+  auto ck = load(set);
+  generator gen(*ck, 2);
+  const int64_t vocab = ck->config.vocab_size;
+  double worst = 0;
+  for (const auto& c : load_golden(set)) {
+    auto logits = gen.prompt_logits(c.prompt);
+    BOOST_REQUIRE_EQUAL(logits.size(), c.prompt.size() * static_cast<size_t>(vocab));
+    for (size_t r = 0; r < c.prompt_logits.index.size(); ++r) {
+      const int64_t pos = c.prompt_logits.index[r];
+      const double err = row_error(logits.data() + pos * vocab, c.prompt_logits.data.data() + r * vocab, vocab);
+      worst = std::max(worst, err);
+      BOOST_TEST(err <= kTolerance, set << " " << c.id << " position " << pos << ": relative error " << err);
+    }
+    // Decode through the ranks' pools, each step against the reference's recomputation.
+    const int64_t max_len = static_cast<int64_t>(c.prompt.size() + c.greedy.size());
+    tensor_parallel_runner runner(*ck, static_cast<int32_t>((max_len + 15) / 16), 16, dtype::f32, {}, 2);
+    std::vector<int32_t> table(static_cast<size_t>(runner.num_blocks()));
+    std::iota(table.begin(), table.end(), 0);
+    const auto got = decode_and_check(runner, table, c, vocab, std::string(set) + " tp 2", kTolerance, -1, &worst);
+    BOOST_TEST(got == c.greedy, boost::test_tools::per_element());
+  }
+  BOOST_TEST_MESSAGE(set << " over 2 ranks: worst relative logits error " << worst << " (tolerance " << kTolerance << ")");
+}
+
+// The ranks' sums are added in another order than one rank's dot products: float32 rounding apart,
+// nothing else (a wrong head, column or vocabulary range would be far off).
+BOOST_DATA_TEST_CASE(two_ranks_equal_one_up_to_rounding, boost::unit_test::data::make(kSets), set) {
+  auto ck = load(set);
+  const auto prompt = load_golden(set).back().prompt;
+  const auto one = generator(*ck).prompt_logits(prompt);
+  const auto two = generator(*ck, 2).prompt_logits(prompt);
+  BOOST_REQUIRE_EQUAL(one.size(), two.size());
+  const double err = worst_error(two, one, ck->config.vocab_size);
+  BOOST_TEST(err <= 1e-5, set << ": tp 2 against tp 1, relative error " << err);
+}
+
+BOOST_DATA_TEST_CASE(batch_and_chunking_invariance_bitwise, boost::unit_test::data::make(kSets), set) {
+  auto ck = load(set);
+  const auto cases = load_golden(set);
+  int32_t blocks = 0;
+  for (const auto& c : cases) blocks += static_cast<int32_t>((c.prompt.size() + 15) / 16);
+  tensor_parallel_runner runner(*ck, blocks * 2, 16, dtype::f32, {}, 2);
+  std::vector<std::vector<float>> alone;
+  for (const auto& c : cases) {
+    std::vector<int32_t> t((c.prompt.size() + 15) / 16);
+    std::iota(t.begin(), t.end(), 0);
+    step_sequence sq{0, c.prompt, 0, t, logits_mode::all};
+    step_result r;
+    runner.step(std::span<const step_sequence>(&sq, 1), r);
+    alone.push_back(r.logits);
+  }
+  std::vector<std::vector<int32_t>> tables(cases.size());
+  int32_t next = runner.num_blocks() - 1;
+  for (size_t i = 0; i < cases.size(); ++i)
+    for (size_t b = 0; b < (cases[i].prompt.size() + 15) / 16; ++b) tables[i].push_back(next--);
+  std::vector<step_sequence> batch;
+  for (size_t i = 0; i < cases.size(); ++i) batch.push_back({static_cast<int64_t>(i), cases[i].prompt, 0, tables[i], logits_mode::all});
+  step_result r;
+  runner.step(batch, r);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    BOOST_REQUIRE_EQUAL(r.num_rows[i], static_cast<int64_t>(cases[i].prompt.size()));
+    BOOST_TEST(std::memcmp(r.row(i).data(), alone[i].data(), alone[i].size() * sizeof(float)) == 0,
+               set << " " << cases[i].id << ": batched logits differ from solo logits over 2 ranks");
+  }
+  generator gen(*ck, 2);
+  const auto whole = gen.prompt_logits(cases.back().prompt);
+  for (int32_t chunk : {1, 7}) {
+    const auto chunked = gen.prompt_logits(cases.back().prompt, chunk);
+    BOOST_REQUIRE_EQUAL(chunked.size(), whole.size());
+    BOOST_TEST(std::memcmp(chunked.data(), whole.data(), whole.size() * sizeof(float)) == 0,
+               set << ": chunk " << chunk << " changes the logits over 2 ranks");
+  }
+}
+
+// Greedy and seeded generation over 2 ranks, the prompt in chunks: the reference's ids, and a
+// seed gives the same ids each time.
+BOOST_AUTO_TEST_CASE(generator_over_two_ranks) {
+  auto ck = load("tiny-moe");
+  generator gen(*ck, 2);
+  for (const auto& c : load_golden("tiny-moe")) {
+    generate_options o;
+    o.max_tokens = static_cast<int32_t>(c.greedy.size());
+    o.sampling.temperature = 0.0f;
+    o.prefill_chunk = 5;
+    BOOST_TEST(gen.generate(c.prompt, o).ids == c.greedy, boost::test_tools::per_element());
+    o.sampling.temperature = 0.8f;
+    o.sampling.seed = 11;
+    o.sampling.has_seed = true;
+    BOOST_TEST(gen.generate(c.prompt, o).ids == gen.generate(c.prompt, o).ids, boost::test_tools::per_element());
+  }
+}
+
+// Quantized weights: the split keeps whole scale groups, the kernels add nothing of their own
+// (INT8 and FP8 over 2 ranks equal 1 rank up to rounding), and a split that would cut a group is
+// refused naming the tensor.
+BOOST_AUTO_TEST_CASE(quantized_weights_split_on_group_boundaries) {
+  const auto prompt = load_golden("tiny-dense").back().prompt;
+  struct variant {
+    quant::method m;
+    int32_t group;
+  };
+  // INT8 per output channel (group 0), FP8 in 16 x 16 blocks.
+  for (variant v : {variant{quant::method::int8, 0}, variant{quant::method::fp8, 16}}) {
+    quant::load_options o;
+    o.quantization = v.m;
+    o.group_size = v.group;
+    o.block_rows = o.block_cols = v.group;
+    auto ck = quant::load_model(golden_dir("tiny-dense"), o);
+    BOOST_REQUIRE(ck->weights.layers[0].down_proj.scales != nullptr);
+    const auto one = generator(*ck).prompt_logits(prompt);
+    const auto two = generator(*ck, 2).prompt_logits(prompt);
+    const double err = worst_error(two, one, ck->config.vocab_size);
+    BOOST_TEST(err <= 1e-5, "quantized tp 2 against tp 1: relative error " << err);
+  }
+  quant::load_options o;
+  o.quantization = quant::method::fp8;  // 128 x 128 blocks: a rank's 64 query rows cut one
+  auto ck = quant::load_model(golden_dir("tiny-dense"), o);
+  expect_error([&] { tensor_parallel_runner r(*ck, 4, 16, dtype::f32, {}, 2); }, errc::unsupported,
+               "model.layers.0.self_attn.q_proj.weight: a slice of 64 rows at row 0 cuts its scale blocks of 128 rows");
+  o.quantization = quant::method::int8;  // groups of 32 columns: down_proj's 160 split at 80 cuts one
+  o.group_size = 32;
+  ck = quant::load_model(golden_dir("tiny-dense"), o);
+  expect_error([&] { tensor_parallel_runner r(*ck, 4, 16, dtype::f32, {}, 2); }, errc::unsupported,
+               "model.layers.0.mlp.down_proj.weight: a slice of 80 columns at column 0 cuts its scale groups of 32 columns");
+}
+
+BOOST_AUTO_TEST_CASE(sizes_that_do_not_divide_the_model_are_refused) {
+  auto ck = load("tiny-dense");  // 4 query heads, 2 KV heads, intermediate 160
+  expect_error([&] { tensor_parallel_runner r(*ck, 4, 16, dtype::f32, {}, 3); }, errc::unsupported,
+               "tensor_parallel_size 3: num_attention_heads (4) is not a multiple of it");
+  expect_error([&] { tensor_parallel_runner r(*ck, 4, 16, dtype::f32, {}, 4); }, errc::unsupported,
+               "tensor_parallel_size 4: num_key_value_heads (2) is not a multiple of it");
+  expect_error([&] { tensor_parallel_runner r(*ck, 4, 16, dtype::f32, {}, 0); }, errc::invalid_argument,
+               "tensor_parallel_size must be >= 1 (got 0)");
+  tensor_parallel_runner two(*ck, 4, 16, dtype::f32, {}, 2);
+  expect_error([&] { two.add_adapter(nullptr); }, errc::unsupported, "LoRA adapters with tensor_parallel_size 2");
+}
+
+// Each rank's pool holds its KV heads; a bad batch is refused before any rank runs, with
+// model_runner's message, and the group runs on afterwards.
+BOOST_AUTO_TEST_CASE(pools_hold_their_heads_and_bad_batches_leave_the_group_usable) {
+  auto ck = load("tiny-dense");
+  tensor_parallel_runner runner(*ck, 4, 16, dtype::f32, {}, 2);
+  BOOST_TEST(runner.tp_size() == 2);
+  BOOST_TEST(runner.kv(0).layer(0).n_kv_heads == 1);
+  BOOST_TEST(runner.kv(1).layer(0).n_kv_heads == 1);
+  kv_cache whole(ck->config, 4);
+  BOOST_TEST(runner.kv_bytes() == whole.bytes());
+  std::vector<int32_t> table{0, 1}, bad_id{1, 4096}, ok{1, 2, 3};
+  step_result r;
+  step_sequence bad{1, bad_id, 0, table};
+  expect_error([&] { runner.step(std::span<const step_sequence>(&bad, 1), r); }, errc::out_of_range,
+               "token id 4096 is outside the vocabulary");
+  step_sequence good{1, ok, 0, table};
+  runner.step(std::span<const step_sequence>(&good, 1), r);
+  BOOST_TEST(r.vocab_size == ck->config.vocab_size);
+  BOOST_TEST(r.logits.size() == static_cast<size_t>(ck->config.vocab_size));
+}

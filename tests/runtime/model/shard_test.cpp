@@ -1,0 +1,123 @@
+// Slicing weights for tensor parallelism: row slices are views of the same elements, column slices
+// copies of them, in every stored form (float dtypes, INT8 with column groups or one scale a row,
+// 4-bit u4 codes with zeros, FP8 with 128 x 128-style blocks), and the golden checkpoint's shards
+// hold each rank's heads, MLP columns and vocabulary range.
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+#include <random>
+
+#include "kernels/kernels.hpp"
+#include "runtime/core/error.hpp"
+#include "runtime/model/shard.hpp"
+
+using namespace troupe;
+
+namespace {
+
+// A weight of `type` with random bytes (and scales / zeros for the quantized forms).
+struct synthetic {
+  synthetic(dtype type, int64_t rows, int64_t cols, int32_t group_rows, int32_t group_cols) {
+    w.type = type;
+    w.rows = rows;
+    w.cols = cols;
+    std::mt19937 rng(static_cast<uint32_t>(rows * 31 + cols));
+    data.resize(static_cast<size_t>(w.bytes()));
+    for (auto& b : data) b = static_cast<uint8_t>(rng());
+    // Finite values only (a NaN never equals itself): clear the top exponent bit of each element.
+    if (type == dtype::bf16)
+      for (size_t i = 1; i < data.size(); i += 2) data[i] &= 0x3f;
+    if (type == dtype::f32)
+      for (size_t i = 3; i < data.size(); i += 4) data[i] &= 0x3f;
+    if (type == dtype::f8_e4m3)  // no NaN codes (0x7f / 0xff)
+      for (auto& b : data) b &= 0x7e;
+    w.data = data.data();
+    if (group_cols > 0) {
+      w.group_rows = group_rows;
+      w.group_cols = group_cols;
+      scales.resize(static_cast<size_t>(w.scale_rows() * w.scale_cols()));
+      for (auto& s : scales) s = 0.01f + static_cast<float>(rng() % 1000) * 1e-4f;
+      w.scales = scales.data();
+      if (type == dtype::u4) {
+        zeros.resize(static_cast<size_t>(w.scale_rows() * w.scale_cols()));
+        for (auto& z : zeros) z = static_cast<uint8_t>(rng() % 16);
+        w.zeros = zeros.data();
+      }
+    }
+  }
+  kernels::weight_ref w;
+  std::vector<uint8_t> data, zeros;
+  std::vector<float> scales;
+};
+
+float element(const kernels::weight_ref& w, int64_t r, int64_t c) {
+  if (w.scales) return kernels::dequantized_at(w, r, c);
+  const auto* row = static_cast<const uint8_t*>(w.data) + r * w.row_bytes();
+  if (w.type == dtype::f32) {
+    float v;
+    std::memcpy(&v, row + c * 4, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, row + c * 2, 2);
+  return bf16_to_f32(h);
+}
+
+void check_slices(const kernels::weight_ref& w, int64_t r0, int64_t nr, int64_t c0, int64_t nc, const char* what) {
+  const auto rows = slice_rows(w, r0, nr);
+  BOOST_TEST(rows.rows == nr);
+  for (int64_t r = 0; r < nr; ++r)
+    for (int64_t c = 0; c < w.cols; ++c)
+      BOOST_TEST(element(rows, r, c) == element(w, r0 + r, c), what << " rows: (" << r << ", " << c << ")");
+  std::vector<std::shared_ptr<const void>> owned;
+  const auto cols = copy_columns(w, c0, nc, owned);
+  BOOST_TEST(cols.cols == nc);
+  BOOST_TEST(!owned.empty());
+  for (int64_t r = 0; r < w.rows; ++r)
+    for (int64_t c = 0; c < nc; ++c)
+      BOOST_TEST(element(cols, r, c) == element(w, r, c0 + c), what << " columns: (" << r << ", " << c << ")");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(shard_suite)
+
+BOOST_AUTO_TEST_CASE(slices_keep_every_element_in_every_stored_form) {
+  check_slices(synthetic(dtype::f32, 6, 40, 0, 0).w, 2, 3, 8, 24, "f32");
+  check_slices(synthetic(dtype::bf16, 6, 40, 0, 0).w, 3, 3, 20, 20, "bf16");
+  check_slices(synthetic(dtype::i8, 6, 128, 1, 32).w, 1, 4, 64, 64, "int8, groups of 32");
+  check_slices(synthetic(dtype::i8, 6, 96, 1, 96).w, 2, 2, 40, 24, "int8, one scale a row");
+  check_slices(synthetic(dtype::u4, 4, 128, 1, 32).w, 1, 2, 32, 64, "u4, groups of 32");
+  check_slices(synthetic(dtype::f8_e4m3, 64, 64, 16, 16).w, 16, 32, 32, 32, "fp8, 16 x 16 blocks");
+}
+
+BOOST_AUTO_TEST_CASE(the_golden_models_shards_hold_each_ranks_part) {
+  auto full = load_checkpoint(TROUPE_TEST_DATA_DIR "/golden/tiny-dense");
+  const auto& c = full->config;  // 4 query heads, 2 KV heads, head_dim 32, intermediate 160
+  for (int32_t r = 0; r < 2; ++r) {
+    auto s = shard_checkpoint(*full, r, 2);
+    BOOST_TEST(s->config.num_attention_heads == 2);
+    BOOST_TEST(s->config.num_key_value_heads == 1);
+    BOOST_TEST(s->config.intermediate_size == 80);
+    BOOST_TEST(s->config.vocab_size == c.vocab_size);
+    const auto& fl = full->weights.layers[1];
+    const auto& sl = s->weights.layers[1];
+    BOOST_TEST(sl.q_proj.rows == 64);
+    BOOST_TEST(sl.q_proj.data == static_cast<const uint8_t*>(fl.q_proj.data) + r * 64 * fl.q_proj.row_bytes());
+    BOOST_TEST(sl.k_proj.data == static_cast<const uint8_t*>(fl.k_proj.data) + r * 32 * fl.k_proj.row_bytes());
+    BOOST_TEST(sl.gate_proj.rows == 80);
+    BOOST_TEST(sl.o_proj.cols == 64);
+    BOOST_TEST(sl.down_proj.cols == 80);
+    for (int64_t row : {int64_t{0}, int64_t{63}})
+      for (int64_t col : {int64_t{0}, int64_t{17}, int64_t{63}})
+        BOOST_TEST(element(sl.o_proj, row, col) == element(fl.o_proj, row, r * 64 + col));
+    BOOST_TEST(element(sl.down_proj, 5, 79) == element(fl.down_proj, 5, r * 80 + 79));
+    BOOST_TEST(s->weights.lm_head.rows == c.vocab_size / 2);
+    BOOST_TEST(vocab_range_begin(*full, r, 2) == r * c.vocab_size / 2);
+    BOOST_TEST(s->weights.embed_tokens.data == full->weights.embed_tokens.data);  // every rank embeds every id
+  }
+  BOOST_TEST(vocab_range_begin(*full, 2, 2) == c.vocab_size);
+  BOOST_CHECK_THROW(shard_checkpoint(*full, 2, 2), troupe::error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
