@@ -15,6 +15,7 @@
 #include "actors/supervisor.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/kv/kv_cache.hpp"
+#include "runtime/model/shard.hpp"
 #include "runtime/prefix/kv_block_io.hpp"
 #include "runtime/quant/load.hpp"
 #include "runtime/serve/chat_renderer.hpp"
@@ -68,6 +69,12 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
     f.adapters.push_back({a->name, a->identity});
     ctx->adapters.push_back(std::move(a));
   }
+  // Tensor parallelism: a model the group cannot split stops the start, with the field named.
+  const int32_t tp = ctx->cfg.tensor_parallel_size;
+  check_shardable(*ctx->ckpt, tp);
+  if (tp > 1 && !ctx->adapters.empty())
+    throw_error(errc::unsupported, "LoRA adapters (model.lora_modules / --lora) with model.tensor_parallel_size " +
+                                       std::to_string(tp) + " are not supported; use tensor_parallel_size 1");
   // Structured output walks the vocabulary as bytes in a trie: built on the first structured
   // request, then shared, as are the automata of grammars that requests repeat.
   if (ctx->tok)
@@ -148,6 +155,10 @@ void set_prefix_caching(server_context& ctx) {
   s.prefix_identity.model_fingerprint = model_fingerprint(*ctx.ckpt);
   s.prefix_identity.kv_dtype = std::string(kv_cache::kv_dtype_name(ctx.kv_type));
   s.prefix_identity.arithmetic = quant::kernel_arithmetic(*ctx.ckpt);  // quantized: differs between CPUs
+  // A tensor-parallel group adds its partial sums in another order: its K/V differ in the last bits
+  // from another group size's, so entries are shared only between replicas of the same size.
+  if (c.tensor_parallel_size > 1)
+    s.prefix_identity.arithmetic += (s.prefix_identity.arithmetic.empty() ? "tp" : "-tp") + std::to_string(c.tensor_parallel_size);
   s.prefix_identity.block_size = c.block_size;
   if (!c.redis_url.empty()) {
     auto& p = ctx.prefix;
@@ -274,6 +285,8 @@ std::string server::banner() const {
   b += "  weights: " + held +
        (stored_as.empty() ? "" : " (stored as " + stored_as + ")") + ", " + mib(double(m.ctx->ckpt->weights.bytes)) +
        " read per token\n";
+  if (c.tensor_parallel_size > 1)
+    b += "  tensor parallel: " + std::to_string(c.tensor_parallel_size) + " CPU shards (each its share of the heads, MLP and vocabulary)\n";
   b += "  tokenizer: " + std::string(f.tok ? f.tok->model_dir() : "none (prompt_ids only)") + "\n";
   if (const rope_scaling& r = m.ctx->ckpt->config.rope; r.type != rope_scaling_type::none) {
     char buf[160];

@@ -1,6 +1,7 @@
 // The shard executor: a detached actor (its own thread) owning the KV pool and the model runner
-// of one device; it runs each step job it receives and replies with the sampled ids. Several of
-// them would form a tensor-parallel group, each running its shard of the same step.
+// of one device; it runs each step job it receives and replies with the sampled ids. On the CPU a
+// tensor-parallel group (model.tensor_parallel_size) is the executor's runner: one thread per
+// rank, meeting in shared memory twice a layer (runtime/engine/tensor_parallel_runner.hpp).
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 
@@ -16,7 +17,7 @@ caf::behavior shard_executor(caf::event_based_actor* self, context_ptr ctx) {
   // cfg was validated at start-up (serve::validate), so the compute dtype parses.
   const model_runner_options ro{parse_compute_dtype(ctx->cfg.compute_dtype, "model.compute_dtype")};
   auto ex = std::make_shared<serve::batch_executor>(ctx->ckpt, ctx->num_blocks, ctx->cfg.block_size, ctx->kv_type, ro,
-                                                    ctx->adapters);
+                                                    ctx->adapters, ctx->cfg.tensor_parallel_size);
   return {
       [=](step_msg& m) -> step_done_msg {
         // run() catches engine and sampler errors itself; nothing escapes the mailbox.

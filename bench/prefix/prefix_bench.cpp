@@ -114,7 +114,7 @@ struct replica {
     ro.url = prefix::parse_redis_url(redis_url);
     fetch_store = std::make_unique<prefix::redis_kv_store>(ro);
     publish_store = std::make_unique<prefix::redis_kv_store>(ro);
-    prefix::block_codec codec(id.key_component(), prefix::layout_of(ex.kv()));
+    prefix::block_codec codec(id.key_component(), ex.kv_layout());
     prefix::remote_options opts;
     opts.fetch_budget = std::chrono::milliseconds(static_cast<int64_t>(budget_s * 1000));
     fetcher = std::make_unique<prefix::remote_cache>(*fetch_store, codec, id, opts, cost);
@@ -255,7 +255,7 @@ int run_ttft(const options& o) {
   double cold = a.ttft(1, p1, out_tokens);
   auto [written, publish_s] = a.publish();
   double local = a.ttft(2, p2, out_tokens);
-  const double kv_mb = static_cast<double>(prefix::layout_of(a.ex.kv()).payload_bytes()) * (o.prefix / o.block_size) / 1e6;
+  const double kv_mb = static_cast<double>(a.ex.kv_layout().payload_bytes()) * (o.prefix / o.block_size) / 1e6;
   std::printf("\nprompt %d tokens (%d shared + %d), chunk %d, block %d; KV of the shared part %.1f MB\n",
               o.prefix + o.suffix, o.prefix, o.suffix, o.chunk, o.block_size, kv_mb);
   std::printf("replica A cold       TTFT %8.3f s\n", cold);
@@ -282,7 +282,7 @@ int run_ttft(const options& o) {
     prefix::redis_options ro;
     ro.url = prefix::parse_redis_url(url);
     prefix::redis_kv_store st(ro);
-    prefix::block_codec codec(id.key_component(), prefix::layout_of(a.ex.kv()));
+    prefix::block_codec codec(id.key_component(), a.ex.kv_layout());
     prefix::cost_options co;
     co.prior_prefill_tokens_per_s = 1e12;  // recomputing is "free": stop after the look-up
     prefix::cost_model never(co);

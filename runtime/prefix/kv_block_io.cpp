@@ -1,6 +1,7 @@
 #include "runtime/prefix/kv_block_io.hpp"
 
 #include <cstring>
+#include <vector>
 
 #include "runtime/core/error.hpp"
 
@@ -40,61 +41,97 @@ void check_block(const kv_cache& kv, block_id b, const char* what) {
                                             std::to_string(kv.num_blocks()));
 }
 
-// The pool's memory of one block's part (K or V) of one layer: codes (or floats), then scales.
+// One rank's memory of one block's part (K or V) of one layer: [block_size, its heads, head_dim]
+// codes (or floats), then [block_size, its heads] scales; and where its heads sit in the payload's
+// rows of all heads.
 struct part_span {
   char* codes;
-  char* scales;  // null for a float32 pool
+  char* scales;        // null for a float32 pool
+  size_t head_offset;  // the rank's first head
+  size_t heads;
 };
 
-part_span part(const kv_cache& kv, const kv_layout& l, int64_t layer, bool value, block_id b) {
+part_span part(const kv_cache& kv, const kv_layout& l, int64_t layer, bool value, block_id b, size_t head_offset) {
   const auto& p = kv.layer(layer);
-  const size_t block = static_cast<size_t>(b);
+  const size_t block = static_cast<size_t>(b), heads = static_cast<size_t>(p.n_kv_heads);
+  const size_t codes = static_cast<size_t>(l.block_size) * heads * static_cast<size_t>(l.head_dim) * static_cast<size_t>(l.elem_bytes);
+  const size_t scales = static_cast<size_t>(l.block_size) * heads * static_cast<size_t>(l.scale_bytes);
   if (kv.kv_type() == dtype::f32) {
     float* base = value ? p.v : p.k;
-    return {reinterpret_cast<char*>(base) + block * l.codes_bytes(), nullptr};
+    return {reinterpret_cast<char*>(base) + block * codes, nullptr, head_offset, heads};
   }
-  uint8_t* codes = value ? p.v_codes : p.k_codes;
-  float* scales = value ? p.v_scales : p.k_scales;
-  return {reinterpret_cast<char*>(codes) + block * l.codes_bytes(), reinterpret_cast<char*>(scales) + block * l.scales_bytes()};
+  uint8_t* c = value ? p.v_codes : p.k_codes;
+  float* sc = value ? p.v_scales : p.k_scales;
+  return {reinterpret_cast<char*>(c) + block * codes, reinterpret_cast<char*>(sc) + block * scales, head_offset, heads};
+}
+
+// Visits every (layer, K/V, rank) part with the payload offsets of its first code and scale.
+// copy(pool_bytes, payload_offset, bytes) moves one run of a token's heads either way.
+template <class Pools, class Copy>
+void for_each_run(const Pools& ranks, const kv_layout& l, block_id b, Copy&& copy) {
+  const size_t head_bytes = static_cast<size_t>(l.head_dim) * static_cast<size_t>(l.elem_bytes);
+  const size_t all_heads = static_cast<size_t>(l.n_kv_heads);
+  size_t at = 0;
+  for (int64_t i = 0; i < l.num_layers; ++i)
+    for (bool value : {false, true}) {
+      size_t head = 0;
+      for (const auto* kv : ranks) {
+        const auto s = part(*kv, l, i, value, b, head);
+        for (size_t t = 0; t < static_cast<size_t>(l.block_size); ++t) {
+          copy(s.codes + t * s.heads * head_bytes, at + (t * all_heads + s.head_offset) * head_bytes, s.heads * head_bytes);
+          if (s.scales) {
+            const size_t sb = static_cast<size_t>(l.scale_bytes);
+            copy(s.scales + t * s.heads * sb, at + l.codes_bytes() + (t * all_heads + s.head_offset) * sb, s.heads * sb);
+          }
+        }
+        head += s.heads;
+      }
+      TROUPE_ASSERT(head == all_heads);
+      at += l.layer_part_bytes();
+    }
+}
+
+void check_group(std::span<const kv_cache* const> ranks, block_id b, const char* what) {
+  if (ranks.empty()) throw_error(errc::invalid_argument, std::string(what) + ": no pools");
+  for (const auto* kv : ranks) check_block(*kv, b, what);
 }
 
 }  // namespace
 
-void gather_block(const kv_cache& kv, block_id b, std::string& out) {
-  check_block(kv, b, "gather_block");
-  const kv_layout l = layout_of(kv);
+kv_layout layout_of(std::span<const kv_cache* const> ranks) {
+  kv_layout l = layout_of(*ranks.front());
+  l.n_kv_heads = 0;
+  for (const auto* kv : ranks) l.n_kv_heads += kv->num_layers() > 0 ? kv->layer(0).n_kv_heads : 0;
+  return l;
+}
+
+void gather_block(std::span<const kv_cache* const> ranks, block_id b, std::string& out) {
+  check_group(ranks, b, "gather_block");
+  const kv_layout l = layout_of(ranks);
   const size_t at = out.size();
   out.resize(at + l.payload_bytes());
   char* dst = out.data() + at;
-  for (int64_t i = 0; i < kv.num_layers(); ++i)
-    for (bool value : {false, true}) {
-      auto s = part(kv, l, i, value, b);
-      std::memcpy(dst, s.codes, l.codes_bytes());
-      dst += l.codes_bytes();
-      if (s.scales) {
-        std::memcpy(dst, s.scales, l.scales_bytes());
-        dst += l.scales_bytes();
-      }
-    }
+  for_each_run(ranks, l, b, [&](char* pool, size_t off, size_t n) { std::memcpy(dst + off, pool, n); });
 }
 
-void scatter_block(kv_cache& kv, block_id b, std::string_view payload) {
-  check_block(kv, b, "scatter_block");
-  const kv_layout l = layout_of(kv);
+void scatter_block(std::span<kv_cache* const> ranks, block_id b, std::string_view payload) {
+  std::vector<const kv_cache*> view(ranks.begin(), ranks.end());
+  check_group(view, b, "scatter_block");
+  const kv_layout l = layout_of(view);
   if (payload.size() != l.payload_bytes())
     throw_error(errc::invalid_argument, "scatter_block: payload has " + std::to_string(payload.size()) +
                                             " bytes; a block of this pool has " + std::to_string(l.payload_bytes()));
-  const char* src = payload.data();
-  for (int64_t i = 0; i < kv.num_layers(); ++i)
-    for (bool value : {false, true}) {
-      auto s = part(kv, l, i, value, b);
-      std::memcpy(s.codes, src, l.codes_bytes());
-      src += l.codes_bytes();
-      if (s.scales) {
-        std::memcpy(s.scales, src, l.scales_bytes());
-        src += l.scales_bytes();
-      }
-    }
+  for_each_run(view, l, b, [&](char* pool, size_t off, size_t n) { std::memcpy(pool, payload.data() + off, n); });
+}
+
+void gather_block(const kv_cache& kv, block_id b, std::string& out) {
+  const kv_cache* one[] = {&kv};
+  gather_block(std::span<const kv_cache* const>(one), b, out);
+}
+
+void scatter_block(kv_cache& kv, block_id b, std::string_view payload) {
+  kv_cache* one[] = {&kv};
+  scatter_block(std::span<kv_cache* const>(one), b, payload);
 }
 
 }  // namespace troupe::prefix

@@ -3,6 +3,7 @@
 // executor's thread between steps, the only thread that touches the pool.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -22,5 +23,12 @@ void gather_block(const kv_cache& kv, block_id b, std::string& out);
 // Writes `payload` into block `b`. Throws troupe::error(invalid_argument) when its size is not
 // the layout's payload size or b is outside the pool: nothing is written then.
 void scatter_block(kv_cache& kv, block_id b, std::string_view payload);
+
+// The same for the pools of a tensor-parallel group (tensor_parallel_runner::pools(), rank order:
+// rank r holds KV heads [r * H / n, (r + 1) * H / n) of every block). The payload is the one a
+// single pool of the whole model would give, so replicas of any group size share cache entries.
+kv_layout layout_of(std::span<const kv_cache* const> ranks);
+void gather_block(std::span<const kv_cache* const> ranks, block_id b, std::string& out);
+void scatter_block(std::span<kv_cache* const> ranks, block_id b, std::string_view payload);
 
 }  // namespace troupe::prefix

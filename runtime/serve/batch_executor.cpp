@@ -1,6 +1,7 @@
 #include "runtime/serve/batch_executor.hpp"
 
 #include <chrono>
+#include <utility>
 
 #include "runtime/core/error.hpp"
 #include "runtime/prefix/kv_block_io.hpp"
@@ -9,11 +10,9 @@ namespace troupe::serve {
 
 batch_executor::batch_executor(std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks, int32_t block_size,
                                dtype kv_type, model_runner_options runner_options,
-                               const std::vector<std::shared_ptr<const lora_adapter>>& adapters)
-    : ckpt_(std::move(ckpt)),
-      kv_(ckpt_->config, num_blocks, block_size, kv_type),
-      runner_(*ckpt_, kv_, runner_options) {
-  for (const auto& a : adapters) runner_.add_adapter(a);
+                               const std::vector<std::shared_ptr<const lora_adapter>>& adapters, int32_t tp_size)
+    : ckpt_(std::move(ckpt)), engine_(*ckpt_, num_blocks, block_size, kv_type, runner_options, tp_size) {
+  for (const auto& a : adapters) engine_.add_adapter(a);
 }
 
 std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::span<const int32_t> known_output) {
@@ -36,11 +35,17 @@ step_outcome batch_executor::run(step_job& job) {
   auto t0 = std::chrono::steady_clock::now();
   try {
     // Prefix caching: fetched K/V go into their fresh blocks before the forward pass reads them.
-    for (const auto& l : job.plan.kv_loads) prefix::scatter_block(kv_, l.block, l.payload.bytes);
-    runner_.step(job.plan.batch, result_);
-    for (const auto& sv : job.plan.kv_saves) {
-      out.saved.push_back({sv.meta, {}});
-      prefix::gather_block(kv_, sv.block, out.saved.back().payload);
+    if (!job.plan.kv_loads.empty()) {
+      const auto pools = engine_.pools();
+      for (const auto& l : job.plan.kv_loads) prefix::scatter_block(pools, l.block, l.payload.bytes);
+    }
+    engine_.step(job.plan.batch, result_);
+    if (!job.plan.kv_saves.empty()) {
+      const auto pools = std::as_const(engine_).pools();
+      for (const auto& sv : job.plan.kv_saves) {
+        out.saved.push_back({sv.meta, {}});
+        prefix::gather_block(pools, sv.block, out.saved.back().payload);
+      }
     }
   } catch (const std::exception& e) {
     out.step_error = e.what();

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "runtime/engine/model_runner.hpp"
+#include "runtime/engine/tensor_parallel_runner.hpp"
 #include "runtime/kv/kv_cache.hpp"
+#include "runtime/prefix/kv_block_io.hpp"
 #include "runtime/prefix/prefix_cache.hpp"
 #include "runtime/sampling/logprobs.hpp"
 #include "runtime/sampling/sampler.hpp"
@@ -67,16 +69,19 @@ class batch_executor {
  public:
   // kv_type: the pool's element type (f32, or INT8 / FP8 codes with per-token scales).
   // adapters: the LoRA adapters, in slot order (model_facts::adapters, request_spec::adapter).
+  // tp_size > 1: the step runs on a tensor-parallel group of that many CPU shards, each with its
+  // part of every block (tensor_parallel_runner); the block ids the scheduler hands out are the same.
   batch_executor(std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks, int32_t block_size,
                  dtype kv_type = dtype::f32, model_runner_options runner_options = {},
-                 const std::vector<std::shared_ptr<const lora_adapter>>& adapters = {});
+                 const std::vector<std::shared_ptr<const lora_adapter>>& adapters = {}, int32_t tp_size = 1);
   step_outcome run(step_job& job);
-  const kv_cache& kv() const noexcept { return kv_; }
+  // The payload layout of a block as the prefix cache stores it (the whole model's heads).
+  prefix::kv_layout kv_layout() const { return prefix::layout_of(engine_.pools()); }
+  const tensor_parallel_runner& engine() const noexcept { return engine_; }
 
  private:
   std::shared_ptr<const checkpoint> ckpt_;
-  kv_cache kv_;
-  model_runner runner_;
+  tensor_parallel_runner engine_;
   step_result result_;
 };
 

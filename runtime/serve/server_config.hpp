@@ -42,6 +42,7 @@ struct server_config {
   bool use_mmap = true;               // false (--no-mmap): weights read into 2 MB pages (docs/engine.md)
   std::string rope_scaling;           // "" = config.json's; else a JSON object (or null) replacing it (docs/engine.md)
   std::string lora_modules;           // "NAME=DIR,NAME=DIR": PEFT LoRA adapters requests name (docs/lora.md); --lora
+  int32_t tensor_parallel_size = 1;   // CPU shards the step is split over (docs/engine.md); --tensor-parallel-size
   // [scheduler]
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 512;

@@ -63,10 +63,11 @@ inline wire::generate_request ids_request(std::string id, std::vector<int32_t> p
   return r;
 }
 
-// What `troupe generate --ids ... --max-tokens N [--temperature T --seed S] --ignore-eos [--lora DIR]`
-// prints: the same parameter derivation as tools/troupe/cmd_generate.cpp.
+// What `troupe generate --ids ... --max-tokens N [--temperature T --seed S] --ignore-eos [--lora DIR]
+// --tensor-parallel-size N]` prints: the same parameter derivation as tools/troupe/cmd_generate.cpp.
 inline std::vector<int32_t> reference(const checkpoint& ck, const wire::generate_request& r,
-                                      std::shared_ptr<const lora_adapter> adapter = nullptr) {
+                                      std::shared_ptr<const lora_adapter> adapter = nullptr,
+                                      int32_t tensor_parallel_size = 1) {
   generate_options o;
   o.max_tokens = *r.max_tokens;
   o.sampling = defaults_from(ck.generation);
@@ -77,7 +78,7 @@ inline std::vector<int32_t> reference(const checkpoint& ck, const wire::generate
   }
   o.sampling.ignore_eos = r.ignore_eos;
   o.adapter = std::move(adapter);
-  generator g(ck);
+  generator g(ck, tensor_parallel_size);
   return g.generate(r.prompt_ids, o).ids;
 }
 

@@ -40,7 +40,7 @@ int run_serve(int argc, char** argv) {
   std::optional<std::string> host, api_key, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
       rope_scaling;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
-      speculative_tokens;
+      speculative_tokens, tensor_parallel_size;
   std::optional<int64_t> kv_bytes;
   bool static_batching = false, no_prefix_cache = false, no_mmap = false;
   app.add_option("--model", opts.model_dir, "Hugging Face Qwen3 checkpoint directory (default: a demo model)");
@@ -58,6 +58,8 @@ int run_serve(int argc, char** argv) {
   app.add_option("--max-num-batched-tokens", max_num_batched_tokens, "tokens per step");
   app.add_option("--kv-cache-memory-bytes", kv_bytes, "memory for the paged KV pool");
   app.add_option("--num-kv-blocks", num_kv_blocks, "exact KV pool size in blocks (overrides the memory budget)");
+  app.add_option("--tensor-parallel-size", tensor_parallel_size,
+                 "split each step over this many CPU shards (model.tensor_parallel_size; docs/engine.md)");
   app.add_flag("--static-batching", static_batching, "baseline mode: no continuous batching");
   app.add_option("--policy", policy,
                  "scheduling policy: fcfs, priority, fair-share, shortest-first, cache-aware, or a plugin .so path");
@@ -104,6 +106,8 @@ int run_serve(int argc, char** argv) {
     serve::apply_override(c, "scheduler.max_num_batched_tokens=" + std::to_string(*max_num_batched_tokens));
   if (kv_bytes) serve::apply_override(c, "kv_cache.kv_cache_memory_bytes=" + std::to_string(*kv_bytes));
   if (num_kv_blocks) serve::apply_override(c, "kv_cache.num_kv_blocks=" + std::to_string(*num_kv_blocks));
+  if (tensor_parallel_size)
+    serve::apply_override(c, "model.tensor_parallel_size=" + std::to_string(*tensor_parallel_size));
   if (speculative_tokens)
     serve::apply_override(c, "speculative.num_tokens=" + std::to_string(*speculative_tokens));
   if (static_batching) c.static_batching = true;

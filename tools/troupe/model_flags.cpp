@@ -1,7 +1,9 @@
 #include "tools/troupe/model_flags.hpp"
 
 #include "runtime/engine/model_runner.hpp"
+#include "runtime/core/error.hpp"
 #include "runtime/kv/kv_cache.hpp"
+#include "runtime/model/shard.hpp"
 #include "runtime/quant/load.hpp"
 
 namespace troupe::cli {
@@ -18,6 +20,9 @@ void model_flags::add_to(CLI::App& app) {
   app.add_option("--compute-dtype", compute,
                  "matmul arithmetic for BF16 weights: f32 (exact) or bf16 (bf16 activations, vdpbf16ps; docs/engine.md)");
   app.add_option("--lora", lora, "a PEFT LoRA adapter directory (adapter_config.json, adapter_model.safetensors; docs/lora.md)");
+  app.add_option("--tensor-parallel-size", tensor_parallel_size,
+                 "split each step over this many CPU shards, one thread group each (docs/engine.md, "
+                 "\"Tensor parallelism\"); default 1");
 }
 
 model_flags::loaded model_flags::load(const std::string& dir) const {
@@ -28,7 +33,15 @@ model_flags::loaded model_flags::load(const std::string& dir) const {
   loaded out;
   out.kv_type = parse_kv_cache_dtype(kv_dtype);
   out.compute = parse_compute_dtype(compute);
+  if (tensor_parallel_size < 1)
+    throw_error(errc::invalid_argument,
+                "--tensor-parallel-size must be >= 1 (got " + std::to_string(tensor_parallel_size) + ")");
+  if (tensor_parallel_size > 1 && !lora.empty())
+    throw_error(errc::unsupported, "--lora with --tensor-parallel-size " + std::to_string(tensor_parallel_size) +
+                                       " is not supported; use --tensor-parallel-size 1");
   out.ck = quant::load_model(dir, lo);
+  check_shardable(*out.ck, tensor_parallel_size);
+  out.tensor_parallel_size = tensor_parallel_size;
   if (!lora.empty()) out.adapter = std::make_shared<lora_adapter>(load_lora_adapter(lora, out.ck->config));
   return out;
 }

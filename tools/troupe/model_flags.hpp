@@ -1,5 +1,5 @@
 // The flags `troupe generate` and `troupe logits` share to load and run a model: --quantization,
-// --kv-cache-dtype, --rope-scaling, --no-mmap, --compute-dtype, --lora.
+// --kv-cache-dtype, --rope-scaling, --no-mmap, --compute-dtype, --lora, --tensor-parallel-size.
 #pragma once
 
 #include <memory>
@@ -17,6 +17,7 @@ namespace troupe::cli {
 struct model_flags {
   std::string quantization = "none", kv_dtype = "auto", rope_scaling, compute = "f32", lora;
   bool no_mmap = false;
+  int32_t tensor_parallel_size = 1;
 
   void add_to(CLI::App& app);
 
@@ -28,6 +29,7 @@ struct model_flags {
     dtype kv_type = dtype::f32;
     kernels::compute_dtype compute = kernels::compute_dtype::f32;
     std::shared_ptr<const lora_adapter> adapter;  // null without --lora
+    int32_t tensor_parallel_size = 1;             // checked against the model (check_shardable)
   };
   loaded load(const std::string& dir) const;
 };

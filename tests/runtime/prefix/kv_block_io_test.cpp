@@ -3,6 +3,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "runtime/core/error.hpp"
 #include "runtime/prefix/kv_block_io.hpp"
@@ -106,6 +108,72 @@ BOOST_AUTO_TEST_CASE(bad_block_or_payload_size_is_refused_before_writing) {
     return std::string(e.what()) == "scatter_block: payload has 10 bytes; a block of this pool has 384";
   });
   BOOST_TEST(kv.layer(0).k[0] == 0.0f);
+}
+
+// A tensor-parallel group's pools (rank r: KV heads [r * H / n, (r + 1) * H / n)) give and take the
+// payload a single pool of the whole model would: each rank ends up with exactly its heads of every
+// slot, codes and scales, and gathering from the group returns the payload bit for bit.
+BOOST_AUTO_TEST_CASE(a_tensor_parallel_groups_pools_share_the_whole_models_payload) {
+  for (dtype t : {dtype::f32, dtype::i8}) {
+    for (int32_t n : {2, 4}) {
+      model_config whole_cfg = tiny_config();
+      whole_cfg.num_key_value_heads = 4;
+      kv_cache whole(whole_cfg, 3, 2, t);
+      const bool q = t != dtype::f32;
+      const size_t elems = 3 * 2 * 4 * 4, scales = 3 * 2 * 4;  // [3 blocks, 2 slots, 4 heads, (4 dims)]
+      for (int64_t i = 0; i < whole.num_layers(); ++i)
+        for (size_t f = 0; f < elems; ++f) {
+          if (q) {
+            whole.layer(i).k_codes[f] = static_cast<uint8_t>(i * 70 + f);
+            whole.layer(i).v_codes[f] = static_cast<uint8_t>(i * 70 + f + 3);
+            if (f < scales) {
+              whole.layer(i).k_scales[f] = static_cast<float>(i * 100 + f) + 0.5f;
+              whole.layer(i).v_scales[f] = -static_cast<float>(i * 100 + f);
+            }
+          } else {
+            whole.layer(i).k[f] = static_cast<float>(i * 1000 + f);
+            whole.layer(i).v[f] = -static_cast<float>(i * 1000 + f);
+          }
+        }
+      std::string payload;
+      gather_block(whole, 2, payload);
+
+      model_config part_cfg = whole_cfg;
+      part_cfg.num_key_value_heads = 4 / n;
+      std::vector<std::unique_ptr<kv_cache>> ranks;
+      std::vector<kv_cache*> pools;
+      for (int32_t r = 0; r < n; ++r) {
+        ranks.push_back(std::make_unique<kv_cache>(part_cfg, 3, 2, t));
+        pools.push_back(ranks.back().get());
+      }
+      const std::vector<const kv_cache*> cpools(pools.begin(), pools.end());
+      BOOST_TEST((layout_of(cpools) == layout_of(whole)));
+      scatter_block(pools, 1, payload);
+      const int64_t per = 4 / n;
+      for (int64_t i = 0; i < whole.num_layers(); ++i)
+        for (int32_t r = 0; r < n; ++r)
+          for (int64_t slot = 0; slot < 2; ++slot)
+            for (int64_t h = 0; h < per; ++h) {
+              const int64_t src = (2 * 2 + slot) * 4 + r * per + h, dst = (1 * 2 + slot) * per + h;  // [block, slot, head]
+              const auto& w = whole.layer(i);
+              const auto& p = ranks[static_cast<size_t>(r)]->layer(i);
+              if (q) {
+                BOOST_TEST(std::memcmp(p.k_codes + dst * 4, w.k_codes + src * 4, 4) == 0);
+                BOOST_TEST(std::memcmp(p.v_codes + dst * 4, w.v_codes + src * 4, 4) == 0);
+                BOOST_TEST(p.k_scales[dst] == w.k_scales[src]);
+                BOOST_TEST(p.v_scales[dst] == w.v_scales[src]);
+              } else {
+                BOOST_TEST(std::memcmp(p.k + dst * 4, w.k + src * 4, 16) == 0, "layer " << i << " rank " << r << " slot " << slot << " head " << h);
+                BOOST_TEST(std::memcmp(p.v + dst * 4, w.v + src * 4, 16) == 0);
+              }
+            }
+      std::string back;
+      gather_block(cpools, 1, back);
+      BOOST_TEST((back == payload), "n " << n << ": the group's payload differs from the whole pool's");
+      BOOST_CHECK_THROW(scatter_block(pools, 3, payload), troupe::error);  // outside the pools
+      BOOST_CHECK_THROW(scatter_block(pools, 0, std::string_view(payload).substr(1)), troupe::error);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -163,7 +163,7 @@ BOOST_DATA_TEST_CASE(a_second_replica_reuses_the_first_ones_blocks_through_the_s
 
   replica a(ck, config(true, 512, true), 64, 16), b(ck, config(true, 512, true), 64, 16);
   for (auto* r : {&a, &b}) {
-    prefix::block_codec codec(id.key_component(), prefix::layout_of(r->ex.kv()));
+    prefix::block_codec codec(id.key_component(), r->ex.kv_layout());
     r->remote = std::make_unique<prefix::remote_cache>(store, codec, id, prefix::remote_options{}, cost);
   }
   // A serves the first turn of every conversation; B then serves the second turns, whose
@@ -184,7 +184,7 @@ BOOST_DATA_TEST_CASE(a_second_replica_reuses_the_first_ones_blocks_through_the_s
   // Corrupt every entry: a third replica must refuse them all and still answer exactly.
   replica c(ck, config(true, 512, true), 64, 16);
   {
-    prefix::block_codec codec(id.key_component(), prefix::layout_of(c.ex.kv()));
+    prefix::block_codec codec(id.key_component(), c.ex.kv_layout());
     c.remote = std::make_unique<prefix::remote_cache>(store, codec, id, prefix::remote_options{}, cost);
   }
   for (int64_t i : {0, 3, 6}) {

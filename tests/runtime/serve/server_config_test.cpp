@@ -42,6 +42,9 @@ BOOST_AUTO_TEST_CASE(set_overrides) {
   BOOST_TEST(c.host == "0.0.0.0");
   BOOST_TEST(c.static_batching);
   BOOST_TEST(c.kv_cache_memory_bytes == 123456789);
+  BOOST_TEST(c.tensor_parallel_size == 1);
+  apply_override(c, "model.tensor_parallel_size=2");
+  BOOST_TEST(c.tensor_parallel_size == 2);
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_names_the_key) {
@@ -60,6 +63,8 @@ BOOST_AUTO_TEST_CASE(bad_input_names_the_key) {
   expect_error([&] { apply_override(c, "scheduler.decode_slowdown_percent=-5"); },
                "scheduler.decode_slowdown_percent = -5 is out of range");
   expect_error([&] { apply_override(c, "scheduler.enable_chunked_prefill=1"); }, "must be true or false");
+  expect_error([&] { apply_override(c, "model.tensor_parallel_size=0"); },
+               "model.tensor_parallel_size = 0 is out of range; expected 1..256");
   expect_error([&] { apply_override(c, "scheduler.enable_chunked_prefill=yes"); }, "could not determine value type");
   expect_error([&] { load_file(c, "/nonexistent/troupe.toml"); }, "cannot read config file /nonexistent/troupe.toml");
   c.policy = "lottery";

@@ -1,0 +1,127 @@
+// End to end: `troupe serve` with model.tensor_parallel_size 2, the shard executor's step split
+// over two CPU shards. Concurrent streams, greedy and seeded, get exactly the tokens the generator
+// gives the same request alone over two ranks (what `troupe generate --tensor-parallel-size 2`
+// prints), also when the prefix cache hands them blocks and when a tiny pool forces preemption;
+// every block comes back; a model the group cannot split, or LoRA beside it, stops the start.
+#include "tests/actors/e2e_fixture.hpp"
+#include "runtime/core/error.hpp"
+#include "runtime/sampling/logprobs.hpp"
+
+using namespace troupe;
+using namespace troupe::e2e;
+
+namespace {
+
+const std::string tiny_moe_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-moe";
+
+void check_served_over_two_ranks(const std::string& model, uint32_t seed) {
+  auto c = test_config();
+  c.tensor_parallel_size = 2;
+  auto srv = start(c, model);
+  BOOST_TEST(srv->banner().find("tensor parallel: 2 CPU shards") != std::string::npos, srv->banner());
+  auto ck = load_checkpoint(model);
+  std::mt19937 rng(seed);
+  std::vector<int32_t> shared(40);  // two and a half blocks: later requests reuse earlier ones' blocks
+  for (auto& t : shared) t = static_cast<int32_t>(rng() % 4000);
+  std::vector<wire::generate_request> reqs;
+  for (int i = 0; i < 8; ++i) {
+    auto p = i % 2 ? shared : random_prompt(rng, 30);
+    auto tail = random_prompt(rng, 20);
+    p.insert(p.end(), tail.begin(), tail.end());
+    reqs.push_back(ids_request("tp" + std::to_string(i), p, 6 + static_cast<int32_t>(rng() % 10), i % 3 ? 300 + i : -1));
+  }
+  client::client cl("127.0.0.1", srv->port());
+  const auto got = stream_all(cl, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i)
+    BOOST_TEST(got[i] == reference(*ck, reqs[i], nullptr, 2), boost::test_tools::per_element());
+  int64_t cached = 0;
+  for (const auto& r : reqs) {
+    auto again = r;
+    again.id += "-again";
+    auto out = cl.complete(again);
+    cached += out.done.usage.cached_prompt_tokens;
+    BOOST_TEST(out.ids == reference(*ck, r, nullptr, 2), boost::test_tools::per_element());
+  }
+  BOOST_TEST(cached > 0);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(e2e_tensor_parallel)
+
+BOOST_AUTO_TEST_CASE(two_shards_serve_what_the_generator_gives_over_two_ranks) {
+  check_served_over_two_ranks(tiny_dense_dir, 21);
+}
+
+BOOST_AUTO_TEST_CASE(two_shards_serve_a_moe_model) { check_served_over_two_ranks(tiny_moe_dir, 22); }
+
+// The served arithmetic is the group's, bit for bit: a prompt's logprobs equal those of the
+// generator's logits over two ranks exactly (one rank's differ in the last bits).
+BOOST_AUTO_TEST_CASE(prompt_logprobs_are_the_two_rank_logits_exactly) {
+  auto c = test_config();
+  c.tensor_parallel_size = 2;
+  c.enable_prefix_caching = false;
+  auto srv = start(c);
+  std::mt19937 rng(24);
+  std::vector<int32_t> prompt(40);
+  for (auto& t : prompt) t = static_cast<int32_t>(rng() % 4000);
+  auto r = ids_request("lp", prompt, 2);
+  r.prompt_logprobs = 1;
+  client::client cl("127.0.0.1", srv->port());
+  const auto got = cl.complete(r);
+  BOOST_TEST_REQUIRE(got.done.prompt_logprobs.has_value());
+  BOOST_TEST_REQUIRE(got.done.prompt_logprobs->size() == prompt.size() - 1);
+  const int64_t vocab = tiny_dense().config.vocab_size;
+  const auto two = generator(tiny_dense(), 2).prompt_logits(prompt);
+  const auto one = generator(tiny_dense(), 1).prompt_logits(prompt);
+  int differ_from_one = 0;
+  for (size_t i = 1; i < prompt.size(); ++i) {
+    const auto& served = (*got.done.prompt_logprobs)[i - 1];
+    auto row = [&](const std::vector<float>& l) { return std::span<const float>(l.data() + (i - 1) * vocab, vocab); };
+    const auto want = logprobs_of(row(two), prompt[i], 1);
+    BOOST_TEST(served.logprob == want.logprob, "position " << i);
+    BOOST_TEST((served.top == want.top), "position " << i);
+    differ_from_one += served.logprob != logprobs_of(row(one), prompt[i], 1).logprob;
+  }
+  BOOST_TEST_MESSAGE(differ_from_one << " of " << prompt.size() - 1 << " logprobs differ from one rank's");
+  BOOST_TEST(differ_from_one > 0);  // else this test could not tell the group from one rank
+}
+
+BOOST_AUTO_TEST_CASE(a_tiny_pool_preempts_over_two_shards_and_every_output_is_right) {
+  auto c = test_config();
+  c.tensor_parallel_size = 2;
+  c.max_model_len = 64;
+  c.num_kv_blocks = 4;
+  auto srv = start(c);
+  std::mt19937 rng(23);
+  std::vector<wire::generate_request> reqs;
+  for (int i = 0; i < 8; ++i)
+    reqs.push_back(ids_request("pp" + std::to_string(i), random_prompt(rng, 30), 6 + static_cast<int32_t>(rng() % 12),
+                               i % 2 ? 400 + i : -1));
+  client::client cl("127.0.0.1", srv->port());
+  const auto got = stream_all(cl, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i)
+    BOOST_TEST(got[i] == reference(tiny_dense(), reqs[i], nullptr, 2), boost::test_tools::per_element());
+  BOOST_TEST(metric(*srv, "num_preemptions_total") > 0);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_CASE(a_model_the_group_cannot_split_stops_the_start) {
+  auto expect = [](serve::server_config c, const std::string& needle) {
+    try {
+      start(c);
+      BOOST_ERROR("started with tensor_parallel_size " << c.tensor_parallel_size);
+    } catch (const troupe::error& e) {
+      BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos, e.what());
+    }
+  };
+  auto c = test_config();
+  c.tensor_parallel_size = 3;
+  expect(c, "tensor_parallel_size 3: num_attention_heads (4) is not a multiple of it");
+  c.tensor_parallel_size = 2;
+  c.lora_modules = "a=" TROUPE_TEST_DATA_DIR "/golden/tiny-dense-lora/adapter";
+  expect(c, "LoRA adapters (model.lora_modules / --lora) with model.tensor_parallel_size 2 are not supported");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
