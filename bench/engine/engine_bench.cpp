@@ -27,6 +27,7 @@
 #include "bench/machine/machine_limits.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/engine/model_runner.hpp"
+#include "runtime/engine/tensor_parallel_runner.hpp"
 #include "runtime/quant/load.hpp"
 
 using namespace troupe;
@@ -124,6 +125,10 @@ int main(int argc, char** argv) {
                  "matmul arithmetic(s) for BF16 weights, each measured in turn (default f32, plus bf16 where the CPU "
                  "has AVX512_BF16)")
       ->delimiter(',');
+  std::vector<int> tp_sizes{1};
+  app.add_option("--tensor-parallel-size", tp_sizes,
+                 "CPU shards to split each step over; several (1,2) are each measured, with their ratios to the first")
+      ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows line by line even when redirected
   std::vector<kernels::compute_dtype> computes;
@@ -163,13 +168,15 @@ int main(int argc, char** argv) {
 
   std::map<kernels::compute_dtype, double> prefill_rate;
   std::map<std::pair<kernels::compute_dtype, int>, double> decode_rate;
+  std::map<std::pair<int, int>, double> tp_rate;  // (tp size, batch; 0: prefill) -> tokens/s, first compute dtype
+  for (const int tp : tp_sizes)
   for (const kernels::compute_dtype compute : computes) {
-    const char* label = to_string(compute);
+    const std::string label_text = std::string(to_string(compute)) + (tp_sizes.size() > 1 || tp > 1 ? " tp " + std::to_string(tp) : "");
+    const char* label = label_text.c_str();
     // Prefill: one step over a prompt of prefill_len random ids.
     if (prefill_len > 0) {
       const int bs = 16, blocks = (prefill_len + bs - 1) / bs;
-      kv_cache kv(ck->config, blocks, bs);
-      model_runner runner(*ck, kv, {compute});
+      tensor_parallel_runner runner(*ck, blocks, bs, dtype::f32, {compute}, tp);
       std::vector<int32_t> table(blocks), prompt(prefill_len);
       std::iota(table.begin(), table.end(), 0);
       std::mt19937 rng(7);
@@ -187,7 +194,8 @@ int main(int argc, char** argv) {
       // The layers for every prompt token, the vocabulary projection for the last one only.
       const double flops = layer_flops_per_token(*ck) * prefill_len + 2.0 * static_cast<double>(ck->weights.lm_head.rows) *
                                                                        static_cast<double>(ck->weights.lm_head.cols);
-      prefill_rate[compute] = prefill_len / best;
+      if (tp == tp_sizes.front()) prefill_rate[compute] = prefill_len / best;
+      if (compute == computes.front()) tp_rate[{tp, 0}] = prefill_len / best;
       std::printf("[%s] prefill %d tokens: %.1f tokens/s (%.3f s; %.0f GFLOP/s in linear layers, %.0f%% of FMA peak; the "
                   "linear layers alone at the FMA peak: %.0f tokens/s)\n",
                   label, prefill_len, prefill_len / best, best, flops / best / 1e9, 100.0 * flops / best / 1e9 / fma,
@@ -201,7 +209,8 @@ int main(int argc, char** argv) {
       if (batch <= 0) continue;
       double best = 0, best_cpu = 0;
       for (int r = 0; r < reps; ++r) {
-        const bench::decode_speed got = bench::measure_decode(*ck, batch, context, decode_steps, threads, {compute});
+        const bench::decode_speed got =
+            bench::measure_decode(*ck, batch, context, decode_steps, threads, {compute}, dtype::f32, nullptr, tp);
         best = std::max(best, got.wall);
         best_cpu = std::max(best_cpu, got.cpu);
       }
@@ -213,8 +222,9 @@ int main(int argc, char** argv) {
         std::printf("[%s] decode batch %d: %.1f tokens/s = %.1fx batch 1\n", label, batch, best, best / b1);
       }
       std::printf("  cpu: %.1f tokens/s = %.1fx\n", best_cpu, best_cpu / b1_cpu);
-      decode_rate[{compute, batch}] = best;
-      if (lora_rank > 0) {
+      if (tp == tp_sizes.front()) decode_rate[{compute, batch}] = best;
+      if (compute == computes.front()) tp_rate[{tp, batch}] = best;
+      if (lora_rank > 0 && tp == 1) {
         // Alternated with runs without it, so a drifting machine moves both alike.
         const auto adapter = bench::random_lora(ck->config, lora_rank);
         double with = 0, without = 0;
@@ -234,6 +244,15 @@ int main(int argc, char** argv) {
   for (int batch : batches)
     if (decode_rate.count({f32, batch}) && decode_rate.count({bf16, batch}))
       std::printf("bf16 / f32: decode batch %d %.2fx\n", batch, decode_rate[{bf16, batch}] / decode_rate[{f32, batch}]);
+  // Each tensor-parallel size against the first, the first compute dtype, measured above.
+  for (size_t i = 1; i < tp_sizes.size(); ++i) {
+    const int base = tp_sizes.front(), tp = tp_sizes[i];
+    if (tp_rate.count({tp, 0}) && tp_rate.count({base, 0}))
+      std::printf("tp %d / tp %d: prefill %.2fx\n", tp, base, tp_rate[{tp, 0}] / tp_rate[{base, 0}]);
+    for (int batch : batches)
+      if (batch > 0 && tp_rate.count({tp, batch}) && tp_rate.count({base, batch}))
+        std::printf("tp %d / tp %d: decode batch %d %.2fx\n", tp, base, batch, tp_rate[{tp, batch}] / tp_rate[{base, batch}]);
+  }
   std::printf("peak RSS: %.0f MB (weights mapped %.0f MB)\n", peak_rss_mb(), weight_gb * 1e3);
   return 0;
 }

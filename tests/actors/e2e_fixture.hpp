@@ -93,6 +93,21 @@ inline std::vector<std::vector<int32_t>> stream_all(client::client& cl, const st
   return out;
 }
 
+// Each request again, one at a time (their prompts' blocks now come from the prefix cache), each
+// answer checked against want(request); returns the cached prompt tokens the server reported.
+template <class Want>
+int64_t complete_again(client::client& cl, const std::vector<wire::generate_request>& reqs, Want&& want) {
+  int64_t cached = 0;
+  for (const auto& r : reqs) {
+    auto again = r;
+    again.id += "-again";
+    auto out = cl.complete(again);
+    cached += out.done.usage.cached_prompt_tokens;
+    BOOST_TEST(out.ids == want(r), boost::test_tools::per_element());
+  }
+  return cached;
+}
+
 inline std::vector<int32_t> random_prompt(std::mt19937& rng, int max_len, int vocab = 4000) {
   std::vector<int32_t> p(1 + rng() % static_cast<unsigned>(max_len));
   for (auto& t : p) t = static_cast<int32_t>(rng() % static_cast<unsigned>(vocab));

@@ -51,14 +51,8 @@ void check_served_equals_alone(const char* quantization, const char* kv_name, dt
   for (size_t i = 0; i < reqs.size(); ++i)
     BOOST_TEST(got[i] == quantized_reference(*ck, kv, reqs[i]), boost::test_tools::per_element());
   // Again, one at a time: now every prompt's shared blocks come from the prefix cache.
-  int64_t cached = 0;
-  for (const auto& r : reqs) {
-    auto again = r;
-    again.id += "-again";
-    auto out = cl.complete(again);
-    cached += out.done.usage.cached_prompt_tokens;
-    BOOST_TEST(out.ids == quantized_reference(*ck, kv, r), boost::test_tools::per_element());
-  }
+  const int64_t cached =
+      complete_again(cl, reqs, [&](const wire::generate_request& r) { return quantized_reference(*ck, kv, r); });
   BOOST_TEST(cached > 0);
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }

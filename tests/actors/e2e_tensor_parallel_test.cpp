@@ -34,14 +34,8 @@ void check_served_over_two_ranks(const std::string& model, uint32_t seed) {
   const auto got = stream_all(cl, reqs);
   for (size_t i = 0; i < reqs.size(); ++i)
     BOOST_TEST(got[i] == reference(*ck, reqs[i], nullptr, 2), boost::test_tools::per_element());
-  int64_t cached = 0;
-  for (const auto& r : reqs) {
-    auto again = r;
-    again.id += "-again";
-    auto out = cl.complete(again);
-    cached += out.done.usage.cached_prompt_tokens;
-    BOOST_TEST(out.ids == reference(*ck, r, nullptr, 2), boost::test_tools::per_element());
-  }
+  const int64_t cached =
+      complete_again(cl, reqs, [&](const wire::generate_request& r) { return reference(*ck, r, nullptr, 2); });
   BOOST_TEST(cached > 0);
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }

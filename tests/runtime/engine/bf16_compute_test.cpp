@@ -35,19 +35,12 @@ constexpr double kMinTop1Agreement = 0.95;
 
 const char* kBf16Sets[] = {"tiny-dense", "tiny-moe", "e2e-full-vocab"};  // tiny-untied-sharded is F32
 
-std::shared_ptr<checkpoint> load(const std::string& name) {
-  static std::map<std::string, std::shared_ptr<checkpoint>> cache;
-  auto& c = cache[name];
-  if (!c) c = load_checkpoint(golden_dir(name));
-  return c;
-}
-
 int64_t argmax(const float* row, int64_t n) { return std::max_element(row, row + n) - row; }
 
 }  // namespace
 
 BOOST_DATA_TEST_CASE(bf16_logits_within_the_bf16_bound, boost::unit_test::data::make(kBf16Sets), set) {
-  auto ck = load(set);
+  auto ck = golden_checkpoint(set);
   BOOST_REQUIRE(ck->weights.layers[0].q_proj.type == dtype::bf16);
   generator gen(*ck);
   const int64_t vocab = ck->config.vocab_size;
@@ -83,7 +76,7 @@ BOOST_DATA_TEST_CASE(bf16_logits_within_the_bf16_bound, boost::unit_test::data::
 
 // F32 weights ignore the mode: tiny-untied-sharded gives the f32 path's bits.
 BOOST_AUTO_TEST_CASE(f32_weights_ignore_the_mode) {
-  auto ck = load("tiny-untied-sharded");
+  auto ck = golden_checkpoint("tiny-untied-sharded");
   BOOST_REQUIRE(ck->weights.layers[0].q_proj.type == dtype::f32);
   generator gen(*ck);
   const auto cases = load_golden("tiny-untied-sharded");
@@ -95,12 +88,12 @@ BOOST_AUTO_TEST_CASE(f32_weights_ignore_the_mode) {
 // Batch invariance in bf16 mode: every golden prompt in one batch, blocks scattered and reversed,
 // gives the bits of the prompt alone.
 BOOST_DATA_TEST_CASE(bf16_batch_invariance_bitwise, boost::unit_test::data::make(kBf16Sets), set) {
-  check_batch_invariance(*load(set), load_golden(set), set, {kBf16});
+  check_batch_invariance(*golden_checkpoint(set), load_golden(set), set, {kBf16});
 }
 
 // Chunking invariance in bf16 mode: chunks of 1, 7 and 16 give the one-step bits everywhere.
 BOOST_DATA_TEST_CASE(bf16_chunking_invariance_bitwise, boost::unit_test::data::make(kBf16Sets), set) {
-  auto ck = load(set);
+  auto ck = golden_checkpoint(set);
   const auto cases = load_golden(set);
   const auto& prompt = cases.back().prompt;
   generator gen(*ck);
@@ -116,7 +109,7 @@ BOOST_DATA_TEST_CASE(bf16_chunking_invariance_bitwise, boost::unit_test::data::m
 // Decode through the KV cache in bf16 mode equals the greedy tokens of generate() with the same
 // mode (the server and `troupe generate --compute-dtype bf16` agree by construction).
 BOOST_AUTO_TEST_CASE(bf16_generate_is_deterministic_across_chunking) {
-  auto ck = load("tiny-dense");
+  auto ck = golden_checkpoint("tiny-dense");
   generator gen(*ck);
   const auto cases = load_golden("tiny-dense");
   const auto& c = cases.back();

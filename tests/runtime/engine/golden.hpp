@@ -3,10 +3,14 @@
 
 #include <cstdint>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "runtime/model/checkpoint.hpp"
 
 namespace troupe::testing {
 
@@ -25,6 +29,19 @@ struct golden_case {
 };
 
 inline std::string golden_dir(const std::string& name) { return std::string(TROUPE_TEST_DATA_DIR) + "/golden/" + name; }
+
+// The sets every float engine path is checked on. The -yarn and -linear sets are tiny-dense with
+// RoPE scaling, their references from transformers itself (tools/reference/rope_scaling_golden.py).
+inline const char* const kGoldenSets[] = {"tiny-dense",     "tiny-untied-sharded", "tiny-moe",
+                                          "e2e-full-vocab", "tiny-dense-yarn",     "tiny-dense-linear"};
+
+// A set's checkpoint, loaded once per test binary.
+inline std::shared_ptr<checkpoint> golden_checkpoint(const std::string& name) {
+  static std::map<std::string, std::shared_ptr<checkpoint>> cache;
+  auto& c = cache[name];
+  if (!c) c = load_checkpoint(golden_dir(name));
+  return c;
+}
 
 inline std::vector<float> read_f32(const std::string& path) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);

@@ -27,13 +27,6 @@ constexpr double kTolerance = 1e-4;  // the golden sets' (tests/data/README.md)
 // Each set: tiny-dense or tiny-moe (linked) with adapter/ saved by PEFT.
 const char* kLoraSets[] = {"tiny-dense-lora", "tiny-dense-lora-rs", "tiny-moe-lora"};
 
-std::shared_ptr<checkpoint> load(const std::string& name) {
-  static std::map<std::string, std::shared_ptr<checkpoint>> cache;
-  auto& c = cache[name];
-  if (!c) c = load_checkpoint(golden_dir(name));
-  return c;
-}
-
 std::shared_ptr<const lora_adapter> adapter(const std::string& set, const model_config& cfg) {
   return std::make_shared<lora_adapter>(load_lora_adapter(golden_dir(set) + "/adapter", cfg));
 }
@@ -47,7 +40,7 @@ std::vector<int32_t> identity_table(int64_t n) {
 }  // namespace
 
 BOOST_DATA_TEST_CASE(lora_prompt_logits_match_peft, boost::unit_test::data::make(kLoraSets), set) {
-  auto ck = load(set);
+  auto ck = golden_checkpoint(set);
   auto a = adapter(set, ck->config);
   generator gen(*ck);
   const int64_t vocab = ck->config.vocab_size;
@@ -69,7 +62,7 @@ BOOST_DATA_TEST_CASE(lora_prompt_logits_match_peft, boost::unit_test::data::make
 // decides the tokens.
 BOOST_AUTO_TEST_CASE(lora_in_the_bf16_compute_mode) {
   const std::string set = "tiny-dense-lora";
-  auto ck = load(set);
+  auto ck = golden_checkpoint(set);
   auto a = adapter(set, ck->config);
   generator gen(*ck);
   const int64_t vocab = ck->config.vocab_size;
@@ -91,7 +84,7 @@ BOOST_AUTO_TEST_CASE(lora_in_the_bf16_compute_mode) {
 }
 
 BOOST_DATA_TEST_CASE(lora_decode_through_the_cache_matches_peft, boost::unit_test::data::make(kLoraSets), set) {
-  auto ck = load(set);
+  auto ck = golden_checkpoint(set);
   auto a = adapter(set, ck->config);
   for (const auto& c : load_golden(set)) {
     BOOST_REQUIRE_EQUAL(c.decode_logits.index.size(), c.greedy.size());  // every step is checked
@@ -101,7 +94,7 @@ BOOST_DATA_TEST_CASE(lora_decode_through_the_cache_matches_peft, boost::unit_tes
 }
 
 BOOST_DATA_TEST_CASE(lora_generate_gives_peft_greedy_ids, boost::unit_test::data::make(kLoraSets), set) {
-  auto ck = load(set);
+  auto ck = golden_checkpoint(set);
   generator gen(*ck);
   for (const auto& c : load_golden(set)) {
     generate_options o;
@@ -119,7 +112,7 @@ BOOST_DATA_TEST_CASE(lora_generate_gives_peft_greedy_ids, boost::unit_test::data
 // neighbour mix): every sequence's logits equal, bit for bit, its prompt run alone with its
 // adapter; and a prompt prefilled in chunks of 5 ends with the same last row.
 BOOST_AUTO_TEST_CASE(lora_mixed_adapters_in_one_batch_are_bitwise_invariant) {
-  auto ck = load("tiny-dense");
+  auto ck = golden_checkpoint("tiny-dense");
   const auto cases = load_golden("tiny-dense-lora");
   kv_cache kv(ck->config, 128);
   model_runner runner(*ck, kv);
@@ -189,7 +182,7 @@ BOOST_AUTO_TEST_CASE(lora_mixed_adapters_in_one_batch_are_bitwise_invariant) {
 }
 
 BOOST_AUTO_TEST_CASE(lora_unknown_adapter_slots_are_refused) {
-  auto ck = load("tiny-dense");
+  auto ck = golden_checkpoint("tiny-dense");
   kv_cache kv(ck->config, 4);
   model_runner runner(*ck, kv);
   auto table = identity_table(4);

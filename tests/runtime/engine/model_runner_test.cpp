@@ -24,22 +24,10 @@ namespace {
 // Documented in tests/data/README.md: ~40x the float32 noise, below every typical mistake.
 constexpr double kTolerance = 1e-4;
 
-// The -yarn and -linear sets are tiny-dense with RoPE scaling, their references from transformers
-// itself (tools/reference/rope_scaling_golden.py).
-const char* kSets[] = {"tiny-dense",      "tiny-untied-sharded", "tiny-moe",
-                       "e2e-full-vocab",  "tiny-dense-yarn",     "tiny-dense-linear"};
-
-std::shared_ptr<checkpoint> load(const std::string& name) {
-  static std::map<std::string, std::shared_ptr<checkpoint>> cache;
-  auto& c = cache[name];
-  if (!c) c = load_checkpoint(golden_dir(name));
-  return c;
-}
-
 }  // namespace
 
-BOOST_DATA_TEST_CASE(prompt_logits_match_reference, boost::unit_test::data::make(kSets), set) {
-  auto ck = load(set);
+BOOST_DATA_TEST_CASE(prompt_logits_match_reference, boost::unit_test::data::make(kGoldenSets), set) {
+  auto ck = golden_checkpoint(set);
   generator gen(*ck);
   const int64_t vocab = ck->config.vocab_size;
   double worst = 0;
@@ -55,8 +43,8 @@ BOOST_DATA_TEST_CASE(prompt_logits_match_reference, boost::unit_test::data::make
   BOOST_TEST_MESSAGE(set << ": worst relative logits error " << worst << " (tolerance " << kTolerance << ")");
 }
 
-BOOST_DATA_TEST_CASE(greedy_decode_matches_reference, boost::unit_test::data::make(kSets), set) {
-  auto ck = load(set);
+BOOST_DATA_TEST_CASE(greedy_decode_matches_reference, boost::unit_test::data::make(kGoldenSets), set) {
+  auto ck = golden_checkpoint(set);
   for (const auto& c : load_golden(set)) {
     // The runner driven directly, so every decode step's logits are compared.
     const auto got = check_cached_decode(*ck, c, set, kTolerance);
@@ -64,8 +52,8 @@ BOOST_DATA_TEST_CASE(greedy_decode_matches_reference, boost::unit_test::data::ma
   }
 }
 
-BOOST_DATA_TEST_CASE(generator_greedy_equals_reference, boost::unit_test::data::make(kSets), set) {
-  auto ck = load(set);
+BOOST_DATA_TEST_CASE(generator_greedy_equals_reference, boost::unit_test::data::make(kGoldenSets), set) {
+  auto ck = golden_checkpoint(set);
   generator gen(*ck);
   for (const auto& c : load_golden(set)) {
     generate_options o;
@@ -81,8 +69,8 @@ BOOST_DATA_TEST_CASE(generator_greedy_equals_reference, boost::unit_test::data::
 // Speculative decoding in the generator: drafts that are the right continuation with every
 // third one wrong (so steps accept some and reject others) change no id, greedy or seeded, and
 // save steps.
-BOOST_DATA_TEST_CASE(generator_with_drafts_gives_the_same_ids, boost::unit_test::data::make(kSets), set) {
-  auto ck = load(set);
+BOOST_DATA_TEST_CASE(generator_with_drafts_gives_the_same_ids, boost::unit_test::data::make(kGoldenSets), set) {
+  auto ck = golden_checkpoint(set);
   generator gen(*ck);
   for (const auto& c : load_golden(set)) {
     for (bool seeded : {false, true}) {
@@ -112,14 +100,14 @@ BOOST_DATA_TEST_CASE(generator_with_drafts_gives_the_same_ids, boost::unit_test:
 
 // Batch invariance: every golden prompt in one batch, with blocks scattered through the pool,
 // gives logits bit-identical to the prompt alone.
-BOOST_DATA_TEST_CASE(batch_invariance_bitwise, boost::unit_test::data::make(kSets), set) {
-  check_batch_invariance(*load(set), load_golden(set), set);
+BOOST_DATA_TEST_CASE(batch_invariance_bitwise, boost::unit_test::data::make(kGoldenSets), set) {
+  check_batch_invariance(*golden_checkpoint(set), load_golden(set), set);
 }
 
 // Chunking invariance: the longest prompt prefilled in chunks of 1, 7 and 16 gives the same
 // bits at every position as one step.
-BOOST_DATA_TEST_CASE(chunking_invariance_bitwise, boost::unit_test::data::make(kSets), set) {
-  auto ck = load(set);
+BOOST_DATA_TEST_CASE(chunking_invariance_bitwise, boost::unit_test::data::make(kGoldenSets), set) {
+  auto ck = golden_checkpoint(set);
   auto cases = load_golden(set);
   const auto& prompt = cases.back().prompt;
   generator gen(*ck);
@@ -133,7 +121,7 @@ BOOST_DATA_TEST_CASE(chunking_invariance_bitwise, boost::unit_test::data::make(k
 }
 
 BOOST_AUTO_TEST_CASE(bad_batches_are_refused_before_any_work) {
-  auto ck = load("tiny-dense");
+  auto ck = golden_checkpoint("tiny-dense");
   kv_cache kv(ck->config, 4);
   model_runner runner(*ck, kv);
   step_result r;

@@ -17,6 +17,7 @@
 #include "runtime/engine/tensor_parallel_runner.hpp"
 #include "runtime/model/shard.hpp"
 #include "runtime/quant/load.hpp"
+#include "tests/runtime/engine/batch_invariance.hpp"
 #include "tests/runtime/engine/cached_decode.hpp"
 #include "tests/runtime/engine/golden.hpp"
 
@@ -26,16 +27,6 @@ using namespace troupe::testing;
 namespace {
 
 constexpr double kTolerance = 1e-4;  // the engine's own (model_runner_test.cpp)
-
-const char* kSets[] = {"tiny-dense",      "tiny-untied-sharded", "tiny-moe",
-                       "e2e-full-vocab",  "tiny-dense-yarn",     "tiny-dense-linear"};
-
-std::shared_ptr<checkpoint> load(const std::string& name) {
-  static std::map<std::string, std::shared_ptr<checkpoint>> cache;
-  auto& c = cache[name];
-  if (!c) c = load_checkpoint(golden_dir(name));
-  return c;
-}
 
 template <class F>
 void expect_error(F&& f, errc code, const std::string& needle) {
@@ -57,8 +48,8 @@ double worst_error(const std::vector<float>& a, const std::vector<float>& b, int
 
 }  // namespace
 
-BOOST_DATA_TEST_CASE(two_ranks_match_the_reference, boost::unit_test::data::make(kSets), set) {
-  auto ck = load(set);
+BOOST_DATA_TEST_CASE(two_ranks_match_the_reference, boost::unit_test::data::make(kGoldenSets), set) {
+  auto ck = golden_checkpoint(set);
   generator gen(*ck, 2);
   const int64_t vocab = ck->config.vocab_size;
   double worst = 0;
@@ -84,8 +75,8 @@ BOOST_DATA_TEST_CASE(two_ranks_match_the_reference, boost::unit_test::data::make
 
 // The ranks' sums are added in another order than one rank's dot products: float32 rounding apart,
 // nothing else (a wrong head, column or vocabulary range would be far off).
-BOOST_DATA_TEST_CASE(two_ranks_equal_one_up_to_rounding, boost::unit_test::data::make(kSets), set) {
-  auto ck = load(set);
+BOOST_DATA_TEST_CASE(two_ranks_equal_one_up_to_rounding, boost::unit_test::data::make(kGoldenSets), set) {
+  auto ck = golden_checkpoint(set);
   const auto prompt = load_golden(set).back().prompt;
   const auto one = generator(*ck).prompt_logits(prompt);
   const auto two = generator(*ck, 2).prompt_logits(prompt);
@@ -94,34 +85,11 @@ BOOST_DATA_TEST_CASE(two_ranks_equal_one_up_to_rounding, boost::unit_test::data:
   BOOST_TEST(err <= 1e-5, set << ": tp 2 against tp 1, relative error " << err);
 }
 
-BOOST_DATA_TEST_CASE(batch_and_chunking_invariance_bitwise, boost::unit_test::data::make(kSets), set) {
-  auto ck = load(set);
+BOOST_DATA_TEST_CASE(batch_and_chunking_invariance_bitwise, boost::unit_test::data::make(kGoldenSets), set) {
+  auto ck = golden_checkpoint(set);
   const auto cases = load_golden(set);
-  int32_t blocks = 0;
-  for (const auto& c : cases) blocks += static_cast<int32_t>((c.prompt.size() + 15) / 16);
-  tensor_parallel_runner runner(*ck, blocks * 2, 16, dtype::f32, {}, 2);
-  std::vector<std::vector<float>> alone;
-  for (const auto& c : cases) {
-    std::vector<int32_t> t((c.prompt.size() + 15) / 16);
-    std::iota(t.begin(), t.end(), 0);
-    step_sequence sq{0, c.prompt, 0, t, logits_mode::all};
-    step_result r;
-    runner.step(std::span<const step_sequence>(&sq, 1), r);
-    alone.push_back(r.logits);
-  }
-  std::vector<std::vector<int32_t>> tables(cases.size());
-  int32_t next = runner.num_blocks() - 1;
-  for (size_t i = 0; i < cases.size(); ++i)
-    for (size_t b = 0; b < (cases[i].prompt.size() + 15) / 16; ++b) tables[i].push_back(next--);
-  std::vector<step_sequence> batch;
-  for (size_t i = 0; i < cases.size(); ++i) batch.push_back({static_cast<int64_t>(i), cases[i].prompt, 0, tables[i], logits_mode::all});
-  step_result r;
-  runner.step(batch, r);
-  for (size_t i = 0; i < cases.size(); ++i) {
-    BOOST_REQUIRE_EQUAL(r.num_rows[i], static_cast<int64_t>(cases[i].prompt.size()));
-    BOOST_TEST(std::memcmp(r.row(i).data(), alone[i].data(), alone[i].size() * sizeof(float)) == 0,
-               set << " " << cases[i].id << ": batched logits differ from solo logits over 2 ranks");
-  }
+  tensor_parallel_runner runner(*ck, batch_invariance_blocks(cases), 16, dtype::f32, {}, 2);
+  check_batch_invariance_on(runner, runner.num_blocks(), cases, std::string(set) + " over 2 ranks");
   generator gen(*ck, 2);
   const auto whole = gen.prompt_logits(cases.back().prompt);
   for (int32_t chunk : {1, 7}) {
@@ -135,7 +103,7 @@ BOOST_DATA_TEST_CASE(batch_and_chunking_invariance_bitwise, boost::unit_test::da
 // Greedy and seeded generation over 2 ranks, the prompt in chunks: the reference's ids, and a
 // seed gives the same ids each time.
 BOOST_AUTO_TEST_CASE(generator_over_two_ranks) {
-  auto ck = load("tiny-moe");
+  auto ck = golden_checkpoint("tiny-moe");
   generator gen(*ck, 2);
   for (const auto& c : load_golden("tiny-moe")) {
     generate_options o;
@@ -185,7 +153,7 @@ BOOST_AUTO_TEST_CASE(quantized_weights_split_on_group_boundaries) {
 }
 
 BOOST_AUTO_TEST_CASE(sizes_that_do_not_divide_the_model_are_refused) {
-  auto ck = load("tiny-dense");  // 4 query heads, 2 KV heads, intermediate 160
+  auto ck = golden_checkpoint("tiny-dense");  // 4 query heads, 2 KV heads, intermediate 160
   expect_error([&] { tensor_parallel_runner r(*ck, 4, 16, dtype::f32, {}, 3); }, errc::unsupported,
                "tensor_parallel_size 3: num_attention_heads (4) is not a multiple of it");
   expect_error([&] { tensor_parallel_runner r(*ck, 4, 16, dtype::f32, {}, 4); }, errc::unsupported,
@@ -199,7 +167,7 @@ BOOST_AUTO_TEST_CASE(sizes_that_do_not_divide_the_model_are_refused) {
 // Each rank's pool holds its KV heads; a bad batch is refused before any rank runs, with
 // model_runner's message, and the group runs on afterwards.
 BOOST_AUTO_TEST_CASE(pools_hold_their_heads_and_bad_batches_leave_the_group_usable) {
-  auto ck = load("tiny-dense");
+  auto ck = golden_checkpoint("tiny-dense");
   tensor_parallel_runner runner(*ck, 4, 16, dtype::f32, {}, 2);
   BOOST_TEST(runner.tp_size() == 2);
   BOOST_TEST(runner.kv(0).layer(0).n_kv_heads == 1);
