@@ -71,7 +71,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   }
   // Tensor parallelism: a model the group cannot split stops the start, with the field named.
   const int32_t tp = ctx->cfg.tensor_parallel_size;
-  check_shardable(*ctx->ckpt, tp);
+  check_shardable(*ctx->ckpt, {tp, ctx->cfg.enable_expert_parallel});
   if (tp > 1 && !ctx->adapters.empty())
     throw_error(errc::unsupported, "LoRA adapters (model.lora_modules / --lora) with model.tensor_parallel_size " +
                                        std::to_string(tp) + " are not supported; use tensor_parallel_size 1");
@@ -159,6 +159,9 @@ void set_prefix_caching(server_context& ctx) {
   // from another group size's, so entries are shared only between replicas of the same size.
   if (c.tensor_parallel_size > 1)
     s.prefix_identity.arithmetic += (s.prefix_identity.arithmetic.empty() ? "tp" : "-tp") + std::to_string(c.tensor_parallel_size);
+  // Expert parallelism sums a MoE layer's experts in another order again.
+  if (splits_experts(ctx.ckpt->config, {c.tensor_parallel_size, c.enable_expert_parallel}))
+    s.prefix_identity.arithmetic += "ep";
   s.prefix_identity.block_size = c.block_size;
   if (!c.redis_url.empty()) {
     auto& p = ctx.prefix;
@@ -285,7 +288,13 @@ std::string server::banner() const {
   b += "  weights: " + held +
        (stored_as.empty() ? "" : " (stored as " + stored_as + ")") + ", " + mib(double(m.ctx->ckpt->weights.bytes)) +
        " read per token\n";
-  if (c.tensor_parallel_size > 1)
+  if (splits_experts(m.ctx->ckpt->config, {c.tensor_parallel_size, c.enable_expert_parallel})) {
+    const int64_t e = m.ctx->ckpt->config.num_experts, lo = e / c.tensor_parallel_size;
+    b += "  tensor parallel: " + std::to_string(c.tensor_parallel_size) +
+         " CPU shards (each its share of the heads and vocabulary), expert parallel: each holds " +
+         std::to_string(lo) + (e % c.tensor_parallel_size ? " or " + std::to_string(lo + 1) : "") + " of the " +
+         std::to_string(e) + " experts whole\n";
+  } else if (c.tensor_parallel_size > 1)
     b += "  tensor parallel: " + std::to_string(c.tensor_parallel_size) + " CPU shards (each its share of the heads, MLP and vocabulary)\n";
   b += "  tokenizer: " + std::string(f.tok ? f.tok->model_dir() : "none (prompt_ids only)") + "\n";
   if (const rope_scaling& r = m.ctx->ckpt->config.rope; r.type != rope_scaling_type::none) {

@@ -17,7 +17,8 @@ caf::behavior shard_executor(caf::event_based_actor* self, context_ptr ctx) {
   // cfg was validated at start-up (serve::validate), so the compute dtype parses.
   const model_runner_options ro{parse_compute_dtype(ctx->cfg.compute_dtype, "model.compute_dtype")};
   auto ex = std::make_shared<serve::batch_executor>(ctx->ckpt, ctx->num_blocks, ctx->cfg.block_size, ctx->kv_type, ro,
-                                                    ctx->adapters, ctx->cfg.tensor_parallel_size);
+                                                    ctx->adapters,
+                                                    parallel_config{ctx->cfg.tensor_parallel_size, ctx->cfg.enable_expert_parallel});
   return {
       [=](step_msg& m) -> step_done_msg {
         // run() catches engine and sampler errors itself; nothing escapes the mailbox.

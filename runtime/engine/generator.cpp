@@ -13,9 +13,9 @@ constexpr int32_t kBlockSize = 16;
 // A private pool just large enough for one sequence, with the identity block table.
 struct single_sequence_pool {
   single_sequence_pool(const checkpoint& ckpt, int64_t max_len, dtype kv_type, kernels::compute_dtype compute,
-                       int32_t tp_size)
+                       parallel_config parallel)
       : runner(ckpt, static_cast<int32_t>(std::max<int64_t>(1, (max_len + kBlockSize - 1) / kBlockSize)), kBlockSize,
-               kv_type, {compute}, tp_size),
+               kv_type, {compute}, parallel),
         table(runner.num_blocks()) {
     std::iota(table.begin(), table.end(), 0);
   }
@@ -42,7 +42,7 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
   check_prompt(prompt, ckpt_.config, opts.max_tokens);
 
   single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()) + opts.max_tokens, opts.kv_cache_dtype,
-                            opts.compute, tp_size_);
+                            opts.compute, parallel_);
   auto& runner = pool.runner;
   const int32_t adapter = opts.adapter ? runner.add_adapter(opts.adapter) : -1;
   sampler smp(opts.sampling);
@@ -101,7 +101,7 @@ std::vector<float> generator::prompt_logits(const std::vector<int32_t>& prompt, 
                                             dtype kv_cache_dtype, kernels::compute_dtype compute,
                                             std::shared_ptr<const lora_adapter> adapter) {
   check_prompt(prompt, ckpt_.config, 0);
-  single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()), kv_cache_dtype, compute, tp_size_);
+  single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()), kv_cache_dtype, compute, parallel_);
   auto& runner = pool.runner;
   const int32_t slot = adapter ? runner.add_adapter(std::move(adapter)) : -1;
   step_result res;

@@ -36,10 +36,9 @@ struct generate_output {
 
 class generator {
  public:
-  // tensor_parallel_size > 1: each request runs on a tensor-parallel group of that many CPU shards
-  // (tensor_parallel_runner); the ranks are made per request.
-  explicit generator(const checkpoint& ckpt, int32_t tensor_parallel_size = 1)
-      : ckpt_(ckpt), tp_size_(tensor_parallel_size) {}
+  // A group size above 1: each request runs on a tensor-parallel group of that many CPU shards
+  // (tensor_parallel_runner; expert parallel when asked); the ranks are made per request.
+  explicit generator(const checkpoint& ckpt, parallel_config parallel = {}) : ckpt_(ckpt), parallel_(parallel) {}
 
   // on_token (optional) sees every new id as it is sampled.
   generate_output generate(const std::vector<int32_t>& prompt, const generate_options& opts,
@@ -53,7 +52,7 @@ class generator {
 
  private:
   const checkpoint& ckpt_;
-  int32_t tp_size_;
+  parallel_config parallel_;
 };
 
 }  // namespace troupe

@@ -284,10 +284,15 @@ void model_runner::moe_mlp(const layer_weights& lw) {
   }
 
   // Each expert runs on the rows routed to it; outputs land in a per-(token, rank) slot so the
-  // weighted sum below is in rank order whatever the batch.
+  // weighted sum below is in rank order whatever the batch. An expert-parallel rank holds some
+  // experts only (shard.hpp: the others are empty) and sums its own slots; the all-reduce adds the
+  // ranks' sums.
   ensure(moe_out_, n_ * top_k * hidden);
   std::vector<int64_t> slots;
+  std::vector<uint8_t> local(static_cast<size_t>(n_exp));
+  for (int64_t e = 0; e < n_exp; ++e) local[static_cast<size_t>(e)] = lw.experts[static_cast<size_t>(e)].gate_proj.data != nullptr;
   for (int64_t e = 0; e < n_exp; ++e) {
+    if (!local[static_cast<size_t>(e)]) continue;
     slots.clear();
     for (int64_t i = 0; i < n_ * top_k; ++i)
       if (chosen[i] == e) slots.push_back(i);
@@ -309,7 +314,8 @@ void model_runner::moe_mlp(const layer_weights& lw) {
       std::copy_n(expert_out_.data() + i * hidden, hidden, moe_out_.data() + slots[i] * hidden);
   }
   // Alone, the weighted outputs go straight onto the residual; a tensor-parallel rank's are partial
-  // sums (its slice of every expert's width), summed across the ranks before they do.
+  // sums (its slice of every expert's width, or its experts' outputs), summed across the ranks
+  // before they do.
   float* acc = x_.data();
   if (opts_.tp) {
     ensure(tmp_, n_ * hidden);
@@ -318,6 +324,7 @@ void model_runner::moe_mlp(const layer_weights& lw) {
   }
   for (int64_t t = 0; t < n_; ++t)
     for (int64_t r = 0; r < top_k; ++r) {
+      if (!local[static_cast<size_t>(chosen[t * top_k + r])]) continue;
       const float wgt = weight[t * top_k + r];
       const float* src = moe_out_.data() + (t * top_k + r) * hidden;
       float* dst = acc + t * hidden;

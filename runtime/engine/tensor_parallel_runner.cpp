@@ -10,10 +10,11 @@
 namespace troupe {
 
 tensor_parallel_runner::tensor_parallel_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size,
-                                               dtype kv_type, model_runner_options opts, int32_t tp_size,
+                                               dtype kv_type, model_runner_options opts, parallel_config parallel,
                                                int32_t threads_per_rank)
-    : ckpt_(ckpt) {
-  check_shardable(ckpt, tp_size);  // before any thread or pool exists
+    : ckpt_(ckpt), expert_parallel_(parallel.expert_parallel) {
+  check_shardable(ckpt, parallel);  // before any thread or pool exists
+  const int32_t tp_size = parallel.size;
   if (tp_size == 1) {
     pools_.push_back(std::make_unique<kv_cache>(ckpt.config, num_blocks, block_size, kv_type));
     runners_.push_back(std::make_unique<model_runner>(ckpt, *pools_[0], opts));
@@ -21,7 +22,7 @@ tensor_parallel_runner::tensor_parallel_runner(const checkpoint& ckpt, int32_t n
   }
   group_ = std::make_unique<tp_group>(tp_size, threads_per_rank);
   for (int32_t r = 0; r < tp_size; ++r) {
-    shards_.push_back(shard_checkpoint(ckpt, r, tp_size));
+    shards_.push_back(shard_checkpoint(ckpt, r, parallel));
     pools_.push_back(std::make_unique<kv_cache>(shards_.back()->config, num_blocks, block_size, kv_type));
     model_runner_options o = opts;
     o.tp = group_.get();

@@ -21,16 +21,18 @@
 #include "runtime/engine/tp_group.hpp"
 #include "runtime/kv/kv_cache.hpp"
 #include "runtime/model/checkpoint.hpp"
+#include "runtime/model/shard.hpp"
 
 namespace troupe {
 
 class tensor_parallel_runner {
  public:
-  // ckpt must outlive the runner. tp_size must divide the model (check_shardable: heads, KV heads,
-  // MLP widths, quantization groups), else troupe::error(unsupported) naming the field.
+  // ckpt must outlive the runner. The group's size must divide the model (check_shardable: heads,
+  // KV heads, MLP widths, quantization groups), else troupe::error(unsupported) naming the field;
+  // `parallel.expert_parallel` gives mixture-of-experts layers whole experts per rank instead.
   // threads_per_rank 0: the process's OpenMP threads divided among the ranks.
   tensor_parallel_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size = 16,
-                         dtype kv_type = dtype::f32, model_runner_options opts = {}, int32_t tp_size = 1,
+                         dtype kv_type = dtype::f32, model_runner_options opts = {}, parallel_config parallel = {},
                          int32_t threads_per_rank = 0);
   ~tensor_parallel_runner();
 
@@ -40,6 +42,7 @@ class tensor_parallel_runner {
   int32_t add_adapter(std::shared_ptr<const lora_adapter> adapter);
 
   int32_t tp_size() const noexcept { return static_cast<int32_t>(runners_.size()); }
+  bool expert_parallel() const noexcept { return expert_parallel_; }
   const model_config& config() const noexcept { return ckpt_.config; }
   int32_t num_blocks() const noexcept { return pools_.front()->num_blocks(); }
   int32_t block_size() const noexcept { return pools_.front()->block_size(); }
@@ -55,6 +58,7 @@ class tensor_parallel_runner {
 
  private:
   const checkpoint& ckpt_;
+  bool expert_parallel_ = false;
   std::unique_ptr<tp_group> group_;  // null for tp_size 1
   std::vector<std::unique_ptr<checkpoint>> shards_;
   std::vector<std::unique_ptr<kv_cache>> pools_;

@@ -126,7 +126,7 @@ uint64_t random_tensor_key(uint64_t seed, std::string_view name) noexcept {
   return detail::mix64(h ^ detail::mix64(seed + 0x9e3779b97f4a7c15ull));
 }
 
-std::vector<std::string> random_checkpoint_presets() { return {"tiny", "qwen3-0.6b", "qwen3-moe-tiny"}; }
+std::vector<std::string> random_checkpoint_presets() { return {"tiny", "qwen3-0.6b", "qwen3-moe-tiny", "qwen3-30b-a3b"}; }
 
 model_config preset_config(std::string_view preset) {
   model_config c;
@@ -165,6 +165,22 @@ model_config preset_config(std::string_view preset) {
     c.num_key_value_heads = 8;
     c.head_dim = 128;
     c.tie_word_embeddings = true;
+    return c;
+  }
+  if (preset == "qwen3-30b-a3b") {  // Qwen/Qwen3-30B-A3B's config.json (61 GB in BF16: see --num-layers)
+    c.arch = architecture::qwen3_moe;
+    c.hidden_size = 2048;
+    c.intermediate_size = 6144;
+    c.num_hidden_layers = 48;
+    c.num_attention_heads = 32;
+    c.num_key_value_heads = 4;
+    c.head_dim = 128;
+    c.tie_word_embeddings = false;
+    c.num_experts = 128;
+    c.num_experts_per_tok = 8;
+    c.moe_intermediate_size = 768;
+    c.norm_topk_prob = true;
+    c.decoder_sparse_step = 1;
     return c;
   }
   std::string names;

@@ -96,7 +96,15 @@ int64_t vocab_range_begin(const checkpoint& full, int32_t rank, int32_t size) {
   return std::min(v, units * rank / size * a);
 }
 
-void check_shardable(const checkpoint& full, int32_t size) {
+bool splits_experts(const model_config& c, parallel_config p) {
+  if (p.size < 2 || !p.expert_parallel) return false;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    if (c.layer_is_moe(l)) return true;
+  return false;
+}
+
+void check_shardable(const checkpoint& full, parallel_config p) {
+  const int32_t size = p.size;
   if (size < 1) throw_error(errc::invalid_argument, "tensor_parallel_size must be >= 1 (got " + std::to_string(size) + ")");
   if (size == 1) return;
   const model_config& c = full.config;
@@ -109,7 +117,10 @@ void check_shardable(const checkpoint& full, int32_t size) {
   bool dense = false, moe = false;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) (c.layer_is_moe(l) ? moe : dense) = true;
   if (dense) divides(c.intermediate_size, "intermediate_size");
-  if (moe) divides(c.moe_intermediate_size, "moe_intermediate_size");
+  if (moe && !p.expert_parallel) divides(c.moe_intermediate_size, "moe_intermediate_size");
+  if (moe && p.expert_parallel && c.num_experts < size)
+    refuse(size, "num_experts (" + std::to_string(c.num_experts) +
+                     ") is smaller than the group; expert parallelism gives each rank at least one expert");
   if (full.weights.lm_head.rows < size) refuse(size, "the vocabulary is smaller than the group");
   const int64_t d = c.head_dim;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
@@ -125,7 +136,7 @@ void check_shardable(const checkpoint& full, int32_t size) {
         check_rows(lw.gate_proj, r * i, i, size, layer_name(l, "mlp.gate_proj"));
         check_rows(lw.up_proj, r * i, i, size, layer_name(l, "mlp.up_proj"));
         check_cols(lw.down_proj, r * i, i, size, layer_name(l, "mlp.down_proj"));
-      } else {
+      } else if (!p.expert_parallel) {  // whole experts cut no scale group
         const int64_t i = c.moe_intermediate_size / size;
         for (size_t e = 0; e < lw.experts.size(); ++e) {
           const auto& ew = lw.experts[e];
@@ -138,8 +149,9 @@ void check_shardable(const checkpoint& full, int32_t size) {
   }
 }
 
-std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t rank, int32_t size) {
-  check_shardable(full, size);
+std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t rank, parallel_config p) {
+  check_shardable(full, p);
+  const int32_t size = p.size;
   if (rank < 0 || rank >= size)
     throw_error(errc::invalid_argument, "shard_checkpoint: rank " + std::to_string(rank) + " outside a group of " + std::to_string(size));
   auto s = std::make_unique<checkpoint>();
@@ -151,7 +163,7 @@ std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t ran
   c.num_attention_heads /= size;
   c.num_key_value_heads /= size;
   c.intermediate_size /= size;
-  c.moe_intermediate_size /= size;
+  if (!p.expert_parallel) c.moe_intermediate_size /= size;
   const int64_t d = c.head_dim;
   const int64_t q = c.num_attention_heads * d, kv = c.num_key_value_heads * d;
   const auto& fw = full.weights;
@@ -177,6 +189,12 @@ std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t ran
       o.gate_proj = slice_rows(f.gate_proj, rank * i, i);
       o.up_proj = slice_rows(f.up_proj, rank * i, i);
       o.down_proj = copy_columns(f.down_proj, rank * i, i, s->owned);
+    } else if (p.expert_parallel) {
+      o.router = f.router;
+      o.experts.resize(f.experts.size());  // the others stay empty
+      const auto n = static_cast<int64_t>(f.experts.size());
+      for (int64_t e = expert_range_begin(n, rank, size); e < expert_range_begin(n, rank + 1, size); ++e)
+        o.experts[static_cast<size_t>(e)] = f.experts[static_cast<size_t>(e)];
     } else {
       const int64_t i = c.moe_intermediate_size;
       o.router = f.router;

@@ -7,6 +7,11 @@
 // range of lm_head's rows (the vocabulary). Embeddings, norms and the MoE router stay whole.
 // Attention and the MLP then need one all-reduce each (after o_proj and down_proj), and each
 // rank's logits are its vocabulary range.
+//
+// Expert parallelism (vLLM's --enable-expert-parallel) changes the mixture-of-experts layers only:
+// rank r keeps experts [r*E/size, (r+1)*E/size) whole (views, no copies) and none of the others;
+// each rank runs the routed tokens' local experts and the MoE all-reduce sums the ranks' weighted
+// outputs. Attention, dense MLPs and lm_head split as above.
 #pragma once
 
 #include <cstdint>
@@ -17,17 +22,39 @@
 
 namespace troupe {
 
+// How a group splits the model. Implicit from a size: plain tensor parallelism.
+struct parallel_config {
+  parallel_config(int32_t tensor_parallel_size = 1, bool expert_parallel = false)  // NOLINT: implicit
+      : size(tensor_parallel_size), expert_parallel(expert_parallel) {}
+  int32_t size = 1;
+  // Mixture-of-experts layers: whole experts per rank instead of a slice of every expert.
+  bool expert_parallel = false;
+};
+
+// Rank `rank`'s experts with expert parallelism: [expert_range_begin(E, rank, size),
+// expert_range_begin(E, rank + 1, size)).
+constexpr int64_t expert_range_begin(int64_t num_experts, int32_t rank, int32_t size) {
+  return num_experts * rank / size;
+}
+
+// True when `p` splits this model's experts whole: a group of two or more, expert parallelism asked
+// for, and at least one mixture-of-experts layer (otherwise the flag changes nothing).
+bool splits_experts(const model_config& c, parallel_config p);
+
 // Throws troupe::error(unsupported) naming the field when `size` ranks cannot split this model:
 // num_attention_heads, num_key_value_heads, intermediate_size or moe_intermediate_size not a
-// multiple of size, or a quantized weight whose scale groups a split would cut.
-void check_shardable(const checkpoint& full, int32_t size);
+// multiple of size, or a quantized weight whose scale groups a split would cut. With expert
+// parallelism moe_intermediate_size may be anything and num_experts must be at least size.
+void check_shardable(const checkpoint& full, parallel_config p);
 
 // Rank `rank`'s part. Its config has the rank's head counts and MLP widths (num_attention_heads,
 // num_key_value_heads, intermediate_size, moe_intermediate_size divided by size); vocab_size stays
 // the model's (token ids are checked against it) and weights.lm_head.rows is the rank's range of
 // it (vocab_range). Row slices point into `full`'s memory, which must outlive the shard; column
 // slices (o_proj, down_proj) are copies the shard owns. size 1 gives a view of the whole model.
-std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t rank, int32_t size);
+// With expert parallelism moe_intermediate_size stays whole and the experts the rank does not
+// hold are empty weight_refs (data null, rows 0): model_runner skips them.
+std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t rank, parallel_config p);
 
 // Rows [r0, r0 + n) of w: a view into w's memory (its scales and zeros too). r0 must start a scale
 // block (check_shardable checks the model's slices).

@@ -10,8 +10,8 @@ namespace troupe::serve {
 
 batch_executor::batch_executor(std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks, int32_t block_size,
                                dtype kv_type, model_runner_options runner_options,
-                               const std::vector<std::shared_ptr<const lora_adapter>>& adapters, int32_t tp_size)
-    : ckpt_(std::move(ckpt)), engine_(*ckpt_, num_blocks, block_size, kv_type, runner_options, tp_size) {
+                               const std::vector<std::shared_ptr<const lora_adapter>>& adapters, parallel_config parallel)
+    : ckpt_(std::move(ckpt)), engine_(*ckpt_, num_blocks, block_size, kv_type, runner_options, parallel) {
   for (const auto& a : adapters) engine_.add_adapter(a);
 }
 

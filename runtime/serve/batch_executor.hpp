@@ -69,11 +69,12 @@ class batch_executor {
  public:
   // kv_type: the pool's element type (f32, or INT8 / FP8 codes with per-token scales).
   // adapters: the LoRA adapters, in slot order (model_facts::adapters, request_spec::adapter).
-  // tp_size > 1: the step runs on a tensor-parallel group of that many CPU shards, each with its
-  // part of every block (tensor_parallel_runner); the block ids the scheduler hands out are the same.
+  // A group of 2 or more: the step runs on a tensor-parallel group of that many CPU shards, each
+  // with its part of every block (tensor_parallel_runner); the block ids the scheduler hands out
+  // are the same.
   batch_executor(std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks, int32_t block_size,
                  dtype kv_type = dtype::f32, model_runner_options runner_options = {},
-                 const std::vector<std::shared_ptr<const lora_adapter>>& adapters = {}, int32_t tp_size = 1);
+                 const std::vector<std::shared_ptr<const lora_adapter>>& adapters = {}, parallel_config parallel = {});
   step_outcome run(step_job& job);
   // The payload layout of a block as the prefix cache stores it (the whole model's heads).
   prefix::kv_layout kv_layout() const { return prefix::layout_of(engine_.pools()); }

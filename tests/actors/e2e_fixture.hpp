@@ -64,10 +64,11 @@ inline wire::generate_request ids_request(std::string id, std::vector<int32_t> p
 }
 
 // What `troupe generate --ids ... --max-tokens N [--temperature T --seed S] --ignore-eos [--lora DIR]
-// --tensor-parallel-size N]` prints: the same parameter derivation as tools/troupe/cmd_generate.cpp.
+// --tensor-parallel-size N [--enable-expert-parallel]]` prints: the same parameter derivation as
+// tools/troupe/cmd_generate.cpp.
 inline std::vector<int32_t> reference(const checkpoint& ck, const wire::generate_request& r,
                                       std::shared_ptr<const lora_adapter> adapter = nullptr,
-                                      int32_t tensor_parallel_size = 1) {
+                                      parallel_config parallel = {}) {
   generate_options o;
   o.max_tokens = *r.max_tokens;
   o.sampling = defaults_from(ck.generation);
@@ -78,7 +79,7 @@ inline std::vector<int32_t> reference(const checkpoint& ck, const wire::generate
   }
   o.sampling.ignore_eos = r.ignore_eos;
   o.adapter = std::move(adapter);
-  generator g(ck, tensor_parallel_size);
+  generator g(ck, parallel);
   return g.generate(r.prompt_ids, o).ids;
 }
 

@@ -1,7 +1,7 @@
 // End to end: `troupe serve` with model.tensor_parallel_size 2, the shard executor's step split
 // over two CPU shards. Concurrent streams, greedy and seeded, get exactly the tokens the generator
 // gives the same request alone over two ranks (what `troupe generate --tensor-parallel-size 2`
-// prints), also when the prefix cache hands them blocks and when a tiny pool forces preemption;
+// prints; with --enable-expert-parallel for a MoE model, whole experts per shard), also when the prefix cache hands them blocks and when a tiny pool forces preemption;
 // every block comes back; a model the group cannot split, or LoRA beside it, stops the start.
 #include "tests/actors/e2e_fixture.hpp"
 #include "runtime/core/error.hpp"
@@ -14,11 +14,15 @@ namespace {
 
 const std::string tiny_moe_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-moe";
 
-void check_served_over_two_ranks(const std::string& model, uint32_t seed) {
+void check_served_over_two_ranks(const std::string& model, uint32_t seed, bool expert_parallel = false) {
   auto c = test_config();
   c.tensor_parallel_size = 2;
+  c.enable_expert_parallel = expert_parallel;
+  const parallel_config group{2, expert_parallel};
   auto srv = start(c, model);
   BOOST_TEST(srv->banner().find("tensor parallel: 2 CPU shards") != std::string::npos, srv->banner());
+  if (expert_parallel)
+    BOOST_TEST(srv->banner().find("expert parallel: each holds 4 of the 8 experts whole") != std::string::npos, srv->banner());
   auto ck = load_checkpoint(model);
   std::mt19937 rng(seed);
   std::vector<int32_t> shared(40);  // two and a half blocks: later requests reuse earlier ones' blocks
@@ -33,9 +37,9 @@ void check_served_over_two_ranks(const std::string& model, uint32_t seed) {
   client::client cl("127.0.0.1", srv->port());
   const auto got = stream_all(cl, reqs);
   for (size_t i = 0; i < reqs.size(); ++i)
-    BOOST_TEST(got[i] == reference(*ck, reqs[i], nullptr, 2), boost::test_tools::per_element());
+    BOOST_TEST(got[i] == reference(*ck, reqs[i], nullptr, group), boost::test_tools::per_element());
   const int64_t cached =
-      complete_again(cl, reqs, [&](const wire::generate_request& r) { return reference(*ck, r, nullptr, 2); });
+      complete_again(cl, reqs, [&](const wire::generate_request& r) { return reference(*ck, r, nullptr, group); });
   BOOST_TEST(cached > 0);
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
@@ -49,6 +53,12 @@ BOOST_AUTO_TEST_CASE(two_shards_serve_what_the_generator_gives_over_two_ranks) {
 }
 
 BOOST_AUTO_TEST_CASE(two_shards_serve_a_moe_model) { check_served_over_two_ranks(tiny_moe_dir, 22); }
+
+// model.enable_expert_parallel: whole experts per shard, the streams those of the generator over
+// the same layout (sliced experts' differ in the last bits, which seeded sampling would show).
+BOOST_AUTO_TEST_CASE(two_shards_serve_a_moe_model_expert_parallel) {
+  check_served_over_two_ranks(tiny_moe_dir, 23, true);
+}
 
 // The served arithmetic is the group's, bit for bit: a prompt's logprobs equal those of the
 // generator's logits over two ranks exactly (one rank's differ in the last bits).

@@ -20,11 +20,16 @@ int make_checkpoint(int argc, char** argv) {
                "troupe make-checkpoint"};
   std::string out, preset, dtype_name = "bf16", tokenizer;
   uint64_t seed = 0;
+  int64_t num_layers = 0;
   bool force = false, no_verify = false;
   app.add_option("--out", out, "Checkpoint directory to create")->required();
   app.add_option("--preset", preset, "Model shape")
       ->required()
       ->check(CLI::IsMember(troupe::random_checkpoint_presets()));
+  app.add_option("--num-layers", num_layers,
+                 "keep the preset's layer shape with this many layers (a slice of a model too large for this "
+                 "machine, for benchmarks; default: the preset's count)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   app.add_option("--seed", seed, "Weights are a function of the seed (default 0)");
   app.add_option("--dtype", dtype_name, "Weight dtype (default bf16)")
       ->check(CLI::IsMember({"bf16", "f16", "f32"}));
@@ -45,7 +50,8 @@ int make_checkpoint(int argc, char** argv) {
                                           : troupe::dtype::bf16;
   opt.tokenizer_dir = tokenizer;
   opt.force = force;
-  const troupe::model_config config = troupe::preset_config(preset);
+  troupe::model_config config = troupe::preset_config(preset);
+  if (num_layers > 0) config.num_hidden_layers = num_layers;
   auto t0 = clock::now();
   auto summary =
       troupe::write_random_checkpoint(out, config, troupe::qwen3_generation_defaults(), opt);

@@ -42,7 +42,7 @@ int run_serve(int argc, char** argv) {
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
       speculative_tokens, tensor_parallel_size;
   std::optional<int64_t> kv_bytes;
-  bool static_batching = false, no_prefix_cache = false, no_mmap = false;
+  bool static_batching = false, no_prefix_cache = false, no_mmap = false, expert_parallel = false;
   app.add_option("--model", opts.model_dir, "Hugging Face Qwen3 checkpoint directory (default: a demo model)");
   app.add_option("--tokenizer", opts.tokenizer_dir, "directory with tokenizer.json (default: the model's)");
   app.add_option("--config", config_file, "TOML config file (see config/troupe.toml)");
@@ -60,6 +60,8 @@ int run_serve(int argc, char** argv) {
   app.add_option("--num-kv-blocks", num_kv_blocks, "exact KV pool size in blocks (overrides the memory budget)");
   app.add_option("--tensor-parallel-size", tensor_parallel_size,
                  "split each step over this many CPU shards (model.tensor_parallel_size; docs/engine.md)");
+  app.add_flag("--enable-expert-parallel", expert_parallel,
+               "with --tensor-parallel-size: whole experts per shard in MoE layers (model.enable_expert_parallel)");
   app.add_flag("--static-batching", static_batching, "baseline mode: no continuous batching");
   app.add_option("--policy", policy,
                  "scheduling policy: fcfs, priority, fair-share, shortest-first, cache-aware, or a plugin .so path");
@@ -111,6 +113,7 @@ int run_serve(int argc, char** argv) {
   if (speculative_tokens)
     serve::apply_override(c, "speculative.num_tokens=" + std::to_string(*speculative_tokens));
   if (static_batching) c.static_batching = true;
+  if (expert_parallel) c.enable_expert_parallel = true;
   if (policy) c.policy = *policy;
   if (policy_config) c.policy_config = *policy_config;
   if (no_prefix_cache) c.enable_prefix_caching = false;

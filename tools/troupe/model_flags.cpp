@@ -23,6 +23,9 @@ void model_flags::add_to(CLI::App& app) {
   app.add_option("--tensor-parallel-size", tensor_parallel_size,
                  "split each step over this many CPU shards, one thread group each (docs/engine.md, "
                  "\"Tensor parallelism\"); default 1");
+  app.add_flag("--enable-expert-parallel", expert_parallel,
+               "with --tensor-parallel-size: give each shard whole experts of the MoE layers instead of a slice "
+               "of every expert (docs/engine.md, \"Expert parallelism\")");
 }
 
 model_flags::loaded model_flags::load(const std::string& dir) const {
@@ -40,8 +43,8 @@ model_flags::loaded model_flags::load(const std::string& dir) const {
     throw_error(errc::unsupported, "--lora with --tensor-parallel-size " + std::to_string(tensor_parallel_size) +
                                        " is not supported; use --tensor-parallel-size 1");
   out.ck = quant::load_model(dir, lo);
-  check_shardable(*out.ck, tensor_parallel_size);
-  out.tensor_parallel_size = tensor_parallel_size;
+  out.parallel = {tensor_parallel_size, expert_parallel};
+  check_shardable(*out.ck, out.parallel);
   if (!lora.empty()) out.adapter = std::make_shared<lora_adapter>(load_lora_adapter(lora, out.ck->config));
   return out;
 }

@@ -1,5 +1,6 @@
 // The flags `troupe generate` and `troupe logits` share to load and run a model: --quantization,
-// --kv-cache-dtype, --rope-scaling, --no-mmap, --compute-dtype, --lora, --tensor-parallel-size.
+// --kv-cache-dtype, --rope-scaling, --no-mmap, --compute-dtype, --lora, --tensor-parallel-size,
+// --enable-expert-parallel.
 #pragma once
 
 #include <memory>
@@ -11,12 +12,13 @@
 #include "runtime/core/dtype.hpp"
 #include "runtime/lora/lora_adapter.hpp"
 #include "runtime/model/checkpoint.hpp"
+#include "runtime/model/shard.hpp"
 
 namespace troupe::cli {
 
 struct model_flags {
   std::string quantization = "none", kv_dtype = "auto", rope_scaling, compute = "f32", lora;
-  bool no_mmap = false;
+  bool no_mmap = false, expert_parallel = false;
   int32_t tensor_parallel_size = 1;
 
   void add_to(CLI::App& app);
@@ -29,7 +31,7 @@ struct model_flags {
     dtype kv_type = dtype::f32;
     kernels::compute_dtype compute = kernels::compute_dtype::f32;
     std::shared_ptr<const lora_adapter> adapter;  // null without --lora
-    int32_t tensor_parallel_size = 1;             // checked against the model (check_shardable)
+    parallel_config parallel;                     // checked against the model (check_shardable)
   };
   loaded load(const std::string& dir) const;
 };

@@ -55,6 +55,10 @@ BOOST_AUTO_TEST_CASE(make_checkpoint_writes_a_loadable_model) {
   BOOST_TEST(r.rc == 0);
   BOOST_TEST(contains(r.output, "qwen3_moe-v151936"));
   BOOST_TEST(contains(r.output, "-f16-"));
+  // --num-layers keeps the preset's layer shape with fewer layers.
+  r = troupe_cli("make-checkpoint --out " + out + " --preset tiny --num-layers 3 --force");
+  BOOST_TEST(r.rc == 0);
+  BOOST_TEST(contains(r.output, "qwen3-v151936-h64-l3-a4x2x32-i160-bf16-"));
 }
 
 BOOST_AUTO_TEST_CASE(make_checkpoint_rejects_bad_options) {
@@ -64,6 +68,9 @@ BOOST_AUTO_TEST_CASE(make_checkpoint_rejects_bad_options) {
   BOOST_TEST(contains(r.output, "qwen3-72b"));
   r = troupe_cli("make-checkpoint --out " + dir.str("x") + " --preset tiny --dtype f8");
   BOOST_TEST(r.rc != 0);
+  r = troupe_cli("make-checkpoint --out " + dir.str("x") + " --preset tiny --num-layers 0");
+  BOOST_TEST(r.rc != 0);
+  BOOST_TEST(contains(r.output, "--num-layers"));
   r = troupe_cli("make-checkpoint --out " + dir.str("x") + " --preset tiny --tokenizer " + dir.str("none"));
   BOOST_TEST(r.rc == 1);
   BOOST_TEST(contains(r.output, "tokenizer.json"));

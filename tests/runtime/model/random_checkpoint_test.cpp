@@ -96,6 +96,19 @@ BOOST_AUTO_TEST_CASE(presets) {
   BOOST_TEST(m.moe_intermediate_size == 48);
   BOOST_TEST(m.norm_topk_prob);
   BOOST_TEST(!m.tie_word_embeddings);
+  model_config a3b = preset_config("qwen3-30b-a3b");  // Qwen/Qwen3-30B-A3B's config.json
+  BOOST_TEST((a3b.arch == architecture::qwen3_moe));
+  BOOST_TEST(a3b.hidden_size == 2048);
+  BOOST_TEST(a3b.num_hidden_layers == 48);
+  BOOST_TEST(a3b.num_attention_heads == 32);
+  BOOST_TEST(a3b.num_key_value_heads == 4);
+  BOOST_TEST(a3b.head_dim == 128);
+  BOOST_TEST(a3b.num_experts == 128);
+  BOOST_TEST(a3b.num_experts_per_tok == 8);
+  BOOST_TEST(a3b.moe_intermediate_size == 768);
+  BOOST_TEST(a3b.norm_topk_prob);
+  BOOST_TEST(!a3b.tie_word_embeddings);
+  for (int64_t l = 0; l < a3b.num_hidden_layers; ++l) BOOST_TEST(a3b.layer_is_moe(l));
   expect_error([] { preset_config("huge"); }, errc::invalid_argument, {"'huge'", "qwen3-0.6b"});
 }
 

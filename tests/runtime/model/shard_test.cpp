@@ -120,4 +120,54 @@ BOOST_AUTO_TEST_CASE(the_golden_models_shards_hold_each_ranks_part) {
   BOOST_CHECK_THROW(shard_checkpoint(*full, 2, 2), troupe::error);
 }
 
+// Expert parallelism: each rank holds its contiguous range of experts whole (the same memory, no
+// copy) and no other expert; attention, the router and lm_head split or stay as without it.
+BOOST_AUTO_TEST_CASE(expert_parallel_shards_hold_whole_experts) {
+  auto full = load_checkpoint(TROUPE_TEST_DATA_DIR "/golden/tiny-moe");
+  const auto& c = full->config;  // 8 experts of width 48, 4 query heads, 2 KV heads
+  BOOST_TEST(splits_experts(c, {2, true}));
+  BOOST_TEST(!splits_experts(c, {2, false}));
+  BOOST_TEST(!splits_experts(c, {1, true}));
+  auto dense = load_checkpoint(TROUPE_TEST_DATA_DIR "/golden/tiny-dense");
+  BOOST_TEST(!splits_experts(dense->config, {2, true}));  // nothing to split: the flag changes nothing
+  const int32_t size = 2;  // 2 KV heads: attention splits over 2 ranks at most
+  int64_t held = 0;
+  for (int32_t r = 0; r < size; ++r) {
+    auto s = shard_checkpoint(*full, r, parallel_config{size, true});
+    BOOST_TEST(s->config.moe_intermediate_size == c.moe_intermediate_size);
+    BOOST_TEST(s->config.num_attention_heads == c.num_attention_heads / size);
+    for (size_t l = 0; l < full->weights.layers.size(); ++l) {
+      const auto& fl = full->weights.layers[l];
+      const auto& sl = s->weights.layers[l];
+      BOOST_TEST(sl.router.data == fl.router.data);
+      BOOST_TEST(sl.q_proj.rows == fl.q_proj.rows / size);
+      BOOST_REQUIRE_EQUAL(sl.experts.size(), fl.experts.size());
+      for (int64_t e = 0; e < c.num_experts; ++e) {
+        const auto& se = sl.experts[static_cast<size_t>(e)];
+        const auto& fe = fl.experts[static_cast<size_t>(e)];
+        const bool mine = e >= expert_range_begin(c.num_experts, r, size) && e < expert_range_begin(c.num_experts, r + 1, size);
+        if (mine) {
+          ++held;
+          BOOST_TEST(se.gate_proj.data == fe.gate_proj.data);
+          BOOST_TEST(se.up_proj.data == fe.up_proj.data);
+          BOOST_TEST(se.down_proj.data == fe.down_proj.data);
+          BOOST_TEST(se.down_proj.cols == c.moe_intermediate_size);
+        } else {
+          BOOST_TEST(se.gate_proj.data == nullptr);
+          BOOST_TEST(se.down_proj.rows == 0);
+        }
+      }
+    }
+  }
+  BOOST_TEST(held == c.num_experts * c.num_hidden_layers);  // every expert on exactly one rank
+  // Ranges: contiguous, covering every expert, sizes differing by one at most.
+  for (int32_t ranks : {1, 2, 3, 5, 8})
+    for (int32_t r = 0; r < ranks; ++r) {
+      const int64_t n = expert_range_begin(8, r + 1, ranks) - expert_range_begin(8, r, ranks);
+      BOOST_TEST((n == 8 / ranks || n == 8 / ranks + 1), ranks << " ranks, rank " << r);
+    }
+  BOOST_TEST(expert_range_begin(8, 0, 3) == 0);
+  BOOST_TEST(expert_range_begin(8, 3, 3) == 8);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -45,6 +45,9 @@ BOOST_AUTO_TEST_CASE(set_overrides) {
   BOOST_TEST(c.tensor_parallel_size == 1);
   apply_override(c, "model.tensor_parallel_size=2");
   BOOST_TEST(c.tensor_parallel_size == 2);
+  BOOST_TEST(!c.enable_expert_parallel);
+  apply_override(c, "model.enable_expert_parallel=true");
+  BOOST_TEST(c.enable_expert_parallel);
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_names_the_key) {
