@@ -7,7 +7,9 @@
 #include <ctime>
 
 #include "actors/gateway_state.hpp"
+#include "runtime/tokenizer/byte_level.hpp"
 #include "runtime/wire/event_codec.hpp"
+#include "runtime/wire/openai_tokenize.hpp"
 
 namespace troupe::actors::gateway_detail {
 
@@ -34,6 +36,7 @@ void http_finished(self_ptr self, connection_handle hdl) {
   const bool keep_alive = h.keep_alive;
   const std::string id = h.client_id;
   h.reply.reset();
+  h.tokenize.reset();
   h.client_id.clear();
   for (const auto& [rid, r] : st.routes)
     if (r.hdl == hdl && r.generate && r.client_id == id) self->send(st.workers[static_cast<size_t>(r.worker)], cancel_msg{rid});
@@ -46,6 +49,28 @@ void http_deliver(self_ptr self, connection_handle hdl, const std::string& clien
   auto c = self->state.conns.find(hdl);
   if (c == self->state.conns.end()) return;
   auto& h = *c->second.http;
+  if (h.tokenize) {
+    if (client_id != h.client_id) return;
+    if (const auto* t = std::get_if<wire::tokenize_event>(&e)) {
+      std::vector<std::string> strs;
+      const tokenizer* tok = self->state.ctx->tok.get();
+      // Each id's vocabulary string as tokenizer.json writes it (ByteLevel: "Ġ" for a space),
+      // what Hugging Face's convert_ids_to_tokens and so vLLM return.
+      if (h.tokenize->token_strs && tok)
+        for (int32_t id : t->ids) strs.push_back(troupe::tok::byte_level::get().encode(tok->token_bytes(id)));
+      write_bytes(self, hdl,
+                  wire::http_response(200, "application/json",
+                                      wire::openai::tokenize_body(t->ids, self->state.ctx->facts.max_model_len,
+                                                                  h.tokenize->token_strs ? &strs : nullptr),
+                                      h.keep_alive));
+    } else if (const auto* err = std::get_if<wire::wire_error>(&e)) {
+      const auto a = wire::openai::from_wire(*err);
+      write_bytes(self, hdl, wire::http_response(a.status, "application/json", wire::openai::error_body(a), h.keep_alive));
+    } else {
+      return;
+    }
+    return http_finished(self, hdl);
+  }
   if (!h.reply || client_id != h.client_id) return;  // a cancelled generate's last events
   std::string body, out;
   try {
@@ -122,10 +147,38 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     return http_answer(self, hdl, st.draining ? 503 : 200, "application/json",
                        st.draining ? R"({"status": "draining"})" : R"({"status": "ok"})", req.keep_alive);
   }
+  if (path == "/tokenize") {  // vLLM's, beside /v1 (and, as there, outside the API key's reach)
+    if (req.method != "POST") return not_allowed("POST");
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(++st.next_http_id));
+    const std::string id = "tokenize-" + st.http_id_prefix + hex;
+    auto parsed = wire::openai::parse_tokenize(req.body, st.models, id);
+    if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
+    h.tokenize.emplace(http_conn::tokenize_answer{parsed.token_strs});
+    h.client_id = id;
+    return on_request(self, hdl, wire::request{std::move(*parsed.req)});
+  }
+  if (path == "/detokenize") {
+    if (req.method != "POST") return not_allowed("POST");
+    auto parsed = wire::openai::parse_detokenize(req.body, st.models);
+    if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
+    const tokenizer* tok = st.ctx->tok.get();
+    if (!tok)
+      return http_answer_error(self, hdl, {400, "this model has no tokenizer: /detokenize cannot turn ids into text", "unsupported", "tokens"},
+                               req.keep_alive);
+    std::string text;
+    try {  // microseconds a token: the body's size bounds it, like parsing the body itself
+      text = tok->decode(*parsed.ids);
+    } catch (const std::exception& e) {
+      return http_answer_error(self, hdl, {400, e.what(), "invalid_value", "tokens"}, req.keep_alive);
+    }
+    return http_answer(self, hdl, 200, "application/json", wire::openai::detokenize_body(text), req.keep_alive);
+  }
   if (!chat && !completion)
     return http_answer_error(self, hdl,
                              {404, "no endpoint " + std::string(path) +
-                                       " (served: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /metrics)",
+                                       " (served: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, "
+                                       "POST /tokenize, POST /detokenize, GET /health, GET /metrics)",
                               "not_found", ""},
                              req.keep_alive);
   if (req.method != "POST") return not_allowed("POST");
@@ -179,7 +232,7 @@ void http_pump(self_ptr self, connection_handle hdl) {
   } guard{self, hdl};
   for (;;) {
     auto c = self->state.conns.find(hdl);
-    if (c == self->state.conns.end() || c->second.http->reply) return;
+    if (c == self->state.conns.end() || c->second.http->busy()) return;
     auto& h = *c->second.http;
     wire::http_request req;
     switch (h.parser.next(req)) {
@@ -207,7 +260,7 @@ void on_http_data(self_ptr self, connection_handle hdl, const std::vector<char>&
   h.parser.feed(std::string_view(buf.data(), buf.size()));
   // Requests pipelined behind a running one wait in the parser; more than one frame's worth is
   // not a client waiting for its answer.
-  if (h.reply && h.parser.buffered_bytes() > static_cast<size_t>(self->state.ctx->cfg.max_frame_bytes) + 16384) {
+  if (h.busy() && h.parser.buffered_bytes() > static_cast<size_t>(self->state.ctx->cfg.max_frame_bytes) + 16384) {
     std::fprintf(stderr, "troupe serve: an HTTP client pipelined more than max_frame_bytes behind a running request: closing it\n");
     return drop_connection(self, hdl, true);
   }

@@ -33,7 +33,12 @@ struct http_conn {
   explicit http_conn(size_t max_body) : parser(16384, max_body) {}
   wire::http_request_parser parser;
   std::optional<wire::openai::response_builder> reply;  // the generate being answered
-  std::string client_id;                                 // its id
+  struct tokenize_answer {
+    bool token_strs = false;  // return_token_strs
+  };
+  std::optional<tokenize_answer> tokenize;  // or the /tokenize (its worker's reply ends it)
+  std::string client_id;                    // its id
+  bool busy() const noexcept { return reply.has_value() || tokenize.has_value(); }
   bool head_sent = false;                                // a streamed response has begun
   bool keep_alive = true;
   bool pumping = false;  // http_pump is on the stack: a response that ends inside it needs no second pump

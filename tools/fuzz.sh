@@ -13,7 +13,8 @@
 #   chat_template  a checkpoint's Jinja chat template: renders a conversation or troupe::error
 #   model_output   tool calls parse; the reasoning split does not depend on how text is streamed
 #   openai         the OpenAI-compatible API: HTTP/1.1 requests cut anywhere, and request bodies: a
-#                  request or an OpenAI error; the response to an accepted one is valid JSON / SSE
+#                  request or an OpenAI error; the response to an accepted one is valid JSON / SSE;
+#                  /tokenize and /detokenize bodies alike
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${1:-}"
@@ -132,6 +133,8 @@ printf '\x01{"model": "lora-a", "messages": [{"role": "system", "content": [{"ty
 printf '\x02{"model": "m", "prompt": [[1, 2, 3]], "max_tokens": 3, "logprobs": 1, "echo": false, "seed": 4, "guided_choice": ["a", "b"], "user": "t", "logit_bias": {"5": -100}}' > "$1/completion"
 printf '\x02{"prompt": "scored", "echo": true, "logprobs": 2, "max_tokens": 0}' > "$1/echo"
 printf '\x01{"messages": [{"role": "user", "content": "q"}], "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "object"}}}}' > "$1/schema"
+printf '\x03{"messages": [{"role": "user", "content": "q"}], "add_generation_prompt": true, "return_token_strs": true}' > "$1/tokenize"
+printf '\x03{"model": "m", "tokens": [1, 2, 151643]}' > "$1/detokenize"
 }
 
 max_len=4096
@@ -150,7 +153,7 @@ case "$target" in
       runtime/core/mapped_file.cpp runtime/core/dtype.cpp runtime/core/error.cpp" ;;
   chat_template) sources="$tokenizer_sources $tokenizer_libs"; max_len=8192 ;;
   openai)
-    sources="runtime/wire/http.cpp runtime/wire/openai.cpp runtime/wire/request_codec.cpp runtime/wire/json_msgpack.cpp
+    sources="runtime/wire/http.cpp runtime/wire/openai.cpp runtime/wire/openai_tokenize.cpp runtime/wire/request_codec.cpp runtime/wire/json_msgpack.cpp
       runtime/wire/utf8.cpp runtime/wire/protocol.cpp runtime/core/json_in_order.cpp" ;;
   model_output)
     sources="runtime/serve/tool_calls.cpp runtime/serve/reasoning_split.cpp $tokenizer_sources $tokenizer_libs" ;;

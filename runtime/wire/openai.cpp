@@ -4,24 +4,17 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/wire/json_msgpack.hpp"
+#include "runtime/wire/openai_detail.hpp"
 #include "runtime/wire/request_codec.hpp"
 
 namespace troupe::wire::openai {
 
-namespace {
+namespace detail {
 
-using ojson = nlohmann::ordered_json;
-
-struct refusal {
-  api_error e;
-};
-
-[[noreturn]] void refuse(std::string code, std::string param, std::string message, int status = 400) {
+void refuse(std::string code, std::string param, std::string message, int status) {
   throw refusal{{status, std::move(message), std::move(code), std::move(param)}};
 }
 
-// Every JSON text this file writes: invalid UTF-8 (a token's partial character in logprobs)
-// becomes U+FFFD instead of an exception.
 std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
 void want(const ojson& v, bool ok, const std::string& field, const char* expected) {
@@ -29,6 +22,30 @@ void want(const ojson& v, bool ok, const std::string& field, const char* expecte
     refuse("wrong_type", field,
            "field '" + field + "' must be " + expected + ", not " + v.type_name());
 }
+
+ojson parse_body(std::string_view body) {
+  ojson b;
+  try {
+    b = ojson::parse(body);
+  } catch (const nlohmann::json::exception& e) {
+    refuse("malformed", "", std::string("the request body is not JSON: ") + e.what());
+  }
+  if (!b.is_object()) refuse("malformed", "", std::string("the request body must be a JSON object, not ") + b.type_name());
+  return b;
+}
+
+bool names_adapter(const ojson& v, const served_models& models) {
+  want(v, v.is_string(), "model", "a string");
+  const auto name = v.get<std::string>();
+  if (std::find(models.adapters.begin(), models.adapters.end(), name) != models.adapters.end()) return true;
+  if (name != models.base)
+    refuse("model_not_found", "model", "the model '" + name + "' does not exist; this server serves '" + models.base + "'" +
+               (models.adapters.empty() ? std::string() : " and its LoRA adapters (GET /v1/models)"),
+           404);
+  return false;
+}
+
+namespace {
 
 // OpenAI's content: a string, or an array of {"type": "text", "text": ...} parts (joined).
 ojson message_content(const ojson& c, const std::string& where) {
@@ -52,6 +69,8 @@ ojson message_content(const ojson& c, const std::string& where) {
   }
   return text;
 }
+
+}  // namespace
 
 ojson messages(const ojson& m) {
   want(m, m.is_array(), "messages", "an array");
@@ -77,6 +96,12 @@ ojson messages(const ojson& m) {
   }
   return out;
 }
+
+}  // namespace detail
+
+using namespace detail;
+
+namespace {
 
 // vLLM's older guided_* fields, as structured_outputs keys.
 const char* guided_key(const std::string& k) {
@@ -125,13 +150,7 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
   parsed_request out;
   out.model = models.base;
   try {
-    ojson b;
-    try {
-      b = ojson::parse(body);
-    } catch (const nlohmann::json::exception& e) {
-      refuse("malformed", "", std::string("the request body is not JSON: ") + e.what());
-    }
-    if (!b.is_object()) refuse("malformed", "", std::string("the request body must be a JSON object, not ") + b.type_name());
+    const ojson b = parse_body(body);
     const bool chat = ep == endpoint::chat;
     ojson w = {{"v", protocol_version}, {"type", "generate"}, {"id", id}, {"stream", false}};
     if (chat) w["separate_reasoning"] = true;
@@ -141,15 +160,8 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
     for (const auto& [k, v] : b.items()) {
       if (v.is_null()) continue;  // OpenAI's clients send null for "not set"
       if (k == "model") {
-        want(v, v.is_string(), k, "a string");
-        const auto name = v.get<std::string>();
-        if (std::find(models.adapters.begin(), models.adapters.end(), name) != models.adapters.end())
-          w["adapter"] = name;
-        else if (name != models.base)
-          refuse("model_not_found", "model", "the model '" + name + "' does not exist; this server serves '" + models.base + "'" +
-                     (models.adapters.empty() ? std::string() : " and its LoRA adapters (GET /v1/models)"),
-                 404);
-        out.model = name;
+        if (names_adapter(v, models)) w["adapter"] = v;
+        out.model = v.get<std::string>();
       } else if (k == "stream") {
         want(v, v.is_boolean(), k, "a boolean");
         w["stream"] = v;
@@ -254,8 +266,8 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
       w["structured_outputs"] = so;
     }
     std::string payload;
-    detail::string_sink sink{&payload};
-    detail::pack_json_text(sink, w.dump());
+    wire::detail::string_sink sink{&payload};
+    wire::detail::pack_json_text(sink, w.dump());
     auto d = decode_request(payload);
     if (!d.ok()) {
       out.error = from_wire(d.error);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "runtime/tokenizer/tokenizer.hpp"
 #include "tests/actors/http_client.hpp"
 
 using namespace troupe;
@@ -173,6 +174,82 @@ BOOST_AUTO_TEST_CASE(chat_gives_the_protocols_text) {
   BOOST_TEST(role_first);
   BOOST_TEST(content == ref.text);
   BOOST_TEST(reasoning == ref.reasoning);
+}
+
+// vLLM's /tokenize and /detokenize: a text gives the tokenizer's ids, chat messages the ids the
+// msgpack protocol's tokenize gives (the same chat template), with each token's vocabulary string
+// when asked; ids come back as the same text; bad ids and fields get OpenAI's error shape.
+BOOST_AUTO_TEST_CASE(tokenize_and_detokenize) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  const tokenizer tok(tokenizer_dir);
+  http_client c(srv->http_port());
+  const std::string text = "Hello there, 世界!\n  spaces";
+  c.post("/tokenize", json{{"model", "e2e-full-vocab"}, {"prompt", text}, {"return_token_strs", true}}.dump());
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  auto j = json::parse(r.body);
+  const auto ids = tok.encode(text);
+  BOOST_TEST(j["tokens"].get<std::vector<int32_t>>() == ids, boost::test_tools::per_element());
+  BOOST_TEST(j["count"] == ids.size());
+  BOOST_TEST(j["max_model_len"].get<int64_t>() > 0);
+  BOOST_REQUIRE_EQUAL(j["token_strs"].size(), ids.size());
+  BOOST_TEST(j["token_strs"][1] == "Ġthere");  // tokenizer.json's ByteLevel spelling, as Hugging Face's
+  std::string joined;
+  for (const auto& s : j["token_strs"]) joined += s.get<std::string>();
+  BOOST_TEST(joined.find("Ġ") != std::string::npos);
+
+  // Chat messages: the msgpack protocol's tokenize of the same turns, the template applied.
+  wire::tokenize_request m;
+  m.id = "t";
+  m.kind = wire::prompt_kind::messages;
+  m.messages = {{"system", "Be brief.", "", ""}, {"user", "Hi", "", ""}};
+  m.enable_thinking = false;
+  client::client cl("127.0.0.1", srv->port());
+  const auto chat_ids = cl.tokenize(m);
+  c.post("/tokenize", json{{"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}},
+                           {"add_generation_prompt", true}, {"chat_template_kwargs", {{"enable_thinking", false}}}}
+                          .dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  j = json::parse(r.body);
+  BOOST_TEST(j["tokens"].get<std::vector<int32_t>>() == chat_ids, boost::test_tools::per_element());
+  BOOST_TEST(j["token_strs"].is_null());
+  BOOST_TEST(tok.decode(chat_ids).find("<|im_start|>assistant") != std::string::npos);
+
+  c.post("/detokenize", json{{"tokens", ids}}.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  BOOST_TEST(json::parse(r.body)["prompt"] == text);
+
+  struct bad {
+    const char* path;
+    std::string body;
+    int status;
+    const char* code;
+    const char* param;
+  };
+  for (const auto& b : {bad{"/detokenize", R"({"tokens": [1, 99999999]})", 400, "invalid_value", "tokens"},
+                        bad{"/detokenize", R"({"tokens": [1, -2]})", 400, "invalid_value", "tokens[1]"},
+                        bad{"/detokenize", R"({"ids": [1]})", 400, "unknown_field", "ids"},
+                        bad{"/tokenize", R"({"prompt": "a", "add_generation_prompt": true})", 400, "unknown_field", "add_generation_prompt"},
+                        bad{"/tokenize", R"({"messages": [{"role": "user", "content": "a"}], "add_generation_prompt": false})", 400,
+                            "unsupported", "add_generation_prompt"},
+                        bad{"/tokenize", R"({"prompt": "a", "model": "gpt-4"})", 404, "model_not_found", "model"},
+                        bad{"/tokenize", R"({})", 400, "missing_field", "prompt"},
+                        bad{"/tokenize", R"({"prompt": ""})", 400, "invalid_value", ""}}) {
+    c.post(b.path, b.body);
+    r = c.read();
+    BOOST_TEST(r.status == b.status, b.body << ": " << r.body);
+    const auto e = json::parse(r.body)["error"];
+    BOOST_TEST(e["code"] == b.code, b.body << ": " << r.body);
+    if (*b.param) BOOST_TEST(e["param"] == b.param, b.body << ": " << r.body);
+  }
+  c.send("GET /tokenize HTTP/1.1\r\n\r\n");
+  BOOST_TEST(c.read().status == 405);
+  // The connection still answers after every refusal.
+  c.post("/tokenize", json{{"prompt", "ok"}}.dump());
+  BOOST_TEST(c.read().status == 200);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
 BOOST_AUTO_TEST_CASE(pipelined_requests_are_answered_in_order) {

@@ -4,7 +4,8 @@
 //   1/2: a /v1/chat/completions or /v1/completions body: a generate request or an OpenAI error
 //      (status 400/404, a message, JSON error body); an accepted one, answered with text events
 //      made from the input and a done per completion, gives parseable JSON (every SSE event, or
-//      the whole body) and completes.
+//      the whole body) and completes;
+//   3: a /tokenize or /detokenize body: a request (whose answer is JSON) or an OpenAI error.
 // Not part of ctest (it runs until stopped): tools/fuzz.sh openai.
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 
 #include "runtime/wire/http.hpp"
 #include "runtime/wire/openai.hpp"
+#include "runtime/wire/openai_tokenize.hpp"
 
 namespace {
 
@@ -97,14 +99,37 @@ void fuzz_body(openai::endpoint ep, std::string_view body) {
   check(out.size() >= 14 && out.compare(out.size() - 14, 14, "data: [DONE]\n\n") == 0);
 }
 
+void check_error(const openai::api_error& e) {
+  check(e.status == 400 || e.status == 404);
+  check(!e.message.empty() && !e.code.empty());
+  (void)nlohmann::json::parse(openai::error_body(e));
+}
+
+void fuzz_tokenize(std::string_view body) {
+  const openai::served_models models{"m", {"lora-a"}, 128};
+  auto t = openai::parse_tokenize(body, models, "tokenize-1");
+  if (!t.ok()) {
+    check_error(t.error);
+  } else {
+    check(t.req->id == "tokenize-1");
+    const std::vector<std::string> strs{std::string(body.substr(0, 4))};  // any bytes
+    (void)nlohmann::json::parse(openai::tokenize_body({1}, 128, t.token_strs ? &strs : nullptr));
+  }
+  auto d = openai::parse_detokenize(body, models);
+  if (!d.ok()) return check_error(d.error);
+  for (int32_t id : *d.ids) check(id >= 0);
+  (void)nlohmann::json::parse(openai::detokenize_body(std::string(body.substr(0, 8))));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0: fuzz_http(in); break;
     case 1: fuzz_body(openai::endpoint::chat, in); break;
+    case 3: fuzz_tokenize(in); break;
     default: fuzz_body(openai::endpoint::completion, in); break;
   }
   return 0;

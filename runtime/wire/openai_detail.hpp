@@ -1,0 +1,39 @@
+// What the OpenAI-compatible endpoints' parsers share (runtime/wire/openai.cpp,
+// openai_tokenize.cpp): refusals as exceptions caught at each parser's edge, the JSON helpers
+// and the model-name check. Not for other users.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "runtime/wire/openai.hpp"
+
+namespace troupe::wire::openai::detail {
+
+using ojson = nlohmann::ordered_json;
+
+struct refusal {
+  api_error e;
+};
+
+[[noreturn]] void refuse(std::string code, std::string param, std::string message, int status = 400);
+
+// Every JSON text the API writes: invalid UTF-8 (a token's partial character in logprobs)
+// becomes U+FFFD instead of an exception.
+std::string dump(const ojson& j);
+
+// Refuses `field` with wrong_type unless ok.
+void want(const ojson& v, bool ok, const std::string& field, const char* expected);
+
+// The request body as a JSON object, or a `malformed` refusal.
+ojson parse_body(std::string_view body);
+
+// A request's "model": true when it names a LoRA adapter, false for the served model; any other
+// name is refused with 404 model_not_found.
+bool names_adapter(const ojson& v, const served_models& models);
+
+// OpenAI's chat messages in the protocol's form (content parts joined, "developer" as "system").
+ojson messages(const ojson& m);
+
+}  // namespace troupe::wire::openai::detail
