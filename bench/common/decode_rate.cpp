@@ -46,11 +46,11 @@ std::shared_ptr<const lora_adapter> random_lora(const model_config& cfg, int64_t
 
 decode_speed measure_decode(const checkpoint& ck, int batch, int context, int steps, int threads,
                            model_runner_options opts, dtype kv_dtype, std::shared_ptr<const lora_adapter> adapter,
-                           int32_t tp_size) {
+                           parallel_config parallel) {
   using clk = std::chrono::steady_clock;
   const int bs = 16;
   const int per_seq = (context + steps + bs - 1) / bs;
-  tensor_parallel_runner runner(ck, per_seq * batch, bs, kv_dtype, opts, tp_size);
+  tensor_parallel_runner runner(ck, per_seq * batch, bs, kv_dtype, opts, parallel);
   const int32_t slot = adapter ? runner.add_adapter(std::move(adapter)) : -1;
   std::mt19937 rng(1);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(ck.config.vocab_size - 1));

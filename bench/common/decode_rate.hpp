@@ -5,6 +5,7 @@
 
 #include "runtime/core/dtype.hpp"
 #include "runtime/engine/model_runner.hpp"
+#include "runtime/model/shard.hpp"
 
 namespace troupe::bench {
 
@@ -21,11 +22,12 @@ double process_cpu_seconds();
 // Decodes `steps` tokens for `batch` sequences that each already hold `context` random tokens (one
 // batched prefill step, untimed), each next token picked greedily as the engine does
 // (greedy_next). `threads`: the OpenMP threads, for the CPU-time figure. adapter: every sequence
-// runs it (LoRA's cost at its worst); null: none. tp_size > 1: on a tensor-parallel group of that
-// many CPU shards (tensor_parallel_runner), the threads divided among them.
+// runs it (LoRA's cost at its worst); null: none. A group of 2 or more: on a tensor-parallel group of
+// that many CPU shards (tensor_parallel_runner; expert parallel when asked), the threads divided
+// among them.
 decode_speed measure_decode(const checkpoint& ck, int batch, int context, int steps, int threads,
                            model_runner_options opts = {}, dtype kv_dtype = dtype::f32,
-                           std::shared_ptr<const lora_adapter> adapter = nullptr, int32_t tp_size = 1);
+                           std::shared_ptr<const lora_adapter> adapter = nullptr, parallel_config parallel = {});
 
 // A LoRA adapter of `rank` on every projection of every layer, A and B random (|x| < 0.01), for
 // timing: what a fine-tune of all linear layers (PEFT's target_modules="all-linear") costs.

@@ -3,8 +3,11 @@
 // batch 1, 8 and 32 on a checkpoint (the Qwen3-0.6B-shaped one from bench/engine/run.sh), once per
 // compute dtype (--compute-dtype f32,bf16: the exact path and bf16 activations), with the
 // bf16 / f32 ratios of the same run at the end. --quantization int8|fp8 quantizes the linear weights on
-// load, as troupe does, to profile a quantized model's steps the same way.
+// load, as troupe does, to profile a quantized model's steps the same way. --tensor-parallel-size 1,2
+// measures each group size in turn (--enable-expert-parallel: each size above 1 twice, experts
+// sliced and experts whole), with the ratios and each group's own memory at the end.
 #include <CLI/CLI.hpp>
+#include <malloc.h>
 // GCC 12 warns inside its own AVX-512 headers (GCC bug 105593), as in kernels/cpu.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -54,6 +57,19 @@ static double layer_flops_per_token(const checkpoint& ck) {
   return 2 * p;
 }
 
+// Bytes one decoded token reads at batch 1: every weight, except that a mixture-of-experts layer
+// reads only the top-k experts a token is routed to (k of E, num_experts_per_tok of num_experts).
+static double decode_read_bytes(const checkpoint& ck) {
+  auto b = [](const kernels::weight_ref& w) { return static_cast<double>(w.bytes() + w.scale_bytes()); };
+  double unused = 0;
+  const double k = static_cast<double>(ck.config.num_experts_per_tok), n = static_cast<double>(ck.config.num_experts);
+  for (int64_t l = 0; l < ck.config.num_hidden_layers; ++l)
+    if (ck.config.layer_is_moe(l) && n > 0)
+      for (const auto& ex : ck.weights.layers[l].experts)
+        unused += (1.0 - k / n) * (b(ex.gate_proj) + b(ex.up_proj) + b(ex.down_proj));
+  return static_cast<double>(ck.weights.bytes) - unused;
+}
+
 // vdpbf16ps peak over `threads` threads (64 flops per instruction; 0 without AVX512_BF16): what
 // bf16 compute can reach at best, beside the FP32 FMA peak. 24 independent accumulators, as
 // matmul's 3 x 8 tiles have.
@@ -82,6 +98,14 @@ static double measure_dpbf16_gflops(int threads) {
   for (int t = 0; t < threads; ++t) pool.emplace_back([&got, t] { got[t] = dpbf16_thread_gflops(); });
   for (auto& th : pool) th.join();
   return std::accumulate(got.begin(), got.end(), 0.0);
+}
+
+// Bytes the process has allocated and not freed (heap and mmapped chunks): the difference across a
+// runner's construction and first step is what it owns (shard copies, KV pools, scratch), whatever
+// the allocator reuses.
+static double allocated_mb() {
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<double>(m.uordblks + m.hblkhd) / 1e6;
 }
 
 static double peak_rss_mb() {
@@ -129,7 +153,19 @@ int main(int argc, char** argv) {
   app.add_option("--tensor-parallel-size", tp_sizes,
                  "CPU shards to split each step over; several (1,2) are each measured, with their ratios to the first")
       ->delimiter(',');
+  bool expert_parallel = false;
+  app.add_flag("--enable-expert-parallel", expert_parallel,
+               "measure each size above 1 twice: experts sliced (tensor parallel) and whole experts per shard");
   CLI11_PARSE(app, argc, argv);
+  // The group layouts measured, in order: each size, then (asked) its expert-parallel twin.
+  std::vector<parallel_config> layouts;
+  for (const int tp : tp_sizes) {
+    layouts.emplace_back(tp, false);
+    if (expert_parallel && tp > 1) layouts.emplace_back(tp, true);
+  }
+  auto layout_name = [](parallel_config p) {
+    return "tp " + std::to_string(p.size) + (p.expert_parallel ? " ep" : "");
+  };
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows line by line even when redirected
   std::vector<kernels::compute_dtype> computes;
   try {
@@ -161,22 +197,27 @@ int main(int argc, char** argv) {
   std::printf("machine: %d threads, read bandwidth %.1f GB/s (2 MB pages; %.1f GB/s with 4 KB pages), FP32 FMA peak "
               "%.0f GFLOP/s, vdpbf16ps peak %.0f GFLOP/s, matmul ISA %s\n",
               threads, bw, bw_small, fma, dpbf16, kernels::matmul_isa());
-  std::printf("model: %s, %lld layers, hidden %lld, weights read per token %.3f GB\n", model.c_str(),
-              static_cast<long long>(ck->config.num_hidden_layers), static_cast<long long>(ck->config.hidden_size),
-              weight_gb);
+  const double read_gb = decode_read_bytes(*ck) / 1e9;
+  std::printf("model: %s, %lld layers, hidden %lld, weights %.3f GB, read per decoded token at batch 1 %.3f GB\n",
+              model.c_str(), static_cast<long long>(ck->config.num_hidden_layers),
+              static_cast<long long>(ck->config.hidden_size), weight_gb, read_gb);
   std::printf("load: %.3f s from process start to ready\n", load_s);
 
   std::map<kernels::compute_dtype, double> prefill_rate;
   std::map<std::pair<kernels::compute_dtype, int>, double> decode_rate;
-  std::map<std::pair<int, int>, double> tp_rate;  // (tp size, batch; 0: prefill) -> tokens/s, first compute dtype
-  for (const int tp : tp_sizes)
+  std::map<std::pair<size_t, int>, double> tp_rate;  // (layout, batch; 0: prefill) -> tokens/s, first compute dtype
+  std::map<size_t, double> layout_mb;                // layout -> MB its prefill runner allocated
+  for (size_t li = 0; li < layouts.size(); ++li)
   for (const kernels::compute_dtype compute : computes) {
-    const std::string label_text = std::string(to_string(compute)) + (tp_sizes.size() > 1 || tp > 1 ? " tp " + std::to_string(tp) : "");
+    const parallel_config layout = layouts[li];
+    const std::string label_text =
+        std::string(to_string(compute)) + (layouts.size() > 1 || layout.size > 1 ? " " + layout_name(layout) : "");
     const char* label = label_text.c_str();
     // Prefill: one step over a prompt of prefill_len random ids.
     if (prefill_len > 0) {
       const int bs = 16, blocks = (prefill_len + bs - 1) / bs;
-      tensor_parallel_runner runner(*ck, blocks, bs, dtype::f32, {compute}, tp);
+      const double mb0 = allocated_mb();
+      tensor_parallel_runner runner(*ck, blocks, bs, dtype::f32, {compute}, layout);
       std::vector<int32_t> table(blocks), prompt(prefill_len);
       std::iota(table.begin(), table.end(), 0);
       std::mt19937 rng(7);
@@ -191,11 +232,12 @@ int main(int argc, char** argv) {
         best = std::min(best, seconds_since(t0));
         best_cpu = std::min(best_cpu, (bench::process_cpu_seconds() - c0) / threads);
       }
+      if (compute == computes.front()) layout_mb[li] = allocated_mb() - mb0;
       // The layers for every prompt token, the vocabulary projection for the last one only.
       const double flops = layer_flops_per_token(*ck) * prefill_len + 2.0 * static_cast<double>(ck->weights.lm_head.rows) *
                                                                        static_cast<double>(ck->weights.lm_head.cols);
-      if (tp == tp_sizes.front()) prefill_rate[compute] = prefill_len / best;
-      if (compute == computes.front()) tp_rate[{tp, 0}] = prefill_len / best;
+      if (li == 0) prefill_rate[compute] = prefill_len / best;
+      if (compute == computes.front()) tp_rate[{li, 0}] = prefill_len / best;
       std::printf("[%s] prefill %d tokens: %.1f tokens/s (%.3f s; %.0f GFLOP/s in linear layers, %.0f%% of FMA peak; the "
                   "linear layers alone at the FMA peak: %.0f tokens/s)\n",
                   label, prefill_len, prefill_len / best, best, flops / best / 1e9, 100.0 * flops / best / 1e9 / fma,
@@ -203,14 +245,14 @@ int main(int argc, char** argv) {
       std::printf("  cpu: %.1f tokens/s (%.3f s of CPU per thread)\n", prefill_len / best_cpu, best_cpu);
     }
 
-    const double ceiling = bw / weight_gb;
+    const double ceiling = bw / read_gb;
     double b1 = 0, b1_cpu = 0;
     for (int batch : batches) {
       if (batch <= 0) continue;
       double best = 0, best_cpu = 0;
       for (int r = 0; r < reps; ++r) {
         const bench::decode_speed got =
-            bench::measure_decode(*ck, batch, context, decode_steps, threads, {compute}, dtype::f32, nullptr, tp);
+            bench::measure_decode(*ck, batch, context, decode_steps, threads, {compute}, dtype::f32, nullptr, layout);
         best = std::max(best, got.wall);
         best_cpu = std::max(best_cpu, got.cpu);
       }
@@ -222,9 +264,9 @@ int main(int argc, char** argv) {
         std::printf("[%s] decode batch %d: %.1f tokens/s = %.1fx batch 1\n", label, batch, best, best / b1);
       }
       std::printf("  cpu: %.1f tokens/s = %.1fx\n", best_cpu, best_cpu / b1_cpu);
-      if (tp == tp_sizes.front()) decode_rate[{compute, batch}] = best;
-      if (compute == computes.front()) tp_rate[{tp, batch}] = best;
-      if (lora_rank > 0 && tp == 1) {
+      if (li == 0) decode_rate[{compute, batch}] = best;
+      if (compute == computes.front()) tp_rate[{li, batch}] = best;
+      if (lora_rank > 0 && layout.size == 1) {
         // Alternated with runs without it, so a drifting machine moves both alike.
         const auto adapter = bench::random_lora(ck->config, lora_rank);
         double with = 0, without = 0;
@@ -244,15 +286,24 @@ int main(int argc, char** argv) {
   for (int batch : batches)
     if (decode_rate.count({f32, batch}) && decode_rate.count({bf16, batch}))
       std::printf("bf16 / f32: decode batch %d %.2fx\n", batch, decode_rate[{bf16, batch}] / decode_rate[{f32, batch}]);
-  // Each tensor-parallel size against the first, the first compute dtype, measured above.
-  for (size_t i = 1; i < tp_sizes.size(); ++i) {
-    const int base = tp_sizes.front(), tp = tp_sizes[i];
-    if (tp_rate.count({tp, 0}) && tp_rate.count({base, 0}))
-      std::printf("tp %d / tp %d: prefill %.2fx\n", tp, base, tp_rate[{tp, 0}] / tp_rate[{base, 0}]);
+  // Each group layout against the first (and an expert-parallel one against the same size's
+  // sliced experts), the first compute dtype, measured above.
+  auto ratios = [&](size_t a, size_t b) {
+    const std::string an = layout_name(layouts[a]), bn = layout_name(layouts[b]);
+    if (tp_rate.count({a, 0}) && tp_rate.count({b, 0}))
+      std::printf("%s / %s: prefill %.2fx\n", an.c_str(), bn.c_str(), tp_rate[{a, 0}] / tp_rate[{b, 0}]);
     for (int batch : batches)
-      if (batch > 0 && tp_rate.count({tp, batch}) && tp_rate.count({base, batch}))
-        std::printf("tp %d / tp %d: decode batch %d %.2fx\n", tp, base, batch, tp_rate[{tp, batch}] / tp_rate[{base, batch}]);
+      if (batch > 0 && tp_rate.count({a, batch}) && tp_rate.count({b, batch}))
+        std::printf("%s / %s: decode batch %d %.2fx\n", an.c_str(), bn.c_str(), batch, tp_rate[{a, batch}] / tp_rate[{b, batch}]);
+  };
+  for (size_t i = 1; i < layouts.size(); ++i) {
+    ratios(i, 0);
+    if (layouts[i].expert_parallel && i > 1) ratios(i, i - 1);
   }
+  if (layouts.size() > 1)
+    for (const auto& [li, mb] : layout_mb)
+      std::printf("%s: %.0f MB allocated by the runner for a %d-token prefill (weight copies, KV pools, scratch)\n",
+                  layout_name(layouts[li]).c_str(), mb, prefill_len);
   std::printf("peak RSS: %.0f MB (weights mapped %.0f MB)\n", peak_rss_mb(), weight_gb * 1e3);
   return 0;
 }

@@ -71,6 +71,7 @@ int g_chunk = serve::server_config{}.max_prefill_tokens_while_decoding;
 int g_slowdown = serve::server_config{}.decode_slowdown_percent;
 std::string g_compute = serve::server_config{}.compute_dtype;  // --compute-dtype
 int32_t g_tp = 1;                                               // --tensor-parallel-size
+bool g_ep = false;                                              // --enable-expert-parallel
 
 serve::server_config base_config() {
   serve::server_config c;
@@ -78,6 +79,7 @@ serve::server_config base_config() {
   c.decode_slowdown_percent = g_slowdown;
   c.compute_dtype = g_compute;
   c.tensor_parallel_size = g_tp;
+  c.enable_expert_parallel = g_ep;
   c.port = 0;
   c.http_port = -1;
   c.metrics_port = -1;
@@ -334,6 +336,7 @@ int main(int argc, char** argv) {
   app.add_option("--compute-dtype", g_compute, "model.compute_dtype: f32 (exact, the default) or bf16 (docs/engine.md)")
       ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_option("--tensor-parallel-size", g_tp, "model.tensor_parallel_size: CPU shards each step is split over (docs/engine.md)");
+  app.add_flag("--enable-expert-parallel", g_ep, "model.enable_expert_parallel: whole experts per shard in MoE layers");
   app.add_option("--long-prompt-at", t_long, "seconds of idle decoding before the long prompt arrives");
   app.add_flag("--quick", quick, "fewer requests");
   chat_shape shape;
