@@ -70,11 +70,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
     ctx->adapters.push_back(std::move(a));
   }
   // Tensor parallelism: a model the group cannot split stops the start, with the field named.
-  const int32_t tp = ctx->cfg.tensor_parallel_size;
-  check_shardable(*ctx->ckpt, {tp, ctx->cfg.enable_expert_parallel});
-  if (tp > 1 && !ctx->adapters.empty())
-    throw_error(errc::unsupported, "LoRA adapters (model.lora_modules / --lora) with model.tensor_parallel_size " +
-                                       std::to_string(tp) + " are not supported; use tensor_parallel_size 1");
+  check_shardable(*ctx->ckpt, {ctx->cfg.tensor_parallel_size, ctx->cfg.enable_expert_parallel});
   // Structured output walks the vocabulary as bytes in a trie: built on the first structured
   // request, then shared, as are the automata of grammars that requests repeat.
   if (ctx->tok)

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runtime/core/error.hpp"
+#include "runtime/lora/lora_shard.hpp"
 #include "runtime/model/shard.hpp"
 
 namespace troupe {
@@ -37,11 +38,19 @@ tensor_parallel_runner::tensor_parallel_runner(const checkpoint& ckpt, int32_t n
 tensor_parallel_runner::~tensor_parallel_runner() = default;
 
 int32_t tensor_parallel_runner::add_adapter(std::shared_ptr<const lora_adapter> adapter) {
-  if (tp_size() > 1)
-    throw_error(errc::unsupported, "LoRA adapters with tensor_parallel_size " + std::to_string(tp_size()) +
-                                       " are not supported (only with tensor_parallel_size 1)");
-  return runners_[0]->add_adapter(std::move(adapter));
+  if (tp_size() == 1) return runners_[0]->add_adapter(std::move(adapter));
+  if (!adapter) return runners_[0]->add_adapter(nullptr);  // its error
+  // Every rank its share (lora_shard.hpp), all made before any rank takes one, so that a failure
+  // leaves the ranks' slots in step.
+  std::vector<std::shared_ptr<const lora_adapter>> shares;
+  for (int32_t r = 0; r < tp_size(); ++r)
+    shares.push_back(std::make_shared<const lora_adapter>(shard_lora_adapter(*adapter, ckpt_.config, r, tp_size())));
+  int32_t slot = -1;
+  for (int32_t r = 0; r < tp_size(); ++r) slot = runners_[static_cast<size_t>(r)]->add_adapter(std::move(shares[static_cast<size_t>(r)]));
+  return slot;
 }
+
+int64_t tensor_parallel_runner::num_adapters() const noexcept { return runners_[0]->num_adapters(); }
 
 std::vector<const kv_cache*> tensor_parallel_runner::pools() const {
   std::vector<const kv_cache*> v;
@@ -68,7 +77,7 @@ void tensor_parallel_runner::step(std::span<const step_sequence> batch, step_res
   }
   // The batch's errors from the caller's thread, before any rank starts (the ranks would find the
   // same ones, but each rank's pool only knows its own heads).
-  validate_step(batch, ckpt_.config, num_blocks(), block_size(), 0);
+  validate_step(batch, ckpt_.config, num_blocks(), block_size(), num_adapters());
   const int64_t vocab = ckpt_.weights.lm_head.rows;
   out.vocab_size = vocab;
   out.first_row.assign(batch.size(), 0);

@@ -38,8 +38,10 @@ class tensor_parallel_runner {
 
   // model_runner::step's contract, the logits rows spanning the whole vocabulary.
   void step(std::span<const step_sequence> batch, step_result& out);
-  // LoRA adapters: tp_size 1 only (troupe::error(unsupported) otherwise).
+  // A LoRA adapter for sequences that name the returned slot; over a group each rank holds its
+  // share (runtime/lora/lora_shard.hpp), so every slot means the same adapter on every rank.
   int32_t add_adapter(std::shared_ptr<const lora_adapter> adapter);
+  int64_t num_adapters() const noexcept;
 
   int32_t tp_size() const noexcept { return static_cast<int32_t>(runners_.size()); }
   bool expert_parallel() const noexcept { return expert_parallel_; }

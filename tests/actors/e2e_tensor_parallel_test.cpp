@@ -2,9 +2,11 @@
 // over two CPU shards. Concurrent streams, greedy and seeded, get exactly the tokens the generator
 // gives the same request alone over two ranks (what `troupe generate --tensor-parallel-size 2`
 // prints; with --enable-expert-parallel for a MoE model, whole experts per shard), also when the prefix cache hands them blocks and when a tiny pool forces preemption;
-// every block comes back; a model the group cannot split, or LoRA beside it, stops the start.
+// every block comes back; LoRA adapters are served over the group; a model the group cannot split
+// stops the start.
 #include "tests/actors/e2e_fixture.hpp"
 #include "runtime/core/error.hpp"
+#include "runtime/lora/lora_adapter.hpp"
 #include "runtime/sampling/logprobs.hpp"
 
 using namespace troupe;
@@ -123,9 +125,35 @@ BOOST_AUTO_TEST_CASE(a_model_the_group_cannot_split_stops_the_start) {
   auto c = test_config();
   c.tensor_parallel_size = 3;
   expect(c, "tensor_parallel_size 3: num_attention_heads (4) is not a multiple of it");
+}
+
+// LoRA adapters over two shards: concurrent requests for either adapter and for the base model
+// get exactly what `troupe generate --lora DIR --tensor-parallel-size 2` gives each alone.
+BOOST_AUTO_TEST_CASE(lora_adapters_are_served_over_two_shards) {
+  const std::string peft_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-dense-lora/adapter";
+  const std::string rs_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-dense-lora-rs/adapter";
+  auto c = test_config();
   c.tensor_parallel_size = 2;
-  c.lora_modules = "a=" TROUPE_TEST_DATA_DIR "/golden/tiny-dense-lora/adapter";
-  expect(c, "LoRA adapters (model.lora_modules / --lora) with model.tensor_parallel_size 2 are not supported");
+  c.lora_modules = "peft=" + peft_dir + ",rs=" + rs_dir;
+  auto srv = start(c);
+  const auto peft = std::make_shared<const lora_adapter>(load_lora_adapter(peft_dir, tiny_dense().config));
+  const auto rs = std::make_shared<const lora_adapter>(load_lora_adapter(rs_dir, tiny_dense().config));
+  std::mt19937 rng(25);
+  std::vector<wire::generate_request> reqs;
+  const char* adapters[] = {"", "peft", "rs"};
+  for (int i = 0; i < 9; ++i) {
+    auto r = ids_request("l" + std::to_string(i), random_prompt(rng, 40), 10, i % 2 ? 500 + i : -1);
+    r.adapter = adapters[i % 3];
+    reqs.push_back(std::move(r));
+  }
+  client::client cl("127.0.0.1", srv->port());
+  const auto got = stream_all(cl, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const auto& a = reqs[i].adapter == "peft" ? peft : reqs[i].adapter == "rs" ? rs : nullptr;
+    BOOST_TEST(got[i] == reference(tiny_dense(), reqs[i], a, 2), boost::test_tools::per_element());
+  }
+  BOOST_TEST((got[1] != reference(tiny_dense(), reqs[1], nullptr, 2)));  // the adapter made them
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

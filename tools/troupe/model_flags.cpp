@@ -39,9 +39,6 @@ model_flags::loaded model_flags::load(const std::string& dir) const {
   if (tensor_parallel_size < 1)
     throw_error(errc::invalid_argument,
                 "--tensor-parallel-size must be >= 1 (got " + std::to_string(tensor_parallel_size) + ")");
-  if (tensor_parallel_size > 1 && !lora.empty())
-    throw_error(errc::unsupported, "--lora with --tensor-parallel-size " + std::to_string(tensor_parallel_size) +
-                                       " is not supported; use --tensor-parallel-size 1");
   out.ck = quant::load_model(dir, lo);
   out.parallel = {tensor_parallel_size, expert_parallel};
   check_shardable(*out.ck, out.parallel);

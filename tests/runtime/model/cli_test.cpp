@@ -122,8 +122,8 @@ BOOST_AUTO_TEST_CASE(rope_scaling_option_replaces_the_config) {
   BOOST_TEST(contains(too_long.output, "exceeds the model's context of 256 tokens"));
 }
 
-// --lora: the greedy ids PEFT gives the adapter (tiny-dense-lora's reference); a broken adapter is one
-// clear error naming its file.
+// --lora: the greedy ids PEFT gives the adapter (tiny-dense-lora's reference), also over two shards;
+// a broken adapter is one clear error naming its file.
 BOOST_AUTO_TEST_CASE(lora_option_applies_a_peft_adapter) {
   const auto ref = nlohmann::json::parse(troupe::test::read_file(troupe::test::golden("tiny-dense-lora") + "/reference.json"));
   const auto& c = ref.at("cases").at(0);
@@ -142,6 +142,10 @@ BOOST_AUTO_TEST_CASE(lora_option_applies_a_peft_adapter) {
   const auto want = c.at("greedy").at("ids").get<std::vector<int>>();
   BOOST_TEST(got == want, boost::test_tools::per_element());
   BOOST_TEST(troupe_cli(args).output != with.output);
+  // Over two shards, each with its share of the adapter: PEFT's ids again.
+  result split = troupe_cli(args + " --lora " + adapter + " --tensor-parallel-size 2");
+  BOOST_TEST_REQUIRE(split.rc == 0, split.output);
+  BOOST_TEST(nlohmann::json::parse(split.output).at("ids").get<std::vector<int>>() == want, boost::test_tools::per_element());
 
   temp_dir dir;
   fs::create_directories(dir.path() / "a");
