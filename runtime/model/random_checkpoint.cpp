@@ -128,6 +128,22 @@ uint64_t random_tensor_key(uint64_t seed, std::string_view name) noexcept {
 
 std::vector<std::string> random_checkpoint_presets() { return {"tiny", "qwen3-0.6b", "qwen3-moe-tiny", "qwen3-30b-a3b"}; }
 
+namespace {
+
+// Every MLP a mixture of `experts` (top `top_k`, renormalised, each `width` wide), lm_head untied:
+// Qwen3-MoE as published.
+void make_moe(model_config& c, int64_t experts, int64_t top_k, int64_t width) {
+  c.arch = architecture::qwen3_moe;
+  c.tie_word_embeddings = false;
+  c.num_experts = experts;
+  c.num_experts_per_tok = top_k;
+  c.moe_intermediate_size = width;
+  c.norm_topk_prob = true;
+  c.decoder_sparse_step = 1;
+}
+
+}  // namespace
+
 model_config preset_config(std::string_view preset) {
   model_config c;
   c.arch = architecture::qwen3;
@@ -146,15 +162,7 @@ model_config preset_config(std::string_view preset) {
     c.head_dim = 32;
     c.intermediate_size = 160;
     c.tie_word_embeddings = true;
-    if (preset == "qwen3-moe-tiny") {
-      c.arch = architecture::qwen3_moe;
-      c.tie_word_embeddings = false;
-      c.num_experts = 8;
-      c.num_experts_per_tok = 2;
-      c.moe_intermediate_size = 48;
-      c.norm_topk_prob = true;
-      c.decoder_sparse_step = 1;
-    }
+    if (preset == "qwen3-moe-tiny") make_moe(c, 8, 2, 48);
     return c;
   }
   if (preset == "qwen3-0.6b") {  // Qwen/Qwen3-0.6B's config.json
@@ -168,19 +176,13 @@ model_config preset_config(std::string_view preset) {
     return c;
   }
   if (preset == "qwen3-30b-a3b") {  // Qwen/Qwen3-30B-A3B's config.json (61 GB in BF16: see --num-layers)
-    c.arch = architecture::qwen3_moe;
     c.hidden_size = 2048;
     c.intermediate_size = 6144;
     c.num_hidden_layers = 48;
     c.num_attention_heads = 32;
     c.num_key_value_heads = 4;
     c.head_dim = 128;
-    c.tie_word_embeddings = false;
-    c.num_experts = 128;
-    c.num_experts_per_tok = 8;
-    c.moe_intermediate_size = 768;
-    c.norm_topk_prob = true;
-    c.decoder_sparse_step = 1;
+    make_moe(c, 128, 8, 768);
     return c;
   }
   std::string names;

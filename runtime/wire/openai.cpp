@@ -45,6 +45,27 @@ bool names_adapter(const ojson& v, const served_models& models) {
   return false;
 }
 
+void chat_template_kwargs(const ojson& v, ojson& w) {
+  want(v, v.is_object(), "chat_template_kwargs", "an object");
+  for (const auto& [k, value] : v.items()) {
+    if (k != "enable_thinking")
+      refuse("unsupported", "chat_template_kwargs." + k, "chat_template_kwargs." + k + " is not supported (enable_thinking is)");
+    w["enable_thinking"] = value;
+  }
+}
+
+std::optional<request> decode_wire(const ojson& w, api_error& error) {
+  std::string payload;
+  wire::detail::string_sink sink{&payload};
+  wire::detail::pack_json_text(sink, w.dump());
+  auto d = decode_request(payload);
+  if (!d.ok()) {
+    error = from_wire(d.error);
+    return std::nullopt;
+  }
+  return std::move(*d.req);
+}
+
 namespace {
 
 // OpenAI's content: a string, or an array of {"type": "text", "text": ...} parts (joined).
@@ -201,12 +222,7 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
       } else if (chat && k == "top_logprobs") {
         top_logprobs = v;
       } else if (chat && k == "chat_template_kwargs") {
-        want(v, v.is_object(), k, "an object");
-        for (const auto& [ck, cv] : v.items()) {
-          if (ck != "enable_thinking")
-            refuse("unsupported", k + "." + ck, "chat_template_kwargs." + ck + " is not supported (enable_thinking is)");
-          w["enable_thinking"] = cv;
-        }
+        chat_template_kwargs(v, w);
       } else if (chat && k == "include_reasoning") {
         want(v, v.is_boolean(), k, "a boolean");
         out.include_reasoning = v.get<bool>();
@@ -265,15 +281,9 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
       if (w.contains("structured_outputs")) refuse("invalid_value", "structured_outputs", "give structured_outputs or guided_*, not both");
       w["structured_outputs"] = so;
     }
-    std::string payload;
-    wire::detail::string_sink sink{&payload};
-    wire::detail::pack_json_text(sink, w.dump());
-    auto d = decode_request(payload);
-    if (!d.ok()) {
-      out.error = from_wire(d.error);
-      return out;
-    }
-    out.req = std::get<generate_request>(std::move(*d.req));
+    auto d = decode_wire(w, out.error);
+    if (!d) return out;
+    out.req = std::get<generate_request>(std::move(*d));
     if (!chat) out.include_reasoning = false;
   } catch (const refusal& r) {
     out.error = r.e;

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "runtime/wire/openai.hpp"
+#include "runtime/wire/protocol.hpp"
 
 namespace troupe::wire::openai::detail {
 
@@ -32,6 +34,13 @@ ojson parse_body(std::string_view body);
 // A request's "model": true when it names a LoRA adapter, false for the served model; any other
 // name is refused with 404 model_not_found.
 bool names_adapter(const ojson& v, const served_models& models);
+
+// vLLM's chat_template_kwargs: only enable_thinking, set in `w` (the protocol's request).
+void chat_template_kwargs(const ojson& v, ojson& w);
+
+// `w` (a request in the msgpack protocol's fields) through the protocol's own decoder, so the HTTP
+// API refuses exactly what the protocol refuses, in its words. Empty, with `error` set, if refused.
+std::optional<request> decode_wire(const ojson& w, api_error& error);
 
 // OpenAI's chat messages in the protocol's form (content parts joined, "developer" as "system").
 ojson messages(const ojson& m);

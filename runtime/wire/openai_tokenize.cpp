@@ -1,8 +1,6 @@
 #include "runtime/wire/openai_tokenize.hpp"
 
-#include "runtime/wire/json_msgpack.hpp"
 #include "runtime/wire/openai_detail.hpp"
-#include "runtime/wire/request_codec.hpp"
 
 namespace troupe::wire::openai {
 
@@ -37,12 +35,7 @@ tokenize_call parse_tokenize(std::string_view body, const served_models& models,
         want(v, v.is_boolean(), k, "a boolean");
         if (v.get<bool>()) refuse("unsupported", k, "continue_final_message is not supported");
       } else if (chat && k == "chat_template_kwargs") {
-        want(v, v.is_object(), k, "an object");
-        for (const auto& [ck, cv] : v.items()) {
-          if (ck != "enable_thinking")
-            refuse("unsupported", k + "." + ck, "chat_template_kwargs." + ck + " is not supported (enable_thinking is)");
-          w["enable_thinking"] = cv;
-        }
+        chat_template_kwargs(v, w);
       } else if (chat && k == "tools") {
         w["tools"] = v;
       } else {
@@ -53,15 +46,9 @@ tokenize_call parse_tokenize(std::string_view body, const served_models& models,
     }
     if (!w.contains("prompt") && !w.contains("messages"))
       refuse("missing_field", "prompt", "/tokenize needs field 'prompt' (a string) or 'messages'");
-    std::string payload;
-    wire::detail::string_sink sink{&payload};
-    wire::detail::pack_json_text(sink, w.dump());
-    auto d = decode_request(payload);
-    if (!d.ok()) {
-      out.error = from_wire(d.error);
-      return out;
-    }
-    out.req = std::get<tokenize_request>(std::move(*d.req));
+    auto d = decode_wire(w, out.error);
+    if (!d) return out;
+    out.req = std::get<tokenize_request>(std::move(*d));
   } catch (const refusal& r) {
     out.error = r.e;
   } catch (const std::exception& e) {

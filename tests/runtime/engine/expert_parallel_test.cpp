@@ -16,6 +16,7 @@
 #include "runtime/quant/load.hpp"
 #include "tests/runtime/engine/batch_invariance.hpp"
 #include "tests/runtime/engine/cached_decode.hpp"
+#include "tests/runtime/engine/expect_error.hpp"
 #include "tests/runtime/engine/golden.hpp"
 
 using namespace troupe;
@@ -56,17 +57,6 @@ std::unique_ptr<checkpoint> fewer_experts(const checkpoint& full, int64_t expert
   return c;
 }
 
-template <class F>
-void expect_error(F&& f, errc code, const std::string& needle) {
-  try {
-    f();
-    BOOST_FAIL("expected an error containing '" << needle << "'");
-  } catch (const troupe::error& e) {
-    BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(code), e.what());
-    BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos, e.what());
-  }
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(expert_parallel)
@@ -78,13 +68,7 @@ BOOST_AUTO_TEST_CASE(two_ranks_of_whole_experts_match_the_reference) {
   double worst = 0;
   for (const auto& c : load_golden("tiny-moe")) {
     auto logits = gen.prompt_logits(c.prompt);
-    BOOST_REQUIRE_EQUAL(logits.size(), c.prompt.size() * static_cast<size_t>(vocab));
-    for (size_t r = 0; r < c.prompt_logits.index.size(); ++r) {
-      const int64_t pos = c.prompt_logits.index[r];
-      const double err = row_error(logits.data() + pos * vocab, c.prompt_logits.data.data() + r * vocab, vocab);
-      worst = std::max(worst, err);
-      BOOST_TEST(err <= kTolerance, c.id << " position " << pos << ": relative error " << err);
-    }
+    worst = std::max(worst, check_prompt_logits(logits, c, vocab, kTolerance, "tiny-moe ep"));
     const int64_t max_len = static_cast<int64_t>(c.prompt.size() + c.greedy.size());
     tensor_parallel_runner runner(*ck, static_cast<int32_t>((max_len + 15) / 16), 16, dtype::f32, {}, kTwoRanksEp);
     BOOST_TEST(runner.expert_parallel());

@@ -1,6 +1,8 @@
 // Reads a golden set (tests/data/golden/<name>): reference.json and its float32 logits files.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -8,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
 #include "runtime/model/checkpoint.hpp"
@@ -84,6 +87,21 @@ inline double row_error(const float* engine, const float* ref, int64_t vocab) {
     max_ref = std::max(max_ref, std::abs(static_cast<double>(ref[i])));
   }
   return max_diff / max_ref;
+}
+
+// A prompt's logits ([prompt, vocab]) against the case's reference rows: each within `tolerance`
+// (a failure names `what`, the case and the position). Returns the largest error.
+inline double check_prompt_logits(const std::vector<float>& logits, const golden_case& c, int64_t vocab,
+                                  double tolerance, const std::string& what) {
+  BOOST_REQUIRE_EQUAL(logits.size(), c.prompt.size() * static_cast<size_t>(vocab));
+  double worst = 0;
+  for (size_t r = 0; r < c.prompt_logits.index.size(); ++r) {
+    const int64_t pos = c.prompt_logits.index[r];
+    const double err = row_error(logits.data() + pos * vocab, c.prompt_logits.data.data() + r * vocab, vocab);
+    worst = std::max(worst, err);
+    BOOST_TEST(err <= tolerance, what << " " << c.id << " position " << pos << ": relative error " << err);
+  }
+  return worst;
 }
 
 }  // namespace troupe::testing

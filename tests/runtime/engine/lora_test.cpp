@@ -14,6 +14,7 @@
 #include "runtime/core/error.hpp"
 #include "runtime/engine/generator.hpp"
 #include "runtime/engine/model_runner.hpp"
+#include "tests/runtime/engine/batch_invariance.hpp"
 #include "tests/runtime/engine/cached_decode.hpp"
 #include "tests/runtime/engine/golden.hpp"
 
@@ -47,12 +48,7 @@ BOOST_DATA_TEST_CASE(lora_prompt_logits_match_peft, boost::unit_test::data::make
   double worst = 0;
   for (const auto& c : load_golden(set)) {
     auto logits = gen.prompt_logits(c.prompt, 7, dtype::f32, kernels::compute_dtype::f32, a);
-    for (size_t r = 0; r < c.prompt_logits.index.size(); ++r) {
-      const int64_t pos = c.prompt_logits.index[r];
-      const double err = row_error(logits.data() + pos * vocab, c.prompt_logits.data.data() + r * vocab, vocab);
-      worst = std::max(worst, err);
-      BOOST_TEST(err <= kTolerance, set << " " << c.id << " position " << pos << ": relative error " << err);
-    }
+    worst = std::max(worst, check_prompt_logits(logits, c, vocab, kTolerance, set));
   }
   BOOST_TEST_MESSAGE(set << ": worst relative logits error " << worst << " (tolerance " << kTolerance << ")");
 }
@@ -113,72 +109,12 @@ BOOST_DATA_TEST_CASE(lora_generate_gives_peft_greedy_ids, boost::unit_test::data
 // adapter; and a prompt prefilled in chunks of 5 ends with the same last row.
 BOOST_AUTO_TEST_CASE(lora_mixed_adapters_in_one_batch_are_bitwise_invariant) {
   auto ck = golden_checkpoint("tiny-dense");
-  const auto cases = load_golden("tiny-dense-lora");
   kv_cache kv(ck->config, 128);
   model_runner runner(*ck, kv);
   const int32_t s1 = runner.add_adapter(adapter("tiny-dense-lora", ck->config));
   const int32_t s2 = runner.add_adapter(adapter("tiny-dense-lora-rs", ck->config));
-  const int32_t slots[] = {-1, s1, s2};
-
-  struct item {
-    const golden_case* c;
-    int32_t slot;
-  };
-  std::vector<item> items;
-  for (const auto& c : cases)
-    for (int32_t s : slots) items.push_back({&c, s});
-
-  std::vector<std::vector<float>> alone;
-  for (const item& it : items) {
-    auto table = identity_table((it.c->prompt.size() + 15) / 16);
-    step_sequence sq{0, it.c->prompt, 0, table, logits_mode::all, it.slot};
-    step_result r;
-    runner.step(std::span<const step_sequence>(&sq, 1), r);
-    alone.push_back(r.logits);
-  }
-  BOOST_TEST(alone[0] != alone[1]);  // the adapter changes the logits
-  BOOST_TEST(alone[1] != alone[2]);
-
-  std::vector<std::vector<int32_t>> tables(items.size());
-  int32_t next = kv.num_blocks() - 1;
-  for (size_t i = 0; i < items.size(); ++i)
-    for (size_t b = 0; b < (items[i].c->prompt.size() + 15) / 16; ++b) tables[i].push_back(next--);
-  std::vector<step_sequence> batch;
-  for (size_t i = items.size(); i-- > 0;)  // reversed: neighbours change
-    batch.push_back({static_cast<int64_t>(i), items[i].c->prompt, 0, tables[i], logits_mode::all, items[i].slot});
-  step_result r;
-  runner.step(batch, r);
-  for (size_t b = 0; b < batch.size(); ++b) {
-    const size_t i = static_cast<size_t>(batch[b].seq_id);
-    BOOST_TEST(std::memcmp(r.row(b).data(), alone[i].data(), alone[i].size() * sizeof(float)) == 0,
-               items[i].c->id << " adapter slot " << items[i].slot << ": batched logits differ from solo");
-  }
-
-  // Last rows only: the last layer runs on those rows alone, moved to the front, and each must keep
-  // its own sequence's adapter.
-  for (auto& sq : batch) sq.logits = logits_mode::last;
-  runner.step(batch, r);
-  const int64_t vocab = ck->config.vocab_size;
-  for (size_t b = 0; b < batch.size(); ++b) {
-    const size_t i = static_cast<size_t>(batch[b].seq_id);
-    const float* last = alone[i].data() + (items[i].c->prompt.size() - 1) * vocab;
-    BOOST_TEST(std::memcmp(r.row(b).data(), last, vocab * sizeof(float)) == 0,
-               items[i].c->id << " adapter slot " << items[i].slot << ": batched last row differs from solo");
-  }
-
-  // Chunked prefill (last rows only: the pruned path) ends on the same bits.
-  for (size_t i = 0; i < items.size(); ++i) {
-    const auto& prompt = items[i].c->prompt;
-    auto table = identity_table((prompt.size() + 15) / 16);
-    for (size_t start = 0; start < prompt.size(); start += 5) {
-      const size_t n = std::min<size_t>(5, prompt.size() - start);
-      step_sequence sq{0, std::span<const int32_t>(prompt.data() + start, n), static_cast<int32_t>(start), table,
-                       start + n == prompt.size() ? logits_mode::last : logits_mode::none, items[i].slot};
-      runner.step(std::span<const step_sequence>(&sq, 1), r);
-    }
-    BOOST_TEST(std::memcmp(r.row(0).data(), alone[i].data() + (prompt.size() - 1) * vocab, vocab * sizeof(float)) == 0,
-               items[i].c->id << " adapter slot " << items[i].slot << ": chunked prefill differs");
-  }
+  check_mixed_adapter_invariance_on(runner, kv.num_blocks(), ck->config.vocab_size, load_golden("tiny-dense-lora"),
+                                    {-1, s1, s2}, "one runner");
 }
 
 BOOST_AUTO_TEST_CASE(lora_unknown_adapter_slots_are_refused) {

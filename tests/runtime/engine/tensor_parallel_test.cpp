@@ -20,6 +20,7 @@
 #include "runtime/quant/load.hpp"
 #include "tests/runtime/engine/batch_invariance.hpp"
 #include "tests/runtime/engine/cached_decode.hpp"
+#include "tests/runtime/engine/expect_error.hpp"
 #include "tests/runtime/engine/golden.hpp"
 
 using namespace troupe;
@@ -28,17 +29,6 @@ using namespace troupe::testing;
 namespace {
 
 constexpr double kTolerance = 1e-4;  // the engine's own (model_runner_test.cpp)
-
-template <class F>
-void expect_error(F&& f, errc code, const std::string& needle) {
-  try {
-    f();
-    BOOST_FAIL("expected an error containing '" << needle << "'");
-  } catch (const troupe::error& e) {
-    BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(code), e.what());
-    BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos, e.what());
-  }
-}
 
 double worst_error(const std::vector<float>& a, const std::vector<float>& b, int64_t vocab) {
   double worst = 0;
@@ -56,13 +46,7 @@ BOOST_DATA_TEST_CASE(two_ranks_match_the_reference, boost::unit_test::data::make
   double worst = 0;
   for (const auto& c : load_golden(set)) {
     auto logits = gen.prompt_logits(c.prompt);
-    BOOST_REQUIRE_EQUAL(logits.size(), c.prompt.size() * static_cast<size_t>(vocab));
-    for (size_t r = 0; r < c.prompt_logits.index.size(); ++r) {
-      const int64_t pos = c.prompt_logits.index[r];
-      const double err = row_error(logits.data() + pos * vocab, c.prompt_logits.data.data() + r * vocab, vocab);
-      worst = std::max(worst, err);
-      BOOST_TEST(err <= kTolerance, set << " " << c.id << " position " << pos << ": relative error " << err);
-    }
+    worst = std::max(worst, check_prompt_logits(logits, c, vocab, kTolerance, set));
     // Decode through the ranks' pools, each step against the reference's recomputation.
     const int64_t max_len = static_cast<int64_t>(c.prompt.size() + c.greedy.size());
     tensor_parallel_runner runner(*ck, static_cast<int32_t>((max_len + 15) / 16), 16, dtype::f32, {}, 2);
@@ -182,12 +166,7 @@ BOOST_DATA_TEST_CASE(lora_over_two_ranks_matches_peft,
     double worst = 0;
     for (const auto& c : load_golden(set)) {
       const auto logits = gen.prompt_logits(c.prompt, 7, dtype::f32, kernels::compute_dtype::f32, a);
-      for (size_t r = 0; r < c.prompt_logits.index.size(); ++r) {
-        const int64_t pos = c.prompt_logits.index[r];
-        const double err = row_error(logits.data() + pos * vocab, c.prompt_logits.data.data() + r * vocab, vocab);
-        worst = std::max(worst, err);
-        BOOST_TEST(err <= kTolerance, what << " " << c.id << " position " << pos << ": relative error " << err);
-      }
+      worst = std::max(worst, check_prompt_logits(logits, c, vocab, kTolerance, what));
       tensor_parallel_runner runner(*ck, 32, 16, dtype::f32, {}, p);
       BOOST_TEST(runner.add_adapter(a) == 0);
       std::vector<int32_t> table(32);
@@ -204,7 +183,8 @@ BOOST_DATA_TEST_CASE(lora_over_two_ranks_matches_peft,
 }
 
 // Two adapters and the base model in one step over two ranks: each sequence's logits equal its
-// prompt's run alone with its adapter, bit for bit; an unknown slot is refused before any rank runs.
+// prompt's run alone with its adapter, bit for bit, whole, last rows and chunked (lora_test's check
+// on the group); an unknown slot is refused before any rank runs, and the group runs on.
 BOOST_AUTO_TEST_CASE(lora_mixed_adapters_over_two_ranks_are_bitwise_invariant) {
   auto ck = golden_checkpoint("tiny-dense");
   tensor_parallel_runner runner(*ck, 64, 16, dtype::f32, {}, 2);
@@ -212,42 +192,15 @@ BOOST_AUTO_TEST_CASE(lora_mixed_adapters_over_two_ranks_are_bitwise_invariant) {
     runner.add_adapter(std::make_shared<const lora_adapter>(load_lora_adapter(golden_dir(set) + "/adapter", ck->config)));
   BOOST_TEST_REQUIRE(runner.num_adapters() == 2);
   const auto cases = load_golden("tiny-dense-lora");
-  struct item {
-    const golden_case* c;
-    int32_t slot;
-  };
-  std::vector<item> items;
-  for (const auto& c : cases)
-    for (int32_t s : {-1, 0, 1}) items.push_back({&c, s});
-  std::vector<std::vector<float>> alone;
-  for (const item& it : items) {
-    std::vector<int32_t> table((it.c->prompt.size() + 15) / 16);
-    std::iota(table.begin(), table.end(), 0);
-    step_sequence sq{0, it.c->prompt, 0, table, logits_mode::all, it.slot};
-    step_result r;
-    runner.step(std::span<const step_sequence>(&sq, 1), r);
-    alone.push_back(r.logits);
-  }
-  BOOST_TEST(alone[0] != alone[1]);
-  BOOST_TEST(alone[1] != alone[2]);
-  std::vector<std::vector<int32_t>> tables(items.size());
-  int32_t next = 63;
-  for (size_t i = 0; i < items.size(); ++i)
-    for (size_t b = 0; b < (items[i].c->prompt.size() + 15) / 16; ++b) tables[i].push_back(next--);
-  std::vector<step_sequence> batch;
-  for (size_t i = items.size(); i-- > 0;)
-    batch.push_back({static_cast<int64_t>(i), items[i].c->prompt, 0, tables[i], logits_mode::all, items[i].slot});
+  check_mixed_adapter_invariance_on(runner, runner.num_blocks(), ck->config.vocab_size, cases, {-1, 0, 1}, "two ranks");
+  std::vector<int32_t> table{0, 1, 2};
+  step_sequence bad{5, cases[0].prompt, 0, table, logits_mode::last, 2};
   step_result r;
-  runner.step(batch, r);
-  for (size_t b = 0; b < batch.size(); ++b) {
-    const size_t i = static_cast<size_t>(batch[b].seq_id);
-    BOOST_TEST(std::memcmp(r.row(b).data(), alone[i].data(), alone[i].size() * sizeof(float)) == 0,
-               items[i].c->id << " slot " << items[i].slot << ": batched logits differ from solo");
-  }
-  step_sequence bad{5, cases[0].prompt, 0, tables[0], logits_mode::last, 2};
   expect_error([&] { runner.step(std::span<const step_sequence>(&bad, 1), r); }, errc::out_of_range,
                "sequence 5 asks for LoRA adapter slot 2");
-  runner.step(std::span<const step_sequence>(&batch[0], 1), r);  // the group runs on
+  bad.adapter = 1;
+  runner.step(std::span<const step_sequence>(&bad, 1), r);  // the group runs on
+  BOOST_TEST(r.num_rows[0] == 1);
 }
 
 // Each rank's pool holds its KV heads; a bad batch is refused before any rank runs, with
