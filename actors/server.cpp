@@ -87,10 +87,11 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   }
 
   int32_t bs = ctx->cfg.block_size;
+  // The budget covers what the group stores: a KV head replicated on several ranks counts each time.
   ctx->num_blocks = ctx->cfg.num_kv_blocks > 0
                         ? ctx->cfg.num_kv_blocks
-                        : kv_cache::blocks_for_budget(mc, static_cast<size_t>(ctx->cfg.kv_cache_memory_bytes), bs,
-                                                                    ctx->kv_type);
+                        : kv_cache::blocks_for_budget(stored_kv_config(mc, ctx->cfg.tensor_parallel_size),
+                                                      static_cast<size_t>(ctx->cfg.kv_cache_memory_bytes), bs, ctx->kv_type);
   int64_t pool_tokens = int64_t{ctx->num_blocks} * bs;
   int64_t model_len = mc.context_length() > 0 ? mc.context_length() : pool_tokens;
   int64_t max_len = ctx->cfg.max_model_len > 0 ? ctx->cfg.max_model_len : model_len;
@@ -272,8 +273,9 @@ std::string server::banner() const {
     std::snprintf(buf, sizeof buf, b < 10 * (1 << 20) ? "%.1f MiB" : "%.0f MiB", b / (1 << 20));
     return std::string(buf);
   };
-  const double pool_bytes = double(m.ctx->num_blocks) * c.block_size *
-                            double(kv_cache::token_bytes(m.ctx->ckpt->config, m.ctx->kv_type));
+  const double pool_bytes =
+      double(m.ctx->num_blocks) * c.block_size *
+      double(kv_cache::token_bytes(stored_kv_config(m.ctx->ckpt->config, c.tensor_parallel_size), m.ctx->kv_type));
   const auto q = quant::weight_quantization(*m.ctx->ckpt);
   std::string b = "troupe serve: model '" + f.name + "' (vocab " + std::to_string(f.vocab_size) + ", max_model_len " +
                   std::to_string(f.max_model_len) + (m.max_len_clamped ? ", fitted to the KV pool" : "") + ")\n";
@@ -292,6 +294,9 @@ std::string server::banner() const {
          std::to_string(e) + " experts whole\n";
   } else if (c.tensor_parallel_size > 1)
     b += "  tensor parallel: " + std::to_string(c.tensor_parallel_size) + " CPU shards (each its share of the heads, MLP and vocabulary)\n";
+  if (const int64_t kv = m.ctx->ckpt->config.num_key_value_heads; c.tensor_parallel_size > kv)
+    b += "  KV heads: " + std::to_string(kv) + ", each replicated on " + std::to_string(c.tensor_parallel_size / kv) +
+         " shards (more shards than KV heads)\n";
   b += "  tokenizer: " + std::string(f.tok ? f.tok->model_dir() : "none (prompt_ids only)") + "\n";
   if (const rope_scaling& r = m.ctx->ckpt->config.rope; r.type != rope_scaling_type::none) {
     char buf[160];

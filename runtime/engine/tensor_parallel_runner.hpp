@@ -49,7 +49,11 @@ class tensor_parallel_runner {
   int32_t num_blocks() const noexcept { return pools_.front()->num_blocks(); }
   int32_t block_size() const noexcept { return pools_.front()->block_size(); }
   dtype kv_type() const noexcept { return pools_.front()->kv_type(); }
-  // Rank r's pool: its KV heads [r * H / tp_size, (r + 1) * H / tp_size) of every block.
+  // Ranks that hold the same KV head: tp_size / H when the group is larger than the model's H KV
+  // heads (shard.hpp replicates them), else 1.
+  int32_t kv_replicas() const noexcept;
+  // Rank r's pool: its KV heads [r * H / tp_size, (r + 1) * H / tp_size) of every block, or with
+  // kv_replicas() > 1 the one head r / kv_replicas().
   kv_cache& kv(int32_t rank = 0) { return *pools_[static_cast<size_t>(rank)]; }
   const kv_cache& kv(int32_t rank = 0) const { return *pools_[static_cast<size_t>(rank)]; }
   // Every rank's pool, in rank order (prefix::gather_block / scatter_block take them).

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "runtime/core/error.hpp"
+#include "runtime/model/shard.hpp"
 
 namespace troupe {
 
@@ -45,7 +46,9 @@ lora_adapter shard_lora_adapter(const lora_adapter& full, const model_config& cf
   s.use_rslora = full.use_rslora;
   s.pairs = full.pairs;
   s.layers.resize(full.layers.size());
-  const int64_t q = cfg.num_attention_heads / size * cfg.head_dim, kv = cfg.num_key_value_heads / size * cfg.head_dim;
+  const int64_t q = cfg.num_attention_heads / size * cfg.head_dim;
+  const int64_t kv = kv_heads_per_rank(cfg.num_key_value_heads, size) * cfg.head_dim;
+  const int64_t kv0 = kv_head_begin(cfg.num_key_value_heads, rank, size) * cfg.head_dim;
   const int64_t inter = cfg.intermediate_size / size;
   for (size_t l = 0; l < full.layers.size(); ++l)
     for (int t = 0; t < kLoraTargets; ++t) {
@@ -55,7 +58,7 @@ lora_adapter shard_lora_adapter(const lora_adapter& full, const model_config& cf
       switch (static_cast<lora_target>(t)) {
         case lora_target::q_proj: o = output_rows(p, rank * q, q); break;
         case lora_target::k_proj:
-        case lora_target::v_proj: o = output_rows(p, rank * kv, kv); break;
+        case lora_target::v_proj: o = output_rows(p, kv0, kv); break;
         case lora_target::o_proj: o = input_columns(p, rank * q, q); break;
         case lora_target::gate_proj:
         case lora_target::up_proj: o = output_rows(p, rank * inter, inter); break;

@@ -113,7 +113,11 @@ void check_shardable(const checkpoint& full, parallel_config p) {
       refuse(size, std::string(field) + " (" + std::to_string(value) + ") is not a multiple of it; each rank needs an equal share");
   };
   divides(c.num_attention_heads, "num_attention_heads");
-  divides(c.num_key_value_heads, "num_key_value_heads");
+  // Fewer KV heads than ranks: each rank a replica of its query heads' KV head (vLLM's way).
+  if (c.num_key_value_heads <= 0 || (c.num_key_value_heads % size != 0 && size % c.num_key_value_heads != 0))
+    refuse(size, "num_key_value_heads (" + std::to_string(c.num_key_value_heads) +
+                     ") is neither a multiple nor a divisor of it; each rank needs an equal share of the KV heads, or one "
+                     "replicated head");
   bool dense = false, moe = false;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) (c.layer_is_moe(l) ? moe : dense) = true;
   if (dense) divides(c.intermediate_size, "intermediate_size");
@@ -125,11 +129,12 @@ void check_shardable(const checkpoint& full, parallel_config p) {
   const int64_t d = c.head_dim;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const auto& lw = full.weights.layers[static_cast<size_t>(l)];
-    const int64_t q = c.num_attention_heads / size * d, kv = c.num_key_value_heads / size * d;
+    const int64_t q = c.num_attention_heads / size * d, kv = kv_heads_per_rank(c.num_key_value_heads, size) * d;
     for (int32_t r = 0; r < size; ++r) {
+      const int64_t kv0 = kv_head_begin(c.num_key_value_heads, r, size) * d;
       check_rows(lw.q_proj, r * q, q, size, layer_name(l, "self_attn.q_proj"));
-      check_rows(lw.k_proj, r * kv, kv, size, layer_name(l, "self_attn.k_proj"));
-      check_rows(lw.v_proj, r * kv, kv, size, layer_name(l, "self_attn.v_proj"));
+      check_rows(lw.k_proj, kv0, kv, size, layer_name(l, "self_attn.k_proj"));
+      check_rows(lw.v_proj, kv0, kv, size, layer_name(l, "self_attn.v_proj"));
       check_cols(lw.o_proj, r * q, q, size, layer_name(l, "self_attn.o_proj"));
       if (!c.layer_is_moe(l)) {
         const int64_t i = c.intermediate_size / size;
@@ -161,7 +166,8 @@ std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t ran
   s->stored_as = full.stored_as;
   model_config& c = s->config;
   c.num_attention_heads /= size;
-  c.num_key_value_heads /= size;
+  const int64_t kv_first = kv_head_begin(c.num_key_value_heads, rank, size);
+  c.num_key_value_heads = kv_heads_per_rank(c.num_key_value_heads, size);
   c.intermediate_size /= size;
   if (!p.expert_parallel) c.moe_intermediate_size /= size;
   const int64_t d = c.head_dim;
@@ -177,8 +183,8 @@ std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t ran
     const auto& f = fw.layers[l];
     auto& o = w.layers[l];
     o.q_proj = slice_rows(f.q_proj, rank * q, q);
-    o.k_proj = slice_rows(f.k_proj, rank * kv, kv);
-    o.v_proj = slice_rows(f.v_proj, rank * kv, kv);
+    o.k_proj = slice_rows(f.k_proj, kv_first * d, kv);
+    o.v_proj = slice_rows(f.v_proj, kv_first * d, kv);
     o.o_proj = copy_columns(f.o_proj, rank * q, q, s->owned);
     o.q_norm = f.q_norm;
     o.k_norm = f.k_norm;

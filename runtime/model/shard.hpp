@@ -8,6 +8,10 @@
 // Attention and the MLP then need one all-reduce each (after o_proj and down_proj), and each
 // rank's logits are its vocabulary range.
 //
+// A group larger than num_key_value_heads (each KV head's query group spread over several ranks)
+// replicates KV heads, as vLLM does: rank r keeps KV head r / (size / KV) only, whose query heads
+// are all the rank's; size must then be a multiple of num_key_value_heads.
+//
 // Expert parallelism (vLLM's --enable-expert-parallel) changes the mixture-of-experts layers only:
 // rank r keeps experts [r*E/size, (r+1)*E/size) whole (views, no copies) and none of the others;
 // each rank runs the routed tokens' local experts and the MoE all-reduce sums the ranks' weighted
@@ -37,18 +41,32 @@ constexpr int64_t expert_range_begin(int64_t num_experts, int32_t rank, int32_t 
   return num_experts * rank / size;
 }
 
+// The KV heads rank `rank` keeps: kv_heads_per_rank of them from kv_head_begin. One replicated head
+// when the group is larger than the model's KV heads, else an equal share.
+constexpr int64_t kv_heads_per_rank(int64_t kv_heads, int32_t size) { return kv_heads >= size ? kv_heads / size : 1; }
+constexpr int64_t kv_head_begin(int64_t kv_heads, int32_t rank, int32_t size) {
+  return kv_heads >= size ? rank * (kv_heads / size) : rank / (size / kv_heads);
+}
+
+// The model's config with num_key_value_heads as a group of `size` stores them (each replica
+// counted): what sizes the group's KV pools.
+inline model_config stored_kv_config(model_config c, int32_t size) {
+  c.num_key_value_heads = kv_heads_per_rank(c.num_key_value_heads, size) * size;
+  return c;
+}
+
 // True when `p` splits this model's experts whole: a group of two or more, expert parallelism asked
 // for, and at least one mixture-of-experts layer (otherwise the flag changes nothing).
 bool splits_experts(const model_config& c, parallel_config p);
 
 // Throws troupe::error(unsupported) naming the field when `size` ranks cannot split this model:
-// num_attention_heads, num_key_value_heads, intermediate_size or moe_intermediate_size not a
-// multiple of size, or a quantized weight whose scale groups a split would cut. With expert
+// num_attention_heads, intermediate_size or moe_intermediate_size not a multiple of size,
+// num_key_value_heads neither a multiple nor a divisor of it, or a quantized weight whose scale groups a split would cut. With expert
 // parallelism moe_intermediate_size may be anything and num_experts must be at least size.
 void check_shardable(const checkpoint& full, parallel_config p);
 
 // Rank `rank`'s part. Its config has the rank's head counts and MLP widths (num_attention_heads,
-// num_key_value_heads, intermediate_size, moe_intermediate_size divided by size); vocab_size stays
+// intermediate_size, moe_intermediate_size divided by size; num_key_value_heads kv_heads_per_rank); vocab_size stays
 // the model's (token ids are checked against it) and weights.lm_head.rows is the rank's range of
 // it (vocab_range). Row slices point into `full`'s memory, which must outlive the shard; column
 // slices (o_proj, down_proj) are copies the shard owns. size 1 gives a view of the whole model.

@@ -1,5 +1,6 @@
 #include "runtime/prefix/kv_block_io.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -66,62 +67,72 @@ part_span part(const kv_cache& kv, const kv_layout& l, int64_t layer, bool value
 }
 
 // Visits every (layer, K/V, rank) part with the payload offsets of its first code and scale.
-// copy(pool_bytes, payload_offset, bytes) moves one run of a token's heads either way.
+// copy(replica, pool_bytes, payload_offset, bytes) moves one run of a token's heads either way;
+// replica counts the ranks before this one that hold the same heads (0: the first of them).
 template <class Pools, class Copy>
-void for_each_run(const Pools& ranks, const kv_layout& l, block_id b, Copy&& copy) {
+void for_each_run(const Pools& ranks, int32_t replicas, const kv_layout& l, block_id b, Copy&& copy) {
   const size_t head_bytes = static_cast<size_t>(l.head_dim) * static_cast<size_t>(l.elem_bytes);
   const size_t all_heads = static_cast<size_t>(l.n_kv_heads);
+  const auto group = static_cast<size_t>(replicas);
   size_t at = 0;
   for (int64_t i = 0; i < l.num_layers; ++i)
     for (bool value : {false, true}) {
       size_t head = 0;
-      for (const auto* kv : ranks) {
-        const auto s = part(*kv, l, i, value, b, head);
+      for (size_t k = 0; k < ranks.size(); ++k) {
+        const int32_t replica = static_cast<int32_t>(k % group);
+        const auto s = part(*ranks[k], l, i, value, b, head);
         for (size_t t = 0; t < static_cast<size_t>(l.block_size); ++t) {
-          copy(s.codes + t * s.heads * head_bytes, at + (t * all_heads + s.head_offset) * head_bytes, s.heads * head_bytes);
+          copy(replica, s.codes + t * s.heads * head_bytes, at + (t * all_heads + s.head_offset) * head_bytes,
+               s.heads * head_bytes);
           if (s.scales) {
             const size_t sb = static_cast<size_t>(l.scale_bytes);
-            copy(s.scales + t * s.heads * sb, at + l.codes_bytes() + (t * all_heads + s.head_offset) * sb, s.heads * sb);
+            copy(replica, s.scales + t * s.heads * sb, at + l.codes_bytes() + (t * all_heads + s.head_offset) * sb, s.heads * sb);
           }
         }
-        head += s.heads;
+        if (k % group == group - 1) head += s.heads;
       }
       TROUPE_ASSERT(head == all_heads);
       at += l.layer_part_bytes();
     }
 }
 
-void check_group(std::span<const kv_cache* const> ranks, block_id b, const char* what) {
+void check_group(std::span<const kv_cache* const> ranks, int32_t replicas, block_id b, const char* what) {
   if (ranks.empty()) throw_error(errc::invalid_argument, std::string(what) + ": no pools");
+  if (replicas < 1 || ranks.size() % static_cast<size_t>(replicas) != 0)
+    throw_error(errc::invalid_argument, std::string(what) + ": " + std::to_string(ranks.size()) +
+                                            " pools are not groups of " + std::to_string(replicas) + " replicas");
   for (const auto* kv : ranks) check_block(*kv, b, what);
 }
 
 }  // namespace
 
-kv_layout layout_of(std::span<const kv_cache* const> ranks) {
+kv_layout layout_of(std::span<const kv_cache* const> ranks, int32_t replicas) {
   kv_layout l = layout_of(*ranks.front());
   l.n_kv_heads = 0;
-  for (const auto* kv : ranks) l.n_kv_heads += kv->num_layers() > 0 ? kv->layer(0).n_kv_heads : 0;
+  for (size_t k = 0; k < ranks.size(); k += static_cast<size_t>(std::max(replicas, 1)))
+    l.n_kv_heads += ranks[k]->num_layers() > 0 ? ranks[k]->layer(0).n_kv_heads : 0;
   return l;
 }
 
-void gather_block(std::span<const kv_cache* const> ranks, block_id b, std::string& out) {
-  check_group(ranks, b, "gather_block");
-  const kv_layout l = layout_of(ranks);
+void gather_block(std::span<const kv_cache* const> ranks, block_id b, std::string& out, int32_t replicas) {
+  check_group(ranks, replicas, b, "gather_block");
+  const kv_layout l = layout_of(ranks, replicas);
   const size_t at = out.size();
   out.resize(at + l.payload_bytes());
   char* dst = out.data() + at;
-  for_each_run(ranks, l, b, [&](char* pool, size_t off, size_t n) { std::memcpy(dst + off, pool, n); });
+  for_each_run(ranks, replicas, l, b, [&](int32_t replica, char* pool, size_t off, size_t n) {
+    if (replica == 0) std::memcpy(dst + off, pool, n);
+  });
 }
 
-void scatter_block(std::span<kv_cache* const> ranks, block_id b, std::string_view payload) {
+void scatter_block(std::span<kv_cache* const> ranks, block_id b, std::string_view payload, int32_t replicas) {
   std::vector<const kv_cache*> view(ranks.begin(), ranks.end());
-  check_group(view, b, "scatter_block");
-  const kv_layout l = layout_of(view);
+  check_group(view, replicas, b, "scatter_block");
+  const kv_layout l = layout_of(view, replicas);
   if (payload.size() != l.payload_bytes())
     throw_error(errc::invalid_argument, "scatter_block: payload has " + std::to_string(payload.size()) +
                                             " bytes; a block of this pool has " + std::to_string(l.payload_bytes()));
-  for_each_run(view, l, b, [&](char* pool, size_t off, size_t n) { std::memcpy(pool, payload.data() + off, n); });
+  for_each_run(view, replicas, l, b, [&](int32_t, char* pool, size_t off, size_t n) { std::memcpy(pool, payload.data() + off, n); });
 }
 
 void gather_block(const kv_cache& kv, block_id b, std::string& out) {

@@ -25,10 +25,12 @@ void gather_block(const kv_cache& kv, block_id b, std::string& out);
 void scatter_block(kv_cache& kv, block_id b, std::string_view payload);
 
 // The same for the pools of a tensor-parallel group (tensor_parallel_runner::pools(), rank order:
-// rank r holds KV heads [r * H / n, (r + 1) * H / n) of every block). The payload is the one a
-// single pool of the whole model would give, so replicas of any group size share cache entries.
-kv_layout layout_of(std::span<const kv_cache* const> ranks);
-void gather_block(std::span<const kv_cache* const> ranks, block_id b, std::string& out);
-void scatter_block(std::span<kv_cache* const> ranks, block_id b, std::string_view payload);
+// rank r holds KV heads [r * H / n, (r + 1) * H / n) of every block, or, with `replicas` > 1 (a
+// group larger than H: tensor_parallel_runner::kv_replicas()), each run of `replicas` ranks holds
+// the same head). The payload is the one a single pool of the whole model would give, so replicas
+// of any group size share cache entries: gather reads the first of each run, scatter writes all.
+kv_layout layout_of(std::span<const kv_cache* const> ranks, int32_t replicas = 1);
+void gather_block(std::span<const kv_cache* const> ranks, block_id b, std::string& out, int32_t replicas = 1);
+void scatter_block(std::span<kv_cache* const> ranks, block_id b, std::string_view payload, int32_t replicas = 1);
 
 }  // namespace troupe::prefix

@@ -37,14 +37,14 @@ step_outcome batch_executor::run(step_job& job) {
     // Prefix caching: fetched K/V go into their fresh blocks before the forward pass reads them.
     if (!job.plan.kv_loads.empty()) {
       const auto pools = engine_.pools();
-      for (const auto& l : job.plan.kv_loads) prefix::scatter_block(pools, l.block, l.payload.bytes);
+      for (const auto& l : job.plan.kv_loads) prefix::scatter_block(pools, l.block, l.payload.bytes, engine_.kv_replicas());
     }
     engine_.step(job.plan.batch, result_);
     if (!job.plan.kv_saves.empty()) {
       const auto pools = std::as_const(engine_).pools();
       for (const auto& sv : job.plan.kv_saves) {
         out.saved.push_back({sv.meta, {}});
-        prefix::gather_block(pools, sv.block, out.saved.back().payload);
+        prefix::gather_block(pools, sv.block, out.saved.back().payload, engine_.kv_replicas());
       }
     }
   } catch (const std::exception& e) {

@@ -77,7 +77,7 @@ class batch_executor {
                  const std::vector<std::shared_ptr<const lora_adapter>>& adapters = {}, parallel_config parallel = {});
   step_outcome run(step_job& job);
   // The payload layout of a block as the prefix cache stores it (the whole model's heads).
-  prefix::kv_layout kv_layout() const { return prefix::layout_of(engine_.pools()); }
+  prefix::kv_layout kv_layout() const { return prefix::layout_of(engine_.pools(), engine_.kv_replicas()); }
   const tensor_parallel_runner& engine() const noexcept { return engine_; }
 
  private:

@@ -16,15 +16,17 @@ namespace {
 
 const std::string tiny_moe_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-moe";
 
-void check_served_over_two_ranks(const std::string& model, uint32_t seed, bool expert_parallel = false) {
+void check_served_over_two_ranks(const std::string& model, uint32_t seed, bool expert_parallel = false, int32_t size = 2) {
   auto c = test_config();
-  c.tensor_parallel_size = 2;
+  c.tensor_parallel_size = size;
   c.enable_expert_parallel = expert_parallel;
-  const parallel_config group{2, expert_parallel};
+  const parallel_config group{size, expert_parallel};
   auto srv = start(c, model);
-  BOOST_TEST(srv->banner().find("tensor parallel: 2 CPU shards") != std::string::npos, srv->banner());
+  BOOST_TEST(srv->banner().find("tensor parallel: " + std::to_string(size) + " CPU shards") != std::string::npos, srv->banner());
   if (expert_parallel)
     BOOST_TEST(srv->banner().find("expert parallel: each holds 4 of the 8 experts whole") != std::string::npos, srv->banner());
+  if (size == 4)
+    BOOST_TEST(srv->banner().find("KV heads: 2, each replicated on 2 shards") != std::string::npos, srv->banner());
   auto ck = load_checkpoint(model);
   std::mt19937 rng(seed);
   std::vector<int32_t> shared(40);  // two and a half blocks: later requests reuse earlier ones' blocks
@@ -55,6 +57,10 @@ BOOST_AUTO_TEST_CASE(two_shards_serve_what_the_generator_gives_over_two_ranks) {
 }
 
 BOOST_AUTO_TEST_CASE(two_shards_serve_a_moe_model) { check_served_over_two_ranks(tiny_moe_dir, 22); }
+
+// Four shards over the model's 2 KV heads: each head on two shards (shard.hpp), the streams those
+// of the generator over the same group, prefix-cache hits included.
+BOOST_AUTO_TEST_CASE(four_shards_replicate_the_kv_heads) { check_served_over_two_ranks(tiny_dense_dir, 26, false, 4); }
 
 // model.enable_expert_parallel: whole experts per shard, the streams those of the generator over
 // the same layout (sliced experts' differ in the last bits, which seeded sampling would show).

@@ -85,6 +85,41 @@ BOOST_DATA_TEST_CASE(batch_and_chunking_invariance_bitwise, boost::unit_test::da
   }
 }
 
+// Four ranks over 2 KV heads: each KV head replicated on two ranks (shard.hpp). The reference's
+// logits and greedy ids through the ranks' pools, bit-for-bit batch invariance, for the dense and
+// MoE models (experts sliced and whole) and with a LoRA adapter (k_proj / v_proj pairs replicated).
+BOOST_DATA_TEST_CASE(four_ranks_replicate_the_kv_heads,
+                     boost::unit_test::data::make({"tiny-dense", "tiny-moe", "tiny-dense-lora"}), set) {
+  auto ck = golden_checkpoint(set);
+  const auto cases = load_golden(set);
+  const int64_t vocab = ck->config.vocab_size;
+  std::shared_ptr<const lora_adapter> a;
+  if (std::string(set) == "tiny-dense-lora")
+    a = std::make_shared<const lora_adapter>(load_lora_adapter(golden_dir(set) + "/adapter", ck->config));
+  std::vector<parallel_config> layouts{{4, false}};
+  if (std::string(set) == "tiny-moe") layouts.push_back({4, true});
+  for (const parallel_config p : layouts) {
+    const std::string what = std::string(set) + " over 4 ranks" + (p.expert_parallel ? " ep" : "");
+    generator gen(*ck, p);
+    double worst = 0;
+    for (const auto& c : cases) {
+      worst = std::max(worst, check_prompt_logits(gen.prompt_logits(c.prompt, 0, dtype::f32, kernels::compute_dtype::f32, a),
+                                                  c, vocab, kTolerance, what));
+      tensor_parallel_runner runner(*ck, 32, 16, dtype::f32, {}, p);
+      BOOST_TEST(runner.kv_replicas() == 2);
+      const int32_t slot = a ? runner.add_adapter(a) : -1;
+      std::vector<int32_t> table(32);
+      std::iota(table.begin(), table.end(), 0);
+      BOOST_TEST(decode_and_check(runner, table, c, vocab, what, kTolerance, slot) == c.greedy, boost::test_tools::per_element());
+    }
+    BOOST_TEST_MESSAGE(what << ": worst relative logits error " << worst);
+    if (!a) {
+      tensor_parallel_runner runner(*ck, batch_invariance_blocks(cases), 16, dtype::f32, {}, p);
+      check_batch_invariance_on(runner, runner.num_blocks(), cases, what);
+    }
+  }
+}
+
 // Greedy and seeded generation over 2 ranks, the prompt in chunks: the reference's ids, and a
 // seed gives the same ids each time.
 BOOST_AUTO_TEST_CASE(generator_over_two_ranks) {
@@ -141,8 +176,9 @@ BOOST_AUTO_TEST_CASE(sizes_that_do_not_divide_the_model_are_refused) {
   auto ck = golden_checkpoint("tiny-dense");  // 4 query heads, 2 KV heads, intermediate 160
   expect_error([&] { tensor_parallel_runner r(*ck, 4, 16, dtype::f32, {}, 3); }, errc::unsupported,
                "tensor_parallel_size 3: num_attention_heads (4) is not a multiple of it");
-  expect_error([&] { tensor_parallel_runner r(*ck, 4, 16, dtype::f32, {}, 4); }, errc::unsupported,
-               "tensor_parallel_size 4: num_key_value_heads (2) is not a multiple of it");
+  BOOST_TEST(tensor_parallel_runner(*ck, 4, 16, dtype::f32, {}, 4).kv_replicas() == 2);  // more ranks than KV heads: replicas
+  expect_error([&] { tensor_parallel_runner r(*ck, 4, 16, dtype::f32, {}, 8); }, errc::unsupported,
+               "tensor_parallel_size 8: num_attention_heads (4) is not a multiple of it");
   expect_error([&] { tensor_parallel_runner r(*ck, 4, 16, dtype::f32, {}, 0); }, errc::invalid_argument,
                "tensor_parallel_size must be >= 1 (got 0)");
   tensor_parallel_runner two(*ck, 4, 16, dtype::f32, {}, 2);

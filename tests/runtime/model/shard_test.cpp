@@ -120,6 +120,46 @@ BOOST_AUTO_TEST_CASE(the_golden_models_shards_hold_each_ranks_part) {
   BOOST_CHECK_THROW(shard_checkpoint(*full, 2, 2), troupe::error);
 }
 
+// A group larger than the model's 2 KV heads: each of 4 ranks keeps its one query head and a view
+// of that head's KV head (ranks 0-1 head 0, ranks 2-3 head 1), as vLLM replicates them; the stored
+// config counts every replica. 3 ranks split neither the query heads nor the KV heads.
+BOOST_AUTO_TEST_CASE(a_group_larger_than_the_kv_heads_replicates_them) {
+  auto full = load_checkpoint(TROUPE_TEST_DATA_DIR "/golden/tiny-dense");
+  const auto& c = full->config;  // 4 query heads, 2 KV heads, head_dim 32
+  for (int32_t r = 0; r < 4; ++r) {
+    auto s = shard_checkpoint(*full, r, 4);
+    BOOST_TEST(s->config.num_attention_heads == 1);
+    BOOST_TEST(s->config.num_key_value_heads == 1);
+    BOOST_TEST(kv_head_begin(c.num_key_value_heads, r, 4) == r / 2);
+    for (size_t l = 0; l < full->weights.layers.size(); ++l) {
+      const auto& fl = full->weights.layers[l];
+      const auto& sl = s->weights.layers[l];
+      BOOST_TEST(sl.q_proj.data == static_cast<const uint8_t*>(fl.q_proj.data) + r * 32 * fl.q_proj.row_bytes());
+      BOOST_TEST(sl.k_proj.rows == 32);
+      BOOST_TEST(sl.k_proj.data == static_cast<const uint8_t*>(fl.k_proj.data) + (r / 2) * 32 * fl.k_proj.row_bytes());
+      BOOST_TEST(sl.v_proj.data == static_cast<const uint8_t*>(fl.v_proj.data) + (r / 2) * 32 * fl.v_proj.row_bytes());
+      BOOST_TEST((sl.k_norm == fl.k_norm));
+    }
+  }
+  BOOST_TEST(stored_kv_config(c, 4).num_key_value_heads == 4);
+  BOOST_TEST(stored_kv_config(c, 2).num_key_value_heads == 2);
+  BOOST_TEST(stored_kv_config(c, 1).num_key_value_heads == 2);
+  checkpoint odd;  // 6 query heads and 4 KV heads over 3 ranks: the KV heads neither split nor replicate
+  odd.config = c;
+  odd.config.num_attention_heads = 6;
+  odd.config.num_key_value_heads = 4;
+  odd.config.num_hidden_layers = 0;
+  odd.weights.lm_head.rows = 16;
+  try {
+    check_shardable(odd, 3);
+    BOOST_ERROR("3 ranks accepted 4 KV heads");
+  } catch (const troupe::error& e) {
+    BOOST_TEST(std::string(e.what()).find("tensor_parallel_size 3: num_key_value_heads (4) is neither a multiple nor a divisor of it") !=
+                   std::string::npos,
+               e.what());
+  }
+}
+
 // Expert parallelism: each rank holds its contiguous range of experts whole (the same memory, no
 // copy) and no other expert; attention, the router and lm_head split or stay as without it.
 BOOST_AUTO_TEST_CASE(expert_parallel_shards_hold_whole_experts) {

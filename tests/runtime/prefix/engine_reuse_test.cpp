@@ -6,8 +6,10 @@
 
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 #include "runtime/engine/model_runner.hpp"
+#include "runtime/engine/tensor_parallel_runner.hpp"
 #include "runtime/model/checkpoint.hpp"
 #include "runtime/prefix/kv_block_io.hpp"
 #include "tests/runtime/engine/golden.hpp"
@@ -26,7 +28,8 @@ std::shared_ptr<checkpoint> load(const std::string& name) {
 }
 
 // Logits of every position of `tokens` [from, n) after a prefill in chunks of `chunk`.
-std::vector<float> prefill(model_runner& runner, std::span<const int32_t> table, std::span<const int32_t> tokens,
+template <class Runner>
+std::vector<float> prefill(Runner& runner, std::span<const int32_t> table, std::span<const int32_t> tokens,
                            int32_t from, int32_t chunk) {
   std::vector<float> rows;
   step_result res;
@@ -96,4 +99,38 @@ BOOST_DATA_TEST_CASE(copied_blocks_give_bit_identical_logits, boost::unit_test::
 BOOST_AUTO_TEST_CASE(copied_quantized_blocks_give_bit_identical_logits) {
   check_reuse("tiny-dense", dtype::i8);
   check_reuse("tiny-moe", dtype::f8_e4m3);
+}
+
+// A group of 4 ranks over 2 KV heads holds each head twice (shard.hpp): blocks gathered from one
+// group (the first replica of each head) and scattered into another (every replica) give the warm
+// group the cold group's logits bit for bit, and the payload has the whole model's layout.
+BOOST_AUTO_TEST_CASE(a_replicated_groups_blocks_are_reused_exactly) {
+  auto ck = load("tiny-dense");  // 4 query heads, 2 KV heads
+  const int64_t vocab = ck->config.vocab_size;
+  const int32_t bs = 4;
+  for (const auto& c : testing::load_golden("tiny-dense")) {
+    const int32_t n = static_cast<int32_t>(std::min<size_t>(c.prompt.size(), 64));
+    std::span<const int32_t> prompt(c.prompt.data(), static_cast<size_t>(n));
+    const int32_t blocks = (n + bs - 1) / bs, reused = (n - 1) / bs;
+    tensor_parallel_runner cold(*ck, blocks, bs, dtype::f32, {}, 4);
+    BOOST_TEST_REQUIRE(cold.kv_replicas() == 2);
+    std::vector<int32_t> table_a(static_cast<size_t>(blocks));
+    std::iota(table_a.begin(), table_a.end(), 0);
+    auto cold_rows = prefill(cold, table_a, prompt, 0, 5);
+
+    tensor_parallel_runner warm(*ck, blocks + 3, bs, dtype::f32, {}, 4);
+    std::vector<int32_t> table_b(static_cast<size_t>(blocks));
+    for (int32_t b = 0; b < blocks; ++b) table_b[static_cast<size_t>(b)] = blocks + 2 - b;
+    BOOST_TEST((prefix::layout_of(std::as_const(cold).pools(), 2) == prefix::layout_for(ck->config, bs)));
+    for (int32_t b = 0; b < reused; ++b) {
+      std::string payload;
+      prefix::gather_block(std::as_const(cold).pools(), table_a[static_cast<size_t>(b)], payload, 2);
+      prefix::scatter_block(warm.pools(), table_b[static_cast<size_t>(b)], payload, 2);
+    }
+    auto warm_rows = prefill(warm, table_b, prompt, reused * bs, n);
+    const size_t skip = static_cast<size_t>(reused * bs) * static_cast<size_t>(vocab);
+    BOOST_REQUIRE_EQUAL(warm_rows.size(), cold_rows.size() - skip);
+    BOOST_TEST(std::memcmp(warm_rows.data(), cold_rows.data() + skip, warm_rows.size() * sizeof(float)) == 0,
+               c.id << ": logits after " << reused << " reused blocks differ from the cold group's");
+  }
 }

@@ -110,12 +110,14 @@ BOOST_AUTO_TEST_CASE(bad_block_or_payload_size_is_refused_before_writing) {
   BOOST_TEST(kv.layer(0).k[0] == 0.0f);
 }
 
-// A tensor-parallel group's pools (rank r: KV heads [r * H / n, (r + 1) * H / n)) give and take the
-// payload a single pool of the whole model would: each rank ends up with exactly its heads of every
-// slot, codes and scales, and gathering from the group returns the payload bit for bit.
+// A tensor-parallel group's pools (rank r: KV heads [r * H / n, (r + 1) * H / n), or with n > H the
+// one head r / (n / H), replicated) give and take the payload a single pool of the whole model
+// would: each rank ends up with exactly its heads of every slot, codes and scales, and gathering
+// from the group returns the payload bit for bit.
 BOOST_AUTO_TEST_CASE(a_tensor_parallel_groups_pools_share_the_whole_models_payload) {
   for (dtype t : {dtype::f32, dtype::i8}) {
-    for (int32_t n : {2, 4}) {
+    for (int32_t n : {2, 4, 8}) {
+      const int32_t replicas = n > 4 ? n / 4 : 1;
       model_config whole_cfg = tiny_config();
       whole_cfg.num_key_value_heads = 4;
       kv_cache whole(whole_cfg, 3, 2, t);
@@ -139,7 +141,7 @@ BOOST_AUTO_TEST_CASE(a_tensor_parallel_groups_pools_share_the_whole_models_paylo
       gather_block(whole, 2, payload);
 
       model_config part_cfg = whole_cfg;
-      part_cfg.num_key_value_heads = 4 / n;
+      part_cfg.num_key_value_heads = n > 4 ? 1 : 4 / n;
       std::vector<std::unique_ptr<kv_cache>> ranks;
       std::vector<kv_cache*> pools;
       for (int32_t r = 0; r < n; ++r) {
@@ -147,14 +149,15 @@ BOOST_AUTO_TEST_CASE(a_tensor_parallel_groups_pools_share_the_whole_models_paylo
         pools.push_back(ranks.back().get());
       }
       const std::vector<const kv_cache*> cpools(pools.begin(), pools.end());
-      BOOST_TEST((layout_of(cpools) == layout_of(whole)));
-      scatter_block(pools, 1, payload);
-      const int64_t per = 4 / n;
+      BOOST_TEST((layout_of(cpools, replicas) == layout_of(whole)));
+      scatter_block(pools, 1, payload, replicas);
+      const int64_t per = part_cfg.num_key_value_heads;
       for (int64_t i = 0; i < whole.num_layers(); ++i)
         for (int32_t r = 0; r < n; ++r)
           for (int64_t slot = 0; slot < 2; ++slot)
             for (int64_t h = 0; h < per; ++h) {
-              const int64_t src = (2 * 2 + slot) * 4 + r * per + h, dst = (1 * 2 + slot) * per + h;  // [block, slot, head]
+              const int64_t head = replicas > 1 ? r / replicas : r * per + h;
+              const int64_t src = (2 * 2 + slot) * 4 + head, dst = (1 * 2 + slot) * per + h;  // [block, slot, head]
               const auto& w = whole.layer(i);
               const auto& p = ranks[static_cast<size_t>(r)]->layer(i);
               if (q) {
@@ -168,10 +171,11 @@ BOOST_AUTO_TEST_CASE(a_tensor_parallel_groups_pools_share_the_whole_models_paylo
               }
             }
       std::string back;
-      gather_block(cpools, 1, back);
+      gather_block(cpools, 1, back, replicas);
       BOOST_TEST((back == payload), "n " << n << ": the group's payload differs from the whole pool's");
-      BOOST_CHECK_THROW(scatter_block(pools, 3, payload), troupe::error);  // outside the pools
-      BOOST_CHECK_THROW(scatter_block(pools, 0, std::string_view(payload).substr(1)), troupe::error);
+      BOOST_CHECK_THROW(scatter_block(pools, 3, payload, replicas), troupe::error);  // outside the pools
+      BOOST_CHECK_THROW(scatter_block(pools, 0, std::string_view(payload).substr(1), replicas), troupe::error);
+      BOOST_CHECK_THROW(gather_block(cpools, 1, back, 3), troupe::error);  // 3 does not group the ranks
     }
   }
 }
