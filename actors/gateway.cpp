@@ -262,6 +262,7 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
     std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(rd()));
     st.http_id_prefix = hex;
     st.models = {ctx->facts.name, {}, ctx->facts.max_model_len};
+    st.cors = serve::cors_policy_of(ctx->cfg);  // validate() has checked it
     for (const auto& a : ctx->facts.adapters) st.models.adapters.push_back(a.name);
   }
   bound->set_value({res->second, {}, st.http_port});

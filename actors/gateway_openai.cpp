@@ -16,7 +16,9 @@ namespace troupe::actors::gateway_detail {
 // A whole response outside a generate (models, health, errors); closes when the client asked to.
 void http_answer(self_ptr self, connection_handle hdl, int status, std::string_view type, const std::string& body,
                  bool keep_alive) {
-  write_bytes(self, hdl, wire::http_response(status, type, body, keep_alive));
+  auto c = self->state.conns.find(hdl);
+  const std::string cors = c != self->state.conns.end() && c->second.http ? c->second.http->cors : std::string();
+  write_bytes(self, hdl, wire::http_response(status, type, body, keep_alive, cors));
   if (!keep_alive) drop_connection(self, hdl, true);
 }
 
@@ -62,10 +64,10 @@ void http_deliver(self_ptr self, connection_handle hdl, const std::string& clien
                   wire::http_response(200, "application/json",
                                       wire::openai::tokenize_body(t->ids, self->state.ctx->facts.max_model_len,
                                                                   h.tokenize->token_strs ? &strs : nullptr),
-                                      h.keep_alive));
+                                      h.keep_alive, h.cors));
     } else if (const auto* err = std::get_if<wire::wire_error>(&e)) {
       const auto a = wire::openai::from_wire(*err);
-      write_bytes(self, hdl, wire::http_response(a.status, "application/json", wire::openai::error_body(a), h.keep_alive));
+      write_bytes(self, hdl, wire::http_response(a.status, "application/json", wire::openai::error_body(a), h.keep_alive, h.cors));
     } else {
       return;
     }
@@ -80,15 +82,15 @@ void http_deliver(self_ptr self, connection_handle hdl, const std::string& clien
     if (!h.head_sent)
       write_bytes(self, hdl,
                  wire::http_response(500, "application/json",
-                                     wire::openai::error_body({500, x.what(), "internal", ""}), false));
+                                     wire::openai::error_body({500, x.what(), "internal", ""}), false, h.cors));
     return drop_connection(self, hdl, true);
   }
   if (!h.head_sent) {
     if (h.reply->streaming() && !body.empty()) {
-      out = wire::http_stream_head(200, "text/event-stream", h.keep_alive);
+      out = wire::http_stream_head(200, "text/event-stream", h.keep_alive, h.cors);
       h.head_sent = true;
     } else if (h.reply->complete()) {
-      out = wire::http_response(h.reply->status(), "application/json", body, h.keep_alive);
+      out = wire::http_response(h.reply->status(), "application/json", body, h.keep_alive, h.cors);
     }
   }
   if (h.head_sent) {
@@ -114,6 +116,14 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   auto& st = self->state;
   auto& h = *st.conns.at(hdl).http;
   h.keep_alive = req.keep_alive;
+  // CORS (vLLM's middleware wraps every route): the answer carries the allowed origin's lines, and
+  // a preflight is answered here, before any route or API key.
+  h.cors = st.cors.enabled() ? wire::cors_headers(st.cors, req) : std::string();
+  if (st.cors.enabled() && wire::is_cors_preflight(req)) {
+    auto a = wire::answer_cors_preflight(st.cors, req);
+    h.cors = std::move(a.headers);
+    return http_answer(self, hdl, a.status, "text/plain; charset=utf-8", a.body, req.keep_alive);
+  }
   const auto path = req.path();
   const bool chat = path == "/v1/chat/completions", completion = path == "/v1/completions";
   auto not_allowed = [&](const char* method) {

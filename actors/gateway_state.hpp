@@ -13,6 +13,7 @@
 
 #include "actors/gateway.hpp"
 #include "actors/messages.hpp"
+#include "runtime/wire/cors.hpp"
 #include "runtime/wire/frame.hpp"
 #include "runtime/wire/http.hpp"
 #include "runtime/wire/openai.hpp"
@@ -39,6 +40,7 @@ struct http_conn {
   std::optional<tokenize_answer> tokenize;  // or the /tokenize (its worker's reply ends it)
   std::string client_id;                    // its id
   bool busy() const noexcept { return reply.has_value() || tokenize.has_value(); }
+  std::string cors;  // the CORS header lines of the request being answered (cors.hpp), or ""
   bool head_sent = false;                                // a streamed response has begun
   bool keep_alive = true;
   bool pumping = false;  // http_pump is on the stack: a response that ends inside it needs no second pump
@@ -79,6 +81,7 @@ struct gateway_state {
   uint16_t http_port = 0;
   std::string http_id_prefix;           // random per server, so response ids differ across replicas
   wire::openai::served_models models;   // the names the API answers to (fixed once the server runs)
+  wire::cors_policy cors;               // server.allowed_origins ... (fixed once the server runs)
   uint64_t next_http_id = 0;
 };
 

@@ -49,6 +49,10 @@ const std::vector<knob>& knobs() {
       {"server", "actor_scheduling", &server_config::actor_scheduling},
       {"server", "admin_token", &server_config::admin_token},
       {"server", "api_key", &server_config::api_key},
+      {"server", "allowed_origins", &server_config::allowed_origins},
+      {"server", "allowed_methods", &server_config::allowed_methods},
+      {"server", "allowed_headers", &server_config::allowed_headers},
+      {"server", "allow_credentials", &server_config::allow_credentials},
       {"model", "served_model_name", &server_config::served_model_name},
       {"model", "max_model_len", &server_config::max_model_len, 0, i32max},
       {"model", "default_max_tokens", &server_config::default_max_tokens, 1, i32max},
@@ -213,8 +217,22 @@ std::vector<std::pair<std::string, std::string>> parse_lora_modules(std::string_
   return out;
 }
 
+wire::cors_policy cors_policy_of(const server_config& c) {
+  wire::cors_policy p;
+  p.origins = wire::parse_cors_list(c.allowed_origins, "server.allowed_origins (--allowed-origins)");
+  p.methods = wire::parse_cors_list(c.allowed_methods, "server.allowed_methods (--allowed-methods)");
+  p.headers = wire::parse_cors_list(c.allowed_headers, "server.allowed_headers (--allowed-headers)");
+  p.allow_credentials = c.allow_credentials;
+  return p;
+}
+
 void validate(const server_config& c) {
   auto bad2 = [](const std::string& m) { throw_error(errc::invalid_argument, "config: " + m); };
+  try {
+    cors_policy_of(c);
+  } catch (const error& e) {
+    bad2(e.what());
+  }
   try {
     parse_lora_modules(c.lora_modules);
   } catch (const error& e) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/sched/ngram_proposer.hpp"
+#include "runtime/wire/cors.hpp"
 
 namespace troupe::serve {
 
@@ -33,6 +34,13 @@ struct server_config {
   std::string actor_scheduling = "sharing";
   std::string admin_token;         // "" = admin requests (set_policy) are refused
   std::string api_key;             // "" = the OpenAI API's /v1 requests need no Authorization header
+  // CORS for browser pages on other origins (vLLM's --allowed-origins ...): lists, comma-separated
+  // or JSON arrays; "*" = any; no origins (the default, unlike vLLM's "*") = CORS off.
+  // docs/openai_api.md.
+  std::string allowed_origins;
+  std::string allowed_methods = "*";
+  std::string allowed_headers = "*";
+  bool allow_credentials = false;
   // [model]
   std::string served_model_name;   // "" = the model directory's name
   int32_t max_model_len = 0;       // 0 = the model's context length (model_config::context_length)
@@ -90,6 +98,9 @@ void apply_override(server_config& cfg, std::string_view assignment);
 // Checks ranges across keys, that the policy plugin can be found, and the prefix_cache section
 // (redis_url, namespace, lookup_strategy); throws troupe::error(invalid_argument) naming the key.
 void validate(const server_config& cfg);
+// The HTTP API's CORS policy from server.allowed_origins, allowed_methods, allowed_headers and
+// allow_credentials; throws troupe::error(invalid_argument) naming the key (validate checks it).
+wire::cors_policy cors_policy_of(const server_config& cfg);
 // "a:b::c" -> {"a", "b", "c"} (scheduler.plugin_dirs).
 std::vector<std::string> split_dirs(std::string_view dirs);
 // model.lora_modules "a=/x,b=/y" -> {{"a", "/x"}, {"b", "/y"}}; throws troupe::error(invalid_argument)

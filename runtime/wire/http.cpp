@@ -197,15 +197,21 @@ std::string head(int status, std::string_view content_type, bool keep_alive) {
 }
 }  // namespace
 
-std::string http_response(int status, std::string_view content_type, std::string_view body, bool keep_alive) {
+std::string http_response(int status, std::string_view content_type, std::string_view body, bool keep_alive,
+                          std::string_view extra_headers) {
   std::string r = head(status, content_type, keep_alive);
-  r += "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  r += "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  r += extra_headers;
+  r += "\r\n";
   r += body;
   return r;
 }
 
-std::string http_stream_head(int status, std::string_view content_type, bool keep_alive) {
-  return head(status, content_type, keep_alive) + "\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
+std::string http_stream_head(int status, std::string_view content_type, bool keep_alive, std::string_view extra_headers) {
+  std::string r = head(status, content_type, keep_alive) + "\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n";
+  r += extra_headers;
+  r += "\r\n";
+  return r;
 }
 
 void append_http_chunk(std::string& out, std::string_view data) {

@@ -61,11 +61,14 @@ class http_request_parser {
 // "200 OK", "404 Not Found", ... (the reason phrases of the codes the server sends).
 std::string_view http_status_line(int status) noexcept;
 
-// A whole response with Content-Length.
-std::string http_response(int status, std::string_view content_type, std::string_view body, bool keep_alive);
+// A whole response with Content-Length. extra_headers: more header lines, each ending in CRLF
+// (cors.hpp's).
+std::string http_response(int status, std::string_view content_type, std::string_view body, bool keep_alive,
+                          std::string_view extra_headers = {});
 // The head of a streamed response (Transfer-Encoding: chunked); then http_chunk per piece and
 // http_last_chunk at the end.
-std::string http_stream_head(int status, std::string_view content_type, bool keep_alive);
+std::string http_stream_head(int status, std::string_view content_type, bool keep_alive,
+                             std::string_view extra_headers = {});
 void append_http_chunk(std::string& out, std::string_view data);  // nothing for empty data
 void append_http_last_chunk(std::string& out);
 

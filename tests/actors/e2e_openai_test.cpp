@@ -4,6 +4,7 @@
 // shape with the right status, and a client that leaves mid-stream frees its KV blocks.
 #include "tests/actors/e2e_fixture.hpp"
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -408,6 +409,70 @@ BOOST_AUTO_TEST_CASE(an_api_key_guards_v1_and_only_v1) {
   BOOST_TEST(h.read().status == 200);
   h.send("GET /metrics HTTP/1.1\r\n\r\n");
   BOOST_TEST(h.read().status == 200);
+}
+
+// CORS, as vLLM's middleware: a listed origin's preflight is answered before the API key is asked
+// for; its requests' answers (whole, streamed, 401 and 404 alike) carry the origin, so a browser
+// page can read them; another origin's get no CORS lines (the browser withholds them).
+BOOST_AUTO_TEST_CASE(browsers_on_listed_origins_may_call_the_api) {
+  auto c = test_config();
+  c.api_key = "s3cret-key";
+  c.allowed_origins = R"(["https://app.example"])";
+  auto srv = start(c);
+  http_client h(srv->http_port());
+  const std::string allow = "access-control-allow-origin: https://app.example";
+  auto lower = [](std::string s) {
+    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  h.send("OPTIONS /v1/chat/completions HTTP/1.1\r\nOrigin: https://app.example\r\n"
+         "Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: authorization, content-type\r\n\r\n");
+  auto r = h.read();
+  BOOST_TEST(r.status == 200, r.head);
+  BOOST_TEST(lower(r.head).find(allow) != std::string::npos, r.head);
+  BOOST_TEST(lower(r.head).find("access-control-allow-headers: authorization, content-type") != std::string::npos, r.head);
+  const std::string body = R"({"prompt": [1, 2], "max_tokens": 2})";
+  auto post = [&](const std::string& origin, const std::string& auth, const std::string& b) {
+    return "POST /v1/completions HTTP/1.1\r\nOrigin: " + origin + "\r\n" + auth +
+           "Content-Length: " + std::to_string(b.size()) + "\r\n\r\n" + b;
+  };
+  const std::string key = "Authorization: Bearer s3cret-key\r\n";
+  h.send(post("https://app.example", key, body));
+  r = h.read();
+  BOOST_TEST(r.status == 200, r.body);
+  BOOST_TEST(lower(r.head).find(allow) != std::string::npos, r.head);
+  h.send(post("https://app.example", key, R"({"prompt": [1, 2], "max_tokens": 2, "stream": true})"));
+  r = h.read();
+  BOOST_TEST(r.status == 200, r.body);
+  BOOST_TEST(lower(r.head).find(allow) != std::string::npos, r.head);  // the streamed head too
+  h.send(post("https://app.example", "", body));
+  r = h.read();
+  BOOST_TEST(r.status == 401);
+  BOOST_TEST(lower(r.head).find(allow) != std::string::npos, r.head);
+  h.send(post("https://evil.example", key, body));
+  r = h.read();
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(lower(r.head).find("access-control") == std::string::npos, r.head);
+  h.send("OPTIONS /v1/completions HTTP/1.1\r\nOrigin: https://evil.example\r\nAccess-Control-Request-Method: POST\r\n\r\n");
+  r = h.read();
+  BOOST_TEST(r.status == 400);
+  BOOST_TEST(r.body == "Disallowed CORS origin");
+  h.send("GET /health HTTP/1.1\r\n\r\n");  // no Origin: no CORS lines, as before
+  r = h.read();
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(lower(r.head).find("access-control") == std::string::npos, r.head);
+
+  // By default CORS is off: no page on another origin can read a loopback server's answers.
+  auto off = start(test_config());
+  http_client o(off->http_port());
+  o.send("OPTIONS /v1/completions HTTP/1.1\r\nOrigin: https://app.example\r\nAccess-Control-Request-Method: POST\r\n\r\n");
+  r = o.read();
+  BOOST_TEST(r.status == 405);
+  BOOST_TEST(lower(r.head).find("access-control") == std::string::npos, r.head);
+  o.send(post("https://app.example", "", body));
+  r = o.read();
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(lower(r.head).find("access-control") == std::string::npos, r.head);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

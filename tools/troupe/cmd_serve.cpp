@@ -38,11 +38,11 @@ int run_serve(int argc, char** argv) {
   std::string config_file;
   std::vector<std::string> sets;
   std::optional<std::string> host, api_key, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
-      rope_scaling;
+      rope_scaling, allowed_origins, allowed_methods, allowed_headers;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
       speculative_tokens, tensor_parallel_size;
   std::optional<int64_t> kv_bytes;
-  bool static_batching = false, no_prefix_cache = false, no_mmap = false, expert_parallel = false;
+  bool static_batching = false, no_prefix_cache = false, no_mmap = false, expert_parallel = false, allow_credentials = false;
   app.add_option("--model", opts.model_dir, "Hugging Face Qwen3 checkpoint directory (default: a demo model)");
   app.add_option("--tokenizer", opts.tokenizer_dir, "directory with tokenizer.json (default: the model's)");
   app.add_option("--config", config_file, "TOML config file (see config/troupe.toml)");
@@ -53,6 +53,12 @@ int run_serve(int argc, char** argv) {
   app.add_option("--api-key", api_key,
                  "key the OpenAI API's /v1 requests must carry as 'Authorization: Bearer KEY' (server.api_key; "
                  "also from the environment variable TROUPE_API_KEY)");
+  app.add_option("--allowed-origins", allowed_origins,
+                 "CORS: origins whose browser pages may call the HTTP API, as vLLM's flag (a JSON list or "
+                 "comma-separated; '*': any; default none: CORS off)");
+  app.add_option("--allowed-methods", allowed_methods, "CORS: methods allowed from those origins (default '*')");
+  app.add_option("--allowed-headers", allowed_headers, "CORS: request headers allowed from those origins (default '*')");
+  app.add_flag("--allow-credentials", allow_credentials, "CORS: let those origins send cookies and Authorization");
   app.add_option("--max-model-len", max_model_len, "prompt + output tokens per request");
   app.add_option("--max-num-seqs", max_num_seqs, "sequences per step");
   app.add_option("--max-num-batched-tokens", max_num_batched_tokens, "tokens per step");
@@ -99,6 +105,10 @@ int run_serve(int argc, char** argv) {
   if (host) c.host = *host;
   if (const char* env = std::getenv("TROUPE_API_KEY"); env && !api_key) c.api_key = env;
   if (api_key) c.api_key = *api_key;
+  if (allowed_origins) c.allowed_origins = *allowed_origins;
+  if (allowed_methods) c.allowed_methods = *allowed_methods;
+  if (allowed_headers) c.allowed_headers = *allowed_headers;
+  if (allow_credentials) c.allow_credentials = true;
   if (port) serve::apply_override(c, "server.port=" + std::to_string(*port));
   if (metrics_port) serve::apply_override(c, "server.metrics_port=" + std::to_string(*metrics_port));
   if (http_port) serve::apply_override(c, "server.http_port=" + std::to_string(*http_port));

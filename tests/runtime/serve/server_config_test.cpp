@@ -128,6 +128,28 @@ BOOST_AUTO_TEST_CASE(lora_modules_and_their_errors) {
   }
 }
 
+// CORS: off by default (no origins; vLLM's "*" for methods and headers), lists in either form, and
+// a bad list stops the start naming the key.
+BOOST_AUTO_TEST_CASE(cors_keys_and_their_errors) {
+  server_config c;
+  auto p = cors_policy_of(c);
+  BOOST_TEST(!p.enabled());
+  BOOST_TEST(p.any_method());
+  BOOST_TEST(p.any_header());
+  BOOST_TEST(!p.allow_credentials);
+  apply_toml(c,
+             "[server]\nallowed_origins = '[\"https://a.example\"]'\nallowed_methods = \"GET, POST\"\n"
+             "allow_credentials = true\n",
+             "t.toml");
+  p = cors_policy_of(c);
+  BOOST_TEST((p.origins == std::vector<std::string>{"https://a.example"}));
+  BOOST_TEST((p.methods == std::vector<std::string>{"GET", "POST"}));
+  BOOST_TEST(p.allow_credentials);
+  validate(c);
+  c.allowed_headers = "[1]";
+  expect_error([&] { validate(c); }, "config: server.allowed_headers (--allowed-headers): every entry must be a string");
+}
+
 BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   server_config from_file;
   load_file(from_file, TROUPE_SOURCE_DIR "/config/troupe.toml");
@@ -144,6 +166,13 @@ BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   BOOST_TEST(from_file.tokenizer_workers == d.tokenizer_workers);
   BOOST_TEST(from_file.actor_threads == d.actor_threads);
   BOOST_TEST(from_file.actor_scheduling == d.actor_scheduling);
+  BOOST_TEST(from_file.api_key == d.api_key);
+  BOOST_TEST(from_file.allowed_origins == d.allowed_origins);
+  BOOST_TEST(from_file.allowed_methods == d.allowed_methods);
+  BOOST_TEST(from_file.allowed_headers == d.allowed_headers);
+  BOOST_TEST(from_file.allow_credentials == d.allow_credentials);
+  BOOST_TEST(from_file.tensor_parallel_size == d.tensor_parallel_size);
+  BOOST_TEST(from_file.enable_expert_parallel == d.enable_expert_parallel);
   BOOST_TEST(from_file.max_model_len == d.max_model_len);
   BOOST_TEST(from_file.default_max_tokens == d.default_max_tokens);
   BOOST_TEST(from_file.quantization == d.quantization);
