@@ -258,21 +258,29 @@ int main(int argc, char** argv) {
       }
       if (b1 == 0) {
         b1 = best, b1_cpu = best_cpu;
-        std::printf("[%s] decode batch %d: %.1f tokens/s = %.0f%% of the bandwidth ceiling (%.1f tokens/s)\n", label, batch, best,
-                    100.0 * best / ceiling, ceiling);
+        if (ceiling > 0)
+          std::printf("[%s] decode batch %d: %.1f tokens/s = %.0f%% of the bandwidth ceiling (%.1f tokens/s)\n", label, batch,
+                      best, 100.0 * best / ceiling, ceiling);
+        else  // --skip-limits: no ceiling measured
+          std::printf("[%s] decode batch %d: %.1f tokens/s\n", label, batch, best);
       } else {
         std::printf("[%s] decode batch %d: %.1f tokens/s = %.1fx batch 1\n", label, batch, best, best / b1);
       }
       std::printf("  cpu: %.1f tokens/s = %.1fx\n", best_cpu, best_cpu / b1_cpu);
       if (li == 0) decode_rate[{compute, batch}] = best;
       if (compute == computes.front()) tp_rate[{li, batch}] = best;
-      if (lora_rank > 0 && layout.size == 1) {
-        // Alternated with runs without it, so a drifting machine moves both alike.
+      if (lora_rank > 0) {
+        // Alternated with runs without it, so a drifting machine moves both alike; over a group,
+        // each shard runs its share of the pairs (lora_shard.hpp).
         const auto adapter = bench::random_lora(ck->config, lora_rank);
         double with = 0, without = 0;
         for (int r = 0; r < reps; ++r) {
-          with = std::max(with, bench::measure_decode(*ck, batch, context, decode_steps, threads, {compute}, dtype::f32, adapter).wall);
-          without = std::max(without, bench::measure_decode(*ck, batch, context, decode_steps, threads, {compute}).wall);
+          with = std::max(with, bench::measure_decode(*ck, batch, context, decode_steps, threads, {compute}, dtype::f32,
+                                                      adapter, layout)
+                                    .wall);
+          without = std::max(without, bench::measure_decode(*ck, batch, context, decode_steps, threads, {compute},
+                                                            dtype::f32, nullptr, layout)
+                                          .wall);
         }
         std::printf("[%s] decode batch %d with a rank-%d LoRA on every projection: %.1f tokens/s = %.3fx without (%.1f)\n",
                     label, batch, lora_rank, with, with / without, without);
