@@ -35,7 +35,13 @@ const std::vector<std::string> kAllMethods = {"DELETE", "GET", "HEAD", "OPTIONS"
 // Headers a browser may always send (CORS-safelisted); Starlette allows them whatever the list.
 const std::vector<std::string> kSafelisted = {"accept", "accept-language", "content-language", "content-type"};
 
+// Printable ASCII (and spaces) only: what an answer may echo of a request's headers.
+bool echoable(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; });
+}
+
 bool origin_allowed(const cors_policy& p, const std::string& origin) {
+  if (!echoable(origin)) return false;
   return p.any_origin() || std::find(p.origins.begin(), p.origins.end(), origin) != p.origins.end();
 }
 
@@ -110,8 +116,17 @@ cors_preflight_answer answer_cors_preflight(const cors_policy& p, const http_req
     failures.push_back("method");
   std::string requested;
   if (const std::string* h = req.header("access-control-request-headers")) requested = *h;
-  if (!p.any_header()) {
-    for (const auto& name : parse_cors_list(requested, "Access-Control-Request-Headers")) {
+  if (!echoable(requested)) {
+    failures.push_back("headers");
+  } else if (!p.any_header()) {
+    // The client's list, read leniently (a malformed name is simply not allowed; never a throw).
+    std::vector<std::string> names;
+    for (size_t at = 0; at <= requested.size();) {
+      const size_t comma = std::min(requested.find(',', at), requested.size());
+      if (std::string n = trim(std::string_view(requested).substr(at, comma - at)); !n.empty()) names.push_back(std::move(n));
+      at = comma + 1;
+    }
+    for (const auto& name : names) {
       const std::string l = lower(name);
       const bool ok = std::find(kSafelisted.begin(), kSafelisted.end(), l) != kSafelisted.end() ||
                       std::any_of(p.headers.begin(), p.headers.end(), [&](const std::string& x) { return lower(x) == l; });

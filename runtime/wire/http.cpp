@@ -107,6 +107,9 @@ http_request_parser::status http_request_parser::parse_head(size_t head_end) {
       return fail(400, "header line '" + std::string(h.substr(0, 64)) + "' is not 'Name: value'");
     std::string name = lower(h.substr(0, colon));
     std::string_view value = trim(h.substr(colon + 1));
+    // RFC 9110 5.5: no CR, LF or NUL in a field value (a bare one could split an echoed header).
+    if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos)
+      return fail(400, "header '" + name.substr(0, 64) + "' holds a CR, LF or NUL character");
     if (name == "transfer-encoding")
       return fail(501, "request bodies with Transfer-Encoding are not supported; send Content-Length");
     if (name == "content-length") {

@@ -1,6 +1,7 @@
 // libFuzzer harness for the OpenAI-compatible HTTP API's input side. The first byte picks:
 //   0: HTTP/1.1 bytes cut at input-chosen points: every request parsed has the body its
 //      Content-Length declared and stays within the limits, or the parser reports an error status;
+//      its CORS lines (and a preflight's answer) are well-formed header lines;
 //   1/2: a /v1/chat/completions or /v1/completions body: a generate request or an OpenAI error
 //      (status 400/404, a message, JSON error body); an accepted one, answered with text events
 //      made from the input and a done per completion, gives parseable JSON (every SSE event, or
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "runtime/wire/cors.hpp"
 #include "runtime/wire/http.hpp"
 #include "runtime/wire/openai.hpp"
 #include "runtime/wire/openai_tokenize.hpp"
@@ -22,6 +24,37 @@ using namespace troupe::wire;
 
 void check(bool ok) {
   if (!ok) std::abort();
+}
+
+// CORS lines for any parsed request, under an echoing and a listing policy: "Name: value\r\n"
+// lines whose values hold no CR or LF (nothing a request sends can split the answer's head), and
+// a preflight answer is 200 or 400 without throwing.
+void check_cors(const http_request& r) {
+  cors_policy echo, listed;
+  echo.origins = {"*"};
+  echo.allow_credentials = true;
+  listed.origins = {"https://a.example"};
+  listed.methods = {"GET", "POST"};
+  listed.headers = {"authorization"};
+  auto well_formed = [](const std::string& lines) {
+    size_t at = 0;
+    while (at < lines.size()) {
+      const size_t end = lines.find("\r\n", at);
+      check(end != std::string::npos);
+      const std::string_view line(lines.data() + at, end - at);
+      check(line.find(": ") != std::string_view::npos);
+      check(line.find_first_of("\r\n") == std::string_view::npos);
+      at = end + 2;
+    }
+  };
+  for (const cors_policy* p : {&echo, &listed}) {
+    well_formed(cors_headers(*p, r));
+    if (is_cors_preflight(r)) {
+      const auto a = answer_cors_preflight(*p, r);
+      check(a.status == 200 || a.status == 400);
+      well_formed(a.headers);
+    }
+  }
 }
 
 void fuzz_http(std::string_view in) {
@@ -36,6 +69,7 @@ void fuzz_http(std::string_view in) {
       const auto* cl = r.header("content-length");
       check(cl ? std::stoul(*cl) == r.body.size() : r.body.empty());
       check(!r.target.empty() && r.target[0] == '/');
+      check_cors(r);
       continue;
     }
     if (s == http_request_parser::status::error) {

@@ -83,6 +83,30 @@ BOOST_AUTO_TEST_CASE(preflights_are_answered_or_refused_like_starlette) {
   BOOST_TEST(a.headers.empty());  // no allowed origin, no CORS lines
 }
 
+// Nothing of a request is echoed unless printable (the HTTP parser refuses CR/LF/NUL already),
+// and a client's malformed header list is a refusal, never an exception.
+BOOST_AUTO_TEST_CASE(odd_request_values_are_refused_not_echoed) {
+  wire::cors_policy c;
+  c.origins = {"*"};
+  c.allow_credentials = true;  // echoes the origin
+  BOOST_TEST(wire::cors_headers(c, request("GET", {{"origin", "https://a\x01"}})).empty());
+  auto pre = [](std::string headers) {
+    return request("OPTIONS", {{"origin", "https://a.example"}, {"access-control-request-method", "POST"},
+                               {"access-control-request-headers", headers}});
+  };
+  auto a = wire::answer_cors_preflight(c, pre("x-a\x7f"));
+  BOOST_TEST(a.status == 400);
+  BOOST_TEST(a.body == "Disallowed CORS headers");
+  wire::cors_policy strict;
+  strict.origins = {"https://a.example"};
+  strict.headers = {"x-a"};
+  a = wire::answer_cors_preflight(strict, pre("x-a, x b, ,"));
+  BOOST_TEST(a.status == 400);
+  BOOST_TEST(a.body == "Disallowed CORS headers");
+  a = wire::answer_cors_preflight(strict, pre(" X-A , ,accept"));
+  BOOST_TEST(a.status == 200, a.body);
+}
+
 BOOST_AUTO_TEST_CASE(lists_read_as_json_or_comma_separated_and_bad_ones_name_the_field) {
   using V = std::vector<std::string>;
   BOOST_TEST((wire::parse_cors_list(R"(["https://a.example", "http://b:3000"])", "f") == V{"https://a.example", "http://b:3000"}));

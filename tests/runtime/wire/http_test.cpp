@@ -127,6 +127,10 @@ BOOST_AUTO_TEST_CASE(refusals_carry_their_status) {
   BOOST_TEST(error_of("POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n") == 400);
   BOOST_TEST(error_of("POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n") == 400);
   BOOST_TEST(error_of("POST / HTTP/1.1\r\nExpect: 200-ok\r\n\r\n") == 400);
+  // A bare CR, LF or NUL in a value (an echoed Origin would split the answer's headers).
+  BOOST_TEST(error_of("GET / HTTP/1.1\r\nOrigin: https://a\nSet-Cookie: x=1\r\n\r\n") == 400);
+  BOOST_TEST(error_of("GET / HTTP/1.1\r\nOrigin: https://a\rb\r\n\r\n") == 400);
+  BOOST_TEST(error_of(std::string("GET / HTTP/1.1\r\nOrigin: a\0b\r\n\r\n", 31)) == 400);
   // Within the limits all of these are fine.
   BOOST_TEST((first_status("POST / HTTP/1.1\r\nContent-Length: 2\r\ncontent-length: 2\r\n\r\n{}") == status::request));
   BOOST_TEST((first_status("POST / HTTP/1.1\r\nContent-Length: 1024\r\n\r\n" + std::string(1024, 'x')) == status::request));
@@ -145,6 +149,9 @@ BOOST_AUTO_TEST_CASE(after_an_error_the_parser_stays_broken) {
 BOOST_AUTO_TEST_CASE(response_framing) {
   auto r = troupe::wire::http_response(404, "application/json", "{}", false);
   BOOST_TEST(r == "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}");
+  BOOST_TEST(troupe::wire::http_response(200, "text/plain", "OK", true, "Vary: Origin\r\n") ==
+             "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: keep-alive\r\nContent-Length: 2\r\n"
+             "Vary: Origin\r\n\r\nOK");
   auto h = troupe::wire::http_stream_head(200, "text/event-stream", true);
   BOOST_TEST(h.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
   BOOST_TEST(h.find("Transfer-Encoding: chunked\r\n") != std::string::npos);
