@@ -28,6 +28,14 @@ void http_answer_error(self_ptr self, connection_handle hdl, const wire::openai:
 
 void http_pump(self_ptr self, connection_handle hdl);
 
+// A new request id: `kind` ("chatcmpl-", "cmpl-", "tokenize-"), the server's random prefix and a
+// counter, so ids differ across replicas and never repeat within one.
+static std::string next_http_id(gateway_state& st, const char* kind) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(++st.next_http_id));
+  return kind + st.http_id_prefix + hex;
+}
+
 // The response to the connection's generate is complete: its other completions (an error ended it
 // early) are cancelled, and the next pipelined request may start.
 void http_finished(self_ptr self, connection_handle hdl) {
@@ -159,9 +167,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   }
   if (path == "/tokenize") {  // vLLM's, beside /v1 (and, as there, outside the API key's reach)
     if (req.method != "POST") return not_allowed("POST");
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(++st.next_http_id));
-    const std::string id = "tokenize-" + st.http_id_prefix + hex;
+    const std::string id = next_http_id(st, "tokenize-");
     auto parsed = wire::openai::parse_tokenize(req.body, st.models, id);
     if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
     h.tokenize.emplace(http_conn::tokenize_answer{parsed.token_strs});
@@ -193,9 +199,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
                              req.keep_alive);
   if (req.method != "POST") return not_allowed("POST");
   const auto ep = chat ? wire::openai::endpoint::chat : wire::openai::endpoint::completion;
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(++st.next_http_id));
-  const std::string id = (chat ? "chatcmpl-" : "cmpl-") + st.http_id_prefix + hex;
+  const std::string id = next_http_id(st, chat ? "chatcmpl-" : "cmpl-");
   auto parsed = wire::openai::parse_request(ep, req.body, st.models, id);
   if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
   const tokenizer* tok = st.ctx->tok.get();

@@ -294,9 +294,9 @@ std::string server::banner() const {
          std::to_string(e) + " experts whole\n";
   } else if (c.tensor_parallel_size > 1)
     b += "  tensor parallel: " + std::to_string(c.tensor_parallel_size) + " CPU shards (each its share of the heads, MLP and vocabulary)\n";
-  if (const int64_t kv = m.ctx->ckpt->config.num_key_value_heads; c.tensor_parallel_size > kv)
-    b += "  KV heads: " + std::to_string(kv) + ", each replicated on " + std::to_string(c.tensor_parallel_size / kv) +
-         " shards (more shards than KV heads)\n";
+  if (const int64_t kv = m.ctx->ckpt->config.num_key_value_heads; kv_head_replicas(kv, c.tensor_parallel_size) > 1)
+    b += "  KV heads: " + std::to_string(kv) + ", each replicated on " +
+         std::to_string(kv_head_replicas(kv, c.tensor_parallel_size)) + " shards (more shards than KV heads)\n";
   b += "  tokenizer: " + std::string(f.tok ? f.tok->model_dir() : "none (prompt_ids only)") + "\n";
   if (const rope_scaling& r = m.ctx->ckpt->config.rope; r.type != rope_scaling_type::none) {
     char buf[160];

@@ -289,10 +289,9 @@ void model_runner::moe_mlp(const layer_weights& lw) {
   // ranks' sums.
   ensure(moe_out_, n_ * top_k * hidden);
   std::vector<int64_t> slots;
-  std::vector<uint8_t> local(static_cast<size_t>(n_exp));
-  for (int64_t e = 0; e < n_exp; ++e) local[static_cast<size_t>(e)] = lw.experts[static_cast<size_t>(e)].gate_proj.data != nullptr;
+  auto held = [&](int64_t e) { return lw.experts[static_cast<size_t>(e)].gate_proj.data != nullptr; };
   for (int64_t e = 0; e < n_exp; ++e) {
-    if (!local[static_cast<size_t>(e)]) continue;
+    if (!held(e)) continue;
     slots.clear();
     for (int64_t i = 0; i < n_ * top_k; ++i)
       if (chosen[i] == e) slots.push_back(i);
@@ -324,7 +323,7 @@ void model_runner::moe_mlp(const layer_weights& lw) {
   }
   for (int64_t t = 0; t < n_; ++t)
     for (int64_t r = 0; r < top_k; ++r) {
-      if (!local[static_cast<size_t>(chosen[t * top_k + r])]) continue;
+      if (!held(chosen[t * top_k + r])) continue;
       const float wgt = weight[t * top_k + r];
       const float* src = moe_out_.data() + (t * top_k + r) * hidden;
       float* dst = acc + t * hidden;

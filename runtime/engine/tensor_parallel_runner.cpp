@@ -53,8 +53,7 @@ int32_t tensor_parallel_runner::add_adapter(std::shared_ptr<const lora_adapter> 
 int64_t tensor_parallel_runner::num_adapters() const noexcept { return runners_[0]->num_adapters(); }
 
 int32_t tensor_parallel_runner::kv_replicas() const noexcept {
-  const int64_t heads = ckpt_.config.num_key_value_heads;
-  return tp_size() > heads ? static_cast<int32_t>(tp_size() / heads) : 1;
+  return kv_head_replicas(ckpt_.config.num_key_value_heads, tp_size());
 }
 
 std::vector<const kv_cache*> tensor_parallel_runner::pools() const {

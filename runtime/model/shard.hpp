@@ -41,17 +41,23 @@ constexpr int64_t expert_range_begin(int64_t num_experts, int32_t rank, int32_t 
   return num_experts * rank / size;
 }
 
+// Ranks that hold each KV head: size / kv_heads when the group is larger than the model's KV
+// heads, else 1.
+constexpr int32_t kv_head_replicas(int64_t kv_heads, int32_t size) {
+  return kv_heads >= size ? 1 : static_cast<int32_t>(size / kv_heads);
+}
+
 // The KV heads rank `rank` keeps: kv_heads_per_rank of them from kv_head_begin. One replicated head
 // when the group is larger than the model's KV heads, else an equal share.
 constexpr int64_t kv_heads_per_rank(int64_t kv_heads, int32_t size) { return kv_heads >= size ? kv_heads / size : 1; }
 constexpr int64_t kv_head_begin(int64_t kv_heads, int32_t rank, int32_t size) {
-  return kv_heads >= size ? rank * (kv_heads / size) : rank / (size / kv_heads);
+  return kv_heads >= size ? rank * (kv_heads / size) : rank / kv_head_replicas(kv_heads, size);
 }
 
 // The model's config with num_key_value_heads as a group of `size` stores them (each replica
 // counted): what sizes the group's KV pools.
 inline model_config stored_kv_config(model_config c, int32_t size) {
-  c.num_key_value_heads = kv_heads_per_rank(c.num_key_value_heads, size) * size;
+  c.num_key_value_heads *= kv_head_replicas(c.num_key_value_heads, size);
   return c;
 }
 

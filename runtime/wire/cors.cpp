@@ -12,16 +12,21 @@ namespace {
 
 bool has_star(const std::vector<std::string>& v) { return std::find(v.begin(), v.end(), "*") != v.end(); }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::string trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return std::string(s);
+}
+
+// The non-empty entries of a comma-separated list, trimmed.
+std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at <= text.size();) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    if (std::string s = trim(text.substr(at, comma - at)); !s.empty()) out.push_back(std::move(s));
+    at = comma + 1;
+  }
+  return out;
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -80,12 +85,7 @@ std::vector<std::string> parse_cors_list(std::string_view text, std::string_view
       out.push_back(trim(v.get<std::string>()));
     }
   } else {
-    size_t at = 0;
-    while (at <= t.size()) {
-      const size_t comma = std::min(t.find(',', at), t.size());
-      if (std::string s = trim(std::string_view(t).substr(at, comma - at)); !s.empty()) out.push_back(std::move(s));
-      at = comma + 1;
-    }
+    out = split_list(t);
   }
   for (const auto& s : out) {
     if (s.empty()) throw_error(errc::invalid_argument, std::string(field) + ": an entry is empty");
@@ -120,16 +120,10 @@ cors_preflight_answer answer_cors_preflight(const cors_policy& p, const http_req
     failures.push_back("headers");
   } else if (!p.any_header()) {
     // The client's list, read leniently (a malformed name is simply not allowed; never a throw).
-    std::vector<std::string> names;
-    for (size_t at = 0; at <= requested.size();) {
-      const size_t comma = std::min(requested.find(',', at), requested.size());
-      if (std::string n = trim(std::string_view(requested).substr(at, comma - at)); !n.empty()) names.push_back(std::move(n));
-      at = comma + 1;
-    }
-    for (const auto& name : names) {
-      const std::string l = lower(name);
+    for (const auto& name : split_list(requested)) {
+      const std::string l = ascii_lower(name);
       const bool ok = std::find(kSafelisted.begin(), kSafelisted.end(), l) != kSafelisted.end() ||
-                      std::any_of(p.headers.begin(), p.headers.end(), [&](const std::string& x) { return lower(x) == l; });
+                      std::any_of(p.headers.begin(), p.headers.end(), [&](const std::string& x) { return ascii_lower(x) == l; });
       if (!ok) {
         failures.push_back("headers");
         break;

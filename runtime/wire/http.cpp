@@ -21,17 +21,11 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
-}
-
 // Does the comma-separated header value hold `token` (case-insensitive)?
 bool has_token(std::string_view value, std::string_view token) {
   while (!value.empty()) {
     auto comma = value.find(',');
-    if (lower(trim(value.substr(0, comma))) == token) return true;
+    if (ascii_lower(trim(value.substr(0, comma))) == token) return true;
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);
   }
@@ -105,7 +99,7 @@ http_request_parser::status http_request_parser::parse_head(size_t head_end) {
     auto colon = h.find(':');
     if (colon == std::string_view::npos || !is_token(h.substr(0, colon)))
       return fail(400, "header line '" + std::string(h.substr(0, 64)) + "' is not 'Name: value'");
-    std::string name = lower(h.substr(0, colon));
+    std::string name = ascii_lower(h.substr(0, colon));
     std::string_view value = trim(h.substr(colon + 1));
     // RFC 9110 5.5: no CR, LF or NUL in a field value (a bare one could split an echoed header).
     if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos)
@@ -122,7 +116,7 @@ http_request_parser::status http_request_parser::parse_head(size_t head_end) {
       length = n;
     }
     if (name == "expect") {
-      if (lower(value) != "100-continue") return fail(400, "Expect: '" + std::string(value.substr(0, 32)) + "' is not supported");
+      if (ascii_lower(value) != "100-continue") return fail(400, "Expect: '" + std::string(value.substr(0, 32)) + "' is not supported");
       expect_continue = true;
     }
     if (name == "connection") connection = value;
@@ -165,6 +159,12 @@ http_request_parser::status http_request_parser::next(http_request& out) {
   pos_ += body_bytes_;
   have_head_ = false;
   return status::request;
+}
+
+std::string ascii_lower(std::string_view s) {
+  std::string r(s);
+  for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return r;
 }
 
 std::string_view http_status_line(int status) noexcept {

@@ -58,6 +58,9 @@ class http_request_parser {
   std::string error_message_;
 };
 
+// s with A-Z as a-z (header names and tokens compare case-blind).
+std::string ascii_lower(std::string_view s);
+
 // "200 OK", "404 Not Found", ... (the reason phrases of the codes the server sends).
 std::string_view http_status_line(int status) noexcept;
 
