@@ -14,6 +14,7 @@
 #include "actors/messages.hpp"
 #include "actors/supervisor.hpp"
 #include "runtime/core/error.hpp"
+#include "runtime/engine/omp_threads.hpp"
 #include "runtime/kv/kv_cache.hpp"
 #include "runtime/model/shard.hpp"
 #include "runtime/prefix/kv_block_io.hpp"
@@ -70,7 +71,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
     ctx->adapters.push_back(std::move(a));
   }
   // Tensor parallelism: a model the group cannot split stops the start, with the field named.
-  check_shardable(*ctx->ckpt, {ctx->cfg.tensor_parallel_size, ctx->cfg.enable_expert_parallel});
+  check_shardable(*ctx->ckpt, {ctx->cfg.tensor_parallel_size, ctx->cfg.enable_expert_parallel, ctx->cfg.threads});
   // Structured output walks the vocabulary as bytes in a trie: built on the first structured
   // request, then shared, as are the automata of grammars that requests repeat.
   if (ctx->tok)
@@ -286,6 +287,8 @@ std::string server::banner() const {
   b += "  weights: " + held +
        (stored_as.empty() ? "" : " (stored as " + stored_as + ")") + ", " + mib(double(m.ctx->ckpt->weights.bytes)) +
        " read per token\n";
+  b += "  step threads: " + std::to_string(c.threads > 0 ? c.threads : omp_threads_now()) +
+       (c.threads > 0 ? "" : " (every core, or OMP_NUM_THREADS)") + "; --threads sets it\n";
   if (splits_experts(m.ctx->ckpt->config, {c.tensor_parallel_size, c.enable_expert_parallel})) {
     const int64_t e = m.ctx->ckpt->config.num_experts, lo = e / c.tensor_parallel_size;
     b += "  tensor parallel: " + std::to_string(c.tensor_parallel_size) +

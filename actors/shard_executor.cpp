@@ -18,7 +18,7 @@ caf::behavior shard_executor(caf::event_based_actor* self, context_ptr ctx) {
   const model_runner_options ro{parse_compute_dtype(ctx->cfg.compute_dtype, "model.compute_dtype")};
   auto ex = std::make_shared<serve::batch_executor>(ctx->ckpt, ctx->num_blocks, ctx->cfg.block_size, ctx->kv_type, ro,
                                                     ctx->adapters,
-                                                    parallel_config{ctx->cfg.tensor_parallel_size, ctx->cfg.enable_expert_parallel});
+                                                    parallel_config{ctx->cfg.tensor_parallel_size, ctx->cfg.enable_expert_parallel, ctx->cfg.threads});
   return {
       [=](step_msg& m) -> step_done_msg {
         // run() catches engine and sampler errors itself; nothing escapes the mailbox.

@@ -5,15 +5,15 @@
 #include <string>
 
 #include "runtime/core/error.hpp"
+#include "runtime/engine/omp_threads.hpp"
 #include "runtime/lora/lora_shard.hpp"
 #include "runtime/model/shard.hpp"
 
 namespace troupe {
 
 tensor_parallel_runner::tensor_parallel_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size,
-                                               dtype kv_type, model_runner_options opts, parallel_config parallel,
-                                               int32_t threads_per_rank)
-    : ckpt_(ckpt), expert_parallel_(parallel.expert_parallel) {
+                                               dtype kv_type, model_runner_options opts, parallel_config parallel)
+    : ckpt_(ckpt), expert_parallel_(parallel.expert_parallel), threads_(parallel.threads) {
   check_shardable(ckpt, parallel);  // before any thread or pool exists
   const int32_t tp_size = parallel.size;
   if (tp_size == 1) {
@@ -21,7 +21,7 @@ tensor_parallel_runner::tensor_parallel_runner(const checkpoint& ckpt, int32_t n
     runners_.push_back(std::make_unique<model_runner>(ckpt, *pools_[0], opts));
     return;
   }
-  group_ = std::make_unique<tp_group>(tp_size, threads_per_rank);
+  group_ = std::make_unique<tp_group>(tp_size, parallel.threads / tp_size);  // 0: tp_group's default
   for (int32_t r = 0; r < tp_size; ++r) {
     shards_.push_back(shard_checkpoint(ckpt, r, parallel));
     pools_.push_back(std::make_unique<kv_cache>(shards_.back()->config, num_blocks, block_size, kv_type));
@@ -52,6 +52,11 @@ int32_t tensor_parallel_runner::add_adapter(std::shared_ptr<const lora_adapter> 
 
 int64_t tensor_parallel_runner::num_adapters() const noexcept { return runners_[0]->num_adapters(); }
 
+int32_t tensor_parallel_runner::threads_per_rank() const noexcept {
+  if (group_) return group_->threads_per_rank();
+  return threads_ > 0 ? threads_ : omp_threads_now();
+}
+
 int32_t tensor_parallel_runner::kv_replicas() const noexcept {
   return kv_head_replicas(ckpt_.config.num_key_value_heads, tp_size());
 }
@@ -76,6 +81,7 @@ size_t tensor_parallel_runner::kv_bytes() const noexcept {
 
 void tensor_parallel_runner::step(std::span<const step_sequence> batch, step_result& out) {
   if (tp_size() == 1) {
+    omp_threads_scope threads(threads_);
     runners_[0]->step(batch, out);
     return;
   }

@@ -29,11 +29,10 @@ class tensor_parallel_runner {
  public:
   // ckpt must outlive the runner. The group's size must divide the model (check_shardable: heads,
   // KV heads, MLP widths, quantization groups), else troupe::error(unsupported) naming the field;
-  // `parallel.expert_parallel` gives mixture-of-experts layers whole experts per rank instead.
-  // threads_per_rank 0: the process's OpenMP threads divided among the ranks.
+  // `parallel.expert_parallel` gives mixture-of-experts layers whole experts per rank instead;
+  // `parallel.threads` the step's threads (omp_threads.hpp), whichever thread calls step().
   tensor_parallel_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size = 16,
-                         dtype kv_type = dtype::f32, model_runner_options opts = {}, parallel_config parallel = {},
-                         int32_t threads_per_rank = 0);
+                         dtype kv_type = dtype::f32, model_runner_options opts = {}, parallel_config parallel = {});
   ~tensor_parallel_runner();
 
   // model_runner::step's contract, the logits rows spanning the whole vocabulary.
@@ -45,6 +44,9 @@ class tensor_parallel_runner {
 
   int32_t tp_size() const noexcept { return static_cast<int32_t>(runners_.size()); }
   bool expert_parallel() const noexcept { return expert_parallel_; }
+  // The OpenMP threads each rank's parallel regions get (with one rank: the caller's thread's
+  // regions during step()); parallel_config::threads says how many in all.
+  int32_t threads_per_rank() const noexcept;
   const model_config& config() const noexcept { return ckpt_.config; }
   int32_t num_blocks() const noexcept { return pools_.front()->num_blocks(); }
   int32_t block_size() const noexcept { return pools_.front()->block_size(); }
@@ -65,6 +67,7 @@ class tensor_parallel_runner {
  private:
   const checkpoint& ckpt_;
   bool expert_parallel_ = false;
+  int32_t threads_ = 0;  // parallel_config::threads
   std::unique_ptr<tp_group> group_;  // null for tp_size 1
   std::vector<std::unique_ptr<checkpoint>> shards_;
   std::vector<std::unique_ptr<kv_cache>> pools_;

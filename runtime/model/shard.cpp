@@ -106,6 +106,10 @@ bool splits_experts(const model_config& c, parallel_config p) {
 void check_shardable(const checkpoint& full, parallel_config p) {
   const int32_t size = p.size;
   if (size < 1) throw_error(errc::invalid_argument, "tensor_parallel_size must be >= 1 (got " + std::to_string(size) + ")");
+  if (p.threads < 0) throw_error(errc::invalid_argument, "threads must be >= 0 (got " + std::to_string(p.threads) + "; 0 = every core)");
+  if (p.threads > 0 && p.threads < size)
+    throw_error(errc::invalid_argument, "threads (" + std::to_string(p.threads) + ") is fewer than tensor_parallel_size (" +
+                                            std::to_string(size) + "); each shard needs a thread of its own");
   if (size == 1) return;
   const model_config& c = full.config;
   auto divides = [&](int64_t value, const char* field) {

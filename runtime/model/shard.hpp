@@ -28,11 +28,14 @@ namespace troupe {
 
 // How a group splits the model. Implicit from a size: plain tensor parallelism.
 struct parallel_config {
-  parallel_config(int32_t tensor_parallel_size = 1, bool expert_parallel = false)  // NOLINT: implicit
-      : size(tensor_parallel_size), expert_parallel(expert_parallel) {}
+  parallel_config(int32_t tensor_parallel_size = 1, bool expert_parallel = false, int32_t threads = 0)  // NOLINT: implicit
+      : size(tensor_parallel_size), expert_parallel(expert_parallel), threads(threads) {}
   int32_t size = 1;
   // Mixture-of-experts layers: whole experts per rank instead of a slice of every expert.
   bool expert_parallel = false;
+  // The step's CPU threads in all (`--threads`), size / threads each rank's (rounded down); 0:
+  // OpenMP's count (OMP_NUM_THREADS, else every core the process may use) shared among the ranks.
+  int32_t threads = 0;
 };
 
 // Rank `rank`'s experts with expert parallelism: [expert_range_begin(E, rank, size),
@@ -69,6 +72,7 @@ bool splits_experts(const model_config& c, parallel_config p);
 // num_attention_heads, intermediate_size or moe_intermediate_size not a multiple of size,
 // num_key_value_heads neither a multiple nor a divisor of it, or a quantized weight whose scale groups a split would cut. With expert
 // parallelism moe_intermediate_size may be anything and num_experts must be at least size.
+// invalid_argument for size < 1, threads < 0, or fewer threads than ranks.
 void check_shardable(const checkpoint& full, parallel_config p);
 
 // Rank `rank`'s part. Its config has the rank's head counts and MLP widths (num_attention_heads,

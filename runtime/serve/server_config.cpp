@@ -63,6 +63,7 @@ const std::vector<knob>& knobs() {
       {"model", "lora_modules", &server_config::lora_modules},
       {"model", "tensor_parallel_size", &server_config::tensor_parallel_size, 1, 256},
       {"model", "enable_expert_parallel", &server_config::enable_expert_parallel},
+      {"model", "threads", &server_config::threads, 0, 4096},
       {"scheduler", "max_num_seqs", &server_config::max_num_seqs, 1, i32max},
       {"scheduler", "max_num_batched_tokens", &server_config::max_num_batched_tokens, 1, i32max},
       {"scheduler", "long_prefill_token_threshold", &server_config::long_prefill_token_threshold, 0, i32max},

@@ -52,6 +52,7 @@ struct server_config {
   std::string lora_modules;           // "NAME=DIR,NAME=DIR": PEFT LoRA adapters requests name (docs/lora.md); --lora
   int32_t tensor_parallel_size = 1;   // CPU shards the step is split over (docs/engine.md); --tensor-parallel-size
   bool enable_expert_parallel = false;  // MoE layers: whole experts per shard (docs/engine.md); --enable-expert-parallel
+  int32_t threads = 0;  // the step's CPU threads, shared among the shards; 0 = OMP_NUM_THREADS, else every core; --threads
   // [scheduler]
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 512;

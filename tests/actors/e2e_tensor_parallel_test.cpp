@@ -20,8 +20,10 @@ void check_served_over_two_ranks(const std::string& model, uint32_t seed, bool e
   auto c = test_config();
   c.tensor_parallel_size = size;
   c.enable_expert_parallel = expert_parallel;
+  c.threads = size;  // one each
   const parallel_config group{size, expert_parallel};
   auto srv = start(c, model);
+  BOOST_TEST(srv->banner().find("step threads: " + std::to_string(size) + ";") != std::string::npos, srv->banner());
   BOOST_TEST(srv->banner().find("tensor parallel: " + std::to_string(size) + " CPU shards") != std::string::npos, srv->banner());
   if (expert_parallel)
     BOOST_TEST(srv->banner().find("expert parallel: each holds 4 of the 8 experts whole") != std::string::npos, srv->banner());
@@ -131,6 +133,9 @@ BOOST_AUTO_TEST_CASE(a_model_the_group_cannot_split_stops_the_start) {
   auto c = test_config();
   c.tensor_parallel_size = 3;
   expect(c, "tensor_parallel_size 3: num_attention_heads (4) is not a multiple of it");
+  c.tensor_parallel_size = 2;
+  c.threads = 1;
+  expect(c, "threads (1) is fewer than tensor_parallel_size (2); each shard needs a thread of its own");
 }
 
 // LoRA adapters over two shards: concurrent requests for either adapter and for the base model

@@ -40,7 +40,7 @@ int run_serve(int argc, char** argv) {
   std::optional<std::string> host, api_key, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
       rope_scaling, allowed_origins, allowed_methods, allowed_headers;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
-      speculative_tokens, tensor_parallel_size;
+      speculative_tokens, tensor_parallel_size, threads;
   std::optional<int64_t> kv_bytes;
   bool static_batching = false, no_prefix_cache = false, no_mmap = false, expert_parallel = false, allow_credentials = false;
   app.add_option("--model", opts.model_dir, "Hugging Face Qwen3 checkpoint directory (default: a demo model)");
@@ -68,6 +68,8 @@ int run_serve(int argc, char** argv) {
                  "split each step over this many CPU shards (model.tensor_parallel_size; docs/engine.md)");
   app.add_flag("--enable-expert-parallel", expert_parallel,
                "with --tensor-parallel-size: whole experts per shard in MoE layers (model.enable_expert_parallel)");
+  app.add_option("--threads", threads,
+                 "CPU threads for the forward step, shared among the shards (model.threads; 0 = every core)");
   app.add_flag("--static-batching", static_batching, "baseline mode: no continuous batching");
   app.add_option("--policy", policy,
                  "scheduling policy: fcfs, priority, fair-share, shortest-first, cache-aware, or a plugin .so path");
@@ -120,6 +122,7 @@ int run_serve(int argc, char** argv) {
   if (num_kv_blocks) serve::apply_override(c, "kv_cache.num_kv_blocks=" + std::to_string(*num_kv_blocks));
   if (tensor_parallel_size)
     serve::apply_override(c, "model.tensor_parallel_size=" + std::to_string(*tensor_parallel_size));
+  if (threads) serve::apply_override(c, "model.threads=" + std::to_string(*threads));
   if (speculative_tokens)
     serve::apply_override(c, "speculative.num_tokens=" + std::to_string(*speculative_tokens));
   if (static_batching) c.static_batching = true;

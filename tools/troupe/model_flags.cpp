@@ -1,5 +1,7 @@
 #include "tools/troupe/model_flags.hpp"
 
+#include <omp.h>
+
 #include "runtime/engine/model_runner.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/kv/kv_cache.hpp"
@@ -26,6 +28,9 @@ void model_flags::add_to(CLI::App& app) {
   app.add_flag("--enable-expert-parallel", expert_parallel,
                "with --tensor-parallel-size: give each shard whole experts of the MoE layers instead of a slice "
                "of every expert (docs/engine.md, \"Expert parallelism\")");
+  app.add_option("--threads", threads,
+                 "CPU threads for the model, shared among the shards; default 0: OMP_NUM_THREADS, else every core "
+                 "(docs/engine.md, \"Threads\")");
 }
 
 model_flags::loaded model_flags::load(const std::string& dir) const {
@@ -39,8 +44,11 @@ model_flags::loaded model_flags::load(const std::string& dir) const {
   if (tensor_parallel_size < 1)
     throw_error(errc::invalid_argument,
                 "--tensor-parallel-size must be >= 1 (got " + std::to_string(tensor_parallel_size) + ")");
+  if (threads < 0) throw_error(errc::invalid_argument, "--threads must be >= 0 (got " + std::to_string(threads) + "; 0 = every core)");
+  // The load's own parallel work (quantizing, converting) on as many threads as the steps.
+  if (threads > 0) omp_set_num_threads(threads);
   out.ck = quant::load_model(dir, lo);
-  out.parallel = {tensor_parallel_size, expert_parallel};
+  out.parallel = {tensor_parallel_size, expert_parallel, threads};
   check_shardable(*out.ck, out.parallel);
   if (!lora.empty()) out.adapter = std::make_shared<lora_adapter>(load_lora_adapter(lora, out.ck->config));
   return out;

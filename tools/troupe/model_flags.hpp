@@ -1,6 +1,6 @@
 // The flags `troupe generate` and `troupe logits` share to load and run a model: --quantization,
 // --kv-cache-dtype, --rope-scaling, --no-mmap, --compute-dtype, --lora, --tensor-parallel-size,
-// --enable-expert-parallel.
+// --enable-expert-parallel, --threads.
 #pragma once
 
 #include <memory>
@@ -19,7 +19,7 @@ namespace troupe::cli {
 struct model_flags {
   std::string quantization = "none", kv_dtype = "auto", rope_scaling, compute = "f32", lora;
   bool no_mmap = false, expert_parallel = false;
-  int32_t tensor_parallel_size = 1;
+  int32_t tensor_parallel_size = 1, threads = 0;
 
   void add_to(CLI::App& app);
 

@@ -14,6 +14,7 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/engine/generator.hpp"
+#include "runtime/engine/omp_threads.hpp"
 #include "runtime/engine/tensor_parallel_runner.hpp"
 #include "runtime/lora/lora_adapter.hpp"
 #include "runtime/model/shard.hpp"
@@ -184,6 +185,37 @@ BOOST_AUTO_TEST_CASE(sizes_that_do_not_divide_the_model_are_refused) {
   tensor_parallel_runner two(*ck, 4, 16, dtype::f32, {}, 2);
   expect_error([&] { two.add_adapter(nullptr); }, errc::invalid_argument, "was not loaded for this model's 2 layers");
   BOOST_TEST(two.num_adapters() == 0);
+}
+
+// --threads: the step's threads in all, each rank its share; the logits do not depend on it (bit
+// for bit), and a step leaves its caller's own OpenMP setting as it was.
+BOOST_AUTO_TEST_CASE(threads_split_among_ranks_and_change_no_logit) {
+  auto ck = golden_checkpoint("tiny-dense");
+  const auto c = load_golden("tiny-dense").front();
+  std::vector<int32_t> table{0, 1, 2, 3};
+  auto logits = [&](parallel_config p) {
+    tensor_parallel_runner r(*ck, 4, 16, dtype::f32, {}, p);
+    const step_sequence seq{0, c.prompt, 0, table, logits_mode::all};
+    step_result out;
+    const int32_t before = omp_threads_now();
+    r.step(std::span(&seq, 1), out);
+    BOOST_TEST(omp_threads_now() == before);
+    return std::pair(r.threads_per_rank(), out.logits);
+  };
+  const auto [all_cores, reference] = logits({1});
+  BOOST_TEST(all_cores == omp_threads_now());
+  const auto [one, one_thread] = logits({1, false, 1});
+  BOOST_TEST(one == 1);
+  BOOST_TEST((one_thread == reference), "one thread changed the logits");
+  const auto [per_rank, two_ranks] = logits({2, false, 5});
+  BOOST_TEST(per_rank == 2);  // 5 threads over 2 ranks: 2 each
+  const auto [per_rank_default, two_ranks_default] = logits({2});
+  BOOST_TEST(per_rank_default == std::max(1, omp_threads_now() / 2));
+  BOOST_TEST((two_ranks == two_ranks_default), "threads per rank changed the logits");
+  expect_error([&] { tensor_parallel_runner r(*ck, 4, 16, dtype::f32, {}, {2, false, 1}); }, errc::invalid_argument,
+               "threads (1) is fewer than tensor_parallel_size (2); each shard needs a thread of its own");
+  expect_error([&] { tensor_parallel_runner r(*ck, 4, 16, dtype::f32, {}, {1, false, -1}); }, errc::invalid_argument,
+               "threads must be >= 0 (got -1");
 }
 
 // LoRA over two ranks (each its share of every pair, lora_shard.hpp) against PEFT's float64 run:

@@ -155,3 +155,23 @@ BOOST_AUTO_TEST_CASE(lora_option_applies_a_peft_adapter) {
   BOOST_TEST(bad.rc == 1);
   BOOST_TEST(contains(bad.output, "a/adapter_config.json: use_dora is true"));
 }
+
+// --threads: the same greedy ids on one thread as on every core, over shards too; a count the
+// shards cannot share or a negative one is one clear error.
+BOOST_AUTO_TEST_CASE(threads_option_changes_no_output) {
+  const std::string args = "generate --model " + troupe::test::golden("tiny-dense") +
+                           " --ids 1,2,3,4,5 --max-tokens 8 --temperature 0 --json";
+  result all = troupe_cli(args);
+  BOOST_TEST_REQUIRE(all.rc == 0, all.output);
+  result one = troupe_cli(args + " --threads 1");
+  BOOST_TEST(one.rc == 0);
+  BOOST_TEST(one.output == all.output);
+  result bad = troupe_cli(args + " --threads -1");
+  BOOST_TEST(bad.rc == 1);
+  BOOST_TEST(contains(bad.output, "--threads must be >= 0 (got -1"), bad.output);
+  result fewer = troupe_cli(args + " --threads 1 --tensor-parallel-size 2");
+  BOOST_TEST(fewer.rc == 1);
+  BOOST_TEST(contains(fewer.output, "threads (1) is fewer than tensor_parallel_size (2)"), fewer.output);
+  result split = troupe_cli(args + " --threads 2 --tensor-parallel-size 2");
+  BOOST_TEST(split.rc == 0, split.output);
+}

@@ -44,6 +44,8 @@ BOOST_AUTO_TEST_CASE(set_overrides) {
   BOOST_TEST(c.kv_cache_memory_bytes == 123456789);
   BOOST_TEST(c.tensor_parallel_size == 1);
   apply_override(c, "model.tensor_parallel_size=2");
+  apply_override(c, "model.threads=4");
+  BOOST_TEST(c.threads == 4);
   BOOST_TEST(c.tensor_parallel_size == 2);
   BOOST_TEST(!c.enable_expert_parallel);
   apply_override(c, "model.enable_expert_parallel=true");
@@ -61,6 +63,7 @@ BOOST_AUTO_TEST_CASE(bad_input_names_the_key) {
   expect_error([&] { apply_toml(c, "[server\n", "t.toml"); }, "t.toml: line 1");
   expect_error([&] { apply_override(c, "max_num_seqs=3"); }, "expected section.key=value");
   expect_error([&] { apply_override(c, "scheduler.max_num_seqs=0"); }, "scheduler.max_num_seqs = 0 is out of range");
+  expect_error([&] { apply_override(c, "model.threads=-1"); }, "model.threads = -1 is out of range");
   expect_error([&] { apply_override(c, "scheduler.max_prefill_tokens_while_decoding=-1"); },
                "scheduler.max_prefill_tokens_while_decoding = -1 is out of range");
   expect_error([&] { apply_override(c, "scheduler.decode_slowdown_percent=-5"); },
@@ -173,6 +176,7 @@ BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   BOOST_TEST(from_file.allow_credentials == d.allow_credentials);
   BOOST_TEST(from_file.tensor_parallel_size == d.tensor_parallel_size);
   BOOST_TEST(from_file.enable_expert_parallel == d.enable_expert_parallel);
+  BOOST_TEST(from_file.threads == d.threads);
   BOOST_TEST(from_file.max_model_len == d.max_model_len);
   BOOST_TEST(from_file.default_max_tokens == d.default_max_tokens);
   BOOST_TEST(from_file.quantization == d.quantization);
