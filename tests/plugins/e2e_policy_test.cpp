@@ -38,6 +38,11 @@ serve::server_config base_config() {
   c.max_num_seqs = 4;
   c.max_num_batched_tokens = 256;
   c.shutdown_grace_ms = 0;
+  // One engine thread: these tests time the policies, not the kernels, and a two-thread team on a
+  // shared 2-core box waits at every parallel region for a thread that other processes' time
+  // slices hold back (one priority run of 0.12 s took 0.4-16 s beside three busy loops; 0.17-0.43
+  // s with one thread: docs/engine.md, "Threads").
+  c.threads = 1;
   return c;
 }
 
