@@ -119,4 +119,25 @@ std::vector<float> generator::prompt_logits(const std::vector<int32_t>& prompt, 
   return all;
 }
 
+std::vector<float> generator::embed(const std::vector<int32_t>& prompt, const embedding_options& opts,
+                                    const generate_options& run) {
+  check_prompt(prompt, ckpt_.config, 0);
+  // Before any step: a bad `dimensions` costs no forward pass.
+  finish_embedding(std::vector<float>(static_cast<size_t>(ckpt_.config.hidden_size)), opts);
+  if (run.prefill_chunk < 0) throw_error(errc::invalid_argument, "prefill_chunk must be >= 0");
+  single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()), run.kv_cache_dtype, run.compute, parallel_);
+  auto& runner = pool.runner;
+  const int32_t slot = run.adapter ? runner.add_adapter(run.adapter) : -1;
+  step_result res;
+  const int64_t p = static_cast<int64_t>(prompt.size());
+  const int64_t chunk = run.prefill_chunk > 0 ? run.prefill_chunk : p;
+  for (int64_t start = 0; start < p; start += chunk) {
+    const int64_t n = std::min(chunk, p - start);
+    step_sequence sq{0, std::span<const int32_t>(prompt.data() + start, n), static_cast<int32_t>(start), pool.table,
+                     start + n == p ? logits_mode::hidden : logits_mode::none, slot};
+    runner.step(std::span<const step_sequence>(&sq, 1), res);
+  }
+  return finish_embedding(res.hidden_of(0), opts);
+}
+
 }  // namespace troupe

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/engine/embedding.hpp"
 #include "runtime/engine/model_runner.hpp"
 #include "runtime/engine/tensor_parallel_runner.hpp"
 #include "runtime/sampling/sampler.hpp"
@@ -49,6 +50,11 @@ class generator {
                                    dtype kv_cache_dtype = dtype::f32,
                                    kernels::compute_dtype compute = kernels::compute_dtype::f32,
                                    std::shared_ptr<const lora_adapter> adapter = nullptr);
+
+  // The prompt's embedding (embedding.hpp): its last token's final hidden state, finished as
+  // `opts` says. generate_options' prefill_chunk, kv_cache_dtype, compute and adapter apply.
+  std::vector<float> embed(const std::vector<int32_t>& prompt, const embedding_options& opts,
+                           const generate_options& run = {});
 
  private:
   const checkpoint& ckpt_;

@@ -114,17 +114,23 @@ void model_runner::step(std::span<const step_sequence> batch, step_result& out) 
   // Rows whose logits were asked for: mid-prompt chunks ask for none, prompts for their last.
   out.first_row.assign(batch.size(), 0);
   out.num_rows.assign(batch.size(), 0);
+  out.hidden_row.assign(batch.size(), -1);
   std::vector<int64_t> rows;
+  std::vector<bool> row_is_hidden;  // per entry of rows: a logits_mode::hidden sequence's last token
+  int64_t n_hidden = 0;
   row = 0;
   for (size_t s = 0; s < batch.size(); ++s) {
     const int64_t n = static_cast<int64_t>(batch[s].tokens.size());
-    out.first_row[s] = static_cast<int64_t>(rows.size());
-    if (batch[s].logits == logits_mode::last) {
+    out.first_row[s] = static_cast<int64_t>(rows.size()) - n_hidden;
+    if (batch[s].logits == logits_mode::last || batch[s].logits == logits_mode::hidden) {
       rows.push_back(row + n - 1);
+      row_is_hidden.push_back(batch[s].logits == logits_mode::hidden);
+      if (row_is_hidden.back()) out.hidden_row[s] = n_hidden++;
     } else if (batch[s].logits == logits_mode::all) {
       for (int64_t t = 0; t < n; ++t) rows.push_back(row + t);
+      row_is_hidden.resize(rows.size(), false);
     }
-    out.num_rows[s] = static_cast<int64_t>(rows.size()) - out.first_row[s];
+    out.num_rows[s] = static_cast<int64_t>(rows.size()) - n_hidden - out.first_row[s];
     row += n;
   }
   const int64_t n_out = static_cast<int64_t>(rows.size());
@@ -148,13 +154,28 @@ void model_runner::step(std::span<const step_sequence> batch, step_result& out) 
   // Logits only for the rows asked for (pruned: they are rows 0 .. n_out - 1 of x_ now). A
   // tensor-parallel rank's lm_head is its range of the vocabulary.
   out.vocab_size = w.lm_head.rows;
-  out.logits.resize(static_cast<size_t>(n_out * out.vocab_size));
+  out.hidden_size = hidden;
+  out.hidden.resize(static_cast<size_t>(n_hidden * hidden));
+  const int64_t n_logits = n_out - n_hidden;
+  out.logits.resize(static_cast<size_t>(n_logits * out.vocab_size));
   if (n_out == 0) return;
   ensure(final_, n_out * hidden);
   for (int64_t r = 0; r < n_out; ++r)
     std::copy_n(x_.data() + (prune ? r : rows[r]) * hidden, hidden, final_.data() + r * hidden);
   kernels::rmsnorm(final_.data(), w.norm.data(), n_out, hidden, static_cast<float>(cfg_.rms_norm_eps), final_.data());
-  matmul(final_.data(), n_out, w.lm_head, out.logits.data());
+  if (n_hidden > 0) {
+    // The hidden rows out, the logits rows packed in front of final_ for lm_head (each row is
+    // normed alone, so neither kind depends on the other).
+    int64_t h = 0, l = 0;
+    for (int64_t r = 0; r < n_out; ++r) {
+      const float* src = final_.data() + r * hidden;
+      if (row_is_hidden[static_cast<size_t>(r)])
+        std::copy_n(src, hidden, out.hidden.data() + h++ * hidden);
+      else if (l++ != r)
+        std::copy_n(src, hidden, final_.data() + (l - 1) * hidden);
+    }
+  }
+  if (n_logits > 0) matmul(final_.data(), n_logits, w.lm_head, out.logits.data());
 }
 
 void model_runner::attention_block(int64_t l, std::span<const step_sequence> batch, const std::vector<int64_t>* keep) {

@@ -17,6 +17,9 @@ enum class logits_mode : uint8_t {
   none,  // mid-prompt chunk: only K/V are needed
   last,  // the row of the last token (end of prompt, or decode)
   all,   // every token of the chunk (troupe logits, scoring)
+  // No logits: the last token's final hidden state (after the model's last RMSNorm, what Hugging
+  // Face calls last_hidden_state), for embedding models that pool the last token (Qwen3-Embedding).
+  hidden,
 };
 
 struct step_sequence {
@@ -35,6 +38,14 @@ struct step_result {
   std::vector<int64_t> num_rows;      // per sequence: 0, 1 or tokens.size()
   std::span<const float> row(size_t seq, int64_t r = 0) const {
     return {logits.data() + (first_row[seq] + r) * vocab_size, static_cast<size_t>(vocab_size)};
+  }
+  // logits_mode::hidden: rows of hidden_size floats, in batch order; hidden_row[seq] is the
+  // sequence's row, -1 for the others.
+  int64_t hidden_size = 0;
+  std::vector<float> hidden;
+  std::vector<int64_t> hidden_row;
+  std::span<const float> hidden_of(size_t seq) const {
+    return {hidden.data() + hidden_row[seq] * hidden_size, static_cast<size_t>(hidden_size)};
   }
 };
 

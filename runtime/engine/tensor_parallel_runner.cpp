@@ -111,6 +111,12 @@ void tensor_parallel_runner::step(std::span<const step_sequence> batch, step_res
     for (int64_t i = 0; i < rows; ++i)
       std::memcpy(out.logits.data() + i * vocab + v0, part.logits.data() + i * width, static_cast<size_t>(width) * sizeof(float));
   });
+  // Hidden states: after each layer's all-reduce every rank holds the whole residual stream, and
+  // the final norm's weights are whole, so rank 0's rows are the model's.
+  const auto& first = partial_.front();
+  out.hidden_size = first.hidden_size;
+  out.hidden = first.hidden;
+  out.hidden_row = first.hidden_row;
 }
 
 }  // namespace troupe

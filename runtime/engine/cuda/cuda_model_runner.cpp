@@ -249,6 +249,12 @@ void cuda_model_runner::step(std::span<const step_sequence> batch, step_result& 
   out.vocab_size = vocab;
   out.first_row.assign(batch.size(), 0);
   out.num_rows.assign(batch.size(), 0);
+  out.hidden_row.assign(batch.size(), -1);
+  out.hidden.clear();
+  for (const auto& sq : batch)
+    if (sq.logits == logits_mode::hidden)
+      throw_error(errc::unsupported, "sequence " + std::to_string(sq.seq_id) +
+                                         ": hidden states (embeddings) are computed on the CPU runner only");
   std::vector<int32_t> rows;
   {
     int64_t row = 0;

@@ -175,3 +175,40 @@ BOOST_AUTO_TEST_CASE(threads_option_changes_no_output) {
   result split = troupe_cli(args + " --threads 2 --tensor-parallel-size 2");
   BOOST_TEST(split.rc == 0, split.output);
 }
+
+// `troupe embed`: OpenAI's embeddings list, one unit-length vector per input of the model's
+// hidden_size (or --dimensions), the same as one input alone; bad input is one clear error.
+BOOST_AUTO_TEST_CASE(embed_prints_one_unit_vector_per_input) {
+  const std::string base = "embed --model " + troupe::test::golden("tiny-dense");
+  result two = troupe_cli(base + " --ids 1,2,3 --ids 4,5");
+  BOOST_TEST_REQUIRE(two.rc == 0, two.output);
+  const auto j = nlohmann::json::parse(two.output);
+  BOOST_TEST(j.at("object") == "list");
+  BOOST_REQUIRE_EQUAL(j.at("data").size(), 2u);
+  BOOST_TEST(j.at("usage").at("prompt_tokens") == 5);
+  for (const auto& d : j.at("data")) {
+    const auto e = d.at("embedding").get<std::vector<double>>();
+    BOOST_TEST(e.size() == 64u);  // tiny-dense's hidden_size
+    double norm = 0;
+    for (double v : e) norm += v * v;
+    BOOST_TEST(norm == 1.0, boost::test_tools::tolerance(1e-5));
+  }
+  result alone = troupe_cli(base + " --ids 4,5");
+  BOOST_TEST_REQUIRE(alone.rc == 0, alone.output);
+  BOOST_TEST(nlohmann::json::parse(alone.output).at("data").at(0).at("embedding") == j.at("data").at(1).at("embedding"));
+  result cut = troupe_cli(base + " --ids 1,2,3 --dimensions 8");
+  BOOST_TEST_REQUIRE(cut.rc == 0, cut.output);
+  BOOST_TEST(nlohmann::json::parse(cut.output).at("data").at(0).at("embedding").size() == 8u);
+  result raw = troupe_cli(base + " --ids 1,2,3 --no-normalize");
+  BOOST_TEST_REQUIRE(raw.rc == 0, raw.output);
+  BOOST_TEST(nlohmann::json::parse(raw.output).at("data").at(0).at("embedding") != j.at("data").at(0).at("embedding"));
+  result too_wide = troupe_cli(base + " --ids 1,2,3 --dimensions 65");
+  BOOST_TEST(too_wide.rc == 1);
+  BOOST_TEST(contains(too_wide.output, "dimensions (65) exceeds the model's hidden_size (64)"), too_wide.output);
+  result bad_id = troupe_cli(base + " --ids 1,99999");
+  BOOST_TEST(bad_id.rc == 1);
+  BOOST_TEST(contains(bad_id.output, "input 0: token id 99999 is outside the vocabulary"), bad_id.output);
+  result none = troupe_cli(base);
+  BOOST_TEST(none.rc == 1);
+  BOOST_TEST(contains(none.output, "give --prompt TEXT or --ids 1,2,3"), none.output);
+}

@@ -1,0 +1,77 @@
+// `troupe embed`: the embedding of each prompt (last-token pooling, runtime/engine/embedding.hpp),
+// one request at a time through the engine, no server. llama.cpp's llama-embedding; the output is
+// OpenAI's embeddings response (what vLLM's /v1/embeddings returns).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/error.hpp"
+#include "runtime/engine/generator.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
+#include "tools/troupe/command.hpp"
+#include "tools/troupe/ids_flag.hpp"
+#include "tools/troupe/model_flags.hpp"
+
+namespace {
+
+using namespace troupe;
+
+int run_embed(int argc, char** argv) {
+  CLI::App app{"Print the embedding of each prompt: its last token's final hidden state (no server)", "troupe embed"};
+  std::string model;
+  std::vector<std::string> prompts, id_lists;
+  embedding_options eo;
+  bool no_normalize = false;
+  int32_t prefill_chunk = 0;
+  app.add_option("--model", model, "Hugging Face Qwen3 checkpoint directory")->required();
+  auto* prompt_opt = app.add_option("--prompt", prompts, "a text to embed (repeatable; needs the model's tokenizer.json)");
+  app.add_option("--ids", id_lists, "a prompt as comma-separated token ids (repeatable)")->excludes(prompt_opt);
+  app.add_option("--dimensions", eo.dimensions,
+                 "keep the first N values (Matryoshka models such as Qwen3-Embedding), then normalize; 0 = all");
+  app.add_flag("--no-normalize", no_normalize, "print the hidden state as it is, not scaled to unit length");
+  app.add_option("--prefill-chunk", prefill_chunk, "prefill each prompt in chunks of N tokens (0 = one step)");
+  cli::model_flags model_flags;
+  model_flags.add_to(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  eo.normalize = !no_normalize;
+  if (prompts.empty() && id_lists.empty()) throw_error(errc::invalid_argument, "give --prompt TEXT or --ids 1,2,3");
+  const auto m = model_flags.load(model);
+  std::vector<std::vector<int32_t>> inputs;
+  if (!prompts.empty()) {
+    tokenizer tok(model);
+    for (const auto& p : prompts) inputs.push_back(tok.encode(p));
+  } else {
+    for (const auto& text : id_lists) inputs.push_back(cli::parse_ids(text));
+  }
+  generator gen(*m.ck, m.parallel);
+  generate_options run;
+  run.prefill_chunk = prefill_chunk;
+  run.kv_cache_dtype = m.kv_type;
+  run.compute = m.compute;
+  run.adapter = m.adapter;
+  nlohmann::json data = nlohmann::json::array();
+  int64_t tokens = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (int32_t id : inputs[i])
+      if (id >= m.ck->config.vocab_size)
+        throw_error(errc::out_of_range, "input " + std::to_string(i) + ": token id " + std::to_string(id) +
+                                            " is outside the vocabulary [0, " + std::to_string(m.ck->config.vocab_size) + ")");
+    data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", gen.embed(inputs[i], eo, run)}});
+    tokens += static_cast<int64_t>(inputs[i].size());
+  }
+  const nlohmann::json out = {{"object", "list"},
+                              {"model", model},
+                              {"data", std::move(data)},
+                              {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
+
+}  // namespace
+
+TROUPE_COMMAND("embed", "print the embedding of each prompt (last-token pooling)", run_embed);
