@@ -63,13 +63,14 @@ bool ignorable(std::string_view name, const model_config& c) {
 const tensor_info* locate(const weight_files& wf, const expected_tensor& t, std::string& file_path) {
   const tensor_info* info = wf.find(t.name, file_path);
   if (info) return info;
+  const std::string name = wf.stored_name(t.name);
   if (wf.index_path.empty())
-    throw_error(errc::invalid_checkpoint, file_path + ": missing tensor '" + t.name + "'; " + expectation(t));
+    throw_error(errc::invalid_checkpoint, file_path + ": missing tensor '" + name + "'; " + expectation(t));
   if (file_path == wf.index_path)
     throw_error(errc::invalid_checkpoint,
-                wf.index_path + ": missing tensor '" + t.name + "' (not in weight_map); " + expectation(t));
+                wf.index_path + ": missing tensor '" + name + "' (not in weight_map); " + expectation(t));
   throw_error(errc::invalid_checkpoint,
-              file_path + ": missing tensor '" + t.name + "', which " + fs::path(wf.index_path).filename().string() +
+              file_path + ": missing tensor '" + name + "', which " + fs::path(wf.index_path).filename().string() +
                   " places in this file; " + expectation(t));
 }
 
@@ -109,10 +110,10 @@ std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir, residency wh
   for (const auto& t : expected) {
     const tensor_info* info = locate(wf, t, file_path);
     if (info->type != dtype::f32 && info->type != dtype::f16 && info->type != dtype::bf16)
-      throw_error(errc::unsupported, file_path + ": tensor '" + t.name + "' has dtype " +
+      throw_error(errc::unsupported, file_path + ": tensor '" + wf.stored_name(t.name) + "' has dtype " +
                                          std::string(to_string(info->type)) + "; " + expectation(t));
     if (info->shape != t.shape)
-      throw_error(errc::invalid_checkpoint, file_path + ": tensor '" + t.name + "' has shape " +
+      throw_error(errc::invalid_checkpoint, file_path + ": tensor '" + wf.stored_name(t.name) + "' has shape " +
                                                 shape_string(info->shape) + "; " + expectation(t));
     if (t.is_norm()) {
       *norm_slot(w, t) = widen_to_f32(*info);
@@ -144,11 +145,11 @@ std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir, residency wh
                          : std::string()) +
                     ")");
   };
-  for (const auto& [name, file] : wf.placement)
-    if (!wanted.count(name) && !ignorable(name, c)) unexpected(wf.index_path, name);
+  for (const auto& [stored, file] : wf.placement)
+    if (const auto name = wf.causal_lm_name(stored); !wanted.count(name) && !ignorable(name, c)) unexpected(wf.index_path, stored);
   for (const auto& f : wf.files)
     for (const auto& t : f.tensors())
-      if (!wanted.count(t.name) && !ignorable(t.name, c)) unexpected(f.path(), t.name);
+      if (const auto name = wf.causal_lm_name(t.name); !wanted.count(name) && !ignorable(name, c)) unexpected(f.path(), t.name);
 
   for (auto& f : wf.files) ck->files.push_back(std::move(f).release_mapping());
   return ck;

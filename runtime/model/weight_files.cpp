@@ -34,7 +34,13 @@ bool is_weight_file(const std::string& file_name) {
          (file_name.size() > ext.size() && file_name.compare(file_name.size() - ext.size(), ext.size(), ext) == 0);
 }
 
-const tensor_info* weight_files::find(const std::string& name, std::string& file_path) const {
+std::string weight_files::stored_name(const std::string& causal_lm) const {
+  constexpr std::string_view prefix = "model.";
+  return bare_model && causal_lm.compare(0, prefix.size(), prefix) == 0 ? causal_lm.substr(prefix.size()) : causal_lm;
+}
+
+const tensor_info* weight_files::find(const std::string& causal_lm, std::string& file_path) const {
+  const std::string name = stored_name(causal_lm);
   if (index_path.empty()) {
     file_path = files[0].path();
     return files[0].find(name);
@@ -45,14 +51,26 @@ const tensor_info* weight_files::find(const std::string& name, std::string& file
     return nullptr;
   }
   file_path = files[it->second].path();
-    return files[it->second].find(name);
+  return files[it->second].find(name);
 }
+
+namespace {
+// No "model.embed_tokens.weight" but an "embed_tokens.weight": the tensors of Qwen3Model alone.
+void detect_bare_model(weight_files& w) {
+  std::string where;
+  w.bare_model = false;
+  if (w.find("model.embed_tokens.weight", where)) return;
+  w.bare_model = true;  // find() now looks for "embed_tokens.weight"
+  if (!w.find("model.embed_tokens.weight", where)) w.bare_model = false;  // neither: the loader's error
+}
+}  // namespace
 
 weight_files open_weights(const fs::path& root, residency where) {
   weight_files w;
   std::error_code ec;
   if (fs::exists(root / single_name, ec)) {
     w.files.emplace_back((root / single_name).string(), where);
+    detect_bare_model(w);
     return w;
   }
   const fs::path index = root / index_name;
@@ -93,6 +111,7 @@ weight_files open_weights(const fs::path& root, residency where) {
   if (names.empty()) throw_error(errc::invalid_checkpoint, w.index_path + ": weight_map is empty; expected the model's tensors");
   w.files.reserve(names.size());
   for (const auto& n : names) w.files.emplace_back((root / n).string(), where);
+  detect_bare_model(w);
   return w;
 }
 

@@ -180,11 +180,11 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
                                                    : "weight_scale") +
                     " of each quantized weight");
   };
-  for (const auto& [name, file] : wf.placement)
-    if (!wanted.count(name) && !ignorable(name, c)) unexpected(wf.index_path, name);
+  for (const auto& [stored, file] : wf.placement)
+    if (const auto name = wf.causal_lm_name(stored); !wanted.count(name) && !ignorable(name, c)) unexpected(wf.index_path, stored);
   for (const auto& f : wf.files)
     for (const auto& t : f.tensors())
-      if (!wanted.count(t.name) && !ignorable(t.name, c)) unexpected(f.path(), t.name);
+      if (const auto name = wf.causal_lm_name(t.name); !wanted.count(name) && !ignorable(name, c)) unexpected(f.path(), t.name);
 
   for (auto& f : wf.files) ck->files.push_back(std::move(f).release_mapping());
   if (q.source != int8_source::troupe)

@@ -144,6 +144,11 @@ tokenizer::tokenizer(const std::string& model_dir) : impl_(std::make_unique<impl
     auto bytes = bl.decode(a.content);
     m.added_bytes.push_back(bytes ? *bytes : a.content);
   }
+  for (const auto* ids : {&m.data.special_prefix, &m.data.special_suffix})
+    for (int32_t id : *ids)
+      if (!contains(id))
+        throw_error(errc::invalid_checkpoint, json_path + ": post_processor adds token id " + std::to_string(id) +
+                                                  ", which is neither in the vocabulary nor an added token");
 
   const std::string cfg_path = (fs::path(model_dir) / "tokenizer_config.json").string();
   if (fs::exists(cfg_path)) {
@@ -176,6 +181,14 @@ std::vector<int32_t> tokenizer::encode(std::string_view text) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
   encode(text, out);
+  return out;
+}
+
+std::vector<int32_t> tokenizer::encode_with_special_tokens(std::string_view text) const {
+  const auto& d = impl_->data;
+  std::vector<int32_t> out(d.special_prefix);
+  encode(text, out);
+  out.insert(out.end(), d.special_suffix.begin(), d.special_suffix.end());
   return out;
 }
 

@@ -28,6 +28,10 @@ class tokenizer {
   // Throws troupe::error(invalid_input) naming the byte offset when text is not valid UTF-8.
   std::vector<int32_t> encode(std::string_view text) const;
   void encode(std::string_view text, std::vector<int32_t>& out) const;  // appends
+  // encode() inside the post-processor's template: Hugging Face's add_special_tokens=True, how
+  // sentence-transformers and vLLM encode an embedding model's input (Qwen3-Embedding's
+  // tokenizer.json appends <|endoftext|>; Qwen3's own tokenizers add nothing).
+  std::vector<int32_t> encode_with_special_tokens(std::string_view text) const;
 
   // Bad UTF-8 across the ids' bytes becomes U+FFFD, as in Hugging Face. Throws
   // troupe::error(out_of_range) for an id that is neither in the vocabulary nor an added token.

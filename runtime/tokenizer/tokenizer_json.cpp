@@ -50,6 +50,50 @@ struct reader {
       unsupported(field + ".use_regex", b["use_regex"], regex_expected ? "true" : "false");
   }
 
+  // null, ByteLevel (nothing to add), TemplateProcessing, or a Sequence of those.
+  void read_post_processor(const json& p, const std::string& field) {
+    if (p.is_null()) return;
+    const std::string type = p.is_object() ? p.value("type", "") : "";
+    if (type == "ByteLevel") return check_byte_level(p, field, p.value("use_regex", true));
+    if (type == "Sequence" && p.contains("processors") && p["processors"].is_array()) {
+      for (size_t i = 0; i < p["processors"].size(); ++i)
+        read_post_processor(p["processors"][i], field + ".processors[" + std::to_string(i) + "]");
+      return;
+    }
+    if (type != "TemplateProcessing")
+      unsupported(field, p, "null, ByteLevel, TemplateProcessing or a Sequence of them");
+    // Hugging Face's single-text template: special tokens around the one sequence "A".
+    if (!p.contains("single") || !p["single"].is_array())
+      throw_error(errc::invalid_checkpoint, path + ": " + field + ".single is missing; expected the template's pieces");
+    const json specials = p.value("special_tokens", json::object());
+    bool seen_text = false;
+    for (const auto& piece : p["single"]) {
+      if (piece.is_object() && piece.contains("Sequence")) {
+        if (seen_text || piece["Sequence"].value("id", "") != "A")
+          unsupported(field + ".single", p["single"], "one sequence \"A\" between special tokens");
+        seen_text = true;
+      } else if (piece.is_object() && piece.contains("SpecialToken") && piece["SpecialToken"].is_object()) {
+        const std::string name = piece["SpecialToken"].value("id", "");
+        const json* ids = specials.is_object() && specials.contains(name) && specials[name].is_object() &&
+                                  specials[name].contains("ids") && specials[name]["ids"].is_array()
+                              ? &specials[name]["ids"]
+                              : nullptr;
+        if (!ids)
+          throw_error(errc::invalid_checkpoint, path + ": " + field + ".single names special token '" + name +
+                                                    "', which special_tokens does not list with its ids");
+        for (const auto& id : *ids) {
+          if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+            throw_error(errc::invalid_checkpoint, path + ": " + field + ".special_tokens['" + name + "'].ids holds " +
+                                                      id.dump() + "; expected token ids");
+          (seen_text ? out.special_suffix : out.special_prefix).push_back(static_cast<int32_t>(id.get<int64_t>()));
+        }
+      } else {
+        unsupported(field + ".single", piece, "{\"Sequence\": ...} or {\"SpecialToken\": ...} pieces");
+      }
+    }
+    if (!seen_text) unsupported(field + ".single", p["single"], "a template with the sequence \"A\" in it");
+  }
+
   void check_pre_tokenizer(const json& p) {
     const json* split = nullptr;
     const json* byte_level = nullptr;
@@ -323,8 +367,7 @@ void read_section(reader& r, json_scanner& sc, const std::string& k, bool& saw_m
     r.check_byte_level(d, "decoder", d.value("use_regex", true));
     saw_decoder = true;
   } else if (k == "post_processor") {
-    json p = r.parse_slice(raw, k);
-    if (!p.is_null()) r.check_byte_level(p, "post_processor", p.value("use_regex", true));
+    r.read_post_processor(r.parse_slice(raw, k), k);
   }
   // version, truncation, padding: batch options Troupe does not use.
 }

@@ -20,6 +20,9 @@ struct tokenizer_data {
   bool nfc = false;
   split_kind split = split_kind::none;
   std::string split_pattern;  // for split_kind::regex
+  // The post-processor's TemplateProcessing "single" template: ids before and after the text's
+  // (add_special_tokens; Qwen3-Embedding appends <|endoftext|>). Empty for Qwen3's tokenizers.
+  std::vector<int32_t> special_prefix, special_suffix;
 };
 
 // Throws troupe::error: io_error (unreadable), invalid_checkpoint (malformed, naming the byte

@@ -44,7 +44,9 @@ int run_embed(int argc, char** argv) {
   std::vector<std::vector<int32_t>> inputs;
   if (!prompts.empty()) {
     tokenizer tok(model);
-    for (const auto& p : prompts) inputs.push_back(tok.encode(p));
+    // With the tokenizer's special tokens, as sentence-transformers and vLLM encode: Qwen3-Embedding's
+    // template appends <|endoftext|>, whose state is the embedding it was trained to give.
+    for (const auto& p : prompts) inputs.push_back(tok.encode_with_special_tokens(p));
   } else {
     for (const auto& text : id_lists) inputs.push_back(cli::parse_ids(text));
   }

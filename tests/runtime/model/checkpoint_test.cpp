@@ -449,3 +449,47 @@ BOOST_AUTO_TEST_CASE(missing_config_and_weights) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// A bare Qwen3Model export (Qwen3-Embedding's layout: no "model." prefix, no lm_head, tied):
+// the same weights as the prefixed checkpoint; its errors name tensors as its files do.
+BOOST_AUTO_TEST_CASE(bare_qwen3_model_export) {
+  auto strip = [](std::vector<tensor_to_write>& ts) {
+    for (auto& t : ts)
+      if (t.name.rfind("model.", 0) == 0) t.name = t.name.substr(6);
+  };
+  test::temp_dir prefixed, bare;
+  write_small(prefixed.path(), small_config());
+  write_small(bare.path(), small_config(), strip);
+  auto want = load_checkpoint(prefixed.str());
+  auto got = load_checkpoint(bare.str());
+  BOOST_TEST(got->weights.bytes == want->weights.bytes);
+  BOOST_TEST(got->weights.lm_head.data == got->weights.embed_tokens.data);
+  const auto& a = got->weights.layers[1].down_proj;
+  const auto& b = want->weights.layers[1].down_proj;
+  BOOST_TEST(std::memcmp(a.data, b.data, static_cast<size_t>(a.rows * a.cols) * dtype_size(a.type)) == 0);
+  BOOST_TEST((got->weights.norm == want->weights.norm));
+
+  test::temp_dir missing;
+  write_small(missing.path(), small_config(), [&](auto& ts) {
+    strip(ts);
+    erase_tensor(ts, "layers.1.self_attn.k_norm.weight");
+  });
+  expect_error([&] { load_checkpoint(missing.str()); }, errc::invalid_checkpoint,
+               {"missing tensor 'layers.1.self_attn.k_norm.weight'", "shape [8] = [head_dim]"});
+  test::temp_dir extra;
+  write_small(extra.path(), small_config(), [&](auto& ts) {
+    strip(ts);
+    ts.push_back(filled("layers.0.mlp.extra.weight", dtype::bf16, {4, 4}));
+  });
+  expect_error([&] { load_checkpoint(extra.str()); }, errc::invalid_checkpoint,
+               {"unexpected tensor 'layers.0.mlp.extra.weight'"});
+  // Untied, a bare export has no lm_head to give logits with: the missing tensor, named.
+  test::temp_dir untied;
+  model_config c = small_config();
+  c.tie_word_embeddings = false;
+  write_small(untied.path(), c, [&](auto& ts) {
+    strip(ts);
+    erase_tensor(ts, "lm_head.weight");
+  });
+  expect_error([&] { load_checkpoint(untied.str()); }, errc::invalid_checkpoint, {"missing tensor 'lm_head.weight'"});
+}

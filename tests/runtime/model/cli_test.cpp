@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/model/safetensors.hpp"
 #include "tests/runtime/model/test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -211,4 +212,38 @@ BOOST_AUTO_TEST_CASE(embed_prints_one_unit_vector_per_input) {
   result none = troupe_cli(base);
   BOOST_TEST(none.rc == 1);
   BOOST_TEST(contains(none.output, "give --prompt TEXT or --ids 1,2,3"), none.output);
+}
+
+// A checkpoint laid out as Qwen3-Embedding is published: tensors without the "model." prefix, no
+// lm_head, and a tokenizer whose TemplateProcessing appends <|endoftext|>. `troupe embed --prompt`
+// then embeds the text's ids plus <|endoftext|> (151643), with the same weights as the prefixed
+// checkpoint it was made from.
+BOOST_AUTO_TEST_CASE(embed_reads_a_qwen3_embedding_layout) {
+  const std::string src = troupe::test::golden("e2e-full-vocab");  // Qwen3's vocabulary, tied
+  temp_dir dir;
+  for (const char* f : {"config.json", "generation_config.json"}) fs::copy_file(fs::path(src) / f, dir.path() / f);
+  {
+    troupe::safetensors_file in(src + "/model.safetensors");
+    std::vector<troupe::tensor_to_write> ts;
+    for (const auto& t : in.tensors())
+      ts.push_back({t.name.rfind("model.", 0) == 0 ? t.name.substr(6) : t.name, t.type, t.shape, t.data, {}});
+    troupe::write_safetensors(dir.str("model.safetensors"), ts);
+  }
+  const std::string tok_dir = std::string(TROUPE_SOURCE_DIR) + "/models/qwen3-tokenizer";
+  fs::copy_file(tok_dir + "/tokenizer_config.json", dir.path() / "tokenizer_config.json");
+  auto tok = nlohmann::ordered_json::parse(troupe::test::read_file(tok_dir + "/tokenizer.json"));
+  const auto cases = nlohmann::json::parse(
+      troupe::test::read_file(std::string(TROUPE_TEST_DATA_DIR) + "/tokenizer/post_processor_cases.json"));
+  tok["post_processor"] = nlohmann::ordered_json::parse(cases.at("post_processors").at("qwen3_embedding").at("post_processor").dump());
+  troupe::test::write_file(dir.path() / "tokenizer.json", tok.dump());
+
+  result text = troupe_cli("embed --model " + dir.str() + " --prompt 'hello world'");
+  BOOST_TEST_REQUIRE(text.rc == 0, text.output);
+  result ids = troupe_cli("embed --model " + src + " --ids 14990,1879,151643");  // hello world <|endoftext|>
+  BOOST_TEST_REQUIRE(ids.rc == 0, ids.output);
+  const auto a = nlohmann::json::parse(text.output), b = nlohmann::json::parse(ids.output);
+  BOOST_TEST(a.at("usage").at("prompt_tokens") == 3);
+  BOOST_TEST(a.at("data").at(0).at("embedding") == b.at("data").at(0).at("embedding"));
+  result without = troupe_cli("embed --model " + src + " --ids 14990,1879");
+  BOOST_TEST(nlohmann::json::parse(without.output).at("data").at(0).at("embedding") != a.at("data").at(0).at("embedding"));
 }

@@ -2,6 +2,8 @@
 // GPT-2 style pre-tokenizer, and each malformed or unsupported file refused with its error.
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
+
 #include "runtime/tokenizer/byte_level.hpp"
 #include "runtime/tokenizer/pretokenizer.hpp"
 #include "tests/runtime/tokenizer/test_util.hpp"
@@ -179,6 +181,75 @@ BOOST_AUTO_TEST_CASE(malformed_files_name_the_problem) {
     j["added_tokens"][0]["id"] = id;
     expect_error([&] { troupe::tokenizer t(dir_with(d, j)); }, errc::invalid_checkpoint,
                  "added_tokens[0] has id " + std::to_string(id) + "; expected one in [0, 2147483647]");
+  }
+}
+
+// Post-processors against Hugging Face `tokenizers` (tests/data/tokenizer/post_processor_cases.json,
+// tools/reference/embedding_template_cases.py): the Qwen3 tokenizer under Qwen3-Embedding's
+// TemplateProcessing, under a Sequence adding tokens on both sides, and under plain ByteLevel;
+// encode_with_special_tokens() gives add_special_tokens=True's ids, encode() the text's alone.
+BOOST_AUTO_TEST_CASE(post_processor_templates_match_hugging_face) {
+  std::ifstream in(std::string(TROUPE_TEST_DATA_DIR) + "/tokenizer/post_processor_cases.json");
+  const auto ref = nlohmann::json::parse(in);
+  std::ifstream qwen_in(troupe::test::qwen_dir() + "/tokenizer.json");
+  ojson qwen = ojson::parse(qwen_in);
+  for (const auto& [name, set] : ref.at("post_processors").items()) {
+    BOOST_TEST_CONTEXT(name) {
+      temp_dir d;
+      qwen["post_processor"] = ojson::parse(set.at("post_processor").dump());
+      const troupe::tokenizer t(dir_with(d, qwen));
+      for (const auto& c : set.at("cases")) {
+        const auto text = c.at("text").get<std::string>();
+        BOOST_TEST(t.encode_with_special_tokens(text) == c.at("ids").get<std::vector<int32_t>>(),
+                   boost::test_tools::per_element());
+        BOOST_TEST(t.encode(text) == c.at("plain").get<std::vector<int32_t>>(), boost::test_tools::per_element());
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_post_processors_name_the_problem) {
+  const ojson eot_piece = {{"SpecialToken", {{"id", "<|end|>"}, {"type_id", 0}}}};
+  const ojson text_piece = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  auto templ = [&](ojson single, ojson specials) {
+    return ojson{{"type", "TemplateProcessing"}, {"single", std::move(single)}, {"special_tokens", std::move(specials)}};
+  };
+  const ojson listed = {{"<|end|>", {{"id", "<|end|>"}, {"ids", {258}}, {"tokens", {"<|end|>"}}}}};
+  {  // the tiny tokenizer with the template: "ab" then <|end|>
+    temp_dir d;
+    ojson j = tiny_tokenizer();
+    j["post_processor"] = templ({text_piece, eot_piece}, listed);
+    const troupe::tokenizer t(dir_with(d, j));
+    BOOST_TEST(t.encode_with_special_tokens("ab") == (std::vector<int32_t>{256, 258}), boost::test_tools::per_element());
+  }
+  struct variant {
+    const char* what;
+    ojson post;
+    errc code;
+    const char* needle;
+  };
+  const variant variants[] = {
+      {"unlisted token", templ({text_piece, eot_piece}, ojson::object()), errc::invalid_checkpoint,
+       "post_processor.single names special token '<|end|>', which special_tokens does not list with its ids"},
+      {"id outside the vocabulary",
+       templ({text_piece, eot_piece}, {{"<|end|>", {{"id", "<|end|>"}, {"ids", {9999}}}}}), errc::invalid_checkpoint,
+       "post_processor adds token id 9999, which is neither in the vocabulary nor an added token"},
+      {"no text", templ({eot_piece}, listed), errc::unsupported, "a template with the sequence \"A\" in it"},
+      {"sequence B", templ({{{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}, listed), errc::unsupported,
+       "one sequence \"A\" between special tokens"},
+      {"no single", ojson{{"type", "TemplateProcessing"}}, errc::invalid_checkpoint, "post_processor.single is missing"},
+      {"BertProcessing", ojson{{"type", "BertProcessing"}}, errc::unsupported,
+       "null, ByteLevel, TemplateProcessing or a Sequence of them"},
+      {"in a Sequence", ojson{{"type", "Sequence"}, {"processors", {ojson{{"type", "RobertaProcessing"}}}}},
+       errc::unsupported, "post_processor.processors[0] is"},
+  };
+  for (const auto& v : variants) {
+    BOOST_TEST_CONTEXT(v.what) {
+      temp_dir d;
+      ojson j = tiny_tokenizer();
+      j["post_processor"] = v.post;
+      expect_error([&] { troupe::tokenizer t(dir_with(d, j)); }, v.code, v.needle);
+    }
   }
 }
 
