@@ -1,6 +1,7 @@
 #include "runtime/engine/generator.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 #include "runtime/core/error.hpp"
@@ -22,6 +23,22 @@ struct single_sequence_pool {
   tensor_parallel_runner runner;
   std::vector<int32_t> table;
 };
+
+// Runs the prompt through `pool`'s runner in chunks of `chunk` tokens (0: one step): the last
+// chunk asks for `last`, earlier ones for `earlier`; after(res) sees each step's result.
+void prefill(single_sequence_pool& pool, const std::vector<int32_t>& prompt, int64_t chunk, logits_mode last,
+             logits_mode earlier, int32_t adapter, step_result& res,
+             const std::function<void(const step_result&)>& after = {}) {
+  const int64_t p = static_cast<int64_t>(prompt.size());
+  if (chunk <= 0) chunk = p;
+  for (int64_t start = 0; start < p; start += chunk) {
+    const int64_t n = std::min(chunk, p - start);
+    const step_sequence sq{0, std::span<const int32_t>(prompt.data() + start, n), static_cast<int32_t>(start),
+                           pool.table, start + n == p ? last : earlier, adapter};
+    pool.runner.step(std::span<const step_sequence>(&sq, 1), res);
+    if (after) after(res);
+  }
+}
 
 void check_prompt(const std::vector<int32_t>& prompt, const model_config& cfg, int64_t extra) {
   if (prompt.empty()) throw_error(errc::invalid_input, "the prompt has no tokens");
@@ -50,13 +67,7 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
   generate_output out;
 
   const int64_t p = static_cast<int64_t>(prompt.size());
-  const int64_t chunk = opts.prefill_chunk > 0 ? opts.prefill_chunk : p;
-  for (int64_t start = 0; start < p; start += chunk) {
-    const int64_t n = std::min(chunk, p - start);
-    step_sequence sq{0, std::span<const int32_t>(prompt.data() + start, n), static_cast<int32_t>(start), pool.table,
-                     start + n == p ? logits_mode::last : logits_mode::none, adapter};
-    runner.step(std::span<const step_sequence>(&sq, 1), res);
-  }
+  prefill(pool, prompt, opts.prefill_chunk, logits_mode::last, logits_mode::none, adapter, res);
 
   std::vector<float> row;
   std::vector<int32_t> context(opts.propose ? prompt : std::vector<int32_t>{});  // for the proposer
@@ -102,20 +113,12 @@ std::vector<float> generator::prompt_logits(const std::vector<int32_t>& prompt, 
                                             std::shared_ptr<const lora_adapter> adapter) {
   check_prompt(prompt, ckpt_.config, 0);
   single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()), kv_cache_dtype, compute, parallel_);
-  auto& runner = pool.runner;
-  const int32_t slot = adapter ? runner.add_adapter(std::move(adapter)) : -1;
+  const int32_t slot = adapter ? pool.runner.add_adapter(std::move(adapter)) : -1;
   step_result res;
   std::vector<float> all;
-  const int64_t p = static_cast<int64_t>(prompt.size());
-  const int64_t chunk = prefill_chunk > 0 ? prefill_chunk : p;
-  all.reserve(static_cast<size_t>(p * ckpt_.config.vocab_size));
-  for (int64_t start = 0; start < p; start += chunk) {
-    const int64_t n = std::min(chunk, p - start);
-    step_sequence sq{0, std::span<const int32_t>(prompt.data() + start, n), static_cast<int32_t>(start), pool.table,
-                     logits_mode::all, slot};
-    runner.step(std::span<const step_sequence>(&sq, 1), res);
-    all.insert(all.end(), res.logits.begin(), res.logits.end());
-  }
+  all.reserve(prompt.size() * static_cast<size_t>(ckpt_.config.vocab_size));
+  prefill(pool, prompt, prefill_chunk, logits_mode::all, logits_mode::all, slot, res,
+          [&](const step_result& r) { all.insert(all.end(), r.logits.begin(), r.logits.end()); });
   return all;
 }
 
@@ -126,17 +129,9 @@ std::vector<float> generator::embed(const std::vector<int32_t>& prompt, const em
   finish_embedding(std::vector<float>(static_cast<size_t>(ckpt_.config.hidden_size)), opts);
   if (run.prefill_chunk < 0) throw_error(errc::invalid_argument, "prefill_chunk must be >= 0");
   single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()), run.kv_cache_dtype, run.compute, parallel_);
-  auto& runner = pool.runner;
-  const int32_t slot = run.adapter ? runner.add_adapter(run.adapter) : -1;
+  const int32_t slot = run.adapter ? pool.runner.add_adapter(run.adapter) : -1;
   step_result res;
-  const int64_t p = static_cast<int64_t>(prompt.size());
-  const int64_t chunk = run.prefill_chunk > 0 ? run.prefill_chunk : p;
-  for (int64_t start = 0; start < p; start += chunk) {
-    const int64_t n = std::min(chunk, p - start);
-    step_sequence sq{0, std::span<const int32_t>(prompt.data() + start, n), static_cast<int32_t>(start), pool.table,
-                     start + n == p ? logits_mode::hidden : logits_mode::none, slot};
-    runner.step(std::span<const step_sequence>(&sq, 1), res);
-  }
+  prefill(pool, prompt, run.prefill_chunk, logits_mode::hidden, logits_mode::none, slot, res);
   return finish_embedding(res.hidden_of(0), opts);
 }
 

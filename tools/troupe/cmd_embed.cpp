@@ -59,10 +59,7 @@ int run_embed(int argc, char** argv) {
   nlohmann::json data = nlohmann::json::array();
   int64_t tokens = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    for (int32_t id : inputs[i])
-      if (id >= m.ck->config.vocab_size)
-        throw_error(errc::out_of_range, "input " + std::to_string(i) + ": token id " + std::to_string(id) +
-                                            " is outside the vocabulary [0, " + std::to_string(m.ck->config.vocab_size) + ")");
+    cli::check_ids_in_vocab(inputs[i], m.ck->config.vocab_size, "input " + std::to_string(i));
     data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", gen.embed(inputs[i], eo, run)}});
     tokens += static_cast<int64_t>(inputs[i].size());
   }

@@ -24,13 +24,6 @@ namespace {
 
 using namespace troupe;
 
-void check_vocab(const std::vector<int32_t>& ids, const model_config& cfg) {
-  for (int32_t id : ids)
-    if (id >= cfg.vocab_size)
-      throw_error(errc::out_of_range, "--ids: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                                          std::to_string(cfg.vocab_size) + ")");
-}
-
 int run_generate(int argc, char** argv) {
   CLI::App app{"Generate a completion for one prompt (no server)", "troupe generate"};
   std::string model, ids_text, prompt_text;
@@ -82,7 +75,7 @@ int run_generate(int argc, char** argv) {
   } else {
     prompt = cli::parse_ids(ids_text);
   }
-  check_vocab(prompt, ck->config);
+  cli::check_ids_in_vocab(prompt, ck->config.vocab_size);
   generate_options o;
   o.max_tokens = max_tokens;
   o.prefill_chunk = prefill_chunk;
@@ -171,7 +164,7 @@ int run_logits(int argc, char** argv) {
   }
   const auto m = model_flags.load(model);
   auto prompt = cli::parse_ids(ids_text);
-  check_vocab(prompt, m.ck->config);
+  cli::check_ids_in_vocab(prompt, m.ck->config.vocab_size);
   generator gen(*m.ck, m.parallel);
   auto logits = gen.prompt_logits(prompt, prefill_chunk, m.kv_type, m.compute, m.adapter);
   std::ofstream f(out_path, std::ios::binary);

@@ -27,4 +27,11 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
+void check_ids_in_vocab(const std::vector<int32_t>& ids, int64_t vocab_size, const std::string& what) {
+  for (int32_t id : ids)
+    if (id >= vocab_size)
+      throw_error(errc::out_of_range, what + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                          std::to_string(vocab_size) + ")");
+}
+
 }  // namespace troupe::cli

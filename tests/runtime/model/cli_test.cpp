@@ -38,6 +38,13 @@ result troupe_cli(const std::string& args) {
 
 bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 
+// The command fails (exit 1) and says `needle`.
+void expect_cli_error(const std::string& args, const std::string& needle) {
+  const result r = troupe_cli(args);
+  BOOST_TEST(r.rc == 1, args);
+  BOOST_TEST(contains(r.output, needle), r.output);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(make_checkpoint_writes_a_loadable_model) {
@@ -167,12 +174,8 @@ BOOST_AUTO_TEST_CASE(threads_option_changes_no_output) {
   result one = troupe_cli(args + " --threads 1");
   BOOST_TEST(one.rc == 0);
   BOOST_TEST(one.output == all.output);
-  result bad = troupe_cli(args + " --threads -1");
-  BOOST_TEST(bad.rc == 1);
-  BOOST_TEST(contains(bad.output, "--threads must be >= 0 (got -1"), bad.output);
-  result fewer = troupe_cli(args + " --threads 1 --tensor-parallel-size 2");
-  BOOST_TEST(fewer.rc == 1);
-  BOOST_TEST(contains(fewer.output, "threads (1) is fewer than tensor_parallel_size (2)"), fewer.output);
+  expect_cli_error(args + " --threads -1", "--threads must be >= 0 (got -1");
+  expect_cli_error(args + " --threads 1 --tensor-parallel-size 2", "threads (1) is fewer than tensor_parallel_size (2)");
   result split = troupe_cli(args + " --threads 2 --tensor-parallel-size 2");
   BOOST_TEST(split.rc == 0, split.output);
 }
@@ -203,15 +206,9 @@ BOOST_AUTO_TEST_CASE(embed_prints_one_unit_vector_per_input) {
   result raw = troupe_cli(base + " --ids 1,2,3 --no-normalize");
   BOOST_TEST_REQUIRE(raw.rc == 0, raw.output);
   BOOST_TEST(nlohmann::json::parse(raw.output).at("data").at(0).at("embedding") != j.at("data").at(0).at("embedding"));
-  result too_wide = troupe_cli(base + " --ids 1,2,3 --dimensions 65");
-  BOOST_TEST(too_wide.rc == 1);
-  BOOST_TEST(contains(too_wide.output, "dimensions (65) exceeds the model's hidden_size (64)"), too_wide.output);
-  result bad_id = troupe_cli(base + " --ids 1,99999");
-  BOOST_TEST(bad_id.rc == 1);
-  BOOST_TEST(contains(bad_id.output, "input 0: token id 99999 is outside the vocabulary"), bad_id.output);
-  result none = troupe_cli(base);
-  BOOST_TEST(none.rc == 1);
-  BOOST_TEST(contains(none.output, "give --prompt TEXT or --ids 1,2,3"), none.output);
+  expect_cli_error(base + " --ids 1,2,3 --dimensions 65", "dimensions (65) exceeds the model's hidden_size (64)");
+  expect_cli_error(base + " --ids 1,99999", "input 0: token id 99999 is outside the vocabulary");
+  expect_cli_error(base, "give --prompt TEXT or --ids 1,2,3");
 }
 
 // A checkpoint laid out as Qwen3-Embedding is published: tensors without the "model." prefix, no
