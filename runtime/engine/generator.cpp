@@ -124,15 +124,61 @@ std::vector<float> generator::prompt_logits(const std::vector<int32_t>& prompt, 
 
 std::vector<float> generator::embed(const std::vector<int32_t>& prompt, const embedding_options& opts,
                                     const generate_options& run) {
-  check_prompt(prompt, ckpt_.config, 0);
-  // Before any step: a bad `dimensions` costs no forward pass.
+  return embed_batch({prompt}, opts, run).front();
+}
+
+std::vector<std::vector<float>> generator::embed_batch(const std::vector<std::vector<int32_t>>& prompts,
+                                                       const embedding_options& opts, const generate_options& run) {
+  // Everything checked before any step: a bad input costs no forward pass.
+  if (prompts.empty()) throw_error(errc::invalid_argument, "no prompts to embed");
+  for (size_t i = 0; i < prompts.size(); ++i) try {
+      check_prompt(prompts[i], ckpt_.config, 0);
+    } catch (const error& e) {
+      throw_error(e.code(), "input " + std::to_string(i) + ": " + e.what());
+    }
   finish_embedding(std::vector<float>(static_cast<size_t>(ckpt_.config.hidden_size)), opts);
   if (run.prefill_chunk < 0) throw_error(errc::invalid_argument, "prefill_chunk must be >= 0");
-  single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()), run.kv_cache_dtype, run.compute, parallel_);
+  const int64_t budget = run.prefill_chunk > 0 ? run.prefill_chunk : kEmbedStepTokens;
+  auto blocks = [](size_t tokens) { return static_cast<int64_t>((tokens + kBlockSize - 1) / kBlockSize); };
+  // Groups of consecutive prompts sharing a step: [begin, end), at most `budget` tokens, or one.
+  std::vector<std::pair<size_t, size_t>> groups;
+  int64_t pool_blocks = 0;
+  for (size_t b = 0; b < prompts.size();) {
+    size_t e = b + 1;
+    int64_t tokens = static_cast<int64_t>(prompts[b].size()), need = blocks(prompts[b].size());
+    while (e < prompts.size() && tokens + static_cast<int64_t>(prompts[e].size()) <= budget) {
+      tokens += static_cast<int64_t>(prompts[e].size());
+      need += blocks(prompts[e++].size());
+    }
+    groups.emplace_back(b, e);
+    pool_blocks = std::max(pool_blocks, need);
+    b = e;
+  }
+  single_sequence_pool pool(ckpt_, pool_blocks * kBlockSize, run.kv_cache_dtype, run.compute, parallel_);
   const int32_t slot = run.adapter ? pool.runner.add_adapter(run.adapter) : -1;
+  std::vector<std::vector<float>> out;
+  out.reserve(prompts.size());
   step_result res;
-  prefill(pool, prompt, run.prefill_chunk, logits_mode::hidden, logits_mode::none, slot, res);
-  return finish_embedding(res.hidden_of(0), opts);
+  std::vector<step_sequence> batch;
+  for (const auto& [b, e] : groups) {
+    if (e == b + 1) {  // alone: in chunks of the budget
+      prefill(pool, prompts[b], budget, logits_mode::hidden, logits_mode::none, slot, res);
+      out.push_back(finish_embedding(res.hidden_of(0), opts));
+      continue;
+    }
+    batch.clear();
+    int64_t first_block = 0;
+    for (size_t i = b; i < e; ++i) {
+      const auto n = static_cast<size_t>(blocks(prompts[i].size()));
+      batch.push_back({static_cast<int64_t>(i), prompts[i], 0,
+                       std::span<const int32_t>(pool.table).subspan(static_cast<size_t>(first_block), n),
+                       logits_mode::hidden, slot});
+      first_block += static_cast<int64_t>(n);
+    }
+    pool.runner.step(batch, res);
+    for (size_t k = 0; k < batch.size(); ++k) out.push_back(finish_embedding(res.hidden_of(k), opts));
+  }
+  return out;
 }
 
 }  // namespace troupe

@@ -55,6 +55,12 @@ class generator {
   // `opts` says. generate_options' prefill_chunk, kv_cache_dtype, compute and adapter apply.
   std::vector<float> embed(const std::vector<int32_t>& prompt, const embedding_options& opts,
                            const generate_options& run = {});
+  // The embeddings of several prompts, batched as vLLM's offline embed() batches them: whole
+  // prompts share a step up to run.prefill_chunk tokens (0: kEmbedStepTokens); a longer prompt
+  // runs alone in chunks of that many. Each result is embed() of its prompt alone, bit for bit.
+  static constexpr int32_t kEmbedStepTokens = 2048;
+  std::vector<std::vector<float>> embed_batch(const std::vector<std::vector<int32_t>>& prompts,
+                                              const embedding_options& opts, const generate_options& run = {});
 
  private:
   const checkpoint& ckpt_;

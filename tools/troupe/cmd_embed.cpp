@@ -1,6 +1,6 @@
 // `troupe embed`: the embedding of each prompt (last-token pooling, runtime/engine/embedding.hpp),
-// one request at a time through the engine, no server. llama.cpp's llama-embedding; the output is
-// OpenAI's embeddings response (what vLLM's /v1/embeddings returns).
+// the prompts batched into steps (generator::embed_batch), no server: llama.cpp's llama-embedding.
+// The output is OpenAI's embeddings response (what vLLM's /v1/embeddings returns).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -23,14 +23,16 @@ int run_embed(int argc, char** argv) {
   std::vector<std::string> prompts, id_lists;
   embedding_options eo;
   bool no_normalize = false;
-  int32_t prefill_chunk = 0;
+  int32_t step_tokens = generator::kEmbedStepTokens;
   app.add_option("--model", model, "Hugging Face Qwen3 checkpoint directory")->required();
   auto* prompt_opt = app.add_option("--prompt", prompts, "a text to embed (repeatable; needs the model's tokenizer.json)");
   app.add_option("--ids", id_lists, "a prompt as comma-separated token ids (repeatable)")->excludes(prompt_opt);
   app.add_option("--dimensions", eo.dimensions,
                  "keep the first N values (Matryoshka models such as Qwen3-Embedding), then normalize; 0 = all");
   app.add_flag("--no-normalize", no_normalize, "print the hidden state as it is, not scaled to unit length");
-  app.add_option("--prefill-chunk", prefill_chunk, "prefill each prompt in chunks of N tokens (0 = one step)");
+  app.add_option("--max-num-batched-tokens", step_tokens,
+                 "prompt tokens a step: whole prompts share steps up to this many, a longer one runs in chunks")
+      ->check(CLI::Range(1, 1 << 20));
   cli::model_flags model_flags;
   model_flags.add_to(app);
   try {
@@ -52,15 +54,17 @@ int run_embed(int argc, char** argv) {
   }
   generator gen(*m.ck, m.parallel);
   generate_options run;
-  run.prefill_chunk = prefill_chunk;
+  run.prefill_chunk = step_tokens;
   run.kv_cache_dtype = m.kv_type;
   run.compute = m.compute;
   run.adapter = m.adapter;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    cli::check_ids_in_vocab(inputs[i], m.ck->config.vocab_size, "input " + std::to_string(i));
+  const auto embeddings = gen.embed_batch(inputs, eo, run);
   nlohmann::json data = nlohmann::json::array();
   int64_t tokens = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    cli::check_ids_in_vocab(inputs[i], m.ck->config.vocab_size, "input " + std::to_string(i));
-    data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", gen.embed(inputs[i], eo, run)}});
+    data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", embeddings[i]}});
     tokens += static_cast<int64_t>(inputs[i].size());
   }
   const nlohmann::json out = {{"object", "list"},

@@ -9,6 +9,7 @@
 #include <boost/test/data/test_case.hpp>
 
 #include <numeric>
+#include <random>
 
 #include "kernels/kernels.hpp"
 #include "runtime/core/error.hpp"
@@ -166,4 +167,30 @@ BOOST_AUTO_TEST_CASE(generator_embeds_the_last_hidden_state) {
   for (size_t i = 0; i < e.size(); ++i) BOOST_TEST(std::abs(split[i] - e[i]) <= 1e-5f, "value " << i);
   BOOST_CHECK_THROW(gen.embed({}, {}), troupe::error);
   BOOST_CHECK_THROW(gen.embed(prompt, {true, 65}), troupe::error);
+}
+
+// embed_batch: prompts share steps up to the token budget and a longer one runs alone in chunks;
+// every embedding is bit for bit the prompt's alone. A bad input is named before any step.
+BOOST_AUTO_TEST_CASE(batched_embeddings_equal_each_alone) {
+  auto ck = golden_checkpoint("tiny-dense");
+  std::vector<std::vector<int32_t>> prompts;
+  for (const auto& c : load_golden("tiny-dense")) prompts.push_back(c.prompt);
+  prompts.push_back({5});
+  prompts.push_back({7, 8, 9});
+  std::mt19937 rng(3);
+  prompts.push_back(std::vector<int32_t>(45));  // longer than the budget below: chunked alone
+  for (auto& t : prompts.back()) t = static_cast<int32_t>(rng() % 4096);
+  generator gen(*ck);
+  std::vector<std::vector<float>> alone;
+  for (const auto& p : prompts) alone.push_back(gen.embed(p, {}));
+  generate_options small;
+  small.prefill_chunk = 20;  // tokens a step: groups of short prompts, the 45-token one in 3 chunks
+  const auto batched = gen.embed_batch(prompts, {}, small);
+  BOOST_REQUIRE_EQUAL(batched.size(), prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) BOOST_TEST((batched[i] == alone[i]), "prompt " << i);
+  BOOST_TEST((gen.embed_batch(prompts, {})[2] == alone[2]));  // the default budget: one step for all
+  BOOST_CHECK_EXCEPTION(gen.embed_batch({{1, 2}, {}}, {}), troupe::error, [](const troupe::error& e) {
+    return std::string(e.what()).find("input 1: the prompt has no tokens") != std::string::npos;
+  });
+  BOOST_CHECK_THROW(gen.embed_batch({}, {}), troupe::error);
 }
