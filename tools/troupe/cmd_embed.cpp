@@ -3,6 +3,7 @@
 // The output is OpenAI's embeddings response (what vLLM's /v1/embeddings returns).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -19,14 +20,18 @@ using namespace troupe;
 
 int run_embed(int argc, char** argv) {
   CLI::App app{"Print the embedding of each prompt: its last token's final hidden state (no server)", "troupe embed"};
-  std::string model;
+  std::string model, input_file, instruct;
   std::vector<std::string> prompts, id_lists;
   embedding_options eo;
   bool no_normalize = false;
   int32_t step_tokens = generator::kEmbedStepTokens;
   app.add_option("--model", model, "Hugging Face Qwen3 checkpoint directory")->required();
   auto* prompt_opt = app.add_option("--prompt", prompts, "a text to embed (repeatable; needs the model's tokenizer.json)");
-  app.add_option("--ids", id_lists, "a prompt as comma-separated token ids (repeatable)")->excludes(prompt_opt);
+  auto* file_opt = app.add_option("--input-file", input_file, "texts to embed, one a line (after any --prompt)");
+  app.add_option("--ids", id_lists, "a prompt as comma-separated token ids (repeatable)")->excludes(prompt_opt)->excludes(file_opt);
+  app.add_option("--instruct", instruct,
+                 "a task for queries (Qwen3-Embedding's instruction): each text becomes "
+                 "\"Instruct: TASK\\nQuery:TEXT\"; documents are embedded without one");
   app.add_option("--dimensions", eo.dimensions,
                  "keep the first N values (Matryoshka models such as Qwen3-Embedding), then normalize; 0 = all");
   app.add_flag("--no-normalize", no_normalize, "print the hidden state as it is, not scaled to unit length");
@@ -41,7 +46,21 @@ int run_embed(int argc, char** argv) {
     return app.exit(e);
   }
   eo.normalize = !no_normalize;
-  if (prompts.empty() && id_lists.empty()) throw_error(errc::invalid_argument, "give --prompt TEXT or --ids 1,2,3");
+  if (!input_file.empty()) {
+    std::ifstream in(input_file);
+    if (!in) throw_error(errc::io_error, "--input-file: cannot read " + input_file);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!line.empty()) prompts.push_back(std::move(line));
+    }
+    if (prompts.empty()) throw_error(errc::invalid_argument, "--input-file: " + input_file + " has no text lines");
+  }
+  if (prompts.empty() && id_lists.empty())
+    throw_error(errc::invalid_argument, "give --prompt TEXT, --input-file FILE or --ids 1,2,3");
+  if (!instruct.empty() && prompts.empty()) throw_error(errc::invalid_argument, "--instruct applies to text prompts, not --ids");
+  // The model card's query form (no space after "Query:").
+  if (!instruct.empty())
+    for (auto& p : prompts) p = "Instruct: " + instruct + "\nQuery:" + p;
   const auto m = model_flags.load(model);
   std::vector<std::vector<int32_t>> inputs;
   if (!prompts.empty()) {

@@ -208,7 +208,7 @@ BOOST_AUTO_TEST_CASE(embed_prints_one_unit_vector_per_input) {
   BOOST_TEST(nlohmann::json::parse(raw.output).at("data").at(0).at("embedding") != j.at("data").at(0).at("embedding"));
   expect_cli_error(base + " --ids 1,2,3 --dimensions 65", "dimensions (65) exceeds the model's hidden_size (64)");
   expect_cli_error(base + " --ids 1,99999", "input 0: token id 99999 is outside the vocabulary");
-  expect_cli_error(base, "give --prompt TEXT or --ids 1,2,3");
+  expect_cli_error(base, "give --prompt TEXT, --input-file FILE or --ids 1,2,3");
 }
 
 // A checkpoint laid out as Qwen3-Embedding is published: tensors without the "model." prefix, no
@@ -243,4 +243,19 @@ BOOST_AUTO_TEST_CASE(embed_reads_a_qwen3_embedding_layout) {
   BOOST_TEST(a.at("data").at(0).at("embedding") == b.at("data").at(0).at("embedding"));
   result without = troupe_cli("embed --model " + src + " --ids 14990,1879");
   BOOST_TEST(nlohmann::json::parse(without.output).at("data").at(0).at("embedding") != a.at("data").at(0).at("embedding"));
+
+  // --input-file: one text a line (CRLF and blank lines tolerated), the same as --prompt each.
+  troupe::test::write_file(dir.path() / "texts.txt", "hello world\r\n\nhi\n");
+  result file = troupe_cli("embed --model " + dir.str() + " --input-file " + dir.str("texts.txt"));
+  result two = troupe_cli("embed --model " + dir.str() + " --prompt 'hello world' --prompt hi");
+  BOOST_TEST_REQUIRE(file.rc == 0, file.output);
+  BOOST_TEST(nlohmann::json::parse(file.output).at("data") == nlohmann::json::parse(two.output).at("data"));
+  // --instruct: the model card's query form, "Instruct: TASK\nQuery:TEXT" (ids from `tokenizers`).
+  result query = troupe_cli("embed --model " + dir.str() + " --instruct 'Find the greeting' --prompt 'hello world'");
+  result query_ids = troupe_cli("embed --model " + src + " --ids 641,1235,25,7379,279,42113,198,2859,25,14990,1879,151643");
+  BOOST_TEST_REQUIRE(query.rc == 0, query.output);
+  BOOST_TEST(nlohmann::json::parse(query.output).at("data").at(0).at("embedding") ==
+             nlohmann::json::parse(query_ids.output).at("data").at(0).at("embedding"));
+  expect_cli_error("embed --model " + src + " --instruct T --ids 1,2", "--instruct applies to text prompts, not --ids");
+  expect_cli_error("embed --model " + dir.str() + " --input-file " + dir.str("none.txt"), "--input-file: cannot read");
 }
