@@ -72,6 +72,10 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   }
   // Tensor parallelism: a model the group cannot split stops the start, with the field named.
   check_shardable(*ctx->ckpt, {ctx->cfg.tensor_parallel_size, ctx->cfg.enable_expert_parallel, ctx->cfg.threads});
+  if (ctx->ckpt->no_lm_head)
+    throw_error(errc::unsupported, ctx->ckpt->dir +
+                                       " has no lm_head.weight (a Qwen3Model export with untied embeddings, such as "
+                                       "Qwen3-Embedding-8B): troupe serve generates text and needs it; use troupe embed");
   // Structured output walks the vocabulary as bytes in a trie: built on the first structured
   // request, then shared, as are the automata of grammars that requests repeat.
   if (ctx->tok)

@@ -48,6 +48,12 @@ void model_runner::all_reduce(float* buf, int64_t count) {
 
 void model_runner::validate(std::span<const step_sequence> batch) const {
   validate_step(batch, cfg_, kv_.num_blocks(), kv_.block_size(), num_adapters());
+  if (ckpt_.no_lm_head)
+    for (const auto& sq : batch)
+      if (sq.logits == logits_mode::last || sq.logits == logits_mode::all)
+        throw_error(errc::unsupported, "sequence " + std::to_string(sq.seq_id) + ": " + ckpt_.dir +
+                                           " has no lm_head.weight (a Qwen3Model export with untied embeddings, "
+                                           "such as Qwen3-Embedding-8B): it gives embeddings (troupe embed), not logits");
 }
 
 int32_t model_runner::add_adapter(std::shared_ptr<const lora_adapter> adapter) {

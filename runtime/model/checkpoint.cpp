@@ -107,7 +107,9 @@ std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir, residency wh
   shape_weights(w, c);
 
   std::string file_path;
+  ck->no_lm_head = wf.bare_model && !c.tie_word_embeddings && !wf.find("lm_head.weight", file_path);
   for (const auto& t : expected) {
+    if (t.kind == tensor_kind::lm_head && ck->no_lm_head) continue;
     const tensor_info* info = locate(wf, t, file_path);
     if (info->type != dtype::f32 && info->type != dtype::f16 && info->type != dtype::bf16)
       throw_error(errc::unsupported, file_path + ": tensor '" + wf.stored_name(t.name) + "' has dtype " +
@@ -128,7 +130,7 @@ std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir, residency wh
     }
     *weight_slot(w, t) = kernels::weight_ref{data, info->type, t.shape[0], t.shape[1]};
   }
-  if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
+  if (c.tie_word_embeddings || ck->no_lm_head) w.lm_head = w.embed_tokens;
   account_weight_bytes(*ck);
 
   // Anything else in the files would be silently ignored weights: a wrong config or export.
@@ -168,6 +170,7 @@ void account_weight_bytes(checkpoint& ck) {
       w.active_bytes += norm->size() * sizeof(float);
       continue;
     }
+    if (t.kind == tensor_kind::lm_head && ck.no_lm_head) continue;  // a stand-in, never read
     const kernels::weight_ref& r = *weight_slot(w, t);
     w.num_parameters += r.rows * r.cols;
     const size_t nb = r.bytes() + (r.scales ? r.scale_bytes() : 0) + kernels::zero_bytes(r);

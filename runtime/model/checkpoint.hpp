@@ -60,6 +60,10 @@ struct checkpoint {
   // How the weights were stored when that is not how they run, for banners: "GPTQ 8-bit" runs as
   // INT8 codes, "GPTQ 4-bit" / "AWQ 4-bit" as u4 (runtime/quant/packed_int.hpp); empty otherwise.
   std::string stored_as;
+  // A bare Qwen3Model export with untied embeddings (Qwen3-Embedding-8B) carries no lm_head: it
+  // loads for embeddings only. weights.lm_head then views embed_tokens so that every shape holds,
+  // and the runner refuses to compute logits with it (model_runner::step).
+  bool no_lm_head = false;
 };
 
 // Loads DIR/config.json, DIR/generation_config.json (optional), and DIR/model.safetensors or the

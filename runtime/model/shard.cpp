@@ -168,6 +168,7 @@ std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t ran
   s->config = full.config;
   s->generation = full.generation;
   s->stored_as = full.stored_as;
+  s->no_lm_head = full.no_lm_head;
   model_config& c = s->config;
   c.num_attention_heads /= size;
   const int64_t kv_first = kv_head_begin(c.num_key_value_heads, rank, size);

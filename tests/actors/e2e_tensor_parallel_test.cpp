@@ -3,9 +3,17 @@
 // gives the same request alone over two ranks (what `troupe generate --tensor-parallel-size 2`
 // prints; with --enable-expert-parallel for a MoE model, whole experts per shard), also when the prefix cache hands them blocks and when a tiny pool forces preemption;
 // every block comes back; LoRA adapters are served over the group; a model the group cannot split
-// stops the start.
+// stops the start, as does one without lm_head.
 #include "tests/actors/e2e_fixture.hpp"
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "runtime/core/error.hpp"
+#include "runtime/model/safetensors.hpp"
 #include "runtime/lora/lora_adapter.hpp"
 #include "runtime/sampling/logprobs.hpp"
 
@@ -165,6 +173,32 @@ BOOST_AUTO_TEST_CASE(lora_adapters_are_served_over_two_shards) {
   }
   BOOST_TEST((got[1] != reference(tiny_dense(), reqs[1], nullptr, 2)));  // the adapter made them
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+// A bare Qwen3Model export with untied embeddings and no lm_head (Qwen3-Embedding-8B's layout)
+// gives embeddings only: the server, which generates, refuses to start with it, naming why.
+BOOST_AUTO_TEST_CASE(a_model_without_lm_head_stops_the_start) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("troupe-headless-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto config = nlohmann::json::parse(std::ifstream(tiny_dense_dir + "/config.json"));
+  config["tie_word_embeddings"] = false;
+  std::ofstream(dir / "config.json") << config.dump();
+  {
+    safetensors_file in(tiny_dense_dir + "/model.safetensors");
+    std::vector<tensor_to_write> ts;
+    for (const auto& t : in.tensors())
+      ts.push_back({t.name.rfind("model.", 0) == 0 ? t.name.substr(6) : t.name, t.type, t.shape, t.data, {}});
+    write_safetensors((dir / "model.safetensors").string(), ts);
+  }
+  try {
+    start(test_config(), dir.string());
+    BOOST_ERROR("started with a model without lm_head");
+  } catch (const troupe::error& e) {
+    BOOST_TEST(std::string(e.what()).find("has no lm_head.weight") != std::string::npos, e.what());
+    BOOST_TEST(std::string(e.what()).find("use troupe embed") != std::string::npos, e.what());
+  }
+  fs::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -483,13 +483,21 @@ BOOST_AUTO_TEST_CASE(bare_qwen3_model_export) {
   });
   expect_error([&] { load_checkpoint(extra.str()); }, errc::invalid_checkpoint,
                {"unexpected tensor 'layers.0.mlp.extra.weight'"});
-  // Untied, a bare export has no lm_head to give logits with: the missing tensor, named.
-  test::temp_dir untied;
+  // Untied without lm_head (Qwen3-Embedding-8B's layout): loads for embeddings only, flagged; the
+  // prefixed layout still needs its lm_head.
   model_config c = small_config();
   c.tie_word_embeddings = false;
+  test::temp_dir untied;
   write_small(untied.path(), c, [&](auto& ts) {
     strip(ts);
     erase_tensor(ts, "lm_head.weight");
   });
-  expect_error([&] { load_checkpoint(untied.str()); }, errc::invalid_checkpoint, {"missing tensor 'lm_head.weight'"});
+  auto headless = load_checkpoint(untied.str());
+  BOOST_TEST(headless->no_lm_head);
+  BOOST_TEST(!got->no_lm_head);
+  BOOST_TEST(headless->weights.lm_head.data == headless->weights.embed_tokens.data);
+  test::temp_dir prefixed_untied;
+  write_small(prefixed_untied.path(), c, [&](auto& ts) { erase_tensor(ts, "lm_head.weight"); });
+  expect_error([&] { load_checkpoint(prefixed_untied.str()); }, errc::invalid_checkpoint,
+               {"missing tensor 'lm_head.weight'"});
 }

@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <sys/wait.h>
 
@@ -258,4 +259,21 @@ BOOST_AUTO_TEST_CASE(embed_reads_a_qwen3_embedding_layout) {
              nlohmann::json::parse(query_ids.output).at("data").at(0).at("embedding"));
   expect_cli_error("embed --model " + src + " --instruct T --ids 1,2", "--instruct applies to text prompts, not --ids");
   expect_cli_error("embed --model " + dir.str() + " --input-file " + dir.str("none.txt"), "--input-file: cannot read");
+
+  // Untied and without lm_head (Qwen3-Embedding-8B's layout): the same embeddings (the hidden state
+  // never reads lm_head), over two shards too; logits are refused, naming why.
+  auto config = nlohmann::ordered_json::parse(troupe::test::read_file(dir.path() / "config.json"));
+  config["tie_word_embeddings"] = false;
+  troupe::test::write_file(dir.path() / "config.json", config.dump());
+  result headless = troupe_cli("embed --model " + dir.str() + " --prompt 'hello world'");
+  BOOST_TEST_REQUIRE(headless.rc == 0, headless.output);
+  BOOST_TEST(nlohmann::json::parse(headless.output).at("data") == a.at("data"));
+  result split = troupe_cli("embed --model " + dir.str() + " --prompt 'hello world' --tensor-parallel-size 2");
+  BOOST_TEST_REQUIRE(split.rc == 0, split.output);
+  const auto e1 = a.at("data").at(0).at("embedding").get<std::vector<double>>();
+  const auto e2 = nlohmann::json::parse(split.output).at("data").at(0).at("embedding").get<std::vector<double>>();
+  BOOST_REQUIRE_EQUAL(e1.size(), e2.size());
+  for (size_t i = 0; i < e1.size(); ++i) BOOST_TEST(std::abs(e1[i] - e2[i]) <= 1e-5, "value " << i);
+  expect_cli_error("generate --model " + dir.str() + " --ids 1,2 --max-tokens 2",
+                   "has no lm_head.weight (a Qwen3Model export with untied embeddings");
 }
