@@ -7,12 +7,16 @@
 
 namespace troupe {
 
-std::vector<float> finish_embedding(std::span<const float> pooled, const embedding_options& opts) {
+void check_embedding_options(const embedding_options& opts, int64_t hidden_size) {
   if (opts.dimensions < 0)
     throw_error(errc::invalid_argument, "dimensions must be >= 0 (got " + std::to_string(opts.dimensions) + ")");
-  if (static_cast<size_t>(opts.dimensions) > pooled.size())
+  if (opts.dimensions > hidden_size)
     throw_error(errc::invalid_argument, "dimensions (" + std::to_string(opts.dimensions) +
-                                            ") exceeds the model's hidden_size (" + std::to_string(pooled.size()) + ")");
+                                            ") exceeds the model's hidden_size (" + std::to_string(hidden_size) + ")");
+}
+
+std::vector<float> finish_embedding(std::span<const float> pooled, const embedding_options& opts) {
+  check_embedding_options(opts, static_cast<int64_t>(pooled.size()));
   const size_t n = opts.dimensions > 0 ? static_cast<size_t>(opts.dimensions) : pooled.size();
   std::vector<float> out(pooled.begin(), pooled.begin() + static_cast<std::ptrdiff_t>(n));
   if (!opts.normalize) return out;

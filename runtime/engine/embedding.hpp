@@ -16,8 +16,11 @@ struct embedding_options {
   int32_t dimensions = 0;  // keep the first N values (before normalizing); 0 = all
 };
 
-// The pooled state's embedding. troupe::error(invalid_argument) for dimensions < 0 or larger than
-// the state ("dimensions (N) exceeds the model's hidden_size (H)").
+// troupe::error(invalid_argument) for dimensions < 0 or larger than the state ("dimensions (N)
+// exceeds the model's hidden_size (H)"): what finish_embedding checks, for callers that check first.
+void check_embedding_options(const embedding_options& opts, int64_t hidden_size);
+
+// The pooled state's embedding; throws as check_embedding_options(opts, pooled.size()).
 std::vector<float> finish_embedding(std::span<const float> pooled, const embedding_options& opts);
 
 }  // namespace troupe

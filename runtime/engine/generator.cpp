@@ -136,7 +136,7 @@ std::vector<std::vector<float>> generator::embed_batch(const std::vector<std::ve
     } catch (const error& e) {
       throw_error(e.code(), "input " + std::to_string(i) + ": " + e.what());
     }
-  finish_embedding(std::vector<float>(static_cast<size_t>(ckpt_.config.hidden_size)), opts);
+  check_embedding_options(opts, ckpt_.config.hidden_size);
   if (run.prefill_chunk < 0) throw_error(errc::invalid_argument, "prefill_chunk must be >= 0");
   const int64_t budget = run.prefill_chunk > 0 ? run.prefill_chunk : kEmbedStepTokens;
   auto blocks = [](size_t tokens) { return static_cast<int64_t>((tokens + kBlockSize - 1) / kBlockSize); };
