@@ -72,11 +72,8 @@ int run_embed(int argc, char** argv) {
     for (const auto& text : id_lists) inputs.push_back(cli::parse_ids(text));
   }
   generator gen(*m.ck, m.parallel);
-  generate_options run;
+  generate_options run = m.run_options();
   run.prefill_chunk = step_tokens;
-  run.kv_cache_dtype = m.kv_type;
-  run.compute = m.compute;
-  run.adapter = m.adapter;
   for (size_t i = 0; i < inputs.size(); ++i)
     cli::check_ids_in_vocab(inputs[i], m.ck->config.vocab_size, "input " + std::to_string(i));
   const auto embeddings = gen.embed_batch(inputs, eo, run);

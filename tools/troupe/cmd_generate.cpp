@@ -76,12 +76,9 @@ int run_generate(int argc, char** argv) {
     prompt = cli::parse_ids(ids_text);
   }
   cli::check_ids_in_vocab(prompt, ck->config.vocab_size);
-  generate_options o;
+  generate_options o = m.run_options();
   o.max_tokens = max_tokens;
   o.prefill_chunk = prefill_chunk;
-  o.kv_cache_dtype = m.kv_type;
-  o.compute = m.compute;
-  o.adapter = m.adapter;
   o.sampling = defaults_from(ck->generation);
   if (temperature) o.sampling.temperature = *temperature;
   if (top_p) o.sampling.top_p = *top_p;

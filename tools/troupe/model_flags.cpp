@@ -54,4 +54,12 @@ model_flags::loaded model_flags::load(const std::string& dir) const {
   return out;
 }
 
+generate_options model_flags::loaded::run_options() const {
+  generate_options o;
+  o.kv_cache_dtype = kv_type;
+  o.compute = compute;
+  o.adapter = adapter;
+  return o;
+}
+
 }  // namespace troupe::cli

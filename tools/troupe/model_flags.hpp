@@ -10,6 +10,7 @@
 
 #include "kernels/kernels.hpp"
 #include "runtime/core/dtype.hpp"
+#include "runtime/engine/generator.hpp"
 #include "runtime/lora/lora_adapter.hpp"
 #include "runtime/model/checkpoint.hpp"
 #include "runtime/model/shard.hpp"
@@ -32,6 +33,8 @@ struct model_flags {
     kernels::compute_dtype compute = kernels::compute_dtype::f32;
     std::shared_ptr<const lora_adapter> adapter;  // null without --lora
     parallel_config parallel;                     // checked against the model (check_shardable)
+    // The run options these flags set (KV cache dtype, compute dtype, adapter); the rest default.
+    generate_options run_options() const;
   };
   loaded load(const std::string& dir) const;
 };
