@@ -210,6 +210,10 @@ void cuda_model_runner::check_supported(const model_config& config) {
 
 cuda_model_runner::cuda_model_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size) {
   check_supported(ckpt.config);
+  // Its only output is logits (hidden states are the CPU runner's): lm_head here is a stand-in.
+  if (ckpt.no_lm_head)
+    throw_error(errc::unsupported, "cuda_model_runner: " + ckpt.dir +
+                                       " has no lm_head.weight (an embedding-only export); it computes logits");
   if (num_blocks < 1 || block_size < 1)
     throw_error(errc::invalid_argument, "cuda_model_runner: num_blocks and block_size must be >= 1");
   if (cu::device_count() == 0) throw_error(errc::unsupported, "cuda_model_runner: no CUDA device");

@@ -113,6 +113,20 @@ BOOST_AUTO_TEST_CASE(moe_is_refused_before_touching_the_device) {
   BOOST_CHECK_NO_THROW(cuda_model_runner::check_supported(load("tiny-dense")->config));
 }
 
+// A checkpoint without lm_head (an embedding-only export) has nothing for this runner's logits.
+BOOST_AUTO_TEST_CASE(a_checkpoint_without_lm_head_is_refused_before_touching_the_device) {
+  auto ck = load_checkpoint(golden_dir("tiny-dense"));
+  ck->no_lm_head = true;
+  try {
+    cuda_model_runner runner(*ck, 4);
+    BOOST_FAIL("a checkpoint without lm_head was accepted");
+  } catch (const troupe::error& e) {
+    BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(errc::unsupported));
+    BOOST_TEST(std::string(e.what()).find("has no lm_head.weight (an embedding-only export)") != std::string::npos,
+               e.what());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(bad_batches_are_refused_before_any_work) {
   const auto& cfg = load("tiny-dense")->config;
   std::vector<int32_t> table{0, 1}, ok_tokens{1, 2, 3}, bad_id{1, 4096}, none;
