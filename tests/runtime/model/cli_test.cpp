@@ -259,6 +259,8 @@ BOOST_AUTO_TEST_CASE(embed_reads_a_qwen3_embedding_layout) {
              nlohmann::json::parse(query_ids.output).at("data").at(0).at("embedding"));
   expect_cli_error("embed --model " + src + " --instruct T --ids 1,2", "--instruct applies to text prompts, not --ids");
   expect_cli_error("embed --model " + dir.str() + " --input-file " + dir.str("none.txt"), "--input-file: cannot read");
+  troupe::test::write_file(dir.path() / "blank.txt", "\n\r\n");
+  expect_cli_error("embed --model " + dir.str() + " --input-file " + dir.str("blank.txt"), "blank.txt has no text lines");
 
   // Untied and without lm_head (Qwen3-Embedding-8B's layout): the same embeddings (the hidden state
   // never reads lm_head), over two shards too; logits are refused, naming why.
