@@ -8,24 +8,18 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/fp8_activations.hpp"
 #include "runtime/core/dtype.hpp"
 
 namespace troupe::kernels::cuda::reference {
 
-inline constexpr int64_t kBlock = 128;
+inline constexpr int64_t kBlock = kFp8ActGroup;
 
-inline int64_t col_blocks(int64_t cols) { return (cols + kBlock - 1) / kBlock; }
+inline int64_t col_blocks(int64_t cols) { return fp8_act_groups(cols); }
 
 // One token: codes [col_blocks * 128] (zero past cols), scales [col_blocks].
 inline void quantize_row(const float* x, int64_t cols, uint8_t* codes, float* scales) {
-  for (int64_t kb = 0; kb < col_blocks(cols); ++kb) {
-    const int64_t c0 = kb * kBlock, c1 = std::min(cols, c0 + kBlock);
-    float amax = 0.0f;
-    for (int64_t c = c0; c < c1; ++c) amax = std::fmax(amax, std::fabs(x[c]));
-    const float s = amax / 448.0f;
-    scales[kb] = s;
-    for (int64_t c = c0; c < c0 + kBlock; ++c) codes[c] = c < c1 && amax > 0.0f ? f32_to_f8e4m3(x[c] / s) : 0;
-  }
+  quantize_fp8_act_row(x, cols, codes, scales);
 }
 
 struct quantized_activations {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/fp8_activations.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/engine/tp_group.hpp"
 
@@ -40,6 +41,15 @@ model_runner::model_runner(const checkpoint& ckpt, kv_cache& kv, model_runner_op
       kv.layer(0).head_dim != cfg_.head_dim)
     throw_error(errc::invalid_argument, "model_runner: KV pool shape does not match the model config");
   rope_ = rope_frequencies_of(cfg_);
+}
+
+void model_runner::matmul(const float* x, int64_t n, const kernels::weight_ref& w, float* y) {
+  if (opts_.fp8_activations && w.type == dtype::f8_e4m3) {
+    ensure(fp8_x_, static_cast<size_t>(n * w.cols));
+    kernels::round_fp8_act_rows(x, n, w.cols, fp8_x_.data());
+    x = fp8_x_.data();
+  }
+  kernels::matmul(x, n, w, y, opts_.compute);
 }
 
 void model_runner::all_reduce(float* buf, int64_t count) {

@@ -28,6 +28,11 @@ struct model_runner_options {
   // down_proj with the other ranks, and its logits rows are its vocabulary range. Null: alone.
   tp_group* tp = nullptr;
   int32_t tp_rank = 0;
+  // Round each activation row to e4m3 per 128 columns before every product with FP8 weights
+  // (kernels/fp8_activations.hpp): W8A8 as the CUDA FP8 GEMM computes it, so this runner is the CPU
+  // reference of cuda_model_runner's FP8 path (tests, the bench's accuracy figures). Off (the
+  // default): W8A16, float32 activations, the more accurate CPU scheme.
+  bool fp8_activations = false;
 };
 
 // `--compute-dtype` / model.compute_dtype: "f32" or "bf16"; throws invalid_argument naming `option`.
@@ -61,9 +66,7 @@ class model_runner {
   void moe_mlp(const layer_weights& lw);
   // The partial sums of a row-parallel matmul (o_proj, down_proj) become the whole sums.
   void all_reduce(float* buf, int64_t count);
-  void matmul(const float* x, int64_t n, const kernels::weight_ref& w, float* y) const {
-    kernels::matmul(x, n, w, y, opts_.compute);
-  }
+  void matmul(const float* x, int64_t n, const kernels::weight_ref& w, float* y);
   // y[r] += scaling * B (A x[r]) for every row r of the first n_ whose sequence's adapter has a
   // pair on (layer, t); x rows have the pair's `in` floats, y rows its `out`.
   void apply_lora(int64_t layer, lora_target t, const float* x, float* y);
@@ -87,6 +90,7 @@ class model_runner {
   aligned_vector<float> router_, moe_out_, expert_in_, expert_gate_, expert_up_, expert_out_;
   aligned_vector<float> final_;
   aligned_vector<float> lora_x_, lora_t_, lora_u_;
+  aligned_vector<float> fp8_x_;  // fp8_activations: the rounded rows
 };
 
 }  // namespace troupe

@@ -51,6 +51,8 @@ constexpr int kSkip = 77;
 constexpr double kTolerance = 2e-4;
 
 const char* kDenseSets[] = {"tiny-dense", "tiny-untied-sharded", "e2e-full-vocab", "tiny-dense-yarn"};
+// The sets with the four prompts mixed_batch_equals_each_alone picks from (tiny-dense-yarn has two).
+const char* kMixedSets[] = {"tiny-dense", "tiny-untied-sharded", "e2e-full-vocab"};
 
 void require_device() {
   if (kernels::cuda::device_count() == 0) {
@@ -227,7 +229,7 @@ BOOST_DATA_TEST_CASE(incremental_equals_full_recomputation, boost::unit_test::da
 // Three sequences of different lengths in three steps that mix a mid-prompt chunk (logits none),
 // a whole prompt, a short chunk, prompt ends and decodes, with reversed, interleaved block ids:
 // every row equal (within the tolerance) to that sequence computed alone in one step.
-BOOST_DATA_TEST_CASE(mixed_batch_equals_each_alone, boost::unit_test::data::make(kDenseSets), set) {
+BOOST_DATA_TEST_CASE(mixed_batch_equals_each_alone, boost::unit_test::data::make(kMixedSets), set) {
   require_device();
   auto ck = load(set);
   const int64_t vocab = ck->config.vocab_size;
@@ -299,16 +301,17 @@ BOOST_DATA_TEST_CASE(mixed_batch_equals_each_alone, boost::unit_test::data::make
 }
 
 // FP8 weights quantized on load (Qwen's 128 x 128 blocks; lm_head stays in its float dtype): the
-// device runs W8A8 (matmul_fp8_block rounds each activation row to e4m3 per 128 columns), the CPU
-// engine W8A16 on the same codes and scales, so they differ by the activation rounding alone.
-// Bound: e4m3 rounds to nearest with 3 mantissa bits, a relative error of at most 2^-4 and about
-// 2^-4 / sqrt(3) = 3.6% RMS per activation; independent over a dot product, a matmul output is off by
-// ~3.6% of its RMS. Through the residual stream (embedding and lm_head exact) the logits' RMS error
-// stays of that order, and its maximum over a row (~4 sigma) relative to max|logit| (~4x the RMS)
-// stays near it (an estimate of 0.05 to 0.1): we require <= 0.2 per row, twice the estimate (measured
-// and reported), and top-1 agreement >= 90% (random-weight models have small top-2 margins: a tenth
-// of the golden rows are within 1% of max|logit|, so this is the weaker check).
-// A wrong scale, block index or code gives errors of the order of the logits themselves (~1).
+// device runs W8A8 (matmul_fp8_block rounds each activation row to e4m3 per 128 columns). Its CPU
+// reference is the CPU engine with model_runner_options::fp8_activations, the same rounding before
+// the same products (tests/runtime/quant checks that emulation against a float64 forward pass).
+// Not row by row within a tolerance: the rounding is a step function, and the device's sums (the
+// tensor cores keep ~13 mantissa bits inside each 128-deep block, docs/cuda.md) differ from the
+// CPU's in the low bits, which moves some activations to the neighbouring e4m3 value and the
+// change grows through the layers. So on average, the measure of tests/runtime/quant: the device
+// must be at least kCloser times closer to the CPU's W8A8 than the CPU's own W8A16 is (the error of
+// the scheme itself), and agree with its top-1 at least as often. A device that skipped the
+// activation rounding would be about as far as W8A16; a wrong scale, block index or code much
+// further.
 BOOST_DATA_TEST_CASE(fp8_weights_match_cpu_engine, boost::unit_test::data::make(kDenseSets), set) {
   require_device();
   if (device_sm() < 89) {
@@ -316,8 +319,7 @@ BOOST_DATA_TEST_CASE(fp8_weights_match_cpu_engine, boost::unit_test::data::make(
     std::fflush(stdout);
     std::exit(kSkip);
   }
-  constexpr double kFp8RowBound = 0.2;
-  constexpr double kFp8Top1 = 0.90;
+  constexpr double kCloser = 0.5;
   quant::load_options lo;
   lo.quantization = quant::method::fp8;
   auto ck = quant::load_model(golden_dir(set), lo);
@@ -325,31 +327,38 @@ BOOST_DATA_TEST_CASE(fp8_weights_match_cpu_engine, boost::unit_test::data::make(
   auto cases = load_golden(set);
   int32_t blocks = 0;
   for (const auto& c : cases) blocks = std::max(blocks, blocks_for(c.prompt.size()));
-  kv_cache kv(ck->config, blocks);
-  model_runner cpu(*ck, kv);
+  kv_cache kv_w8a8(ck->config, blocks), kv_w8a16(ck->config, blocks);
+  model_runner_options w8a8_opts;
+  w8a8_opts.fp8_activations = true;
+  model_runner w8a8(*ck, kv_w8a8, w8a8_opts), w8a16(*ck, kv_w8a16);
   cuda_model_runner gpu(*ck, blocks);
   BOOST_TEST_MESSAGE(set << " fp8: device weight bytes per step " << gpu.weight_bytes_per_step());
-  double worst = 0, sum = 0;
-  int64_t rows = 0, agree = 0;
+  double gpu_mean = 0, gpu_worst = 0, w8a16_mean = 0;
+  int64_t rows = 0, gpu_agree = 0, w8a16_agree = 0;
   for (const auto& c : cases) {
     auto table = iota_table(blocks_for(c.prompt.size()));
     step_sequence sq{0, c.prompt, 0, table, logits_mode::all};
-    step_result rc, rg;
-    cpu.step(std::span<const step_sequence>(&sq, 1), rc);
+    step_result ref, r16, rg;
+    w8a8.step(std::span<const step_sequence>(&sq, 1), ref);
+    w8a16.step(std::span<const step_sequence>(&sq, 1), r16);
     gpu.step(std::span<const step_sequence>(&sq, 1), rg);
-    BOOST_REQUIRE_EQUAL(rg.logits.size(), rc.logits.size());
-    for (size_t p = 0; p < c.prompt.size(); ++p) {
-      const double err = row_error(rg.row(0, static_cast<int64_t>(p)).data(), rc.row(0, static_cast<int64_t>(p)).data(), vocab);
-      worst = std::max(worst, err);
-      sum += err;
-      ++rows;
-      agree += argmax(rg.row(0, static_cast<int64_t>(p))) == argmax(rc.row(0, static_cast<int64_t>(p)));
-      BOOST_TEST(err <= kFp8RowBound, set << " " << c.id << " position " << p << ": fp8 device vs CPU " << err);
+    BOOST_REQUIRE_EQUAL(rg.logits.size(), ref.logits.size());
+    for (int64_t p = 0; p < static_cast<int64_t>(c.prompt.size()); ++p, ++rows) {
+      const double err = row_error(rg.row(0, p).data(), ref.row(0, p).data(), vocab);
+      gpu_mean += err;
+      gpu_worst = std::max(gpu_worst, err);
+      w8a16_mean += row_error(r16.row(0, p).data(), ref.row(0, p).data(), vocab);
+      gpu_agree += argmax(rg.row(0, p)) == argmax(ref.row(0, p));
+      w8a16_agree += argmax(r16.row(0, p)) == argmax(ref.row(0, p));
     }
   }
-  const double top1 = static_cast<double>(agree) / static_cast<double>(rows);
-  BOOST_TEST_MESSAGE(set << " fp8 W8A8 (device) vs W8A16 (CPU): max row error " << worst << ", mean "
-                         << sum / static_cast<double>(rows) << ", top-1 agreement " << top1 << " over " << rows
-                         << " rows (bounds " << kFp8RowBound << ", " << kFp8Top1 << ")");
-  BOOST_TEST(top1 >= kFp8Top1, set << ": top-1 agreement " << top1);
+  gpu_mean /= static_cast<double>(rows);
+  w8a16_mean /= static_cast<double>(rows);
+  const double gpu_top1 = static_cast<double>(gpu_agree) / static_cast<double>(rows);
+  const double w8a16_top1 = static_cast<double>(w8a16_agree) / static_cast<double>(rows);
+  BOOST_TEST_MESSAGE(set << " fp8 vs the CPU's W8A8 over " << rows << " rows: device mean row error " << gpu_mean
+                         << " (worst " << gpu_worst << "), top-1 " << gpu_top1 << "; CPU W8A16 mean " << w8a16_mean
+                         << ", top-1 " << w8a16_top1 << "; ratio " << gpu_mean / w8a16_mean << " (bound " << kCloser << ")");
+  BOOST_TEST(gpu_mean <= kCloser * w8a16_mean, set << ": device " << gpu_mean << " from the CPU's W8A8, W8A16 " << w8a16_mean);
+  BOOST_TEST(gpu_top1 >= w8a16_top1, set << ": device top-1 " << gpu_top1 << " below W8A16's " << w8a16_top1);
 }
