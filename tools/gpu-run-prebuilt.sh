@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the binaries tools/gpu-carry.sh put in .gpu-carry/ on a GPU machine: the FP8 GEMM test and
 # bench, then the CUDA forward step's test (golden sets, CPU engine, FP8) and bench. Logs go to
-# "$OUT" (default .gpu-carry/out): gemm-test.log, gemm-bench.txt, fwd-test.log, fwd-bench.txt, and
+# "$OUT" (default .gpu-carry/out): gemm-test.log, gemm-bench.txt, fwd-test.log, fwd-memcheck.log, fwd-bench.txt, and
 # fwd-test-sync.log only when the forward test failed (a rerun with TROUPE_CUDA_SYNC_CHECK=1, which
 # synchronizes after every kernel so a fault names its kernel). Exit 1 when a check failed.
 set -u
@@ -11,8 +11,10 @@ C=$R/.gpu-carry
 OUT=${OUT:-$C/out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$C:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export PATH=$PATH:/usr/local/cuda/bin
 export TROUPE_TEST_DATA_DIR="$R/tests/data"
 export TROUPE_TOKENIZER_DIR="$R/models/qwen3-tokenizer"
+[ -f "$TROUPE_TOKENIZER_DIR/tokenizer.json" ] || tar -xJf "$C/qwen3-tokenizer.tar.xz" -C "$R"
 export TROUPE_BENCH_MODEL_DIR=/tmp/troupe-cudafwd-qwen3-0.6b
 status=0
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,driver_version --format=csv,noheader || { echo "no GPU"; exit 2; }
@@ -26,14 +28,22 @@ run() {  # name timeout log binary args...
   return $rc
 }
 test_args=(--log_level=message --report_level=detailed --color_output=no)
-run "gemm test" 150 gemm-test.log "$C/kernels_cuda_gemm_fp8_test" "${test_args[@]}"; tail -3 "$OUT/gemm-test.log"
-run "gemm bench" 150 gemm-bench.txt "$C/troupe-bench-cuda-gemm"; cat "$OUT/gemm-bench.txt"
+if [ -z "${SKIP_GEMM:-}" ]; then  # SKIP_GEMM=1: the forward step only (saves a lease's minutes)
+  run "gemm test" 150 gemm-test.log "$C/kernels_cuda_gemm_fp8_test" "${test_args[@]}"; tail -3 "$OUT/gemm-test.log"
+  run "gemm bench" 150 gemm-bench.txt "$C/troupe-bench-cuda-gemm"; cat "$OUT/gemm-bench.txt"
+fi
 if ! run "forward test" 200 fwd-test.log "$C/troupe_engine_cuda_test" "${test_args[@]}"; then
   grep -E "error|fail" "$OUT/fwd-test.log" | head -40
   TROUPE_CUDA_SYNC_CHECK=1 timeout 90 "$C/troupe_engine_cuda_test" --log_level=message --color_output=no \
     > "$OUT/fwd-test-sync.log" 2>&1
 fi
 grep -E "worst|fp8|agreement" "$OUT/fwd-test.log" | head -40; tail -3 "$OUT/fwd-test.log"
+if command -v compute-sanitizer >/dev/null; then  # out-of-bounds and uninitialised reads a pass can hide
+  run "forward test under compute-sanitizer memcheck (tiny-dense cases)" 120 fwd-memcheck.log compute-sanitizer \
+    --tool memcheck --error-exitcode 3 "$C/troupe_engine_cuda_test" --color_output=no \
+    --run_test='prompt_logits_match_reference/_0:mixed_batch_equals_each_alone/_0:fp8_weights_match_cpu_engine/_0'
+  grep -E "ERROR SUMMARY|Invalid|uninitial" "$OUT/fwd-memcheck.log" | head -8
+fi
 run "forward bench" 150 fwd-bench.txt "$C/troupe-bench-cuda-forward"; cat "$OUT/fwd-bench.txt"
 echo "=== $([ $status -eq 0 ] && echo ALL PASSED || echo FAILURES)"
 exit $status
