@@ -6,6 +6,7 @@
 // of the device-to-device copy bandwidth (measured as bench/cuda/gemm_bench.cpp does).
 // Exit code 77 without a device. The tokenizer files come from $TROUPE_TOKENIZER_DIR, else
 // ./models/qwen3-tokenizer (run from the repository root), else the build's source tree.
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -48,16 +49,18 @@ std::vector<int32_t> ids(int64_t n, int64_t vocab, uint64_t seed) {
 constexpr int32_t kPrompt = 512, kContext = 64, kDecodeSteps = 16, kWarmSteps = 2;
 constexpr int32_t kBatches[] = {1, 8, 32};
 
-void run(const char* name, const checkpoint& ckpt, double bw_gbs) {
+// Decode ms/step at each of kBatches, for the graphs-vs-eager ratio.
+std::vector<double> run(const std::string& name, const checkpoint& ckpt, double bw_gbs, cuda_runner_options opts) {
   const auto t0 = clock_type::now();
   const int32_t per_seq = (kContext + kWarmSteps + kDecodeSteps + 15) / 16;
   const int32_t prompt_blocks = (kPrompt + 15) / 16;
-  cuda_model_runner runner(ckpt, prompt_blocks + 32 * per_seq);
+  cuda_model_runner runner(ckpt, prompt_blocks + 32 * per_seq, 16, opts);
+  std::vector<double> decode_ms;
   const double upload_s = seconds_since(t0);
   const int64_t vocab = ckpt.config.vocab_size;
   const double step_bytes = static_cast<double>(runner.weight_bytes_per_step());
-  std::printf("\n[%s] device weights %.2f GB (read per step %.2f GB), KV pool %.1f MB, upload %.1f s\n", name,
-              static_cast<double>(runner.device_weight_bytes()) / 1e9, step_bytes / 1e9,
+  std::printf("\n[%s, %s] device weights %.2f GB (read per step %.2f GB), KV pool %.1f MB, upload %.1f s\n", name.c_str(),
+              runner.graphs_enabled() ? "decode graphs" : "eager launches", static_cast<double>(runner.device_weight_bytes()) / 1e9, step_bytes / 1e9,
               static_cast<double>(runner.kv().bytes()) / 1e6, upload_s);
 
   // Prefill: one 512-token prompt, logits of its last token; 1 warm-up, 3 timed.
@@ -101,12 +104,49 @@ void run(const char* name, const checkpoint& ckpt, double bw_gbs) {
     const double gbs = step_bytes / step_s / 1e9;
     std::printf("  decode batch %2d: %.3f ms/step, %8.0f tokens/s, weight bytes/token %.3f GB, weights %.0f GB/s = %.1f%% of copy bw\n",
                 batch, step_s * 1e3, batch / step_s, step_bytes / batch / 1e9, gbs, 100.0 * gbs / bw_gbs);
+    decode_ms.push_back(step_s * 1e3);
   }
+  return decode_ms;
+}
+
+// Both ways in one run: eager launches, then graphs, and the decode speed-up of graphs.
+void run_both(const std::string& name, const checkpoint& ckpt, double bw_gbs) {
+  cuda_runner_options eager;
+  eager.graphs = false;
+  const auto e = run(name, ckpt, bw_gbs, eager);
+  const auto g = run(name, ckpt, bw_gbs, {});
+  std::printf("  decode graphs vs eager launches:");
+  for (size_t i = 0; i < e.size() && i < g.size(); ++i) std::printf("  batch %d %.2fx", kBatches[i], e[i] / g[i]);
+  std::printf("\n");
+}
+
+// --profile: one eager decode step at batch 1 after a 64-token context, between
+// cudaProfilerStart and Stop, for `ncu --profile-from-start off` (docs/cuda.md, "Profiling").
+void profile_one_step(const std::string& name, const checkpoint& ckpt) {
+  cuda_runner_options eager;
+  eager.graphs = false;
+  cuda_model_runner runner(ckpt, 16, 16, eager);
+  auto ctx = ids(kContext, ckpt.config.vocab_size, 100);
+  std::vector<int32_t> table(16);
+  std::iota(table.begin(), table.end(), 0);
+  step_result r;
+  step_sequence sq{0, ctx, 0, table, logits_mode::last};
+  runner.step(std::span<const step_sequence>(&sq, 1), r);
+  std::vector<int32_t> next(1);
+  for (int32_t s = 0; s < 3; ++s) {
+    bench::greedy_next(r, next);
+    sq = {0, std::span<const int32_t>(next.data(), 1), kContext + s, table, logits_mode::last};
+    if (s == 2) check(cudaProfilerStart(), "cudaProfilerStart");
+    runner.step(std::span<const step_sequence>(&sq, 1), r);
+    if (s == 2) check(cudaProfilerStop(), "cudaProfilerStop");
+  }
+  std::printf("profiled one decode step: %s\n", name.c_str());
 }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bool profile = argc > 1 && std::string(argv[1]) == "--profile";
   if (cu::device_count() == 0) {
     std::printf("troupe-bench-cuda-forward: no CUDA device; nothing to measure\n");
     return 77;
@@ -129,11 +169,18 @@ int main() {
       std::printf("wrote %s: %lld parameters, %.2f GB, %.1f s\n", dir.c_str(), static_cast<long long>(s.num_parameters),
                   static_cast<double>(s.weight_bytes) / 1e9, seconds_since(t0));
     }
+    if (profile) {
+      profile_one_step("bf16 widened to f32", *load_checkpoint(dir));
+      quant::load_options lo;
+      lo.quantization = quant::method::fp8;
+      profile_one_step("fp8", *quant::load_model(dir, lo));
+      return 0;
+    }
     const double bw = copy_bandwidth_gbs();
     std::printf("device-to-device copy bandwidth (read + write): %.0f GB/s\n", bw);
     {
       auto ck = load_checkpoint(dir);
-      run("bf16 checkpoint, weights widened to f32, cublasSgemm pedantic", *ck, bw);
+      run_both("bf16 checkpoint, weights widened to f32, cublasSgemm pedantic", *ck, bw);
     }
     {
       const auto t = clock_type::now();
@@ -141,7 +188,7 @@ int main() {
       lo.quantization = quant::method::fp8;
       auto ck = quant::load_model(dir, lo);
       std::printf("\nfp8 quantization on load: %.1f s\n", seconds_since(t));
-      run("fp8 weights (128x128 blocks, W8A8 matmul_fp8_block; lm_head widened f32)", *ck, bw);
+      run_both("fp8 weights (128x128 blocks, W8A8 matmul_fp8_block; lm_head widened f32)", *ck, bw);
     }
     std::printf("\ntotal %.1f s\n", seconds_since(t0));
   } catch (const std::exception& e) {

@@ -88,6 +88,9 @@ class blas_handle {
   blas_handle(const blas_handle&) = delete;
   blas_handle& operator=(const blas_handle&) = delete;
   void* get() const noexcept { return handle_; }
+  // Gives cuBLAS `bytes` of device memory to work in (cublasSetWorkspace), as CUDA graph capture
+  // needs: cuBLAS must not allocate while a stream is being captured.
+  void set_workspace(void* device_ptr, size_t bytes);
 
  private:
   void* handle_ = nullptr;

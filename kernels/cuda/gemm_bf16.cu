@@ -26,6 +26,10 @@ blas_handle::~blas_handle() {
   if (handle_ != nullptr) cublasDestroy(static_cast<cublasHandle_t>(handle_));
 }
 
+void blas_handle::set_workspace(void* device_ptr, size_t bytes) {
+  check_blas(cublasSetWorkspace(static_cast<cublasHandle_t>(handle_), device_ptr, bytes), "cublasSetWorkspace");
+}
+
 void matmul_bf16_cublas(const blas_handle& blas, const uint16_t* x, int64_t n, const uint16_t* w, int64_t rows,
                         int64_t cols, float* y, stream_t stream) {
   if (n <= 0 || rows <= 0 || cols <= 0 || n >= (int64_t{1} << 31) || rows >= (int64_t{1} << 31) ||

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/forward_ops.hpp"
 #include "kernels/cuda/gemm.hpp"
+#include "kernels/cuda/graph.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/model/rope.hpp"
 
@@ -58,7 +61,12 @@ struct dev_weight {
   size_t bytes = 0;  // device bytes (codes + scales for FP8)
 };
 
+// A layer's weights. qkv / gate_up: the q, k, v (gate, up) rows stacked into one matrix, so one
+// product computes them (vLLM's QKVParallelLinear, MergedColumnParallelLinear); empty (rows 0) where
+// they cannot be stacked (FP8 parts whose rows are not whole 128-row scale blocks), and then the
+// separate q, k, v (gate, up) run.
 struct dev_layer {
+  dev_weight qkv, gate_up;
   dev_weight q, k, v, o, gate, up, down;
   const float* q_norm = nullptr;
   const float* k_norm = nullptr;
@@ -66,18 +74,23 @@ struct dev_layer {
   const float* post_norm = nullptr;
 };
 
-void ensure(cu::device_buffer& b, size_t bytes) {
-  if (b.size_bytes() >= bytes) return;
-  b = cu::device_buffer();  // free first: the old and new need not both fit
-  b = cu::device_buffer(bytes + bytes / 4);
+bool graphs_allowed_by_environment() {
+  const char* e = std::getenv("TROUPE_CUDA_GRAPHS");
+  return !(e != nullptr && std::strcmp(e, "0") == 0) && !cu::sync_check_enabled();
 }
+
+// cuBLAS's workspace (NVIDIA's recommendation for Hopper), given up front so that a captured
+// cublasSgemm never allocates.
+constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;
 
 }  // namespace
 
 struct cuda_model_runner::impl {
   model_config cfg;
   cuda_kv_pool kv;
+  cu::stream stream;  // every step's work, eager or replayed
   cu::blas_handle blas;
+  cu::device_buffer blas_ws;
   std::vector<cu::device_buffer> owned;  // every weight, norm and inv_freq
   std::map<const void*, dev_weight> by_host;  // tied lm_head = embed_tokens: one upload
   cu::device_buffer staging;
@@ -86,13 +99,29 @@ struct cuda_model_runner::impl {
   const float* inv_freq = nullptr;
   float rope_scale = 1.0f;
   std::vector<dev_layer> layers;
+  bool any_fp8 = false;
   size_t bytes_step = 0, bytes_all = 0;
-  // Scratch, grown to the largest step seen.
-  cu::device_buffer x, h, q, k, v, attn, tmp, gate, up, fin, logits, ints, fp8_ws;
+  // Scratch, grown to the largest step seen; scratch_gen counts the regrowths (a graph captured
+  // before one points at freed memory).
+  cu::device_buffer x, h, qkv, q, attn, tmp, gu, act, fin, logits, ints, fp8_ws;
+  uint64_t scratch_gen = 1;
   std::vector<int32_t> host_ints;
+  // Decode graphs, one per batch size 1..max_graph_batch, and their own input buffer (ids,
+  // positions, slots, table offsets, rows, block tables), allocated once so its address holds.
+  struct graph_slot {
+    cu::graph g;
+    uint64_t gen = 0;
+  };
+  bool graphs_on = false;
+  int32_t max_graph_batch = 0;
+  std::vector<graph_slot> graphs;
+  cu::device_buffer graph_ints;
+  int64_t captured = 0, replays = 0;
 
-  impl(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size)
+  impl(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size, const cuda_runner_options& opts)
       : cfg(ckpt.config), kv(ckpt.config, num_blocks, block_size) {
+    blas_ws = cu::device_buffer(kBlasWorkspaceBytes);
+    blas.set_workspace(blas_ws.data(), blas_ws.size_bytes());
     const auto& w = ckpt.weights;
     embed = upload(w.embed_tokens, "model.embed_tokens.weight");
     if (embed.f32 == nullptr)
@@ -105,18 +134,25 @@ struct cuda_model_runner::impl {
       const auto& lw = w.layers[static_cast<size_t>(l)];
       auto& d = layers[static_cast<size_t>(l)];
       const std::string p = "model.layers." + std::to_string(l) + ".";
-      d.q = upload(lw.q_proj, p + "self_attn.q_proj.weight");
-      d.k = upload(lw.k_proj, p + "self_attn.k_proj.weight");
-      d.v = upload(lw.v_proj, p + "self_attn.v_proj.weight");
+      d.qkv = upload_stacked({&lw.q_proj, &lw.k_proj, &lw.v_proj});
+      if (d.qkv.rows == 0) {
+        d.q = upload(lw.q_proj, p + "self_attn.q_proj.weight");
+        d.k = upload(lw.k_proj, p + "self_attn.k_proj.weight");
+        d.v = upload(lw.v_proj, p + "self_attn.v_proj.weight");
+      }
       d.o = upload(lw.o_proj, p + "self_attn.o_proj.weight");
-      d.gate = upload(lw.gate_proj, p + "mlp.gate_proj.weight");
-      d.up = upload(lw.up_proj, p + "mlp.up_proj.weight");
+      d.gate_up = upload_stacked({&lw.gate_proj, &lw.up_proj});
+      if (d.gate_up.rows == 0) {
+        d.gate = upload(lw.gate_proj, p + "mlp.gate_proj.weight");
+        d.up = upload(lw.up_proj, p + "mlp.up_proj.weight");
+      }
       d.down = upload(lw.down_proj, p + "mlp.down_proj.weight");
       d.q_norm = upload_floats(lw.q_norm);
       d.k_norm = upload_floats(lw.k_norm);
       d.input_norm = upload_floats(lw.input_layernorm);
       d.post_norm = upload_floats(lw.post_attention_layernorm);
-      for (const dev_weight* m : {&d.q, &d.k, &d.v, &d.o, &d.gate, &d.up, &d.down}) bytes_step += m->bytes;
+      for (const dev_weight* m : {&d.qkv, &d.gate_up, &d.q, &d.k, &d.v, &d.o, &d.gate, &d.up, &d.down})
+        bytes_step += m->bytes;
       bytes_step += (lw.q_norm.size() + lw.k_norm.size() + lw.input_layernorm.size() +
                      lw.post_attention_layernorm.size()) *
                     sizeof(float);
@@ -125,7 +161,28 @@ struct cuda_model_runner::impl {
     inv_freq = upload_floats(rope.inv_freq);
     rope_scale = rope.attention_factor;
     staging = cu::device_buffer();
+    graphs_on = opts.graphs && opts.max_graph_batch > 0 && graphs_allowed_by_environment();
+    if (graphs_on) {
+      max_graph_batch = opts.max_graph_batch;
+      graphs.resize(static_cast<size_t>(max_graph_batch) + 1);
+      graph_ints = cu::device_buffer(static_cast<size_t>(graph_ints_capacity()) * sizeof(int32_t));
+    }
     cu::synchronize();
+  }
+
+  // Per sequence at most the blocks of max_position_embeddings (validate_step's limit) or of the
+  // pool; a step whose tables need more runs eagerly.
+  int64_t graph_ints_capacity() const {
+    const int64_t bs = kv.block_size();
+    const int64_t per_seq = std::min<int64_t>(kv.num_blocks(), (std::max<int64_t>(cfg.max_position_embeddings, 1) + bs - 1) / bs);
+    return static_cast<int64_t>(max_graph_batch) * (5 + per_seq);
+  }
+
+  void grow(cu::device_buffer& b, size_t bytes) {
+    if (b.size_bytes() >= bytes) return;
+    b = cu::device_buffer();  // free first: the old and new need not both fit
+    b = cu::device_buffer(bytes + bytes / 4);
+    ++scratch_gen;
   }
 
   const float* upload_floats(const std::vector<float>& v) {
@@ -151,7 +208,7 @@ struct cuda_model_runner::impl {
         if (w.type == dtype::f32) {
           owned.back().upload(w.data, count * sizeof(float));
         } else {
-          ensure(staging, w.bytes());
+          grow(staging, w.bytes());
           staging.upload(w.data, w.bytes());
           cu::widen_to_f32(staging.data(), static_cast<int>(w.type), static_cast<int64_t>(count), dst, nullptr);
         }
@@ -175,6 +232,7 @@ struct cuda_model_runner::impl {
         owned.back().upload(w.scales, w.scale_bytes());
         d.scales = owned.back().as<float>();
         d.bytes = count + w.scale_bytes();
+        any_fp8 = true;
         break;
       }
       default:
@@ -186,14 +244,152 @@ struct cuda_model_runner::impl {
     return d;
   }
 
+  // The parts' rows stacked in order into one device matrix: float parts (f32, f16, bf16) widened
+  // to float32 into their slices, or FP8 parts whose codes and 128 x 128 scale blocks stack because
+  // each part's rows are whole blocks. Anything else: an empty weight (rows 0), nothing uploaded.
+  dev_weight upload_stacked(std::initializer_list<const kernels::weight_ref*> parts) {
+    const kernels::weight_ref& first = **parts.begin();
+    const bool fp8 = first.type == dtype::f8_e4m3;
+    int64_t rows = 0;
+    for (const auto* w : parts) {
+      const bool float_part = w->type == dtype::f32 || w->type == dtype::f16 || w->type == dtype::bf16;
+      const bool fp8_part = w->type == dtype::f8_e4m3 && w->scales != nullptr && w->group_rows == 128 &&
+                            w->group_cols == 128 && w->rows % 128 == 0 && w->cols % 16 == 0;
+      if (w->cols != first.cols || (fp8 ? !fp8_part : !float_part)) return {};
+      rows += w->rows;
+    }
+    dev_weight d;
+    d.rows = rows;
+    d.cols = first.cols;
+    const size_t count = static_cast<size_t>(rows * first.cols);
+    if (fp8) {
+      const size_t scale_row = static_cast<size_t>((first.cols + 127) / 128) * sizeof(float);
+      owned.emplace_back(count);
+      uint8_t* codes = owned.back().as<uint8_t>();
+      owned.emplace_back(static_cast<size_t>(rows / 128) * scale_row);
+      float* scales = owned.back().as<float>();
+      size_t code_off = 0, scale_off = 0;
+      for (const auto* w : parts) {
+        cu::copy_to_device(codes + code_off, w->data, w->bytes());
+        cu::copy_to_device(reinterpret_cast<uint8_t*>(scales) + scale_off, w->scales, w->scale_bytes());
+        code_off += w->bytes();
+        scale_off += w->scale_bytes();
+      }
+      d.codes = codes;
+      d.scales = scales;
+      d.bytes = count + static_cast<size_t>(rows / 128) * scale_row;
+      any_fp8 = true;
+    } else {
+      owned.emplace_back(count * sizeof(float));
+      float* dst = owned.back().as<float>();
+      for (const auto* w : parts) {
+        const int64_t part = w->rows * w->cols;
+        if (w->type == dtype::f32) {
+          cu::copy_to_device(dst, w->data, static_cast<size_t>(part) * sizeof(float));
+        } else {
+          grow(staging, w->bytes());
+          staging.upload(w->data, w->bytes());
+          // The legacy stream orders the next part's upload into staging after this widening.
+          cu::widen_to_f32(staging.data(), static_cast<int>(w->type), part, dst, nullptr);
+        }
+        dst += part;
+      }
+      d.f32 = owned.back().as<float>();
+      d.bytes = count * sizeof(float);
+    }
+    bytes_all += d.bytes;
+    return d;
+  }
+
   void matmul(const float* xin, int64_t n, const dev_weight& w, float* y) {
     if (w.codes != nullptr) {
-      ensure(fp8_ws, cu::fp8_workspace_bytes(n, w.cols));
-      cu::matmul_fp8_block(xin, cu::act_type::f32, n, w.codes, w.scales, w.rows, w.cols, y, fp8_ws.data(), nullptr);
+      grow(fp8_ws, cu::fp8_workspace_bytes(n, w.cols));
+      cu::matmul_fp8_block(xin, cu::act_type::f32, n, w.codes, w.scales, w.rows, w.cols, y, fp8_ws.data(), stream.get());
       cu::check_launch("matmul_fp8_block");
     } else {
-      cu::matmul_f32_cublas(blas, xin, n, w.f32, w.rows, w.cols, y, nullptr);
+      cu::matmul_f32_cublas(blas, xin, n, w.f32, w.rows, w.cols, y, stream.get());
     }
+  }
+
+  // Every buffer a step of n tokens and n_out logits rows touches, at its size, before any launch
+  // (so that nothing is reallocated while a graph is being captured).
+  void size_scratch(int64_t n, int64_t n_out) {
+    const auto fsz = [](int64_t floats) { return static_cast<size_t>(floats) * sizeof(float); };
+    const int64_t hidden = cfg.hidden_size, hq = cfg.num_attention_heads, hk = cfg.num_key_value_heads;
+    const int64_t d = cfg.head_dim, inter = cfg.intermediate_size;
+    grow(x, fsz(n * hidden));
+    grow(h, fsz(n * hidden));
+    grow(tmp, fsz(n * hidden));
+    grow(qkv, fsz(n * (hq + 2 * hk) * d));
+    grow(q, fsz(n * hq * d));
+    grow(attn, fsz(n * hq * d));
+    grow(gu, fsz(n * 2 * inter));
+    grow(act, fsz(n * inter));
+    if (n_out > 0) {
+      grow(fin, fsz(n_out * hidden));
+      grow(logits, fsz(n_out * cfg.vocab_size));
+    }
+    if (any_fp8) grow(fp8_ws, cu::fp8_workspace_bytes(std::max(n, n_out), std::max({hidden, inter, hq * d})));
+  }
+
+  // The step's launches, all on `stream`, no host synchronization: n tokens whose ids, positions,
+  // KV slots and table offsets, then the n_out logits rows, then the block tables, lie in `di`
+  // (the layout step() writes).
+  void forward(int64_t n, int64_t n_out, const int32_t* di) {
+    const int64_t hidden = cfg.hidden_size, hq = cfg.num_attention_heads, hk = cfg.num_key_value_heads;
+    const int64_t d = cfg.head_dim, inter = cfg.intermediate_size;
+    const int32_t bs = kv.block_size();
+    const float eps = static_cast<float>(cfg.rms_norm_eps);
+    const int32_t *ids = di, *positions = di + n, *slots = di + 2 * n, *toffs = di + 3 * n, *out_rows = di + 4 * n,
+                  *tables = di + 4 * n + n_out;
+    float *xs = x.as<float>(), *hs = h.as<float>(), *ts = tmp.as<float>(), *qs = q.as<float>();
+    float *qkvs = qkv.as<float>(), *as = attn.as<float>(), *gus = gu.as<float>(), *acts = act.as<float>();
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    const cu::stream_t s = stream.get();
+    const int64_t L = cfg.num_hidden_layers;
+
+    cu::embedding_f32(embed.f32, ids, n, hidden, xs, s);
+    cu::rmsnorm_f32(xs, layers[0].input_norm, n, hidden, eps, hs, s);
+    for (int64_t l = 0; l < L; ++l) {
+      const auto& lw = layers[static_cast<size_t>(l)];
+      // q, k, v side by side per token (one product) or one after another (three).
+      cu::qkv_rows rows{};
+      if (lw.qkv.rows > 0) {
+        matmul(hs, n, lw.qkv, qkvs);
+        const int64_t stride = (hq + 2 * hk) * d;
+        rows = {qkvs, stride, qkvs + hq * d, stride, qkvs + (hq + hk) * d, stride};
+      } else {
+        float *qp = qkvs, *kp = qkvs + n * hq * d, *vp = kp + n * hk * d;
+        matmul(hs, n, lw.q, qp);
+        matmul(hs, n, lw.k, kp);
+        matmul(hs, n, lw.v, vp);
+        rows = {qp, hq * d, kp, hk * d, vp, hk * d};
+      }
+      cu::qkv_finish_f32(rows, n, hq, hk, d, lw.q_norm, lw.k_norm, eps, positions, inv_freq, rope_scale, slots,
+                         kv.k(l), kv.v(l), qs, s);
+      cu::paged_attention_f32(qs, n, hq, hk, d, kv.k(l), kv.v(l), bs, tables, toffs, positions, scale, as, s);
+      matmul(as, n, lw.o, ts);
+      cu::add_rmsnorm_f32(xs, ts, lw.post_norm, n, hidden, eps, hs, s);
+      if (lw.gate_up.rows > 0) {
+        matmul(hs, n, lw.gate_up, gus);
+        cu::silu_mul_f32(gus, gus + inter, n, inter, 2 * inter, acts, s);
+      } else {
+        matmul(hs, n, lw.gate, gus);
+        matmul(hs, n, lw.up, gus + n * inter);
+        cu::silu_mul_f32(gus, gus + n * inter, n, inter, inter, acts, s);
+      }
+      matmul(acts, n, lw.down, ts);
+      // The residual add, and the next layer's input norm with it.
+      if (l + 1 < L)
+        cu::add_rmsnorm_f32(xs, ts, layers[static_cast<size_t>(l + 1)].input_norm, n, hidden, eps, hs, s);
+      else
+        cu::add_inplace_f32(xs, ts, n * hidden, s);
+    }
+    if (n_out == 0) return;
+    float* fs = fin.as<float>();
+    cu::gather_rows_f32(xs, out_rows, n_out, hidden, fs, s);
+    cu::rmsnorm_f32(fs, final_norm, n_out, hidden, eps, fs, s);
+    matmul(fs, n_out, lm_head, logits.as<float>());
   }
 };
 
@@ -204,11 +400,13 @@ void cuda_model_runner::check_supported(const model_config& config) {
                 "only dense Qwen3ForCausalLM runs on CUDA (use the CPU engine, model_runner, for MoE)");
   if (config.num_key_value_heads <= 0 || config.num_attention_heads % config.num_key_value_heads != 0)
     throw_error(errc::unsupported, "cuda_model_runner: num_attention_heads must be a multiple of num_key_value_heads");
-  if (config.head_dim <= 0 || config.head_dim % 2 != 0 || config.head_dim > 4096)
-    throw_error(errc::unsupported, "cuda_model_runner: head_dim must be even and at most 4096");
+  if (config.head_dim <= 0 || config.head_dim % 4 != 0 || config.head_dim > 512)
+    throw_error(errc::unsupported, "cuda_model_runner: head_dim must be a multiple of 4 up to 512 (Qwen3's is 128); got " +
+                                       std::to_string(config.head_dim));
 }
 
-cuda_model_runner::cuda_model_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size) {
+cuda_model_runner::cuda_model_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size,
+                                     cuda_runner_options opts) {
   check_supported(ckpt.config);
   // Its only output is logits (hidden states are the CPU runner's): lm_head here is a stand-in.
   if (ckpt.no_lm_head)
@@ -217,7 +415,7 @@ cuda_model_runner::cuda_model_runner(const checkpoint& ckpt, int32_t num_blocks,
   if (num_blocks < 1 || block_size < 1)
     throw_error(errc::invalid_argument, "cuda_model_runner: num_blocks and block_size must be >= 1");
   if (cu::device_count() == 0) throw_error(errc::unsupported, "cuda_model_runner: no CUDA device");
-  impl_ = std::make_unique<impl>(ckpt, num_blocks, block_size);
+  impl_ = std::make_unique<impl>(ckpt, num_blocks, block_size, opts);
 }
 
 cuda_model_runner::~cuda_model_runner() = default;
@@ -226,6 +424,9 @@ const model_config& cuda_model_runner::config() const noexcept { return impl_->c
 const cuda_kv_pool& cuda_model_runner::kv() const noexcept { return impl_->kv; }
 size_t cuda_model_runner::weight_bytes_per_step() const noexcept { return impl_->bytes_step; }
 size_t cuda_model_runner::device_weight_bytes() const noexcept { return impl_->bytes_all; }
+bool cuda_model_runner::graphs_enabled() const noexcept { return impl_->graphs_on; }
+int64_t cuda_model_runner::graphs_captured() const noexcept { return impl_->captured; }
+int64_t cuda_model_runner::graph_replays() const noexcept { return impl_->replays; }
 
 // The same checks and messages as model_runner (step.hpp).
 void cuda_model_runner::validate(const model_config& cfg, int32_t num_blocks, int32_t block_size,
@@ -237,10 +438,8 @@ void cuda_model_runner::step(std::span<const step_sequence> batch, step_result& 
   auto& m = *impl_;
   const auto& cfg = m.cfg;
   validate(cfg, m.kv.num_blocks(), m.kv.block_size(), batch);
-  const int64_t hidden = cfg.hidden_size, hq = cfg.num_attention_heads, hk = cfg.num_key_value_heads;
-  const int64_t d = cfg.head_dim, inter = cfg.intermediate_size, vocab = cfg.vocab_size;
+  const int64_t vocab = cfg.vocab_size;
   const int32_t bs = m.kv.block_size();
-  const float eps = static_cast<float>(cfg.rms_norm_eps);
 
   // Host side: per token its id, position, KV slot and block-table offset; the rows whose logits
   // were asked for; the block tables (only the blocks each sequence's positions need).
@@ -299,61 +498,33 @@ void cuda_model_runner::step(std::span<const step_sequence> batch, step_result& 
   }
   std::copy(rows.begin(), rows.end(), hi.begin() + o_rows);
 
-  const auto fsz = [](int64_t floats) { return static_cast<size_t>(floats) * sizeof(float); };
-  ensure(m.ints, hi.size() * sizeof(int32_t));
-  ensure(m.x, fsz(n * hidden));
-  ensure(m.h, fsz(n * hidden));
-  ensure(m.tmp, fsz(n * hidden));
-  ensure(m.q, fsz(n * hq * d));
-  ensure(m.attn, fsz(n * hq * d));
-  ensure(m.k, fsz(n * hk * d));
-  ensure(m.v, fsz(n * hk * d));
-  ensure(m.gate, fsz(n * inter));
-  ensure(m.up, fsz(n * inter));
-  cu::copy_to_device(m.ints.data(), hi.data(), hi.size() * sizeof(int32_t));
-  const int32_t* di = m.ints.as<int32_t>();
-  const int32_t *ids = di + o_ids, *positions = di + o_pos, *slots = di + o_slot, *toffs = di + o_toff,
-                *out_rows = di + o_rows, *tables = di + o_tab;
-
-  float *x = m.x.as<float>(), *h = m.h.as<float>(), *tmp = m.tmp.as<float>(), *q = m.q.as<float>();
-  float *k = m.k.as<float>(), *v = m.v.as<float>(), *attn = m.attn.as<float>();
-  float *gate = m.gate.as<float>(), *up = m.up.as<float>();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-
-  cu::embedding_f32(m.embed.f32, ids, n, hidden, x, nullptr);
-  for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
-    const auto& lw = m.layers[static_cast<size_t>(l)];
-    cu::rmsnorm_f32(x, lw.input_norm, n, hidden, eps, h, nullptr);
-    m.matmul(h, n, lw.k, k);
-    m.matmul(h, n, lw.v, v);
-    m.matmul(h, n, lw.q, q);
-    // Qwen3: per-head RMSNorm of q and k over head_dim, before RoPE.
-    cu::rmsnorm_f32(k, lw.k_norm, n * hk, d, eps, k, nullptr);
-    cu::rmsnorm_f32(q, lw.q_norm, n * hq, d, eps, q, nullptr);
-    cu::rope_f32(k, n, hk, d, positions, m.inv_freq, m.rope_scale, nullptr);
-    cu::rope_f32(q, n, hq, d, positions, m.inv_freq, m.rope_scale, nullptr);
-    cu::kv_write_f32(m.kv.k(l), m.kv.v(l), k, v, slots, n, hk * d, nullptr);
-    cu::paged_attention_f32(q, n, hq, hk, d, m.kv.k(l), m.kv.v(l), bs, tables, toffs, positions, scale, attn, nullptr);
-    m.matmul(attn, n, lw.o, tmp);
-    cu::add_inplace_f32(x, tmp, n * hidden, nullptr);
-    cu::rmsnorm_f32(x, lw.post_norm, n, hidden, eps, h, nullptr);
-    m.matmul(h, n, lw.gate, gate);
-    m.matmul(h, n, lw.up, up);
-    cu::silu_mul_f32(gate, up, n * inter, gate, nullptr);
-    m.matmul(gate, n, lw.down, tmp);
-    cu::add_inplace_f32(x, tmp, n * hidden, nullptr);
+  const size_t int_bytes = hi.size() * sizeof(int32_t);
+  m.size_scratch(n, n_out);
+  // A decode step replays its batch size's graph (captured now if it has none, or one from
+  // before the scratch last grew); anything else launches kernel by kernel.
+  bool decode = m.graphs_on && n <= m.max_graph_batch && n_out == n &&
+                static_cast<int64_t>(hi.size()) <= m.graph_ints_capacity();
+  for (const auto& sq : batch) decode = decode && sq.tokens.size() == 1 && sq.logits == logits_mode::last;
+  if (decode) {
+    const int32_t* di = m.graph_ints.as<int32_t>();
+    cu::copy_to_device_async(m.graph_ints.data(), hi.data(), int_bytes, m.stream);
+    auto& slot = m.graphs[static_cast<size_t>(n)];
+    if (!slot.g || slot.gen != m.scratch_gen) {
+      slot.g = cu::graph();
+      slot.g = cu::graph::capture(m.stream, [&] { m.forward(n, n_out, di); });
+      slot.gen = m.scratch_gen;
+      ++m.captured;
+    }
+    slot.g.launch(m.stream);
+    ++m.replays;
+  } else {
+    m.grow(m.ints, int_bytes);
+    cu::copy_to_device_async(m.ints.data(), hi.data(), int_bytes, m.stream);
+    m.forward(n, n_out, m.ints.as<int32_t>());
   }
-  if (n_out == 0) {
-    cu::synchronize();  // a fault in this step is reported by this step
-    return;
-  }
-  ensure(m.fin, fsz(n_out * hidden));
-  ensure(m.logits, fsz(n_out * vocab));
-  float* fin = m.fin.as<float>();
-  cu::gather_rows_f32(x, out_rows, n_out, hidden, fin, nullptr);
-  cu::rmsnorm_f32(fin, m.final_norm, n_out, hidden, eps, fin, nullptr);
-  m.matmul(fin, n_out, m.lm_head, m.logits.as<float>());
-  cu::copy_to_host(out.logits.data(), m.logits.data(), fsz(n_out * vocab));  // waits for the step
+  // Waits for the step (a fault in it is reported by it).
+  cu::copy_to_host_async(out.logits.data(), m.logits.data(), static_cast<size_t>(n_out * vocab) * sizeof(float), m.stream);
+  m.stream.synchronize();
 }
 
 }  // namespace troupe

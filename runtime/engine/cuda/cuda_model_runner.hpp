@@ -6,8 +6,10 @@
 // weights are widened to float32 on the device once (2x the bytes of BF16) and multiplied by
 // cublasSgemm in pedantic fp32 (no TF32); FP8 block-scaled weights (Qwen's FP8, or quantized on load)
 // go through matmul_fp8_block (W8A8: activations rounded to e4m3 per 128 columns).
-// Not in v0: MoE (refused), CUDA graphs, tensor parallelism, bf16 activations, a quantized KV pool,
-// bitwise batch invariance (cuBLAS may pick a different algorithm per n).
+// Decode steps of up to cuda_runner_options::max_graph_batch sequences replay a CUDA graph captured
+// once per batch size (docs/cuda.md, "CUDA graphs").
+// Not in v0: MoE (refused), tensor parallelism, bf16 activations, a quantized KV pool, bitwise
+// batch invariance (cuBLAS may pick a different algorithm per n).
 #pragma once
 
 #include <cstdint>
@@ -42,6 +44,16 @@ class cuda_kv_pool {
   std::unique_ptr<storage> storage_;
 };
 
+struct cuda_runner_options {
+  // A pure decode step (every sequence one token, logits of that token) of n <= max_graph_batch
+  // sequences replays a CUDA graph of the whole step, captured the first time that n is seen
+  // (vLLM captures per batch size too; it pads to a few sizes, here each n has its own). Same
+  // kernels, same arguments: the logits are those of the launches one by one, bit for bit.
+  // Off when TROUPE_CUDA_GRAPHS=0 or TROUPE_CUDA_SYNC_CHECK=1 is set in the environment.
+  bool graphs = true;
+  int32_t max_graph_batch = 32;
+};
+
 class cuda_model_runner {
  public:
   // Uploads every weight of `ckpt` to device 0 (the checkpoint may be dropped afterwards) and makes a
@@ -49,7 +61,8 @@ class cuda_model_runner {
   // before touching the device), for INT8 weights, FP8 blocks other than 128 x 128 or FP8 shapes not
   // multiples of 16, or when there is no CUDA device; invalid_argument for num_blocks or block_size < 1;
   // resource_exhausted when the device memory does not suffice.
-  cuda_model_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size = 16);
+  cuda_model_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size = 16,
+                    cuda_runner_options opts = {});
   ~cuda_model_runner();
   cuda_model_runner(const cuda_model_runner&) = delete;
   cuda_model_runner& operator=(const cuda_model_runner&) = delete;
@@ -70,6 +83,12 @@ class cuda_model_runner {
   // as stored on the device (float32 for widened BF16/F16, codes + scales for FP8).
   size_t weight_bytes_per_step() const noexcept;
   size_t device_weight_bytes() const noexcept;  // everything uploaded, embedding included
+  // Decode graphs: whether they are on (options and environment), how many were captured (a batch
+  // size's graph is captured again when a larger step reallocated the scratch it points into), and
+  // how many steps replayed one.
+  bool graphs_enabled() const noexcept;
+  int64_t graphs_captured() const noexcept;
+  int64_t graph_replays() const noexcept;
 
  private:
   struct impl;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -361,4 +362,79 @@ BOOST_DATA_TEST_CASE(fp8_weights_match_cpu_engine, boost::unit_test::data::make(
                          << ", top-1 " << w8a16_top1 << "; ratio " << gpu_mean / w8a16_mean << " (bound " << kCloser << ")");
   BOOST_TEST(gpu_mean <= kCloser * w8a16_mean, set << ": device " << gpu_mean << " from the CPU's W8A8, W8A16 " << w8a16_mean);
   BOOST_TEST(gpu_top1 >= w8a16_top1, set << ": device top-1 " << gpu_top1 << " below W8A16's " << w8a16_top1);
+}
+
+// Decode graphs (cuda_runner_options::graphs): a runner that replays them and one that launches
+// kernel by kernel give the same logits bit for bit (the same kernels with the same arguments),
+// step after step at batch sizes 8, 3 and 1, for float32 and FP8 weights. A larger step in
+// between regrows the scratch the graphs point into, so they must be captured again, with the
+// same results.
+BOOST_DATA_TEST_CASE(decode_graphs_equal_eager_launches_bitwise,
+                     boost::unit_test::data::make({"tiny-dense", "e2e-full-vocab"}), set) {
+  require_device();
+  quant::load_options lo;
+  lo.quantization = quant::method::fp8;
+  auto fp8 = quant::load_model(golden_dir(set), lo);
+  const checkpoint* f32 = load(set).get();  // the cache keeps it
+  for (const checkpoint* ck : {f32, static_cast<const checkpoint*>(fp8.get())}) {
+    const std::string what = std::string(set) + (ck == fp8.get() ? " fp8" : " f32");
+    const int64_t vocab = ck->config.vocab_size;
+    constexpr int32_t kSeqs = 8, kPerSeq = 8, kBig = 400;  // 8 blocks: 128 positions a sequence
+    const int32_t blocks = kSeqs * kPerSeq + blocks_for(kBig);
+    cuda_runner_options eager_opts;
+    eager_opts.graphs = false;
+    cuda_model_runner graphs(*ck, blocks), eager(*ck, blocks, 16, eager_opts);
+    if (!graphs.graphs_enabled()) {
+      BOOST_TEST_MESSAGE(what << ": graphs are off in this environment (TROUPE_CUDA_GRAPHS=0 or TROUPE_CUDA_SYNC_CHECK)");
+      return;
+    }
+    BOOST_TEST(!eager.graphs_enabled());
+    std::vector<std::vector<int32_t>> seqs(kSeqs), tables(kSeqs);
+    for (int32_t i = 0; i < kSeqs; ++i) {
+      for (int32_t j = 0; j < 5 + 9 * i; ++j) seqs[i].push_back(static_cast<int32_t>((i * 7919 + j * 104729) % vocab));
+      tables[i] = iota_table(kPerSeq, i * kPerSeq);
+    }
+    std::vector<int32_t> pos(kSeqs, 0);
+    auto both = [&](std::vector<step_sequence> batch, const std::string& step) {
+      step_result rg, re;
+      graphs.step(batch, rg);
+      eager.step(batch, re);
+      BOOST_REQUIRE_EQUAL(rg.logits.size(), re.logits.size());
+      BOOST_TEST(std::memcmp(rg.logits.data(), re.logits.data(), rg.logits.size() * sizeof(float)) == 0,
+                 what << " " << step << ": graph replay differs from eager launches");
+      return re;
+    };
+    auto decode = [&](int32_t nb, const std::string& step) {
+      std::vector<step_sequence> batch;
+      for (int32_t i = 0; i < nb; ++i)
+        batch.push_back({i, std::span<const int32_t>(&seqs[i].back(), 1), pos[i], tables[i], logits_mode::last});
+      const auto r = both(batch, step);
+      for (int32_t i = 0; i < nb; ++i) {
+        ++pos[i];
+        seqs[i].push_back(static_cast<int32_t>(argmax(r.row(static_cast<size_t>(i)))));
+      }
+    };
+    {  // every prompt but its last token in one step
+      std::vector<step_sequence> batch;
+      for (int32_t i = 0; i < kSeqs; ++i) {
+        batch.push_back({i, std::span<const int32_t>(seqs[i].data(), seqs[i].size() - 1), 0, tables[i], logits_mode::none});
+        pos[i] = static_cast<int32_t>(seqs[i].size() - 1);
+      }
+      both(batch, "prefill");
+    }
+    for (int round = 0; round < 2; ++round)
+      for (int32_t nb : {kSeqs, 3, 1}) decode(nb, "decode of " + std::to_string(nb));
+    BOOST_TEST(graphs.graphs_captured() == 3);
+    BOOST_TEST(graphs.graph_replays() == 6);
+    {  // a longer step than any before: the scratch grows
+      std::vector<int32_t> big(kBig);
+      for (int32_t j = 0; j < kBig; ++j) big[j] = static_cast<int32_t>((j * 31337) % vocab);
+      const auto table = iota_table(blocks_for(kBig), kSeqs * kPerSeq);
+      both({step_sequence{99, big, 0, table, logits_mode::last}}, "long prompt");
+    }
+    for (int32_t nb : {kSeqs, 3, 1}) decode(nb, "decode of " + std::to_string(nb) + " after the long prompt");
+    BOOST_TEST(graphs.graphs_captured() == 6, what << ": " << graphs.graphs_captured() << " captures");
+    BOOST_TEST(graphs.graph_replays() == 9);
+    BOOST_TEST(eager.graph_replays() == 0);
+  }
 }
