@@ -20,8 +20,6 @@
 #include "bench/machine/machine_limits.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/engine/generator.hpp"
-#include "runtime/engine/model_runner.hpp"
-#include "runtime/kv/kv_cache.hpp"
 #include "runtime/quant/divergence.hpp"
 #include "runtime/quant/load.hpp"
 #include "runtime/quant/write.hpp"
@@ -95,31 +93,15 @@ int rss_of(const std::string& dir, bool int8) {
   return 0;
 }
 
-std::vector<float> logits(const checkpoint& ck, const std::vector<int32_t>& ids, float logit_scale, dtype kv = dtype::f32) {
+// runner.fp8_activations: FP8 products take e4m3-rounded activations (W8A8, what the CUDA FP8 path
+// computes).
+std::vector<float> logits(const checkpoint& ck, const std::vector<int32_t>& ids, float logit_scale, dtype kv = dtype::f32,
+                          model_runner_options runner = {}) {
   auto& norm = const_cast<std::vector<float>&>(ck.weights.norm);
   for (auto& v : norm) v *= logit_scale;
-  auto out = generator(ck).prompt_logits(ids, 0, kv);
+  auto out = generator(ck).prompt_logits(ids, 0, kv, runner);
   for (auto& v : norm) v /= logit_scale;
   return out;
-}
-
-// The same logits with FP8 products taking e4m3-rounded activations (W8A8, what the CUDA FP8 path
-// computes; model_runner_options::fp8_activations), all positions in one step.
-std::vector<float> logits_w8a8(const checkpoint& ck, const std::vector<int32_t>& ids, float logit_scale) {
-  auto& norm = const_cast<std::vector<float>&>(ck.weights.norm);
-  for (auto& v : norm) v *= logit_scale;
-  const int32_t blocks = static_cast<int32_t>((ids.size() + 15) / 16);
-  kv_cache kv(ck.config, blocks);
-  model_runner_options o;
-  o.fp8_activations = true;
-  model_runner runner(ck, kv, o);
-  std::vector<int32_t> table(static_cast<size_t>(blocks));
-  std::iota(table.begin(), table.end(), 0);
-  step_sequence sq{0, ids, 0, table, logits_mode::all};
-  step_result out;
-  runner.step(std::span<const step_sequence>(&sq, 1), out);
-  for (auto& v : norm) v /= logit_scale;
-  return out.logits;
 }
 
 // Mean KL and top-1 agreement of every scheme against the float model, on random-id positions,
@@ -153,7 +135,9 @@ void report_accuracy(const std::string& model, const checkpoint& bf16, int posit
     f8.quantization = quant::method::fp8;
     auto fp8 = quant::load_model(model, f8);
     report("FP8 (128x128 blocks, lm_head BF16)", logits(*fp8, ids, scale));
-    report("FP8 W8A8 (the CUDA path's scheme)", logits_w8a8(*fp8, ids, scale));
+    model_runner_options w8a8;
+    w8a8.fp8_activations = true;
+    report("FP8 W8A8 (the CUDA path's scheme)", logits(*fp8, ids, scale, dtype::f32, w8a8));
     // FP8 KV beside FP8 weights, the pairing vLLM users run (an FP8 checkpoint, --kv-cache-dtype fp8).
     report("FP8 + FP8 KV cache", logits(*fp8, ids, scale, dtype::f8_e4m3));
     report("FP8 + INT8 KV cache", logits(*fp8, ids, scale, dtype::i8));

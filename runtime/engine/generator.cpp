@@ -13,10 +13,10 @@ constexpr int32_t kBlockSize = 16;
 
 // A private pool just large enough for one sequence, with the identity block table.
 struct single_sequence_pool {
-  single_sequence_pool(const checkpoint& ckpt, int64_t max_len, dtype kv_type, kernels::compute_dtype compute,
+  single_sequence_pool(const checkpoint& ckpt, int64_t max_len, dtype kv_type, model_runner_options runner_opts,
                        parallel_config parallel)
       : runner(ckpt, static_cast<int32_t>(std::max<int64_t>(1, (max_len + kBlockSize - 1) / kBlockSize)), kBlockSize,
-               kv_type, {compute}, parallel),
+               kv_type, runner_opts, parallel),
         table(runner.num_blocks()) {
     std::iota(table.begin(), table.end(), 0);
   }
@@ -59,7 +59,7 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
   check_prompt(prompt, ckpt_.config, opts.max_tokens);
 
   single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()) + opts.max_tokens, opts.kv_cache_dtype,
-                            opts.compute, parallel_);
+                            {opts.compute}, parallel_);
   auto& runner = pool.runner;
   const int32_t adapter = opts.adapter ? runner.add_adapter(opts.adapter) : -1;
   sampler smp(opts.sampling);
@@ -109,10 +109,10 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
 }
 
 std::vector<float> generator::prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk,
-                                            dtype kv_cache_dtype, kernels::compute_dtype compute,
+                                            dtype kv_cache_dtype, model_runner_options runner,
                                             std::shared_ptr<const lora_adapter> adapter) {
   check_prompt(prompt, ckpt_.config, 0);
-  single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()), kv_cache_dtype, compute, parallel_);
+  single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()), kv_cache_dtype, runner, parallel_);
   const int32_t slot = adapter ? pool.runner.add_adapter(std::move(adapter)) : -1;
   step_result res;
   std::vector<float> all;
@@ -154,7 +154,7 @@ std::vector<std::vector<float>> generator::embed_batch(const std::vector<std::ve
     pool_blocks = std::max(pool_blocks, need);
     b = e;
   }
-  single_sequence_pool pool(ckpt_, pool_blocks * kBlockSize, run.kv_cache_dtype, run.compute, parallel_);
+  single_sequence_pool pool(ckpt_, pool_blocks * kBlockSize, run.kv_cache_dtype, {run.compute}, parallel_);
   const int32_t slot = run.adapter ? pool.runner.add_adapter(run.adapter) : -1;
   std::vector<std::vector<float>> out;
   out.reserve(prompts.size());

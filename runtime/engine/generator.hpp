@@ -45,10 +45,10 @@ class generator {
   generate_output generate(const std::vector<int32_t>& prompt, const generate_options& opts,
                            const std::function<void(int32_t)>& on_token = {});
 
-  // Logits of every prompt position, row-major [prompt.size(), vocab].
+  // Logits of every prompt position, row-major [prompt.size(), vocab]. `runner`: the matmul
+  // arithmetic (compute dtype) and fp8_activations (model_runner_options).
   std::vector<float> prompt_logits(const std::vector<int32_t>& prompt, int32_t prefill_chunk = 0,
-                                   dtype kv_cache_dtype = dtype::f32,
-                                   kernels::compute_dtype compute = kernels::compute_dtype::f32,
+                                   dtype kv_cache_dtype = dtype::f32, model_runner_options runner = {},
                                    std::shared_ptr<const lora_adapter> adapter = nullptr);
 
   // The prompt's embedding (embedding.hpp): its last token's final hidden state, finished as

@@ -163,7 +163,7 @@ int run_logits(int argc, char** argv) {
   auto prompt = cli::parse_ids(ids_text);
   cli::check_ids_in_vocab(prompt, m.ck->config.vocab_size);
   generator gen(*m.ck, m.parallel);
-  auto logits = gen.prompt_logits(prompt, prefill_chunk, m.kv_type, m.compute, m.adapter);
+  auto logits = gen.prompt_logits(prompt, prefill_chunk, m.kv_type, {m.compute}, m.adapter);
   std::ofstream f(out_path, std::ios::binary);
   if (!f) throw_error(errc::io_error, "cannot write " + out_path);
   f.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(logits.size() * sizeof(float)));

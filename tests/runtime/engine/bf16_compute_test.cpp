@@ -47,7 +47,7 @@ BOOST_DATA_TEST_CASE(bf16_logits_within_the_bf16_bound, boost::unit_test::data::
   double worst = 0, worst_exact = 0;
   int64_t rows = 0, top1 = 0, over = 0;
   for (const auto& c : load_golden(set)) {
-    const auto fast = gen.prompt_logits(c.prompt, 0, dtype::f32, kBf16);
+    const auto fast = gen.prompt_logits(c.prompt, 0, dtype::f32, {kBf16});
     const auto exact = gen.prompt_logits(c.prompt);
     for (size_t r = 0; r < c.prompt_logits.index.size(); ++r) {
       const int64_t pos = c.prompt_logits.index[r];
@@ -81,7 +81,7 @@ BOOST_AUTO_TEST_CASE(f32_weights_ignore_the_mode) {
   generator gen(*ck);
   const auto cases = load_golden("tiny-untied-sharded");
   const auto& c = cases.front();
-  const auto a = gen.prompt_logits(c.prompt), b = gen.prompt_logits(c.prompt, 0, dtype::f32, kBf16);
+  const auto a = gen.prompt_logits(c.prompt), b = gen.prompt_logits(c.prompt, 0, dtype::f32, {kBf16});
   BOOST_TEST(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
@@ -97,9 +97,9 @@ BOOST_DATA_TEST_CASE(bf16_chunking_invariance_bitwise, boost::unit_test::data::m
   const auto cases = load_golden(set);
   const auto& prompt = cases.back().prompt;
   generator gen(*ck);
-  const auto whole = gen.prompt_logits(prompt, 0, dtype::f32, kBf16);
+  const auto whole = gen.prompt_logits(prompt, 0, dtype::f32, {kBf16});
   for (int32_t chunk : {1, 7, 16}) {
-    const auto chunked = gen.prompt_logits(prompt, chunk, dtype::f32, kBf16);
+    const auto chunked = gen.prompt_logits(prompt, chunk, dtype::f32, {kBf16});
     BOOST_REQUIRE_EQUAL(chunked.size(), whole.size());
     BOOST_TEST(std::memcmp(chunked.data(), whole.data(), whole.size() * sizeof(float)) == 0,
                set << ": chunk " << chunk << " changes the bf16 logits");

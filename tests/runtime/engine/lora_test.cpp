@@ -47,7 +47,7 @@ BOOST_DATA_TEST_CASE(lora_prompt_logits_match_peft, boost::unit_test::data::make
   const int64_t vocab = ck->config.vocab_size;
   double worst = 0;
   for (const auto& c : load_golden(set)) {
-    auto logits = gen.prompt_logits(c.prompt, 7, dtype::f32, kernels::compute_dtype::f32, a);
+    auto logits = gen.prompt_logits(c.prompt, 7, dtype::f32, {kernels::compute_dtype::f32}, a);
     worst = std::max(worst, check_prompt_logits(logits, c, vocab, kTolerance, set));
   }
   BOOST_TEST_MESSAGE(set << ": worst relative logits error " << worst << " (tolerance " << kTolerance << ")");
@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_CASE(lora_in_the_bf16_compute_mode) {
   double worst = 0;
   int64_t rows = 0, top1 = 0;
   for (const auto& c : load_golden(set)) {
-    const auto fast = gen.prompt_logits(c.prompt, 0, dtype::f32, kernels::compute_dtype::bf16, a);
+    const auto fast = gen.prompt_logits(c.prompt, 0, dtype::f32, {kernels::compute_dtype::bf16}, a);
     for (size_t r = 0; r < c.prompt_logits.index.size(); ++r) {
       const float* got = fast.data() + c.prompt_logits.index[r] * vocab;
       const float* ref = c.prompt_logits.data.data() + r * vocab;

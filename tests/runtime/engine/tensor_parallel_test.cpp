@@ -104,7 +104,7 @@ BOOST_DATA_TEST_CASE(four_ranks_replicate_the_kv_heads,
     generator gen(*ck, p);
     double worst = 0;
     for (const auto& c : cases) {
-      worst = std::max(worst, check_prompt_logits(gen.prompt_logits(c.prompt, 0, dtype::f32, kernels::compute_dtype::f32, a),
+      worst = std::max(worst, check_prompt_logits(gen.prompt_logits(c.prompt, 0, dtype::f32, {kernels::compute_dtype::f32}, a),
                                                   c, vocab, kTolerance, what));
       tensor_parallel_runner runner(*ck, 32, 16, dtype::f32, {}, p);
       BOOST_TEST(runner.kv_replicas() == 2);
@@ -233,7 +233,7 @@ BOOST_DATA_TEST_CASE(lora_over_two_ranks_matches_peft,
     generator gen(*ck, p);
     double worst = 0;
     for (const auto& c : load_golden(set)) {
-      const auto logits = gen.prompt_logits(c.prompt, 7, dtype::f32, kernels::compute_dtype::f32, a);
+      const auto logits = gen.prompt_logits(c.prompt, 7, dtype::f32, {kernels::compute_dtype::f32}, a);
       worst = std::max(worst, check_prompt_logits(logits, c, vocab, kTolerance, what));
       tensor_parallel_runner runner(*ck, 32, 16, dtype::f32, {}, p);
       BOOST_TEST(runner.add_adapter(a) == 0);

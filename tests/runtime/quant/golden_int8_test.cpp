@@ -10,8 +10,6 @@
 #include <ostream>
 
 #include "kernels/fp8_activations.hpp"
-#include "runtime/engine/model_runner.hpp"
-#include "runtime/kv/kv_cache.hpp"
 #include "runtime/quant/load.hpp"
 #include "tests/runtime/quant/reference_forward.hpp"
 #include "tests/runtime/engine/golden.hpp"
@@ -114,17 +112,8 @@ BOOST_DATA_TEST_CASE(batching_and_chunking_are_bitwise_invariant,
 
 namespace {
 
-// Logits of every prompt position through model_runner with `opts`, one step.
 std::vector<float> runner_logits(const checkpoint& ck, const std::vector<int32_t>& prompt, model_runner_options opts) {
-  const int32_t blocks = static_cast<int32_t>((prompt.size() + 15) / 16);
-  kv_cache kv(ck.config, blocks);
-  model_runner r(ck, kv, opts);
-  std::vector<int32_t> table(static_cast<size_t>(blocks));
-  std::iota(table.begin(), table.end(), 0);
-  step_sequence sq{0, prompt, 0, table, logits_mode::all};
-  step_result out;
-  r.step(std::span<const step_sequence>(&sq, 1), out);
-  return out.logits;
+  return generator(ck).prompt_logits(prompt, 0, dtype::f32, opts);
 }
 
 }  // namespace
