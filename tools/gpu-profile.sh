@@ -5,15 +5,7 @@
 # tools/gpu-carry.sh, from the repo root. Writes $OUT/profile.csv (raw) and prints the table.
 set -u
 cd "$(dirname "$0")/.."
-R=$PWD
-C=$R/.gpu-carry
-OUT=${OUT:-$C/out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$C:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export PATH=$PATH:/usr/local/cuda/bin
-export TROUPE_TOKENIZER_DIR="$R/models/qwen3-tokenizer"
-[ -f "$TROUPE_TOKENIZER_DIR/tokenizer.json" ] || tar -xJf "$C/qwen3-tokenizer.tar.xz" -C "$R"
-export TROUPE_BENCH_MODEL_DIR=/tmp/troupe-cudafwd-qwen3-0.6b
+. tools/gpu-env.sh
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "no ncu"; exit 2; }
 timeout 240 "$NCU" --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \

@@ -6,16 +6,7 @@
 # synchronizes after every kernel so a fault names its kernel). Exit 1 when a check failed.
 set -u
 cd "$(dirname "$0")/.."
-R=$PWD
-C=$R/.gpu-carry
-OUT=${OUT:-$C/out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$C:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export PATH=$PATH:/usr/local/cuda/bin
-export TROUPE_TEST_DATA_DIR="$R/tests/data"
-export TROUPE_TOKENIZER_DIR="$R/models/qwen3-tokenizer"
-[ -f "$TROUPE_TOKENIZER_DIR/tokenizer.json" ] || tar -xJf "$C/qwen3-tokenizer.tar.xz" -C "$R"
-export TROUPE_BENCH_MODEL_DIR=/tmp/troupe-cudafwd-qwen3-0.6b
+. tools/gpu-env.sh
 status=0
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,driver_version --format=csv,noheader || { echo "no GPU"; exit 2; }
 run() {  # name timeout log binary args...
