@@ -116,6 +116,28 @@ BOOST_AUTO_TEST_CASE(moe_is_refused_before_touching_the_device) {
   BOOST_CHECK_NO_THROW(cuda_model_runner::check_supported(load("tiny-dense")->config));
 }
 
+// The attention kernel reads rows as float4s, up to 512 floats: other head sizes are refused with
+// the size named, before any device work (Qwen3's is 128).
+BOOST_AUTO_TEST_CASE(head_dims_the_kernels_cannot_take_are_refused_before_touching_the_device) {
+  for (int64_t d : {int64_t{0}, int64_t{18}, int64_t{514}, int64_t{1024}}) {
+    model_config cfg = load("tiny-dense")->config;
+    cfg.head_dim = d;
+    try {
+      cuda_model_runner::check_supported(cfg);
+      BOOST_ERROR("head_dim " << d << " was accepted");
+    } catch (const troupe::error& e) {
+      BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(errc::unsupported));
+      BOOST_TEST(std::string(e.what()).find("head_dim must be a multiple of 4 up to 512") != std::string::npos, e.what());
+      BOOST_TEST(std::string(e.what()).find("got " + std::to_string(d)) != std::string::npos, e.what());
+    }
+  }
+  for (int64_t d : {int64_t{4}, int64_t{32}, int64_t{128}, int64_t{512}}) {
+    model_config cfg = load("tiny-dense")->config;
+    cfg.head_dim = d;
+    BOOST_CHECK_NO_THROW(cuda_model_runner::check_supported(cfg));
+  }
+}
+
 // A checkpoint without lm_head (an embedding-only export) has nothing for this runner's logits.
 BOOST_AUTO_TEST_CASE(a_checkpoint_without_lm_head_is_refused_before_touching_the_device) {
   auto ck = load_checkpoint(golden_dir("tiny-dense"));
