@@ -426,6 +426,11 @@ size_t cuda_model_runner::weight_bytes_per_step() const noexcept { return impl_-
 size_t cuda_model_runner::device_weight_bytes() const noexcept { return impl_->bytes_all; }
 bool cuda_model_runner::graphs_enabled() const noexcept { return impl_->graphs_on; }
 int64_t cuda_model_runner::graphs_captured() const noexcept { return impl_->captured; }
+int64_t cuda_model_runner::stacked_products() const noexcept {
+  int64_t n = 0;
+  for (const auto& l : impl_->layers) n += (l.qkv.rows > 0) + (l.gate_up.rows > 0);
+  return n;
+}
 int64_t cuda_model_runner::graph_replays() const noexcept { return impl_->replays; }
 
 // The same checks and messages as model_runner (step.hpp).

@@ -87,6 +87,9 @@ class cuda_model_runner {
   // size's graph is captured again when a larger step reallocated the scratch it points into), and
   // how many steps replayed one.
   bool graphs_enabled() const noexcept;
+  // How many stacked products (a layer's QKV, its gate/up) the upload made: 2 a layer for every
+  // float checkpoint and every Qwen3 FP8 shape, fewer where FP8 parts are not whole scale blocks.
+  int64_t stacked_products() const noexcept;
   int64_t graphs_captured() const noexcept;
   int64_t graph_replays() const noexcept;
 
