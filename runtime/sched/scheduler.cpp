@@ -78,6 +78,8 @@ admission scheduler::add(request_spec spec) {
   if (spec.prompt.empty()) return {admit_status::invalid, "the prompt has no tokens"};
   if (spec.max_tokens < 1)
     return {admit_status::invalid, "max_tokens must be >= 1; got " + std::to_string(spec.max_tokens)};
+  if (spec.embed && spec.prompt_logits)
+    return {admit_status::invalid, "an embedding request has no logits to score its prompt with (prompt_logprobs)"};
   const auto n = static_cast<int64_t>(spec.prompt.size());
   if (n + 1 > cfg_.max_model_len)
     return {admit_status::prompt_too_long,
@@ -125,7 +127,7 @@ bool scheduler::leader_computing_prompt(const sequence& s) const {
 // any stop id: verification goes on past an accepted draft, and nothing may be sampled after a
 // token that ends the sequence (a grammar would find no token allowed there).
 std::vector<int32_t> scheduler::drafts_for(const sequence& s, int32_t budget) const {
-  if (cfg_.speculative.num_tokens <= 0) return {};
+  if (cfg_.speculative.num_tokens <= 0 || s.spec.embed) return {};
   const auto room = std::min<int64_t>(budget - 1, int64_t{s.max_total} - static_cast<int64_t>(s.tokens.size()) - 1);
   if (room <= 0) return {};
   auto drafts = propose_ngram_drafts(s.tokens, cfg_.speculative, static_cast<int32_t>(room));
@@ -317,7 +319,7 @@ step_plan scheduler::schedule() {
     if ((s.spec.prompt_logits && e.start_pos + 1 < s.num_prompt) || e.num_draft > 0)
       sq.logits = logits_mode::all;
     else
-      sq.logits = e.sample ? logits_mode::last : logits_mode::none;
+      sq.logits = !e.sample ? logits_mode::none : s.spec.embed ? logits_mode::hidden : logits_mode::last;
     plan.batch.push_back(sq);
     tok += static_cast<size_t>(e.num_tokens);
     blk += used;
@@ -352,6 +354,13 @@ std::vector<seq_event> scheduler::update(const step_plan& plan, std::span<const 
     for (size_t j = 0; j + 1 < out.size(); ++j) TROUPE_ASSERT(out[j] == drafts[j]);
     s.num_computed += e.num_draft > 0 ? static_cast<int32_t>(out.size()) : e.num_tokens;
     seq_event ev{e.seq_id, {}, std::nullopt};
+    if (s.spec.embed && e.sample) {  // the prompt is in: its embedding was the step's output
+      if (prefix_) prefix_->computed(e.seq_id, s.tokens, alloc_.block_table(e.seq_id), s.num_computed);
+      ev.finished = finish_reason::stop;
+      remove(e.seq_id);
+      events.push_back(std::move(ev));
+      continue;
+    }
     for (int32_t token : out) {
       s.tokens.push_back(token);
       ev.tokens.push_back(token);

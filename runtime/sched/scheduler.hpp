@@ -74,6 +74,11 @@ struct request_spec {
   // roots the sequence's prefix-cache hash chain: blocks are shared only under the same adapter.
   int32_t adapter = -1;
   std::string adapter_identity;
+  // An embedding request (/v1/embeddings): the step that computes its prompt's last token asks for
+  // that token's final hidden state (logits_mode::hidden) instead of logits, and update() then
+  // finishes it (finish_reason stop) with no token: the executor's sampled entry for it is a
+  // placeholder. No drafts, no prompt_logits; max_tokens is not used.
+  bool embed = false;
 };
 
 enum class admit_status : uint8_t { ok, prompt_too_long, queue_full, invalid };

@@ -23,6 +23,7 @@ std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::spa
   fresh->logprobs = old.logprobs;
   fresh->prompt_logprobs = old.prompt_logprobs;
   fresh->prompt_logprobs_next = old.prompt_logprobs_next;
+  fresh->embed = old.embed;
   for (int32_t id : known_output) {
     fresh->smp.replay(id);  // one draw, and the grammar (if any) fed the token
     fresh->output.push_back(id);
@@ -82,6 +83,19 @@ step_outcome batch_executor::run(step_job& job) {
     const auto& e = job.plan.seqs[i];
     if (!e.sample) continue;
     auto& s = *job.samplers[k++];
+    // An embedding request: no row to sample, its prompt's last hidden state to finish.
+    if (job.plan.batch[i].logits == logits_mode::hidden) {
+      try {
+        TROUPE_ASSERT(s.embed.has_value());
+        out.embeddings.emplace_back(e.seq_id, finish_embedding(result_.hidden_of(i), *s.embed));
+        out.sampled.push_back(0);
+      } catch (const std::exception& ex) {
+        out.sampled.push_back(-1);
+        out.seq_errors.emplace_back(e.seq_id, ex.what());
+      }
+      out.counts.push_back(1);
+      continue;
+    }
     // Without drafts the last row (all rows when scoring the prompt); with drafts row j follows
     // the last token and drafts 0..j-1, so it is only sampled while every draft before it held.
     const int64_t first = e.num_draft > 0 ? 0 : result_.num_rows[i] - 1;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/engine/embedding.hpp"
 #include "runtime/engine/model_runner.hpp"
 #include "runtime/engine/tensor_parallel_runner.hpp"
 #include "runtime/kv/kv_cache.hpp"
@@ -34,6 +35,9 @@ struct seq_sampling {
   // none), so a prompt recomputed after a preemption is not reported twice.
   int32_t prompt_logprobs = -1;
   size_t prompt_logprobs_next = 1;
+  // An embedding request (request_spec::embed): how its prompt's last hidden state is finished
+  // (embedding.hpp); nothing is sampled.
+  std::optional<embedding_options> embed;
 };
 
 // A fresh sampling state equal to `old` after exactly `known_output` was sampled: used when an
@@ -59,6 +63,9 @@ struct step_outcome {
   std::vector<std::pair<int64_t, std::string>> seq_errors;  // (seq_id, why) for the -1 entries
   // (seq_id, logprobs of its next prompt tokens, in order) for the prompt_scorers that had any.
   std::vector<std::pair<int64_t, std::vector<token_logprobs>>> prompt_logprobs;
+  // (seq_id, embedding) for the embedding requests whose prompt ended in this step; each has a
+  // placeholder 0 in `sampled` (request_spec::embed).
+  std::vector<std::pair<int64_t, std::vector<float>>> embeddings;
   std::string step_error;        // non-empty: the whole step failed (nothing sampled)
   double engine_seconds = 0;
   // Prefix caching: the blocks listed in plan.kv_saves, copied out after the step (to publish).

@@ -38,6 +38,7 @@ struct sim {
   std::map<int64_t, std::vector<int32_t>> out;
   std::map<int64_t, finish_reason> done;
   std::map<int64_t, int32_t> all_rows;  // rows asked for by logits_mode::all, per sequence
+  std::map<int64_t, int32_t> hidden_rows;  // logits_mode::hidden entries (embedding requests)
 
   sim(sched_config cfg, int32_t blocks, int32_t block_size, std::unique_ptr<policy> p = nullptr)
       : s(cfg, blocks, block_size, std::move(p)) {}
@@ -69,6 +70,10 @@ struct sim {
       if (b.logits == troupe::logits_mode::all) {
         BOOST_REQUIRE(e.start_pos + 1 < s.num_prompt_tokens(e.seq_id));
         all_rows[e.seq_id] += e.num_tokens;
+      }
+      if (b.logits == troupe::logits_mode::hidden) {  // only where a prompt ends
+        BOOST_REQUIRE(e.sample && e.start_pos + e.num_tokens == s.num_prompt_tokens(e.seq_id));
+        ++hidden_rows[e.seq_id];
       }
       if (e.sample) sampled.push_back(fake_model(e.seq_id, all.first(static_cast<size_t>(e.start_pos + e.num_tokens))));
     }
@@ -172,6 +177,58 @@ BOOST_AUTO_TEST_CASE(prompt_logits_chunks_ask_for_every_row) {
   BOOST_TEST(t.all_rows[1] == 12);  // every prompt row, none of the decode
   BOOST_TEST(t.all_rows[2] == 0);
   BOOST_TEST(t.out[1] == alone(r), boost::test_tools::per_element());
+}
+
+// Embedding requests (request_spec::embed): the chunk that ends the prompt asks for its last
+// hidden state, and the sequence finishes there (stop, no token, blocks freed) while a generating
+// request beside it goes on unchanged. Its last token alone in a step is no decode: no drafts, even
+// with speculative decoding on and a prompt that repeats (a generating twin gets drafts there).
+BOOST_AUTO_TEST_CASE(embedding_requests_end_at_their_prompt_with_its_hidden_state) {
+  auto c = cfg(4, 8);
+  c.speculative.num_tokens = 3;
+  const std::vector<int32_t> looping{5, 6, 5, 6, 5, 6, 5, 6, 5};
+  {
+    sim t(c, 16, 4);
+    request_spec e = req(1, 0, 4);
+    e.prompt = looping;
+    e.embed = true;
+    t.add(e);
+    expect_steps(t.run(), {"1:0+8", "1:8+1*"});
+    BOOST_TEST(t.out[1].empty());
+    BOOST_TEST((t.done.at(1) == finish_reason::stop));
+    BOOST_TEST(t.hidden_rows[1] == 1);
+  }
+  {  // the twin that generates is given drafts for the same last token
+    scheduler s(c, 16, 4);
+    request_spec g = req(1, 0, 4);
+    g.prompt = looping;
+    BOOST_REQUIRE(s.add(g).status == admit_status::ok);
+    const auto first = s.schedule();
+    BOOST_REQUIRE(first.seqs.size() == 1u && !first.seqs[0].sample);
+    s.update(first, {});
+    const auto second = s.schedule();
+    BOOST_REQUIRE(second.seqs.size() == 1u);
+    BOOST_TEST(second.seqs[0].num_draft > 0);
+  }
+  {
+    sim t(cfg(4, 64), 32, 4);
+    request_spec e = req(1, 10, 4);
+    e.embed = true;
+    t.add(e);
+    t.add(req(2, 3, 4));
+    expect_steps(t.run(), {"1:0+10* 2:0+3*", "2:3+1*", "2:4+1*", "2:5+1*"});
+    BOOST_TEST(t.out[1].empty());
+    BOOST_TEST(t.hidden_rows[1] == 1);
+    BOOST_TEST(t.hidden_rows[2] == 0);
+    BOOST_TEST(t.out[2] == alone(req(2, 3, 4)), boost::test_tools::per_element());
+  }
+  scheduler s(cfg(4, 64), 32, 4);
+  request_spec both = req(3, 5, 2);
+  both.embed = true;
+  both.prompt_logits = true;
+  const auto a = s.add(both);
+  BOOST_TEST((a.status == admit_status::invalid));
+  BOOST_TEST(a.message.find("embedding request") != std::string::npos, a.message);
 }
 
 BOOST_AUTO_TEST_CASE(prefill_beside_decodes_is_capped_and_alone_is_not) {

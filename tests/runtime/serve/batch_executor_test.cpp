@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <map>
+#include <set>
 #include <random>
 
 #include "runtime/engine/generator.hpp"
@@ -60,13 +61,16 @@ std::vector<int32_t> reference(const test_request& r) {
 struct run_result {
   std::map<int64_t, std::vector<int32_t>> out;
   std::map<int64_t, std::vector<token_logprobs>> prompt_logprobs;
+  std::map<int64_t, std::vector<float>> embeddings;
   int64_t preemptions = 0;
   int steps = 0;
   int64_t accepted = 0;  // draft tokens the model agreed with
 };
 
+// embed: the requests that are embedding requests (request_spec::embed, default options).
 run_result serve_all(const std::vector<test_request>& reqs, sched::sched_config cfg, int32_t num_blocks,
-                     const std::map<int64_t, int>& cancel_at_step = {}, int32_t prompt_logprobs = -1) {
+                     const std::map<int64_t, int>& cancel_at_step = {}, int32_t prompt_logprobs = -1,
+                     const std::set<size_t>& embed = {}) {
   sched::scheduler s(cfg, num_blocks, 16);
   batch_executor ex(tiny_dense(), num_blocks, 16);
   std::map<int64_t, std::shared_ptr<seq_sampling>> samplers;
@@ -76,9 +80,11 @@ run_result serve_all(const std::vector<test_request>& reqs, sched::sched_config 
     spec.prompt = reqs[i].prompt;
     spec.max_tokens = reqs[i].max_tokens;
     spec.prompt_logits = prompt_logprobs >= 0;
+    spec.embed = embed.count(i) != 0;
     BOOST_REQUIRE(s.add(spec).status == sched::admit_status::ok);
     samplers[spec.seq_id] = std::make_shared<seq_sampling>(reqs[i].sampling, reqs[i].prompt);
     samplers[spec.seq_id]->prompt_logprobs = prompt_logprobs;
+    if (spec.embed) samplers[spec.seq_id]->embed = embedding_options{};
   }
   run_result res;
   while (!s.idle()) {
@@ -100,6 +106,10 @@ run_result serve_all(const std::vector<test_request>& reqs, sched::sched_config 
     BOOST_REQUIRE(outcome.seq_errors.empty());
     for (auto& [id, lps] : outcome.prompt_logprobs)
       res.prompt_logprobs[id].insert(res.prompt_logprobs[id].end(), lps.begin(), lps.end());
+    for (auto& [id, v] : outcome.embeddings) {
+      BOOST_TEST(!res.embeddings.count(id), "request " << id << " embedded twice");
+      res.embeddings[id] = std::move(v);
+    }
     for (size_t i = 0; i < outcome.counts.size(); ++i) res.accepted += outcome.counts[i] - 1;
     for (const auto& ev : s.update(job.plan, outcome.sampled, outcome.counts))
       res.out[ev.seq_id].insert(res.out[ev.seq_id].end(), ev.tokens.begin(), ev.tokens.end());
@@ -198,6 +208,30 @@ BOOST_AUTO_TEST_CASE(prompt_logprobs_match_the_prompt_logits_once_each) {
         BOOST_TEST(std::abs(got[p - 1].logprob - want.logprob) < 1e-6, "position " << p);
         BOOST_REQUIRE_EQUAL(got[p - 1].top.size(), 3u);
         BOOST_TEST(got[p - 1].top[0].first == want.top[0].first);
+      }
+    }
+  }
+}
+
+// Embedding requests share steps with generating ones (chunked prefill, a pool small enough to
+// preempt): each gets one embedding, bit for bit what the generator gives its prompt alone
+// (troupe embed), and no token; the others still get exactly their reference tokens.
+BOOST_AUTO_TEST_CASE(embedding_requests_get_the_embedding_of_their_prompt_alone) {
+  auto reqs = make_requests(10, 5);
+  const std::set<size_t> embed{1, 4, 7, 8};
+  auto r = serve_all(reqs, cfg(10, 24, 64), 4, {}, -1, embed);
+  BOOST_TEST(r.preemptions > 0);
+  generator g(*tiny_dense());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    BOOST_TEST_CONTEXT("request " << i) {
+      const auto id = static_cast<int64_t>(i);
+      if (embed.count(i)) {
+        BOOST_TEST((!r.out.count(id) || r.out.at(id).empty()));
+        BOOST_REQUIRE(r.embeddings.count(id));
+        BOOST_TEST(r.embeddings.at(id) == g.embed(reqs[i].prompt, embedding_options{}), boost::test_tools::per_element());
+      } else {
+        BOOST_TEST(!r.embeddings.count(id));
+        BOOST_TEST(r.out.at(id) == reference(reqs[i]), boost::test_tools::per_element());
       }
     }
   }
