@@ -67,6 +67,7 @@ struct seq_update {
   int32_t token = -1;                               // -1: none this step
   std::optional<token_logprobs> logprobs;           // of `token`, for requests that asked
   std::vector<token_logprobs> prompt_logprobs;      // of the next prompt tokens (prompt_logprobs)
+  std::optional<std::vector<float>> embedding;      // an embed request's input, computed
   std::optional<wire::finish_reason> finished;      // the sequence left the scheduler
   std::optional<wire::wire_error> error;            // with finished == error, or with rejected
   bool rejected = false;                            // refused at admission: answer with an error event

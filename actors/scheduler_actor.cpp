@@ -252,6 +252,13 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
       u.prompt_logprobs = std::move(lps);
       emit(self, id, std::move(u));
     }
+    // Embeddings too: the done of the same step follows.
+    for (auto& [id, v] : out.embeddings) {
+      if (!st.metas.count(id)) continue;
+      seq_update u;
+      u.embedding = std::move(v);
+      emit(self, id, std::move(u));
+    }
     // The logprobs of this step's tokens, by sequence, in token order.
     std::unordered_map<int64_t, std::deque<token_logprobs>> step_logprobs;
     for (auto& [id, lp] : out.logprobs) step_logprobs[id].push_back(std::move(lp));

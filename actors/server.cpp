@@ -61,6 +61,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   f.name = ctx->cfg.served_model_name;
   if (f.name.empty()) f.name = directory_name(o.model_dir);
   f.vocab_size = mc.vocab_size;
+  f.hidden_size = mc.hidden_size;
   f.default_max_tokens = ctx->cfg.default_max_tokens;
   f.generation = ctx->ckpt->generation;
   f.tok = ctx->tok.get();

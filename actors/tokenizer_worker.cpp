@@ -43,6 +43,41 @@ void answer_to_sender(self_ptr self) {
   if (auto gw = caf::actor_cast<caf::actor>(self->current_sender())) self->state.gateway = std::move(gw);
 }
 
+// An embed request: input i is sequence rid + i (the gateway reserved n ids), an embedding
+// request to the scheduler (request_spec::embed) whose done carries its embedding.
+void submit_embed(self_ptr self, generate_msg& m) {
+  auto& st = self->state;
+  const auto& r = *m.req;
+  auto b = serve::build_embed(r, st.ctx->facts);
+  if (!b.req) {
+    std::vector<out_item> items{error_item(m.rid, b.error, r.id)};
+    for (int32_t i = 1; i < r.n; ++i) items.push_back(out_item{m.rid + i, {}, true});
+    return send_out(self, std::move(items));
+  }
+  for (int32_t i = 0; i < r.n; ++i) {
+    const int64_t rid = m.rid + i;
+    auto& prompt = b.req->prompts[static_cast<size_t>(i)];
+    serve::output_rules rules{};
+    if (r.n > 1) rules.index = i;
+    st.live.emplace(rid, serve::response(r.id, /*stream=*/false, st.ctx->facts.tok, std::move(rules),
+                                         static_cast<int64_t>(prompt.size()), m.received));
+    submit_msg s;
+    s.rid = rid;
+    s.worker = st.index;
+    s.received = m.received;
+    s.spec.seq_id = rid;
+    s.spec.prompt = prompt;
+    s.spec.max_tokens = 1;
+    s.spec.embed = true;
+    s.spec.priority = r.priority;
+    s.spec.tenant = r.tenant;
+    if (r.deadline_ms) s.spec.deadline = m.received + std::chrono::milliseconds(*r.deadline_ms);
+    s.sampling = std::make_shared<serve::seq_sampling>(defaults_from(st.ctx->facts.generation), std::move(prompt));
+    s.sampling->embed = b.req->options;
+    self->send(st.scheduler, std::move(s));
+  }
+}
+
 caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, caf::actor scheduler,
                                caf::actor gateway) {
   auto& st = self->state;
@@ -55,6 +90,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         answer_to_sender(self);
         auto& st = self->state;
         const auto& r = *m.req;
+        if (r.embed) return submit_embed(self, m);
         auto b = serve::build_generate(r, st.ctx->facts);
         if (!b.req) {
           // One error answers the request; the gateway also forgets its other completions' ids.
@@ -129,6 +165,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
             resp.set_cached_prompt_tokens(u.cached_prompt_tokens);
           }
           if (!u.prompt_logprobs.empty()) resp.add_prompt_logprobs(u.prompt_logprobs);
+          if (u.embedding) resp.set_embedding(std::move(*u.embedding));
           out_item item{u.rid, {}, false};
           bool stopped = false;
           if (u.token >= 0) {

@@ -176,6 +176,17 @@ std::vector<completion> client::complete_all(wire::generate_request r) {
   return out;
 }
 
+std::vector<std::vector<float>> client::embed(wire::generate_request r) {
+  if (!r.embed) throw_error(errc::invalid_argument, "embed() needs a request with embed fields");
+  std::vector<std::vector<float>> out;
+  for (auto& c : complete_all(std::move(r))) {
+    if (c.done.error) throw request_error(*c.done.error);
+    if (!c.done.embedding) throw_error(errc::invalid_input, "a done event without an embedding for '" + c.done.id + "'");
+    out.push_back(std::move(*c.done.embedding));
+  }
+  return out;
+}
+
 completion client::complete(wire::generate_request r) {
   if (r.n != 1) throw_error(errc::invalid_argument, "complete() reads one completion; use complete_all() for n > 1");
   return std::move(complete_all(std::move(r)).front());

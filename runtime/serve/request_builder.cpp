@@ -76,6 +76,50 @@ tokenize_result prompt_ids(wire::prompt_kind kind, const std::string& text,
   return out;
 }
 
+embed_build_result build_embed(const wire::generate_request& r, const model_facts& m) {
+  embed_build_result res;
+  const auto& e = *r.embed;
+  built_embed b;
+  b.options.normalize = e.normalize;
+  b.options.dimensions = e.dimensions.value_or(0);
+  if (e.dimensions && *e.dimensions > m.hidden_size) {
+    res.error = err(wire::error_code::invalid_value, "field 'dimensions' (" + std::to_string(*e.dimensions) +
+                                                         ") exceeds model '" + m.name + "''s hidden_size (" +
+                                                         std::to_string(m.hidden_size) + ")");
+    return res;
+  }
+  const size_t inputs = e.texts.empty() ? e.ids.size() : e.texts.size();
+  for (size_t i = 0; i < inputs; ++i) {
+    const std::string field = inputs > 1 ? "input[" + std::to_string(i) + "]" : "input";
+    if (!e.texts.empty()) {
+      if (!m.tok) {
+        res.error = err(wire::error_code::unsupported, "model '" + m.name + "' is served without a tokenizer: give '" +
+                                                           field + "' as token ids");
+        return res;
+      }
+      b.prompts.push_back(m.tok->encode_with_special_tokens(e.texts[i]));
+    } else {
+      if (auto bad = first_outside_vocab(field, e.ids[i], m.vocab_size)) {
+        res.error = *bad;
+        return res;
+      }
+      b.prompts.push_back(e.ids[i]);
+    }
+    const auto n = static_cast<int64_t>(b.prompts.back().size());
+    if (n == 0) {
+      res.error = err(wire::error_code::invalid_value, "field '" + field + "' encodes to no tokens");
+      return res;
+    }
+    if (n + 1 > m.max_model_len) {
+      res.error = err(wire::error_code::prompt_too_long, "field '" + field + "' has " + std::to_string(n) +
+                                                             " tokens; max_model_len is " + std::to_string(m.max_model_len));
+      return res;
+    }
+  }
+  res.req = std::move(b);
+  return res;
+}
+
 build_result build_generate(const wire::generate_request& r, const model_facts& m) {
   build_result res;
   built_request b;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/engine/embedding.hpp"
 #include "runtime/grammar/automaton_cache.hpp"
 #include "runtime/model/config.hpp"
 #include "runtime/sampling/sampler.hpp"
@@ -24,6 +25,7 @@ using chat_renderer = std::function<std::string(const std::vector<wire::chat_mes
 struct model_facts {
   std::string name;
   int64_t vocab_size = 0;
+  int64_t hidden_size = 0;  // an embedding's length (embed requests' dimensions are checked against it)
   int32_t max_model_len = 0;
   int32_t default_max_tokens = 256;
   generation_defaults generation;
@@ -61,6 +63,20 @@ struct build_result {
 };
 
 build_result build_generate(const wire::generate_request& r, const model_facts& m);
+
+// An embed request (wire::generate_request::embed): one prompt per input, texts encoded with the
+// tokenizer's special tokens (its post-processor: Qwen3-Embedding's appended <|endoftext|> is the
+// pooled token, as sentence-transformers and vLLM encode) and ids checked against the vocabulary,
+// each fitting max_model_len; the options checked against the model's hidden size.
+struct built_embed {
+  std::vector<std::vector<int32_t>> prompts;
+  embedding_options options;
+};
+struct embed_build_result {
+  std::optional<built_embed> req;
+  wire::wire_error error;
+};
+embed_build_result build_embed(const wire::generate_request& r, const model_facts& m);
 
 struct tokenize_result {
   std::vector<int32_t> ids;

@@ -76,7 +76,7 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
   d.timings.ttft_ms = first_token_ ? ms_since_received(*first_token_) : 0.0;
   d.timings.total_ms = ms_since_received(now);
   all_text_ += rest;
-  if (!stream_) {
+  if (!stream_ && !embedding_) {
     d.has_output = true;
     d.text = all_text_;
     if (split_) d.reasoning = all_reasoning_;
@@ -84,6 +84,7 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
     d.logprobs = logprobs_;
   }
   d.prompt_logprobs = std::move(prompt_logprobs_);
+  d.embedding = std::move(embedding_);
   if (find_tool_calls_ && !err) d.tool_calls = parse_tool_calls(all_text_);
   if (err) {
     d.error = std::move(err);

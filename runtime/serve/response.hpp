@@ -46,6 +46,8 @@ class response {
   // The logprobs of the next prompt tokens (in prompt order, from the second token on).
   void add_prompt_logprobs(std::span<const token_logprobs> lps);
   void set_queue_time(clock::time_point first_scheduled);
+  // An embed request's input: done carries this embedding (and no text or ids).
+  void set_embedding(std::vector<float> v) { embedding_ = std::move(v); }
   // Prompt tokens whose K/V came from the prefix cache (usage.cached_prompt_tokens).
   void set_cached_prompt_tokens(int64_t n) noexcept { cached_prompt_tokens_ = n; }
 
@@ -67,6 +69,7 @@ class response {
   std::vector<int32_t> ids_;
   std::vector<wire::logprob_info> logprobs_;  // when not streaming
   std::optional<std::vector<wire::logprob_info>> prompt_logprobs_;  // requests with prompt_logprobs
+  std::optional<std::vector<float>> embedding_;                     // embed requests
   std::string all_text_;  // when not streaming, or when looking for tool calls
   std::optional<reasoning_split> split_;
   std::string all_reasoning_;  // when not streaming and separating reasoning

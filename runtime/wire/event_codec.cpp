@@ -67,7 +67,8 @@ struct event_packer {
   }
   void operator()(const done_event& e) {
     uint32_t n = 6 + (e.has_output ? 2 + (e.reasoning ? 1 : 0) : 0) + (e.error ? 1 : 0) + (e.tool_calls.empty() ? 0 : 1) +
-                 (e.logprobs.empty() ? 0 : 1) + (e.prompt_logprobs ? 1 : 0) + (e.index ? 1 : 0);
+                 (e.logprobs.empty() ? 0 : 1) + (e.prompt_logprobs ? 1 : 0) + (e.index ? 1 : 0) +
+                 (e.embedding ? 1 : 0);
     pack_header(pk, n, "done", e.id);
     if (e.index) {
       pack_str(pk, "index");
@@ -111,6 +112,11 @@ struct event_packer {
       pk.pack_array(static_cast<uint32_t>(e.prompt_logprobs->size() + 1));
       pk.pack_nil();  // the first prompt token: nothing before it to predict it
       for (const auto& l : *e.prompt_logprobs) logprobs(l);
+    }
+    if (e.embedding) {  // float32 values, as the engine computes them
+      pack_str(pk, "embedding");
+      pk.pack_array(static_cast<uint32_t>(e.embedding->size()));
+      for (float v : *e.embedding) pk.pack_float(v);
     }
     if (!e.tool_calls.empty()) {
       pack_str(pk, "tool_calls");
@@ -315,6 +321,22 @@ event decode_body(const reader& r) {
       for (uint32_t i = 0; i < calls->via.array.size; ++i) {
         reader c(calls->via.array.ptr[i]);
         d.tool_calls.push_back({c.str("name"), c.str("arguments")});
+      }
+    }
+    if (const auto* emb = r.find("embedding")) {
+      if (emb->type != msgpack::type::ARRAY) throw bad_event{"field 'embedding' is not an array"};
+      d.embedding.emplace();
+      // msgpack-cxx packs a float with an integer value (0, 1) as an integer.
+      for (uint32_t i = 0; i < emb->via.array.size; ++i) {
+        const auto& v = emb->via.array.ptr[i];
+        if (v.type == msgpack::type::FLOAT32 || v.type == msgpack::type::FLOAT64)
+          d.embedding->push_back(static_cast<float>(v.via.f64));
+        else if (v.type == msgpack::type::POSITIVE_INTEGER)
+          d.embedding->push_back(static_cast<float>(v.via.u64));
+        else if (v.type == msgpack::type::NEGATIVE_INTEGER)
+          d.embedding->push_back(static_cast<float>(v.via.i64));
+        else
+          throw bad_event{"field 'embedding' holds a value that is not a number"};
       }
     }
     if (const auto* e = r.find("error")) d.error = read_error(reader(*e), id);

@@ -81,8 +81,23 @@ struct structured_output {
   friend bool operator==(const structured_output&, const structured_output&) = default;
 };
 
+// An `embed` request (docs/protocol.md; OpenAI's /v1/embeddings): each input's embedding, the last
+// token's final hidden state, cut to `dimensions` and scaled to unit length unless `normalize` is
+// false (docs/engine.md, "Embeddings"). It rides in a generate_request so that it takes the
+// generate path: input i is completion i of n = the number of inputs, and its done event carries
+// `embedding` (and `index` i when there are several inputs).
+struct embed_fields {
+  std::vector<std::string> texts;         // text inputs (encoded with the tokenizer's special tokens)
+  std::vector<std::vector<int32_t>> ids;  // or token-id inputs: one of the two is given
+  std::optional<int32_t> dimensions;      // keep the first N values (Matryoshka models)
+  bool normalize = true;
+  friend bool operator==(const embed_fields&, const embed_fields&) = default;
+};
+
 struct generate_request {
   std::string id;
+  std::optional<embed_fields> embed;   // set: an embed request (the fields below but id, priority,
+                                       // tenant, deadline_ms and n are unused)
   prompt_kind kind = prompt_kind::text;
   std::string prompt;                  // kind == text
   std::vector<int32_t> prompt_ids;     // kind == ids
@@ -227,6 +242,7 @@ struct done_event {
   std::optional<std::vector<logprob_info>> prompt_logprobs;
   std::optional<wire_error> error;  // reason == error
   std::optional<int32_t> index;     // requests with n > 1: which completion ended
+  std::optional<std::vector<float>> embedding;  // embed requests: this input's embedding
   friend bool operator==(const done_event& a, const done_event& b) {
     auto same_err = a.error.has_value() == b.error.has_value() &&
                     (!a.error || (a.error->code == b.error->code &&
@@ -234,7 +250,7 @@ struct done_event {
     return a.id == b.id && a.reason == b.reason && a.usage == b.usage && a.timings == b.timings &&
            a.has_output == b.has_output && a.text == b.text && a.reasoning == b.reasoning && a.ids == b.ids &&
            a.tool_calls == b.tool_calls && a.logprobs == b.logprobs && a.prompt_logprobs == b.prompt_logprobs &&
-           a.index == b.index && same_err;
+           a.index == b.index && a.embedding == b.embedding && same_err;
   }
 };
 

@@ -474,8 +474,51 @@ generate_request decode_generate(const field_map& f) {
   return r;
 }
 
+// An embed request: `input` is a text, an array of texts, an array of token ids or an array of
+// such arrays (OpenAI's forms); each input becomes one completion of a generate_request.
+generate_request decode_embed(const field_map& f) {
+  static constexpr std::string_view allowed[] = {"v", "type", "id", "input", "dimensions", "normalize",
+                                                 "priority", "tenant", "deadline_ms"};
+  f.check_known(allowed, "an embed request");
+  generate_request r;
+  r.id = get_id(f, true, "embed");
+  embed_fields e;
+  const auto* in = f.find("input");
+  if (!in) fail(error_code::missing_field, "an embed request needs field 'input' (a text, texts, token ids, or arrays of them)");
+  if (in->type == msgpack::type::STR) {
+    e.texts.push_back(get_string(*in, "input", std::numeric_limits<uint32_t>::max()));
+  } else if (in->type == msgpack::type::ARRAY && in->via.array.size > 0 &&
+             in->via.array.ptr[0].type == msgpack::type::STR) {
+    e.texts = get_strings(*in, "input", 1, max_embed_inputs, std::numeric_limits<uint32_t>::max());
+  } else if (in->type == msgpack::type::ARRAY && in->via.array.size > 0 &&
+             in->via.array.ptr[0].type == msgpack::type::ARRAY) {
+    const auto& a = get_array(*in, "input", 1, max_embed_inputs);
+    for (uint32_t i = 0; i < a.size; ++i)
+      e.ids.push_back(get_ids(a.ptr[i], "input[" + std::to_string(i) + "]", 1, std::numeric_limits<uint32_t>::max()));
+  } else {
+    e.ids.push_back(get_ids(*in, "input", 1, std::numeric_limits<uint32_t>::max()));
+  }
+  for (size_t i = 0; i < e.texts.size(); ++i)
+    if (e.texts[i].empty()) fail(error_code::invalid_value, "field 'input" + (e.texts.size() > 1 ? "[" + std::to_string(i) + "]" : std::string()) + "' must not be empty");
+  if (const auto* o = f.find("dimensions"))
+    e.dimensions = static_cast<int32_t>(get_int(*o, "dimensions", 1, std::numeric_limits<int32_t>::max()));
+  if (const auto* o = f.find("normalize")) e.normalize = get_bool(*o, "normalize");
+  if (const auto* o = f.find("priority"))
+    r.priority = static_cast<int32_t>(get_int(*o, "priority", std::numeric_limits<int32_t>::min(),
+                                              std::numeric_limits<int32_t>::max()));
+  if (const auto* o = f.find("tenant")) r.tenant = get_string(*o, "tenant", max_tenant_bytes);
+  if (const auto* o = f.find("deadline_ms"))
+    r.deadline_ms = static_cast<uint32_t>(get_int(*o, "deadline_ms", 1, std::numeric_limits<uint32_t>::max()));
+  r.n = static_cast<int32_t>(e.texts.empty() ? e.ids.size() : e.texts.size());
+  r.stream = false;
+  r.max_tokens = 1;
+  r.embed = std::move(e);
+  return r;
+}
+
 request decode_body(const field_map& f, std::string_view type) {
   if (type == "generate") return decode_generate(f);
+  if (type == "embed") return decode_embed(f);
   if (type == "cancel") {
     static constexpr std::string_view allowed[] = {"v", "type", "id"};
     f.check_known(allowed, "a cancel request");
@@ -511,7 +554,7 @@ request decode_body(const field_map& f, std::string_view type) {
     return r;
   }
   fail(error_code::unknown_type, "unknown request type '" + std::string(type) +
-                                     "'; expected generate, cancel, tokenize, health, models or set_policy");
+                                     "'; expected generate, embed, cancel, tokenize, health, models or set_policy");
 }
 
 }  // namespace
@@ -677,7 +720,22 @@ std::string encode_request(const request& req) {
   if (!id.empty() || std::holds_alternative<generate_request>(req) ||
       std::holds_alternative<cancel_request>(req))
     detail::pack_str(m.key("id"), id);
-  if (const auto* g = std::get_if<generate_request>(&req)) {
+  if (const auto* g = std::get_if<generate_request>(&req); g && g->embed) {
+    const auto& e = *g->embed;
+    if (!e.texts.empty()) {
+      if (e.texts.size() == 1) detail::pack_str(m.key("input"), e.texts[0]);
+      else m.strings("input", e.texts);
+    } else if (e.ids.size() == 1) {
+      m.key("input").pack(e.ids[0]);
+    } else {
+      m.key("input").pack(e.ids);
+    }
+    if (e.dimensions) m.key("dimensions").pack(*e.dimensions);
+    if (!e.normalize) m.key("normalize").pack(false);
+    if (g->priority != 0) m.key("priority").pack(g->priority);
+    if (!g->tenant.empty()) detail::pack_str(m.key("tenant"), g->tenant);
+    if (g->deadline_ms) m.key("deadline_ms").pack(*g->deadline_ms);
+  } else if (const auto* g = std::get_if<generate_request>(&req)) {
     put_prompt(m, *g);
     const auto& s = g->sampling;
     if (s.temperature) m.f64("temperature", *s.temperature);
@@ -729,6 +787,7 @@ const std::string& request_id(const request& r) noexcept {
 
 std::string_view request_type(const request& r) noexcept {
   static constexpr std::string_view names[] = {"generate", "cancel", "tokenize", "health", "models", "set_policy"};
+  if (const auto* g = std::get_if<generate_request>(&r); g && g->embed) return "embed";
   return names[r.index()];
 }
 

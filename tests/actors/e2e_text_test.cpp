@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/engine/generator.hpp"
 #include "runtime/serve/reasoning_split.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 
@@ -50,6 +51,49 @@ std::vector<int32_t> reference_for_text(const wire::generate_request& r) {
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(e2e_text)
+
+// The `embed` op: texts are encoded with the tokenizer's special tokens and each input's embedding
+// is exactly what `troupe embed` (generator::embed) gives it alone; token-id inputs, dimensions and
+// normalize too; a refused input ends the request with an error naming the field.
+BOOST_AUTO_TEST_CASE(embed_requests_return_the_embedding_of_each_input) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  generator g(full_vocab());
+  wire::generate_request r;
+  r.id = "emb-texts";
+  r.embed.emplace();
+  r.embed->texts = {"hello world", "你好, Troupe", "a third input, longer than the other two by some words"};
+  r.n = 3;
+  r.stream = false;
+  const auto got = cl.embed(r);
+  BOOST_REQUIRE_EQUAL(got.size(), 3u);
+  for (size_t i = 0; i < 3; ++i)
+    BOOST_TEST(got[i] == g.embed(qwen3().encode_with_special_tokens(r.embed->texts[i]), embedding_options{}),
+               boost::test_tools::per_element());
+
+  wire::generate_request ids;
+  ids.id = "emb-ids";
+  ids.embed.emplace();
+  ids.embed->ids = {{14990, 1879, 151643}};
+  ids.embed->dimensions = 8;
+  ids.embed->normalize = false;
+  ids.stream = false;
+  const auto one = cl.embed(ids);
+  BOOST_REQUIRE_EQUAL(one.size(), 1u);
+  BOOST_TEST(one[0].size() == 8u);
+  BOOST_TEST(one[0] == g.embed({14990, 1879, 151643}, embedding_options{false, 8}), boost::test_tools::per_element());
+
+  auto too_wide = ids;
+  too_wide.id = "emb-wide";
+  too_wide.embed->dimensions = static_cast<int32_t>(full_vocab().config.hidden_size + 1);
+  try {
+    cl.embed(too_wide);
+    BOOST_ERROR("dimensions past hidden_size accepted");
+  } catch (const client::request_error& e) {
+    BOOST_TEST(std::string(e.what()).find("'dimensions'") != std::string::npos, e.what());
+  }
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
 
 BOOST_AUTO_TEST_CASE(text_in_text_out) {
   auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);

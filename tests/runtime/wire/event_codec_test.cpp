@@ -141,6 +141,19 @@ BOOST_AUTO_TEST_CASE(every_error_code_round_trips_by_name) {
   BOOST_TEST(!parse_error_code("idle").has_value());
 }
 
+// An embed request's done carries its embedding as float32 values, exactly.
+BOOST_AUTO_TEST_CASE(an_embedding_rides_on_done_exactly) {
+  done_event d;
+  d.id = "e";
+  d.index = 1;
+  d.embedding = std::vector<float>{0.5f, -1.25e-7f, 3.4e38f, 0.0f, 1.0f / 3.0f, 1.0f, -2.0f};  // 1, -2: packed as ints
+  auto back = std::get<done_event>(*decode_event(encode_event(d)).ev);
+  BOOST_TEST((back == d));
+  BOOST_TEST(*back.embedding == *d.embedding, boost::test_tools::per_element());
+  d.embedding.reset();
+  BOOST_TEST(encode_event(d).find("embedding") == std::string::npos);
+}
+
 // Requests with n > 1: token and done events name their completion; others carry no index.
 BOOST_AUTO_TEST_CASE(index_of_a_completion_round_trips) {
   token_event t{"n", "x", {7}, std::nullopt, std::nullopt, 3};

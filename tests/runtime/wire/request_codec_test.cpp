@@ -128,6 +128,60 @@ BOOST_AUTO_TEST_CASE(other_kinds_round_trip) {
   }
 }
 
+// The embed op: each form of `input` (a text, texts, token ids, arrays of ids) decodes into a
+// generate_request with embed fields and n = the inputs, and encodes back to the same request.
+BOOST_AUTO_TEST_CASE(embed_requests_decode_every_input_form_and_round_trip) {
+  auto single = decode(map{{"v", 1}, {"type", "embed"}, {"id", "e1"}, {"input", "hello"}});
+  BOOST_REQUIRE_MESSAGE(single.ok(), single.error.message);
+  const auto& g = std::get<generate_request>(*single.req);
+  BOOST_REQUIRE(g.embed.has_value());
+  BOOST_TEST(g.embed->texts == std::vector<std::string>{"hello"}, boost::test_tools::per_element());
+  BOOST_TEST(g.n == 1);
+  BOOST_TEST(!g.stream);
+  BOOST_TEST(g.embed->normalize);
+  BOOST_TEST(request_type(*single.req) == "embed");
+  auto texts = decode(map{{"v", 1}, {"type", "embed"}, {"id", "e2"}, {"input", array{"a", "b", "c"}},
+                          {"dimensions", 64}, {"normalize", false}, {"priority", -1}});
+  BOOST_REQUIRE_MESSAGE(texts.ok(), texts.error.message);
+  const auto& t = std::get<generate_request>(*texts.req);
+  BOOST_TEST(t.n == 3);
+  BOOST_TEST(t.embed->dimensions.value() == 64);
+  BOOST_TEST(!t.embed->normalize);
+  BOOST_TEST(t.priority == -1);
+  auto ids = decode(map{{"v", 1}, {"type", "embed"}, {"id", "e3"}, {"input", array{5, 6, 7}}});
+  BOOST_REQUIRE_MESSAGE(ids.ok(), ids.error.message);
+  BOOST_TEST((std::get<generate_request>(*ids.req).embed->ids == std::vector<std::vector<int32_t>>{{5, 6, 7}}));
+  auto lists = decode(map{{"v", 1}, {"type", "embed"}, {"id", "e4"}, {"input", array{array{5}, array{6, 7}}}});
+  BOOST_REQUIRE_MESSAGE(lists.ok(), lists.error.message);
+  const auto& l = std::get<generate_request>(*lists.req);
+  BOOST_TEST(l.n == 2);
+  BOOST_TEST((l.embed->ids == std::vector<std::vector<int32_t>>{{5}, {6, 7}}));
+  for (const auto* d : {&single, &texts, &ids, &lists}) {
+    const auto& req = std::get<generate_request>(*d->req);
+    auto back = decode_request(encode_request(*d->req));
+    BOOST_REQUIRE_MESSAGE(back.ok(), back.error.message);
+    BOOST_TEST((std::get<generate_request>(*back.req) == req));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_embed_requests_name_what_is_wrong) {
+  expect_error(decode(map{{"v", 1}, {"type", "embed"}, {"id", "e"}}), error_code::missing_field, "'input'", "e");
+  expect_error(decode(map{{"v", 1}, {"type", "embed"}, {"id", "e"}, {"input", "x"}, {"max_tokens", 3}}),
+               error_code::unknown_field, "'max_tokens'", "e");
+  expect_error(decode(map{{"v", 1}, {"type", "embed"}, {"id", "e"}, {"input", ""}}), error_code::invalid_value,
+               "'input' must not be empty", "e");
+  expect_error(decode(map{{"v", 1}, {"type", "embed"}, {"id", "e"}, {"input", array{}}}), error_code::invalid_value,
+               "'input'", "e");
+  expect_error(decode(map{{"v", 1}, {"type", "embed"}, {"id", "e"}, {"input", array{array{1}, array{-2}}}}),
+               error_code::invalid_value, "input[1][0]", "e");
+  expect_error(decode(map{{"v", 1}, {"type", "embed"}, {"id", "e"}, {"input", "x"}, {"dimensions", 0}}),
+               error_code::invalid_value, "'dimensions'", "e");
+  array many;
+  for (int i = 0; i < 129; ++i) many.push_back("x");
+  expect_error(decode(map{{"v", 1}, {"type", "embed"}, {"id", "e"}, {"input", many}}), error_code::invalid_value,
+               "129 elements", "e");
+}
+
 BOOST_AUTO_TEST_CASE(integers_are_accepted_where_numbers_are_expected) {
   auto d = decode(generate_with({{"temperature", 0}, {"top_p", 1}}));
   BOOST_REQUIRE(d.ok());
