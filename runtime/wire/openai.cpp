@@ -167,11 +167,44 @@ std::string error_body(const api_error& e) {
   return dump(ojson{{"error", err}});
 }
 
+namespace {
+
+// POST /v1/embeddings: OpenAI's body as the protocol's embed request (docs/protocol.md).
+void parse_embeddings(const ojson& b, const served_models& models, const std::string& id, parsed_request& out) {
+  ojson w = {{"v", protocol_version}, {"type", "embed"}, {"id", id}};
+  for (const auto& [k, v] : b.items()) {
+    if (v.is_null()) continue;
+    if (k == "model") {
+      if (names_adapter(v, models))
+        refuse("unsupported", k, "embeddings from a LoRA adapter are not supported; name the base model '" + models.base + "'");
+      out.model = v.get<std::string>();
+    } else if (k == "input" || k == "dimensions" || k == "normalize" || k == "priority") {
+      w[k] = v;
+    } else if (k == "user") {
+      w["tenant"] = v;
+    } else if (k == "encoding_format") {
+      want(v, v.is_string() && (v == "float" || v == "base64"), k, "\"float\" or \"base64\"");
+      out.base64 = v == "base64";
+    } else {
+      refuse("unknown_field", k, "unknown field '" + k + "' for /v1/embeddings (docs/openai_api.md lists the fields served)");
+    }
+  }
+  if (!b.contains("input")) refuse("missing_field", "input", "an embeddings request needs field 'input'");
+  auto d = decode_wire(w, out.error);
+  if (d) out.req = std::get<generate_request>(std::move(*d));
+}
+
+}  // namespace
+
 parsed_request parse_request(endpoint ep, std::string_view body, const served_models& models, const std::string& id) {
   parsed_request out;
   out.model = models.base;
   try {
     const ojson b = parse_body(body);
+    if (ep == endpoint::embeddings) {
+      parse_embeddings(b, models, id, out);
+      return out;
+    }
     const bool chat = ep == endpoint::chat;
     ojson w = {{"v", protocol_version}, {"type", "generate"}, {"id", id}, {"stream", false}};
     if (chat) w["separate_reasoning"] = true;
@@ -360,6 +393,7 @@ response_builder::response_builder(endpoint ep, const parsed_request& p, int64_t
       want_logprobs_(p.req->logprobs.has_value()),
       echo_(p.echo),
       prompt_only_(p.prompt_only),
+      base64_(p.base64),
       n_(p.req->n),
       token_bytes_(std::move(token_bytes)),
       choices_(static_cast<size_t>(p.req->n)),
@@ -510,6 +544,13 @@ std::string response_builder::on_done(done_event&& d) {
   auto& ch = choices_[static_cast<size_t>(i)];
   ch.done = true;
   if (d.reason == finish_reason::error && d.error && !started_) return on_error(*d.error);
+  if (ep_ == endpoint::embeddings) {  // every input has a prompt of its own
+    usage_.prompt_tokens += d.usage.prompt_tokens;
+    ch.embedding = d.embedding.value_or(std::vector<float>{});
+    if (--remaining_ > 0) return {};
+    complete_ = true;
+    return embeddings_body();
+  }
   if (remaining_ == n_) {
     usage_.prompt_tokens = d.usage.prompt_tokens;
     usage_.cached_prompt_tokens = d.usage.cached_prompt_tokens;
@@ -611,6 +652,42 @@ std::string response_builder::final_body() {
   ojson j = head(chat ? "chat.completion" : "text_completion");
   j["choices"] = std::move(cs);
   j["usage"] = usage_json(usage_);
+  started_ = true;
+  return dump(j);
+}
+
+namespace {
+
+// RFC 4648 base64 of the bytes (OpenAI's encoding_format "base64": the float32 values' bytes,
+// little-endian, which this host's are).
+std::string base64_of(const void* data, size_t n) {
+  static constexpr char table[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::string out;
+  out.reserve((n + 2) / 3 * 4);
+  for (size_t i = 0; i < n; i += 3) {
+    const uint32_t v = (uint32_t{p[i]} << 16) | (i + 1 < n ? uint32_t{p[i + 1]} << 8 : 0u) | (i + 2 < n ? p[i + 2] : 0u);
+    out += table[(v >> 18) & 63];
+    out += table[(v >> 12) & 63];
+    out += i + 1 < n ? table[(v >> 6) & 63] : '=';
+    out += i + 2 < n ? table[v & 63] : '=';
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string response_builder::embeddings_body() {
+  ojson data = ojson::array();
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    const auto& e = choices_[i].embedding;
+    data.push_back({{"object", "embedding"},
+                    {"index", i},
+                    {"embedding", base64_ ? ojson(base64_of(e.data(), e.size() * sizeof(float))) : ojson(e)}});
+  }
+  ojson j = head("list");
+  j["data"] = std::move(data);
+  j["usage"] = {{"prompt_tokens", usage_.prompt_tokens}, {"total_tokens", usage_.prompt_tokens}};
   started_ = true;
   return dump(j);
 }

@@ -17,7 +17,7 @@
 
 namespace troupe::wire::openai {
 
-enum class endpoint : uint8_t { chat, completion };
+enum class endpoint : uint8_t { chat, completion, embeddings };
 
 // An error as OpenAI's API reports it: the HTTP status and {"error": {message, type, param, code}}.
 struct api_error {
@@ -47,6 +47,7 @@ struct parsed_request {
   // with `logprobs`); with max_tokens 0 (scoring a text) the one token generated is left out.
   bool echo = false;
   bool prompt_only = false;
+  bool base64 = false;  // embeddings: encoding_format "base64" (little-endian float32 bytes)
   std::string model;  // the name to answer with
   bool ok() const noexcept { return req.has_value(); }
 };
@@ -87,6 +88,7 @@ class response_builder {
     std::vector<int32_t> ids;
     std::vector<logprob_info> logprobs;
     std::string held;          // streaming with tools: text that may be a <tool_call> block
+    std::vector<float> embedding;  // embeddings: this input's
     bool in_calls = false;     // streaming with tools: a <tool_call> block began
     done_event last;
   };
@@ -100,6 +102,7 @@ class response_builder {
   std::string on_error(const wire_error& e);
   std::string finish_stream();
   std::string final_body();
+  std::string embeddings_body();
   // The endpoint's logprobs object for `ids`, one logprob_info each.
   json logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps) const;
   // The completions form over ids whose logprobs may be missing (null: the first prompt token).
@@ -110,7 +113,7 @@ class response_builder {
   endpoint ep_;
   std::string id_, model_;
   int64_t created_;
-  bool stream_, include_usage_, include_reasoning_, has_tools_, want_logprobs_, echo_, prompt_only_;
+  bool stream_, include_usage_, include_reasoning_, has_tools_, want_logprobs_, echo_, prompt_only_, base64_;
   std::string echo_text_;
   std::vector<int32_t> echo_ids_;
   int32_t n_;

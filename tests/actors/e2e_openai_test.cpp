@@ -5,9 +5,11 @@
 #include "tests/actors/e2e_fixture.hpp"
 
 #include <cctype>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "runtime/engine/generator.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 #include "tests/actors/http_client.hpp"
 
@@ -180,6 +182,76 @@ BOOST_AUTO_TEST_CASE(chat_gives_the_protocols_text) {
 // vLLM's /tokenize and /detokenize: a text gives the tokenizer's ids, chat messages the ids the
 // msgpack protocol's tokenize gives (the same chat template), with each token's vocabulary string
 // when asked; ids come back as the same text; bad ids and fields get OpenAI's error shape.
+// POST /v1/embeddings: a list of texts comes back as OpenAI's list, in input order, each exactly
+// troupe embed's embedding of that text alone; token-id input with dimensions; base64 is the
+// float32 bytes; bad fields get OpenAI's error shape.
+BOOST_AUTO_TEST_CASE(embeddings_give_troupe_embeds_vectors) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  const tokenizer tok(tokenizer_dir);
+  static auto ck = load_checkpoint(full_vocab_dir);
+  generator g(*ck);
+  http_client c(srv->http_port());
+  const std::vector<std::string> texts{"The quick brown fox", "jumps over", "the lazy dog, twice over"};
+  c.post("/v1/embeddings", json{{"model", "e2e-full-vocab"}, {"input", texts}}.dump());
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  auto j = json::parse(r.body);
+  BOOST_TEST(j["object"] == "list");
+  BOOST_REQUIRE_EQUAL(j["data"].size(), texts.size());
+  int64_t prompt_tokens = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto ids = tok.encode_with_special_tokens(texts[i]);
+    prompt_tokens += static_cast<int64_t>(ids.size());
+    BOOST_TEST(j["data"][i]["object"] == "embedding");
+    BOOST_TEST(j["data"][i]["index"] == i);
+    BOOST_TEST(j["data"][i]["embedding"].get<std::vector<float>>() == g.embed(ids, embedding_options{}),
+               boost::test_tools::per_element());
+  }
+  BOOST_TEST(j["usage"]["prompt_tokens"] == prompt_tokens);
+  BOOST_TEST(j["usage"]["total_tokens"] == prompt_tokens);
+
+  c.post("/v1/embeddings", json{{"model", "e2e-full-vocab"}, {"input", {14990, 1879}}, {"dimensions", 4},
+                                {"encoding_format", "base64"}}.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  j = json::parse(r.body);
+  BOOST_REQUIRE_EQUAL(j["data"].size(), 1u);
+  const std::string b64 = j["data"][0]["embedding"];
+  BOOST_REQUIRE_EQUAL(b64.size(), 24u);  // 16 bytes
+  std::string bytes;
+  const std::string table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (size_t i = 0; i < b64.size(); i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const char ch = b64[i + k];
+      if (ch == '=') ++pad;
+      v = (v << 6) | (ch == '=' ? 0u : static_cast<uint32_t>(table.find(ch)));
+    }
+    bytes += static_cast<char>(v >> 16);
+    if (pad < 2) bytes += static_cast<char>((v >> 8) & 255);
+    if (pad < 1) bytes += static_cast<char>(v & 255);
+  }
+  BOOST_REQUIRE_EQUAL(bytes.size(), 16u);
+  std::vector<float> got(4);
+  std::memcpy(got.data(), bytes.data(), 16);
+  BOOST_TEST(got == g.embed({14990, 1879}, embedding_options{true, 4}), boost::test_tools::per_element());
+
+  c.post("/v1/embeddings", json{{"model", "e2e-full-vocab"}, {"input", "x"}, {"encoding_format", "int8"}}.dump());
+  r = c.read();
+  BOOST_TEST(r.status == 400);
+  BOOST_TEST(r.body.find("encoding_format") != std::string::npos, r.body);
+  c.post("/v1/embeddings", json{{"model", "e2e-full-vocab"}, {"input", "x"}, {"dimensions", 100000}}.dump());
+  r = c.read();
+  BOOST_TEST(r.status == 400);
+  BOOST_TEST(r.body.find("dimensions") != std::string::npos, r.body);
+  c.post("/v1/embeddings", json{{"model", "e2e-full-vocab"}}.dump());
+  r = c.read();
+  BOOST_TEST(r.status == 400);
+  BOOST_TEST(r.body.find("'input'") != std::string::npos, r.body);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
 BOOST_AUTO_TEST_CASE(tokenize_and_detokenize) {
   auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
   const tokenizer tok(tokenizer_dir);
