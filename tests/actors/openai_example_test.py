@@ -2,7 +2,8 @@
 """examples/python/openai_chat.py against the real `troupe serve` binary (a model with the real
 Qwen3 tokenizer): streamed and whole it prints the same answer, which is the `content` a plain
 POST /v1/chat/completions returns; an unknown model is reported with the server's message and a
-non-zero exit.
+non-zero exit. examples/python/openai_embeddings.py ranks texts by the dot products of the float
+vectors a plain POST /v1/embeddings returns (its base64 decodes to the same floats).
 
 usage: openai_example_test.py TROUPE_BINARY SOURCE_DIR
 """
@@ -17,6 +18,7 @@ troupe, source = sys.argv[1], sys.argv[2]
 model = os.path.join(source, "tests", "data", "golden", "e2e-full-vocab")
 tokenizer = os.path.join(source, "models", "qwen3-tokenizer")
 example = os.path.join(source, "examples", "python", "openai_chat.py")
+embeddings_example = os.path.join(source, "examples", "python", "openai_embeddings.py")
 failures = []
 
 
@@ -53,6 +55,18 @@ try:
     check(whole.returncode == 0 and whole.stdout == streamed.stdout, "whole equals streamed: " + repr(whole.stdout))
     bad = run("--model", "no-such-model", "hi")
     check(bad.returncode != 0 and "no-such-model" in bad.stderr, "an unknown model: " + bad.stderr.strip())
+    texts = ["the KV cache lives in blocks", "a recipe for onion soup", "blocks of keys and values"]
+    query = "paged attention"
+    req = urllib.request.Request(base + "/embeddings", data=json.dumps({"input": [query] + texts}).encode())
+    vecs = [d["embedding"] for d in sorted(json.load(urllib.request.urlopen(req))["data"], key=lambda d: d["index"])]
+    check(len(vecs) == 4 and all(abs(sum(x * x for x in v) - 1) < 1e-4 for v in vecs), "unit-length embeddings")
+    want = sorted(((sum(a * b for a, b in zip(vecs[0], v)), t) for v, t in zip(vecs[1:], texts)), reverse=True)
+    ranked = subprocess.run([sys.executable, embeddings_example, "--base-url", base, query, *texts],
+                            capture_output=True, text=True, timeout=60)
+    lines = ranked.stdout.splitlines()
+    check(ranked.returncode == 0 and [l.split("  ", 1)[1] for l in lines] == [t for _, t in want] and
+          all(abs(float(l.split("  ", 1)[0]) - s) < 1e-4 for l, (s, _) in zip(lines, want)),
+          "embeddings example ranks as the plain POST: " + repr(ranked.stdout) + ranked.stderr)
 finally:
     server.terminate()
     server.wait(timeout=30)
