@@ -254,7 +254,9 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
     }
     // Embeddings too: the done of the same step follows.
     for (auto& [id, v] : out.embeddings) {
-      if (!st.metas.count(id)) continue;
+      auto it = st.metas.find(id);
+      if (it == st.metas.end()) continue;
+      st.ctx->metrics->add_prompt_tokens(it->second.prompt_tokens);  // a generating one counts at its first token
       seq_update u;
       u.embedding = std::move(v);
       emit(self, id, std::move(u));

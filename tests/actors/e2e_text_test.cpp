@@ -83,6 +83,16 @@ BOOST_AUTO_TEST_CASE(embed_requests_return_the_embedding_of_each_input) {
   BOOST_TEST(one[0].size() == 8u);
   BOOST_TEST(one[0] == g.embed({14990, 1879, 151643}, embedding_options{false, 8}), boost::test_tools::per_element());
 
+  // Prometheus counts their prompt tokens (a generating request's count at its first token).
+  int64_t prompt_tokens = 3;  // the id input
+  for (const auto& t : r.embed->texts) prompt_tokens += static_cast<int64_t>(qwen3().encode_with_special_tokens(t).size());
+  const auto text = srv->metrics().render();
+  const auto at = text.find("prompt_tokens_total{");
+  BOOST_REQUIRE(at != std::string::npos);
+  const auto end = text.find('\n', at);
+  BOOST_TEST(std::stoll(text.substr(text.rfind(' ', end) + 1, end - text.rfind(' ', end) - 1)) == prompt_tokens,
+             text.substr(at, end - at));
+
   auto too_wide = ids;
   too_wide.id = "emb-wide";
   too_wide.embed->dimensions = static_cast<int32_t>(full_vocab().config.hidden_size + 1);
