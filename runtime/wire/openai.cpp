@@ -545,8 +545,15 @@ std::string response_builder::on_done(done_event&& d) {
   ch.done = true;
   if (d.reason == finish_reason::error && d.error && !started_) return on_error(*d.error);
   if (ep_ == endpoint::embeddings) {  // every input has a prompt of its own
+    // Cancelled (the server shutting down) before its embedding: the response fails, never
+    // carries an empty vector.
+    if (!d.embedding)
+      return on_error({error_code::internal,
+                       "input " + std::to_string(i) + " ended without its embedding (" +
+                           std::string(to_string(d.reason)) + ")",
+                       {}});
     usage_.prompt_tokens += d.usage.prompt_tokens;
-    ch.embedding = d.embedding.value_or(std::vector<float>{});
+    ch.embedding = std::move(*d.embedding);
     if (--remaining_ > 0) return {};
     complete_ = true;
     return embeddings_body();

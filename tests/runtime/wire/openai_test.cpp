@@ -229,6 +229,64 @@ BOOST_AUTO_TEST_CASE(non_streaming_chat_body) {
   BOOST_TEST(b.feed(done(wire::finish_reason::stop, 1, 1)).empty());  // after the end: nothing
 }
 
+// /v1/embeddings: the body is the embed request; the response lists each input's embedding in
+// input order whatever order the done events come in, usage summed, base64 the float32 bytes; an
+// input that ends without its embedding fails the response.
+BOOST_AUTO_TEST_CASE(embeddings_request_and_response) {
+  auto p = oa::parse_request(oa::endpoint::embeddings, R"({"model": "qwen3", "input": ["a", "b"], "dimensions": 2})",
+                             models, "embd-1");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST_REQUIRE(p.req->embed.has_value());
+  BOOST_TEST(p.req->n == 2);
+  BOOST_TEST(p.req->embed->dimensions.value() == 2);
+  BOOST_TEST(!p.base64);
+  auto embedded = [](int32_t index, std::vector<float> v, int64_t prompt) {
+    wire::done_event d;
+    d.id = "embd-1";
+    d.index = index;
+    d.usage.prompt_tokens = prompt;
+    d.embedding = std::move(v);
+    return d;
+  };
+  {
+    oa::response_builder b(oa::endpoint::embeddings, p, 5, token_text);
+    BOOST_TEST(b.feed(embedded(1, {0.25f, -1.0f}, 3)).empty());
+    auto j = json::parse(b.feed(embedded(0, {0.5f, 0.75f}, 4)));
+    BOOST_TEST(b.complete());
+    BOOST_TEST(j["object"] == "list");
+    BOOST_TEST(j["data"][0]["index"] == 0);
+    BOOST_TEST((j["data"][0]["embedding"].get<std::vector<float>>() == std::vector<float>{0.5f, 0.75f}));
+    BOOST_TEST((j["data"][1]["embedding"].get<std::vector<float>>() == std::vector<float>{0.25f, -1.0f}));
+    BOOST_TEST(j["usage"]["prompt_tokens"] == 7);
+    BOOST_TEST(j["usage"]["total_tokens"] == 7);
+  }
+  {
+    auto q = oa::parse_request(oa::endpoint::embeddings, R"({"input": [1, 2], "encoding_format": "base64"})", models, "e");
+    BOOST_TEST_REQUIRE(q.ok(), q.error.message);
+    oa::response_builder b(oa::endpoint::embeddings, q, 5, token_text);
+    // 1.0f, -2.0f little-endian: 00 00 80 3f 00 00 00 c0
+    auto j = json::parse(b.feed(embedded(0, {1.0f, -2.0f}, 2)));
+    BOOST_TEST(j["data"][0]["embedding"] == "AACAPwAAAMA=");
+  }
+  {
+    oa::response_builder b(oa::endpoint::embeddings, p, 5, token_text);
+    BOOST_TEST(b.feed(embedded(0, {0.5f, 0.75f}, 4)).empty());
+    auto cut = embedded(1, {}, 3);
+    cut.embedding.reset();
+    cut.reason = wire::finish_reason::cancelled;
+    auto j = json::parse(b.feed(cut));
+    BOOST_TEST(b.complete());
+    BOOST_TEST(b.status() == 500);
+    BOOST_TEST(j["error"]["message"].get<std::string>().find("input 1 ended without its embedding") != std::string::npos);
+  }
+  for (const char* bad : {R"({"input": "x", "encoding_format": "hex"})", R"({"input": "x", "temperature": 0})",
+                          R"({"model": "sql-lora", "input": "x"})", R"({"model": "qwen3"})"}) {
+    auto e = oa::parse_request(oa::endpoint::embeddings, bad, models, "e");
+    BOOST_TEST(!e.ok(), bad);
+    BOOST_TEST(e.error.status == 400, bad);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(tool_calls_in_a_whole_body) {
   auto p = chat(R"({"messages": [{"role": "user", "content": "q"}], "tools": [{"type": "function", "function": {"name": "f"}}]})");
   BOOST_TEST_REQUIRE(p.ok());
