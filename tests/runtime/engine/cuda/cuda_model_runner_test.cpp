@@ -38,6 +38,7 @@ const char* cuda_test_data_dir() {
 #include "runtime/model/random_checkpoint.hpp"
 #include "runtime/quant/load.hpp"
 #include "tests/runtime/engine/cached_decode.hpp"
+#include "tests/runtime/engine/expect_error.hpp"
 #include "tests/runtime/engine/golden.hpp"
 
 using namespace troupe;
@@ -107,14 +108,7 @@ std::vector<float> whole_logits(cuda_model_runner& runner, const std::vector<int
 
 BOOST_AUTO_TEST_CASE(moe_is_refused_before_touching_the_device) {
   auto ck = load("tiny-moe");
-  try {
-    cuda_model_runner runner(*ck, 4);
-    BOOST_FAIL("a MoE checkpoint was accepted");
-  } catch (const troupe::error& e) {
-    BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(errc::unsupported));
-    BOOST_TEST(std::string(e.what()).find("Qwen3MoeForCausalLM (MoE) is not supported") != std::string::npos,
-               e.what());
-  }
+  expect_error([&] { cuda_model_runner runner(*ck, 4); }, errc::unsupported, "Qwen3MoeForCausalLM (MoE) is not supported");
   BOOST_CHECK_NO_THROW(cuda_model_runner::check_supported(load("tiny-dense")->config));
 }
 
@@ -124,14 +118,8 @@ BOOST_AUTO_TEST_CASE(head_dims_the_kernels_cannot_take_are_refused_before_touchi
   for (int64_t d : {int64_t{0}, int64_t{18}, int64_t{514}, int64_t{1024}}) {
     model_config cfg = load("tiny-dense")->config;
     cfg.head_dim = d;
-    try {
-      cuda_model_runner::check_supported(cfg);
-      BOOST_ERROR("head_dim " << d << " was accepted");
-    } catch (const troupe::error& e) {
-      BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(errc::unsupported));
-      BOOST_TEST(std::string(e.what()).find("head_dim must be a multiple of 4 up to 512") != std::string::npos, e.what());
-      BOOST_TEST(std::string(e.what()).find("got " + std::to_string(d)) != std::string::npos, e.what());
-    }
+    expect_error([&] { cuda_model_runner::check_supported(cfg); }, errc::unsupported,
+                 "head_dim must be a multiple of 4 up to 512 (Qwen3's is 128); got " + std::to_string(d));
   }
   for (int64_t d : {int64_t{4}, int64_t{32}, int64_t{128}, int64_t{512}}) {
     model_config cfg = load("tiny-dense")->config;
@@ -144,27 +132,15 @@ BOOST_AUTO_TEST_CASE(head_dims_the_kernels_cannot_take_are_refused_before_touchi
 BOOST_AUTO_TEST_CASE(a_checkpoint_without_lm_head_is_refused_before_touching_the_device) {
   auto ck = load_checkpoint(golden_dir("tiny-dense"));
   ck->no_lm_head = true;
-  try {
-    cuda_model_runner runner(*ck, 4);
-    BOOST_FAIL("a checkpoint without lm_head was accepted");
-  } catch (const troupe::error& e) {
-    BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(errc::unsupported));
-    BOOST_TEST(std::string(e.what()).find("has no lm_head.weight (an embedding-only export)") != std::string::npos,
-               e.what());
-  }
+  expect_error([&] { cuda_model_runner runner(*ck, 4); }, errc::unsupported,
+               "has no lm_head.weight (an embedding-only export)");
 }
 
 BOOST_AUTO_TEST_CASE(bad_batches_are_refused_before_any_work) {
   const auto& cfg = load("tiny-dense")->config;
   std::vector<int32_t> table{0, 1}, ok_tokens{1, 2, 3}, bad_id{1, 4096}, none;
   auto expect = [&](step_sequence sq, errc code, const std::string& needle) {
-    try {
-      cuda_model_runner::validate(cfg, 4, 16, std::span<const step_sequence>(&sq, 1));
-      BOOST_FAIL("expected an error containing '" << needle << "'");
-    } catch (const troupe::error& e) {
-      BOOST_TEST(static_cast<int>(e.code()) == static_cast<int>(code));
-      BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos, e.what());
-    }
+    expect_error([&] { cuda_model_runner::validate(cfg, 4, 16, std::span<const step_sequence>(&sq, 1)); }, code, needle);
   };
   expect({7, none, 0, table}, errc::invalid_input, "sequence 7 has no tokens");
   expect({1, bad_id, 0, table}, errc::out_of_range, "token id 4096 is outside the vocabulary");
