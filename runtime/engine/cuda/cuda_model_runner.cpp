@@ -192,6 +192,20 @@ struct cuda_model_runner::impl {
     return owned.back().as<float>();
   }
 
+  // A float weight (f32, f16, bf16) as float32 at dst (rows * cols floats of device memory).
+  // F16/BF16 go through `staging` and are widened on the legacy stream, which orders the next
+  // upload into staging after this widening.
+  void put_floats(float* dst, const kernels::weight_ref& w) {
+    const int64_t count = w.rows * w.cols;
+    if (w.type == dtype::f32) {
+      cu::copy_to_device(dst, w.data, static_cast<size_t>(count) * sizeof(float));
+      return;
+    }
+    grow(staging, w.bytes());
+    staging.upload(w.data, w.bytes());
+    cu::widen_to_f32(staging.data(), static_cast<int>(w.type), count, dst, nullptr);
+  }
+
   dev_weight upload(const kernels::weight_ref& w, const std::string& name) {
     if (auto it = by_host.find(w.data); it != by_host.end() && it->second.rows == w.rows && it->second.cols == w.cols)
       return it->second;
@@ -205,13 +219,7 @@ struct cuda_model_runner::impl {
       case dtype::bf16: {
         owned.emplace_back(count * sizeof(float));
         float* dst = owned.back().as<float>();
-        if (w.type == dtype::f32) {
-          owned.back().upload(w.data, count * sizeof(float));
-        } else {
-          grow(staging, w.bytes());
-          staging.upload(w.data, w.bytes());
-          cu::widen_to_f32(staging.data(), static_cast<int>(w.type), static_cast<int64_t>(count), dst, nullptr);
-        }
+        put_floats(dst, w);
         d.f32 = dst;
         d.bytes = count * sizeof(float);
         break;
@@ -283,16 +291,8 @@ struct cuda_model_runner::impl {
       owned.emplace_back(count * sizeof(float));
       float* dst = owned.back().as<float>();
       for (const auto* w : parts) {
-        const int64_t part = w->rows * w->cols;
-        if (w->type == dtype::f32) {
-          cu::copy_to_device(dst, w->data, static_cast<size_t>(part) * sizeof(float));
-        } else {
-          grow(staging, w->bytes());
-          staging.upload(w->data, w->bytes());
-          // The legacy stream orders the next part's upload into staging after this widening.
-          cu::widen_to_f32(staging.data(), static_cast<int>(w->type), part, dst, nullptr);
-        }
-        dst += part;
+        put_floats(dst, *w);
+        dst += w->rows * w->cols;
       }
       d.f32 = owned.back().as<float>();
       d.bytes = count * sizeof(float);
@@ -303,7 +303,7 @@ struct cuda_model_runner::impl {
 
   void matmul(const float* xin, int64_t n, const dev_weight& w, float* y) {
     if (w.codes != nullptr) {
-      grow(fp8_ws, cu::fp8_workspace_bytes(n, w.cols));
+      TROUPE_ASSERT(fp8_ws.size_bytes() >= cu::fp8_workspace_bytes(n, w.cols));  // size_scratch grew it
       cu::matmul_fp8_block(xin, cu::act_type::f32, n, w.codes, w.scales, w.rows, w.cols, y, fp8_ws.data(), stream.get());
       cu::check_launch("matmul_fp8_block");
     } else {
