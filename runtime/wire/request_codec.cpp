@@ -414,6 +414,16 @@ void get_prompt(const field_map& f, Req& r, bool ids_allowed) {
   }
 }
 
+// The scheduling fields generate and embed share: priority, tenant, deadline_ms.
+void get_scheduling(const field_map& f, generate_request& r) {
+  if (const auto* o = f.find("priority"))
+    r.priority = static_cast<int32_t>(get_int(*o, "priority", std::numeric_limits<int32_t>::min(),
+                                              std::numeric_limits<int32_t>::max()));
+  if (const auto* o = f.find("tenant")) r.tenant = get_string(*o, "tenant", max_tenant_bytes);
+  if (const auto* o = f.find("deadline_ms"))
+    r.deadline_ms = static_cast<uint32_t>(get_int(*o, "deadline_ms", 1, std::numeric_limits<uint32_t>::max()));
+}
+
 generate_request decode_generate(const field_map& f) {
   static constexpr std::string_view allowed[] = {
       "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "tools", "temperature",
@@ -444,13 +454,8 @@ generate_request decode_generate(const field_map& f) {
   if (const auto* o = f.find("stop_ids")) r.stop_ids = get_ids(*o, "stop_ids", 0, max_stop_ids);
   if (const auto* o = f.find("ignore_eos")) r.ignore_eos = get_bool(*o, "ignore_eos");
   if (const auto* o = f.find("stream")) r.stream = get_bool(*o, "stream");
-  if (const auto* o = f.find("priority"))
-    r.priority = static_cast<int32_t>(get_int(*o, "priority", std::numeric_limits<int32_t>::min(),
-                                              std::numeric_limits<int32_t>::max()));
-  if (const auto* o = f.find("tenant")) r.tenant = get_string(*o, "tenant", max_tenant_bytes);
+  get_scheduling(f, r);
   if (const auto* o = f.find("adapter")) r.adapter = get_string(*o, "adapter", max_adapter_name_bytes);
-  if (const auto* o = f.find("deadline_ms"))
-    r.deadline_ms = static_cast<uint32_t>(get_int(*o, "deadline_ms", 1, std::numeric_limits<uint32_t>::max()));
   if (const auto* o = f.find("logprobs")) r.logprobs = static_cast<int32_t>(get_int(*o, "logprobs", 0, max_logprobs));
   if (const auto* o = f.find("separate_reasoning")) r.separate_reasoning = get_bool(*o, "separate_reasoning");
   if (const auto* o = f.find("min_tokens"))
@@ -503,12 +508,7 @@ generate_request decode_embed(const field_map& f) {
   if (const auto* o = f.find("dimensions"))
     e.dimensions = static_cast<int32_t>(get_int(*o, "dimensions", 1, std::numeric_limits<int32_t>::max()));
   if (const auto* o = f.find("normalize")) e.normalize = get_bool(*o, "normalize");
-  if (const auto* o = f.find("priority"))
-    r.priority = static_cast<int32_t>(get_int(*o, "priority", std::numeric_limits<int32_t>::min(),
-                                              std::numeric_limits<int32_t>::max()));
-  if (const auto* o = f.find("tenant")) r.tenant = get_string(*o, "tenant", max_tenant_bytes);
-  if (const auto* o = f.find("deadline_ms"))
-    r.deadline_ms = static_cast<uint32_t>(get_int(*o, "deadline_ms", 1, std::numeric_limits<uint32_t>::max()));
+  get_scheduling(f, r);
   r.n = static_cast<int32_t>(e.texts.empty() ? e.ids.size() : e.texts.size());
   r.stream = false;
   r.max_tokens = 1;
