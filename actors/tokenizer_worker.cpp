@@ -43,35 +43,46 @@ void answer_to_sender(self_ptr self) {
   if (auto gw = caf::actor_cast<caf::actor>(self->current_sender())) self->state.gateway = std::move(gw);
 }
 
+// One error answers the request; the gateway also forgets its other completions' (inputs') ids.
+void refuse_all(self_ptr self, const generate_msg& m, const wire::wire_error& error) {
+  const auto& r = *m.req;
+  std::vector<out_item> items{error_item(m.rid, error, r.id)};
+  for (int32_t i = 1; i < r.n; ++i) items.push_back(out_item{m.rid + i, {}, true});
+  send_out(self, std::move(items));
+}
+
+// Completion (or input) i of the request: sequence m.rid + i (the gateway reserved the ids), its
+// prompt, and the request's scheduling fields; the caller adds the rest of the spec and sampling.
+submit_msg submit_for(self_ptr self, const generate_msg& m, int32_t i, std::vector<int32_t> prompt) {
+  const auto& r = *m.req;
+  submit_msg s;
+  s.rid = m.rid + i;
+  s.worker = self->state.index;
+  s.received = m.received;
+  s.spec.seq_id = s.rid;
+  s.spec.prompt = std::move(prompt);
+  s.spec.priority = r.priority;
+  s.spec.tenant = r.tenant;
+  if (r.deadline_ms) s.spec.deadline = m.received + std::chrono::milliseconds(*r.deadline_ms);
+  return s;
+}
+
 // An embed request: input i is sequence rid + i (the gateway reserved n ids), an embedding
 // request to the scheduler (request_spec::embed) whose done carries its embedding.
 void submit_embed(self_ptr self, generate_msg& m) {
   auto& st = self->state;
   const auto& r = *m.req;
   auto b = serve::build_embed(r, st.ctx->facts);
-  if (!b.req) {
-    std::vector<out_item> items{error_item(m.rid, b.error, r.id)};
-    for (int32_t i = 1; i < r.n; ++i) items.push_back(out_item{m.rid + i, {}, true});
-    return send_out(self, std::move(items));
-  }
+  if (!b.req) return refuse_all(self, m, b.error);
   for (int32_t i = 0; i < r.n; ++i) {
-    const int64_t rid = m.rid + i;
     auto& prompt = b.req->prompts[static_cast<size_t>(i)];
     serve::output_rules rules{};
     if (r.n > 1) rules.index = i;
-    st.live.emplace(rid, serve::response(r.id, /*stream=*/false, st.ctx->facts.tok, std::move(rules),
-                                         static_cast<int64_t>(prompt.size()), m.received));
-    submit_msg s;
-    s.rid = rid;
-    s.worker = st.index;
-    s.received = m.received;
-    s.spec.seq_id = rid;
-    s.spec.prompt = prompt;
+    st.live.emplace(m.rid + i, serve::response(r.id, /*stream=*/false, st.ctx->facts.tok, std::move(rules),
+                                               static_cast<int64_t>(prompt.size()), m.received));
+    auto s = submit_for(self, m, i, prompt);
     s.spec.max_tokens = 1;
     s.spec.embed = true;
-    s.spec.priority = r.priority;
-    s.spec.tenant = r.tenant;
-    if (r.deadline_ms) s.spec.deadline = m.received + std::chrono::milliseconds(*r.deadline_ms);
     s.sampling = std::make_shared<serve::seq_sampling>(defaults_from(st.ctx->facts.generation), std::move(prompt));
     s.sampling->embed = b.req->options;
     self->send(st.scheduler, std::move(s));
@@ -92,12 +103,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         const auto& r = *m.req;
         if (r.embed) return submit_embed(self, m);
         auto b = serve::build_generate(r, st.ctx->facts);
-        if (!b.req) {
-          // One error answers the request; the gateway also forgets its other completions' ids.
-          std::vector<out_item> items{error_item(m.rid, b.error, r.id)};
-          for (int32_t i = 1; i < r.n; ++i) items.push_back(out_item{m.rid + i, {}, true});
-          return send_out(self, std::move(items));
-        }
+        if (!b.req) return refuse_all(self, m, b.error);
         auto& br = *b.req;
         // Completion i is sequence rid + i (the gateway reserved the ids), sampled with seed + i
         // as vLLM's child requests; the prompt's logprobs are the same for all: the first reports them.
@@ -109,20 +115,12 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
           if (r.n > 1) rules.index = i;
           st.live.emplace(rid, serve::response(r.id, r.stream, st.ctx->facts.tok, std::move(rules),
                                                static_cast<int64_t>(br.prompt.size()), m.received));
-          submit_msg s;
-          s.rid = rid;
-          s.worker = st.index;
-          s.received = m.received;
-          s.spec.seq_id = rid;
-          s.spec.prompt = br.prompt;
+          auto s = submit_for(self, m, i, br.prompt);
           s.spec.max_tokens = br.max_tokens;
           s.spec.stop_ids = br.stop_ids;
-          s.spec.priority = r.priority;
-          s.spec.tenant = r.tenant;
           s.spec.adapter = br.adapter;
           s.spec.adapter_identity = br.adapter_identity;
           if (i > 0) s.spec.prompt_leader = m.rid;
-          if (r.deadline_ms) s.spec.deadline = m.received + std::chrono::milliseconds(*r.deadline_ms);
           auto params = br.sampling;
           if (params.has_seed) params.seed += static_cast<uint64_t>(i);
           s.sampling = std::make_shared<serve::seq_sampling>(std::move(params), br.prompt);
