@@ -100,6 +100,49 @@ BOOST_AUTO_TEST_CASE(refusals) {
   BOOST_TEST(b.error.message == "field 'separate_reasoning' needs output text; model 'tiny' is served without a tokenizer");
 }
 
+// Embed requests (build_embed): each input a prompt, the options carried; each refusal names the
+// input or field: ids outside the vocabulary, an input over max_model_len, text without a
+// tokenizer, dimensions past the hidden size.
+BOOST_AUTO_TEST_CASE(embed_requests_and_their_refusals) {
+  auto m = tiny();
+  m.hidden_size = 64;
+  wire::generate_request r;
+  r.id = "e";
+  r.embed.emplace();
+  r.embed->ids = {{1, 2}, {3}};
+  r.embed->dimensions = 8;
+  r.embed->normalize = false;
+  r.n = 2;
+  auto b = build_embed(r, m);
+  BOOST_REQUIRE(b.req.has_value());
+  BOOST_TEST((b.req->prompts == std::vector<std::vector<int32_t>>{{1, 2}, {3}}));
+  BOOST_TEST(b.req->options.dimensions == 8);
+  BOOST_TEST(!b.req->options.normalize);
+  auto bad = r;
+  bad.embed->ids = {{1}, {2, 4096}};
+  b = build_embed(bad, m);
+  BOOST_TEST(to_string(b.error.code) == "invalid_value");
+  BOOST_TEST(b.error.message == "field 'input[1][1]' = 4096 is outside the vocabulary (size 4096)");
+  bad = r;
+  bad.embed->ids = {std::vector<int32_t>(16, 1)};
+  bad.n = 1;
+  b = build_embed(bad, m);
+  BOOST_TEST(to_string(b.error.code) == "prompt_too_long");
+  BOOST_TEST(b.error.message == "field 'input' has 16 tokens; max_model_len is 16");
+  bad = r;
+  bad.embed->dimensions = 65;
+  b = build_embed(bad, m);
+  BOOST_TEST(to_string(b.error.code) == "invalid_value");
+  BOOST_TEST(b.error.message == "field 'dimensions' (65) exceeds model 'tiny''s hidden_size (64)");
+  bad = r;
+  bad.embed->ids.clear();
+  bad.embed->texts = {"hi"};
+  bad.n = 1;
+  b = build_embed(bad, m);
+  BOOST_TEST(to_string(b.error.code) == "unsupported");
+  BOOST_TEST(b.error.message == "model 'tiny' is served without a tokenizer: give 'input' as token ids");
+}
+
 BOOST_AUTO_TEST_CASE(token_rules_reach_the_sampler) {
   auto r = ids({1});
   r.max_tokens = 5;
