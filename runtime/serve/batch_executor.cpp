@@ -4,15 +4,16 @@
 #include <utility>
 
 #include "runtime/core/error.hpp"
-#include "runtime/prefix/kv_block_io.hpp"
 
 namespace troupe::serve {
 
 batch_executor::batch_executor(std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks, int32_t block_size,
                                dtype kv_type, model_runner_options runner_options,
                                const std::vector<std::shared_ptr<const lora_adapter>>& adapters, parallel_config parallel)
-    : ckpt_(std::move(ckpt)), engine_(*ckpt_, num_blocks, block_size, kv_type, runner_options, parallel) {
-  for (const auto& a : adapters) engine_.add_adapter(a);
+    : backend_(make_cpu_backend(std::move(ckpt), num_blocks, block_size, kv_type, runner_options, adapters, parallel)) {}
+
+batch_executor::batch_executor(std::unique_ptr<step_backend> backend) : backend_(std::move(backend)) {
+  TROUPE_ASSERT(backend_ != nullptr);
 }
 
 std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::span<const int32_t> known_output) {
@@ -36,17 +37,11 @@ step_outcome batch_executor::run(step_job& job) {
   auto t0 = std::chrono::steady_clock::now();
   try {
     // Prefix caching: fetched K/V go into their fresh blocks before the forward pass reads them.
-    if (!job.plan.kv_loads.empty()) {
-      const auto pools = engine_.pools();
-      for (const auto& l : job.plan.kv_loads) prefix::scatter_block(pools, l.block, l.payload.bytes, engine_.kv_replicas());
-    }
-    engine_.step(job.plan.batch, result_);
-    if (!job.plan.kv_saves.empty()) {
-      const auto pools = std::as_const(engine_).pools();
-      for (const auto& sv : job.plan.kv_saves) {
-        out.saved.push_back({sv.meta, {}});
-        prefix::gather_block(pools, sv.block, out.saved.back().payload, engine_.kv_replicas());
-      }
+    for (const auto& l : job.plan.kv_loads) backend_->load_block(l.block, l.payload.bytes);
+    backend_->step(job.plan.batch, result_);
+    for (const auto& sv : job.plan.kv_saves) {
+      out.saved.push_back({sv.meta, {}});
+      backend_->save_block(sv.block, out.saved.back().payload);
     }
   } catch (const std::exception& e) {
     out.step_error = e.what();

@@ -1,6 +1,7 @@
 // Runs one planned step on the engine and samples the rows that end a prompt or decode: the work
-// of a shard executor, as a plain object (the actor only moves messages). Owns the KV pool and
-// the model runner; the per-sequence samplers travel with the job.
+// of a shard executor, as a plain object (the actor only moves messages). Owns the step backend
+// (the model runner and its KV pool, on the CPU or a CUDA device); the per-sequence samplers travel
+// with the job.
 #pragma once
 
 #include <cstdint>
@@ -11,13 +12,12 @@
 
 #include "runtime/engine/embedding.hpp"
 #include "runtime/engine/model_runner.hpp"
-#include "runtime/engine/tensor_parallel_runner.hpp"
 #include "runtime/kv/kv_cache.hpp"
-#include "runtime/prefix/kv_block_io.hpp"
 #include "runtime/prefix/prefix_cache.hpp"
 #include "runtime/sampling/logprobs.hpp"
 #include "runtime/sampling/sampler.hpp"
 #include "runtime/sched/scheduler.hpp"
+#include "runtime/serve/step_backend.hpp"
 
 namespace troupe::serve {
 
@@ -74,22 +74,23 @@ struct step_outcome {
 
 class batch_executor {
  public:
-  // kv_type: the pool's element type (f32, or INT8 / FP8 codes with per-token scales).
-  // adapters: the LoRA adapters, in slot order (model_facts::adapters, request_spec::adapter).
-  // A group of 2 or more: the step runs on a tensor-parallel group of that many CPU shards, each
-  // with its part of every block (tensor_parallel_runner); the block ids the scheduler hands out
-  // are the same.
+  // The CPU engine (make_cpu_backend): kv_type is the pool's element type (f32, or INT8 / FP8 codes
+  // with per-token scales); adapters the LoRA adapters, in slot order (model_facts::adapters,
+  // request_spec::adapter). A group of 2 or more: the step runs on a tensor-parallel group of that
+  // many CPU shards, each with its part of every block (tensor_parallel_runner); the block ids the
+  // scheduler hands out are the same.
   batch_executor(std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks, int32_t block_size,
                  dtype kv_type = dtype::f32, model_runner_options runner_options = {},
                  const std::vector<std::shared_ptr<const lora_adapter>>& adapters = {}, parallel_config parallel = {});
+  // Any backend (the CUDA runner: runtime/serve/cuda/cuda_step_backend.hpp).
+  explicit batch_executor(std::unique_ptr<step_backend> backend);
   step_outcome run(step_job& job);
   // The payload layout of a block as the prefix cache stores it (the whole model's heads).
-  prefix::kv_layout kv_layout() const { return prefix::layout_of(engine_.pools(), engine_.kv_replicas()); }
-  const tensor_parallel_runner& engine() const noexcept { return engine_; }
+  prefix::kv_layout kv_layout() const { return backend_->kv_layout(); }
+  const step_backend& backend() const noexcept { return *backend_; }
 
  private:
-  std::shared_ptr<const checkpoint> ckpt_;
-  tensor_parallel_runner engine_;
+  std::unique_ptr<step_backend> backend_;
   step_result result_;
 };
 

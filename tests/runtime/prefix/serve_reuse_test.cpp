@@ -13,9 +13,12 @@
 #include "runtime/prefix/memory_kv_store.hpp"
 #include "runtime/prefix/remote_cache.hpp"
 #include "runtime/serve/batch_executor.hpp"
+#include "tests/runtime/serve/replica.hpp"
 
 using namespace troupe;
 using namespace troupe::serve;
+using troupe::testing::replica;
+using troupe::testing::request;
 
 namespace {
 
@@ -27,11 +30,6 @@ std::shared_ptr<const checkpoint> load(const std::string& name) {
   if (!c) c = load_checkpoint(std::string(TROUPE_TEST_DATA_DIR) + "/golden/" + name);
   return c;
 }
-
-struct request {
-  std::vector<int32_t> prompt;
-  int32_t max_tokens;
-};
 
 // Conversations over one shared system prompt: each turn resends the history plus new tokens.
 std::vector<request> chat_requests(int64_t vocab, unsigned seed) {
@@ -48,61 +46,6 @@ std::vector<request> chat_requests(int64_t vocab, unsigned seed) {
   }
   return out;
 }
-
-struct replica {
-  sched::scheduler s;
-  batch_executor ex;
-  std::map<int64_t, std::vector<int32_t>> out;
-  std::map<int64_t, int32_t> cached;
-  std::vector<prefix::saved_block> saved;
-  std::unique_ptr<prefix::remote_cache> remote;
-
-  replica(std::shared_ptr<const checkpoint> ck, sched::sched_config cfg, int32_t blocks, int32_t bs)
-      : s(cfg, blocks, bs), ex(std::move(ck), blocks, bs) {}
-
-  void add(int64_t id, const request& r) {
-    sched::request_spec spec;
-    spec.seq_id = id;
-    spec.prompt = r.prompt;
-    spec.max_tokens = r.max_tokens;
-    BOOST_REQUIRE(s.add(spec).status == sched::admit_status::ok);
-    samplers[id] = std::make_shared<seq_sampling>(greedy(), r.prompt);
-  }
-
-  static sampling_params greedy() {
-    sampling_params p;
-    p.temperature = 0;
-    p.ignore_eos = true;
-    return p;
-  }
-
-  void run() {
-    for (int guard = 0; guard < 100000 && !s.idle(); ++guard) {
-      for (auto& q : s.take_remote_lookups()) {
-        prefix::remote_blocks found;
-        if (remote) found = remote->fetch(q, prefix::store_clock::now() + std::chrono::seconds(10)).blocks;
-        s.resolve_remote(q.seq_id, std::move(found));
-      }
-      step_job job;
-      job.plan = s.schedule();
-      s.check_invariants();
-      for (const auto& e : job.plan.seqs) {
-        if (e.first_scheduled) cached[e.seq_id] = e.num_cached_tokens;
-        if (e.sample) job.samplers.push_back(samplers.at(e.seq_id));
-      }
-      auto outcome = ex.run(job);
-      BOOST_REQUIRE_MESSAGE(outcome.step_error.empty(), outcome.step_error);
-      if (remote && !outcome.saved.empty())
-        remote->publish(outcome.saved, prefix::store_clock::now() + std::chrono::seconds(10));
-      for (auto& b : outcome.saved) saved.push_back(std::move(b));
-      for (const auto& ev : s.update(job.plan, outcome.sampled))
-        out[ev.seq_id].insert(out[ev.seq_id].end(), ev.tokens.begin(), ev.tokens.end());
-    }
-    BOOST_REQUIRE(s.idle());
-  }
-
-  std::map<int64_t, std::shared_ptr<seq_sampling>> samplers;
-};
 
 sched::sched_config config(bool prefix, int32_t budget, bool remote = false) {
   sched::sched_config c;

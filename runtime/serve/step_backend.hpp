@@ -1,0 +1,48 @@
+// What a shard executor runs its steps on: the forward step of one device (the CPU engine, maybe a
+// tensor-parallel group of CPU shards, or the CUDA runner) with the KV pool it owns, and the block
+// copies prefix caching needs (fetched K/V in before a step, published K/V out after). The executor
+// (batch_executor) samples on the host whatever the backend; only the step and its pool differ.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/engine/model_runner.hpp"
+#include "runtime/engine/step.hpp"
+#include "runtime/kv/block_allocator.hpp"
+#include "runtime/lora/lora_adapter.hpp"
+#include "runtime/model/checkpoint.hpp"
+#include "runtime/model/shard.hpp"
+#include "runtime/prefix/block_codec.hpp"
+
+namespace troupe::serve {
+
+class step_backend {
+ public:
+  virtual ~step_backend() = default;
+  // model_runner::step's contract (runtime/engine/step.hpp): the whole vocabulary's logits rows.
+  virtual void step(std::span<const step_sequence> batch, step_result& out) = 0;
+  // A block's K/V as prefix caching stores it (kv_layout()'s payload: the whole model's heads, per
+  // layer K then V), appended to `out`; and the reverse, before the step that reads it. Both throw
+  // troupe::error(invalid_argument) for a block outside the pool or a payload of the wrong size.
+  virtual void save_block(block_id b, std::string& out) const = 0;
+  virtual void load_block(block_id b, std::string_view payload) = 0;
+  virtual prefix::kv_layout kv_layout() const = 0;
+  virtual int32_t num_blocks() const noexcept = 0;
+  // "cpu" or "cuda" (model.device): where the step runs.
+  virtual const char* device() const noexcept = 0;
+};
+
+// The CPU engine (tensor_parallel_runner: one model_runner, or a group of `parallel.size` shards)
+// over a pool of num_blocks blocks of kv_type, with the LoRA adapters in slot order.
+std::unique_ptr<step_backend> make_cpu_backend(std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks,
+                                               int32_t block_size, dtype kv_type = dtype::f32,
+                                               model_runner_options runner_options = {},
+                                               const std::vector<std::shared_ptr<const lora_adapter>>& adapters = {},
+                                               parallel_config parallel = {});
+
+}  // namespace troupe::serve
