@@ -30,7 +30,7 @@ struct cuda_kv_pool::storage {
 };
 
 cuda_kv_pool::cuda_kv_pool(const model_config& config, int32_t num_blocks, int32_t block_size)
-    : num_blocks_(num_blocks), block_size_(block_size) {
+    : num_blocks_(num_blocks), block_size_(block_size), num_layers_(config.num_hidden_layers) {
   if (num_blocks < 1 || block_size < 1 || static_cast<int64_t>(num_blocks) * block_size >= (int64_t{1} << 31))
     throw_error(errc::invalid_argument, "cuda_kv_pool: num_blocks and block_size must be >= 1 (and their product < 2^31); got " +
                                             std::to_string(num_blocks) + " x " + std::to_string(block_size));
@@ -47,6 +47,51 @@ float* cuda_kv_pool::v(int64_t layer) const noexcept {
   return storage_->buf.as<float>() + (2 * layer + 1) * layer_floats_;
 }
 size_t cuda_kv_pool::bytes() const noexcept { return storage_->buf.size_bytes(); }
+
+size_t cuda_kv_pool::block_floats() const noexcept {
+  return static_cast<size_t>(2 * num_layers_ * (layer_floats_ / num_blocks_));
+}
+
+namespace {
+
+// The pool's [layer][K, V] parts of one block, each `part` floats, in payload order.
+template <class Copy>
+void for_each_block_part(const cuda_kv_pool& kv, int64_t layers, int32_t block, size_t part, Copy&& copy) {
+  for (int64_t l = 0; l < layers; ++l) {
+    copy(kv.k(l) + static_cast<size_t>(block) * part, static_cast<size_t>(2 * l) * part);
+    copy(kv.v(l) + static_cast<size_t>(block) * part, static_cast<size_t>(2 * l + 1) * part);
+  }
+}
+
+void check_block_copy(const cuda_kv_pool& kv, int32_t block, size_t floats, const char* what) {
+  if (block < 0 || block >= kv.num_blocks())
+    throw_error(errc::invalid_argument, std::string(what) + ": block " + std::to_string(block) + " outside the pool of " +
+                                            std::to_string(kv.num_blocks()));
+  if (floats != kv.block_floats())
+    throw_error(errc::invalid_argument, std::string(what) + ": " + std::to_string(floats) +
+                                            " floats; a block of this pool has " + std::to_string(kv.block_floats()));
+}
+
+}  // namespace
+
+void cuda_kv_pool::read_block(int32_t block, std::span<float> out) const {
+  check_block_copy(*this, block, out.size(), "cuda_kv_pool::read_block");
+  const size_t part = out.size() / static_cast<size_t>(2 * num_layers_);
+  for_each_block_part(*this, num_layers_, block, part, [&](const float* dev, size_t at) {
+    cu::copy_to_host(out.data() + at, dev, part * sizeof(float));
+  });
+}
+
+void cuda_kv_pool::write_block(int32_t block, std::span<const float> in) {
+  check_block_copy(*this, block, in.size(), "cuda_kv_pool::write_block");
+  const size_t part = in.size() / static_cast<size_t>(2 * num_layers_);
+  for_each_block_part(*this, num_layers_, block, part, [&](float* dev, size_t at) {
+    cu::copy_to_device(dev, in.data() + at, part * sizeof(float));
+  });
+  // cudaMemcpy from pageable memory may return before its DMA lands, and the step's stream does not
+  // wait for the default stream (it is non-blocking): the next step must see the whole block.
+  cu::synchronize();
+}
 
 // ---- runner -------------------------------------------------------------------------------------
 
@@ -313,7 +358,7 @@ struct cuda_model_runner::impl {
 
   // Every buffer a step of n tokens and n_out logits rows touches, at its size, before any launch
   // (so that nothing is reallocated while a graph is being captured).
-  void size_scratch(int64_t n, int64_t n_out) {
+  void size_scratch(int64_t n, int64_t n_out, int64_t n_logits) {
     const auto fsz = [](int64_t floats) { return static_cast<size_t>(floats) * sizeof(float); };
     const int64_t hidden = cfg.hidden_size, hq = cfg.num_attention_heads, hk = cfg.num_key_value_heads;
     const int64_t d = cfg.head_dim, inter = cfg.intermediate_size;
@@ -325,17 +370,16 @@ struct cuda_model_runner::impl {
     grow(attn, fsz(n * hq * d));
     grow(gu, fsz(n * 2 * inter));
     grow(act, fsz(n * inter));
-    if (n_out > 0) {
-      grow(fin, fsz(n_out * hidden));
-      grow(logits, fsz(n_out * cfg.vocab_size));
-    }
+    if (n_out > 0) grow(fin, fsz(n_out * hidden));
+    if (n_logits > 0) grow(logits, fsz(n_logits * cfg.vocab_size));
     if (any_fp8) grow(fp8_ws, cu::fp8_workspace_bytes(std::max(n, n_out), std::max({hidden, inter, hq * d})));
   }
 
   // The step's launches, all on `stream`, no host synchronization: n tokens whose ids, positions,
-  // KV slots and table offsets, then the n_out logits rows, then the block tables, lie in `di`
-  // (the layout step() writes).
-  void forward(int64_t n, int64_t n_out, const int32_t* di) {
+  // KV slots and table offsets, then the n_out output rows, then the block tables, lie in `di`
+  // (the layout step() writes). Every output row is normed into `fin`; the first n_logits of them
+  // also go through lm_head (the others are hidden states, read from `fin`).
+  void forward(int64_t n, int64_t n_out, int64_t n_logits, const int32_t* di) {
     const int64_t hidden = cfg.hidden_size, hq = cfg.num_attention_heads, hk = cfg.num_key_value_heads;
     const int64_t d = cfg.head_dim, inter = cfg.intermediate_size;
     const int32_t bs = kv.block_size();
@@ -389,7 +433,7 @@ struct cuda_model_runner::impl {
     float* fs = fin.as<float>();
     cu::gather_rows_f32(xs, out_rows, n_out, hidden, fs, s);
     cu::rmsnorm_f32(fs, final_norm, n_out, hidden, eps, fs, s);
-    matmul(fs, n_out, lm_head, logits.as<float>());
+    if (n_logits > 0) matmul(fs, n_logits, lm_head, logits.as<float>());
   }
 };
 
@@ -408,7 +452,7 @@ void cuda_model_runner::check_supported(const model_config& config) {
 cuda_model_runner::cuda_model_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size,
                                      cuda_runner_options opts) {
   check_supported(ckpt.config);
-  // Its only output is logits (hidden states are the CPU runner's): lm_head here is a stand-in.
+  // The upload needs lm_head (the server generates too); an embedding-only export runs on the CPU.
   if (ckpt.no_lm_head)
     throw_error(errc::unsupported, "cuda_model_runner: " + ckpt.dir +
                                        " has no lm_head.weight (an embedding-only export); it computes logits");
@@ -422,6 +466,7 @@ cuda_model_runner::~cuda_model_runner() = default;
 
 const model_config& cuda_model_runner::config() const noexcept { return impl_->cfg; }
 const cuda_kv_pool& cuda_model_runner::kv() const noexcept { return impl_->kv; }
+cuda_kv_pool& cuda_model_runner::kv() noexcept { return impl_->kv; }
 size_t cuda_model_runner::weight_bytes_per_step() const noexcept { return impl_->bytes_step; }
 size_t cuda_model_runner::device_weight_bytes() const noexcept { return impl_->bytes_all; }
 bool cuda_model_runner::graphs_enabled() const noexcept { return impl_->graphs_on; }
@@ -457,13 +502,11 @@ void cuda_model_runner::step(std::span<const step_sequence> batch, step_result& 
   out.vocab_size = vocab;
   out.first_row.assign(batch.size(), 0);
   out.num_rows.assign(batch.size(), 0);
+  out.hidden_size = cfg.hidden_size;
   out.hidden_row.assign(batch.size(), -1);
   out.hidden.clear();
-  for (const auto& sq : batch)
-    if (sq.logits == logits_mode::hidden)
-      throw_error(errc::unsupported, "sequence " + std::to_string(sq.seq_id) +
-                                         ": hidden states (embeddings) are computed on the CPU runner only");
-  std::vector<int32_t> rows;
+  // The output rows: the logits rows in batch order, then the last token of each hidden sequence.
+  std::vector<int32_t> rows, hidden_rows;
   {
     int64_t row = 0;
     for (size_t s = 0; s < batch.size(); ++s) {
@@ -473,13 +516,20 @@ void cuda_model_runner::step(std::span<const step_sequence> batch, step_result& 
         rows.push_back(static_cast<int32_t>(row + cnt - 1));
       } else if (batch[s].logits == logits_mode::all) {
         for (int64_t t = 0; t < cnt; ++t) rows.push_back(static_cast<int32_t>(row + t));
+      } else if (batch[s].logits == logits_mode::hidden) {
+        out.hidden_row[s] = static_cast<int64_t>(hidden_rows.size());
+        hidden_rows.push_back(static_cast<int32_t>(row + cnt - 1));
       }
       out.num_rows[s] = static_cast<int64_t>(rows.size()) - out.first_row[s];
       row += cnt;
     }
   }
+  const int64_t n_logits = static_cast<int64_t>(rows.size());
+  const int64_t n_hidden = static_cast<int64_t>(hidden_rows.size());
+  rows.insert(rows.end(), hidden_rows.begin(), hidden_rows.end());
   const int64_t n_out = static_cast<int64_t>(rows.size());
-  out.logits.resize(static_cast<size_t>(n_out * vocab));
+  out.logits.resize(static_cast<size_t>(n_logits * vocab));
+  out.hidden.resize(static_cast<size_t>(n_hidden * cfg.hidden_size));
   if (n == 0) return;
 
   const int64_t o_ids = 0, o_pos = n, o_slot = 2 * n, o_toff = 3 * n, o_rows = 4 * n, o_tab = 4 * n + n_out;
@@ -504,7 +554,7 @@ void cuda_model_runner::step(std::span<const step_sequence> batch, step_result& 
   std::copy(rows.begin(), rows.end(), hi.begin() + o_rows);
 
   const size_t int_bytes = hi.size() * sizeof(int32_t);
-  m.size_scratch(n, n_out);
+  m.size_scratch(n, n_out, n_logits);
   // A decode step replays its batch size's graph (captured now if it has none, or one from
   // before the scratch last grew); anything else launches kernel by kernel.
   bool decode = m.graphs_on && n <= m.max_graph_batch && n_out == n &&
@@ -516,7 +566,7 @@ void cuda_model_runner::step(std::span<const step_sequence> batch, step_result& 
     auto& slot = m.graphs[static_cast<size_t>(n)];
     if (!slot.g || slot.gen != m.scratch_gen) {
       slot.g = cu::graph();
-      slot.g = cu::graph::capture(m.stream, [&] { m.forward(n, n_out, di); });
+      slot.g = cu::graph::capture(m.stream, [&] { m.forward(n, n_out, n_logits, di); });
       slot.gen = m.scratch_gen;
       ++m.captured;
     }
@@ -525,10 +575,15 @@ void cuda_model_runner::step(std::span<const step_sequence> batch, step_result& 
   } else {
     m.grow(m.ints, int_bytes);
     cu::copy_to_device_async(m.ints.data(), hi.data(), int_bytes, m.stream);
-    m.forward(n, n_out, m.ints.as<int32_t>());
+    m.forward(n, n_out, n_logits, m.ints.as<int32_t>());
   }
   // Waits for the step (a fault in it is reported by it).
-  cu::copy_to_host_async(out.logits.data(), m.logits.data(), static_cast<size_t>(n_out * vocab) * sizeof(float), m.stream);
+  if (n_logits > 0)
+    cu::copy_to_host_async(out.logits.data(), m.logits.data(), static_cast<size_t>(n_logits * vocab) * sizeof(float),
+                           m.stream);
+  if (n_hidden > 0)
+    cu::copy_to_host_async(out.hidden.data(), m.fin.as<float>() + n_logits * cfg.hidden_size,
+                           out.hidden.size() * sizeof(float), m.stream);
   m.stream.synchronize();
 }
 

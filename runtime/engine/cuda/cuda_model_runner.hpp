@@ -8,7 +8,7 @@
 // go through matmul_fp8_block (W8A8: activations rounded to e4m3 per 128 columns).
 // Decode steps of up to cuda_runner_options::max_graph_batch sequences replay a CUDA graph captured
 // once per batch size (docs/cuda.md, "CUDA graphs").
-// Not in v0: MoE (refused), tensor parallelism, bf16 activations, a quantized KV pool, bitwise
+// Not in v0: MoE (refused), tensor parallelism, bf16 activations, a quantized KV pool, LoRA, bitwise
 // batch invariance (cuBLAS may pick a different algorithm per n).
 #pragma once
 
@@ -35,11 +35,19 @@ class cuda_kv_pool {
   float* k(int64_t layer) const noexcept;  // device pointers
   float* v(int64_t layer) const noexcept;
   size_t bytes() const noexcept;
+  // One block's K and V of every layer as float32, in prefix caching's payload order (per layer K
+  // then V, each [block_size, n_kv_heads, head_dim]: prefix::layout_for(config, block_size)), so a
+  // CPU pool and a device pool hold the same payload. Synchronous copies (call between steps);
+  // throw troupe::error(invalid_argument) for a block outside the pool or a span of another size.
+  size_t block_floats() const noexcept;
+  void read_block(int32_t block, std::span<float> out) const;
+  void write_block(int32_t block, std::span<const float> in);
 
  private:
   struct storage;
   int32_t num_blocks_;
   int32_t block_size_;
+  int64_t num_layers_;
   int64_t layer_floats_;  // num_blocks * block_size * n_kv_heads * head_dim
   std::unique_ptr<storage> storage_;
 };
@@ -68,7 +76,8 @@ class cuda_model_runner {
   cuda_model_runner& operator=(const cuda_model_runner&) = delete;
 
   // One step, as model_runner::step: throws troupe::error(invalid_input / out_of_range) for a
-  // malformed batch before any device work (validate below); logits copied back as float32.
+  // malformed batch before any device work (validate below); logits copied back as float32, and
+  // the final hidden state (after the last RMSNorm) of logits_mode::hidden sequences (embeddings).
   void step(std::span<const step_sequence> batch, step_result& out);
 
   // The batch checks of step(), without a device: the same errors and messages as model_runner.
@@ -79,6 +88,7 @@ class cuda_model_runner {
 
   const model_config& config() const noexcept;
   const cuda_kv_pool& kv() const noexcept;
+  cuda_kv_pool& kv() noexcept;  // prefix caching copies blocks in and out between steps
   // Device bytes of the weights one step reads (lm_head once; embedding rows not counted when untied),
   // as stored on the device (float32 for widened BF16/F16, codes + scales for FP8).
   size_t weight_bytes_per_step() const noexcept;

@@ -489,3 +489,95 @@ BOOST_DATA_TEST_CASE(decode_graphs_equal_eager_launches_bitwise,
     BOOST_TEST(eager.graph_replays() == 0);
   }
 }
+
+// Embedding requests (logits_mode::hidden) in a batch beside a generating sequence: the hidden row
+// is the CPU engine's within the tolerance, and the other sequence's logits are its own alone.
+BOOST_DATA_TEST_CASE(hidden_states_match_cpu_engine, boost::unit_test::data::make(kDenseSets), set) {
+  require_device();
+  auto ck = load(set);
+  const auto cases = load_golden(set);
+  const auto& a = cases.front().prompt;
+  const auto& b = cases.back().prompt;
+  const int32_t na = blocks_for(a.size()), nb = blocks_for(b.size());
+
+  kv_cache cpu_kv(ck->config, na, 16);
+  model_runner cpu(*ck, cpu_kv);
+  auto cpu_table = iota_table(na);
+  step_sequence cpu_sq{7, a, 0, cpu_table, logits_mode::hidden};
+  step_result want;
+  cpu.step(std::span<const step_sequence>(&cpu_sq, 1), want);
+
+  cuda_model_runner runner(*ck, 2 * (na + nb));
+  const auto alone = whole_logits(runner, b);
+  auto ta = iota_table(na, nb), tb = iota_table(nb, na + nb);
+  const step_sequence batch[] = {{1, b, 0, tb, logits_mode::last}, {7, a, 0, ta, logits_mode::hidden}};
+  step_result got;
+  runner.step(batch, got);
+  BOOST_REQUIRE_EQUAL(got.num_rows[0], 1);
+  BOOST_REQUIRE_EQUAL(got.num_rows[1], 0);
+  BOOST_REQUIRE_EQUAL(got.hidden_row[0], -1);
+  BOOST_REQUIRE_EQUAL(got.hidden_row[1], 0);
+  BOOST_REQUIRE_EQUAL(got.hidden_size, ck->config.hidden_size);
+  const double herr = row_error(got.hidden_of(1).data(), want.hidden_of(0).data(), ck->config.hidden_size);
+  BOOST_TEST(herr <= kTolerance, set << ": hidden state vs the CPU engine " << herr);
+  const int64_t vocab = ck->config.vocab_size;
+  const double lerr = row_error(got.row(0).data(), alone.data() + (static_cast<int64_t>(b.size()) - 1) * vocab, vocab);
+  BOOST_TEST(lerr <= kTolerance, set << ": logits beside an embedding vs alone " << lerr);
+}
+
+// Prefix caching's block copies: a block read from the device pool holds what the CPU pool holds
+// for the same prompt (the payload layout), and a block written back is read by the next step as if
+// computed there: decoding through a table whose blocks are copies gives the same logits bitwise.
+BOOST_AUTO_TEST_CASE(kv_blocks_read_and_write_in_the_cpu_pools_layout) {
+  require_device();
+  auto ck = load("tiny-dense");
+  const auto& cfg = ck->config;
+  const auto c = load_golden("tiny-dense").back();
+  const int32_t n = blocks_for(c.prompt.size() + 1);
+
+  kv_cache cpu_kv(cfg, n, 16);
+  model_runner cpu(*ck, cpu_kv);
+  cuda_model_runner runner(*ck, 2 * n);
+  auto table = iota_table(n);
+  step_sequence sq{0, c.prompt, 0, table, logits_mode::none};
+  step_result r;
+  cpu.step(std::span<const step_sequence>(&sq, 1), r);
+  runner.step(std::span<const step_sequence>(&sq, 1), r);
+
+  auto& pool = runner.kv();
+  const size_t part = static_cast<size_t>(16 * cfg.num_key_value_heads * cfg.head_dim);
+  BOOST_REQUIRE_EQUAL(pool.block_floats(), 2 * static_cast<size_t>(cfg.num_hidden_layers) * part);
+  std::vector<float> block(pool.block_floats());
+  const int32_t full = static_cast<int32_t>(c.prompt.size() / 16);  // blocks the prompt fills
+  BOOST_REQUIRE_GE(full, 1);
+  for (int32_t b = 0; b < full; ++b) {
+    pool.read_block(b, block);
+    for (int64_t l = 0; l < cfg.num_hidden_layers; ++l) {
+      const float* k = cpu_kv.layer(l).k + static_cast<size_t>(b) * part;
+      const float* v = cpu_kv.layer(l).v + static_cast<size_t>(b) * part;
+      const double ek = row_error(block.data() + 2 * l * part, k, static_cast<int64_t>(part));
+      const double ev = row_error(block.data() + (2 * l + 1) * part, v, static_cast<int64_t>(part));
+      BOOST_TEST(ek <= kTolerance, "block " << b << " layer " << l << " K vs the CPU pool " << ek);
+      BOOST_TEST(ev <= kTolerance, "block " << b << " layer " << l << " V vs the CPU pool " << ev);
+    }
+  }
+  // Copy every block of the prompt to the second half of the pool, then decode the next token
+  // through each table: bitwise the same logits.
+  for (int32_t b = 0; b < n; ++b) {
+    pool.read_block(b, block);
+    pool.write_block(n + b, block);
+  }
+  auto copies = iota_table(n, n);
+  const int32_t next = c.greedy.front();
+  const int32_t at = static_cast<int32_t>(c.prompt.size());
+  step_sequence d1{0, std::span<const int32_t>(&next, 1), at, table, logits_mode::last};
+  step_result r1, r2;
+  runner.step(std::span<const step_sequence>(&d1, 1), r1);
+  step_sequence d2{0, std::span<const int32_t>(&next, 1), at, copies, logits_mode::last};
+  runner.step(std::span<const step_sequence>(&d2, 1), r2);
+  BOOST_TEST(std::memcmp(r1.logits.data(), r2.logits.data(), r1.logits.size() * sizeof(float)) == 0);
+
+  expect_error([&] { pool.read_block(2 * n, block); }, errc::invalid_argument, "block " + std::to_string(2 * n) + " outside the pool of");
+  block.pop_back();
+  expect_error([&] { pool.write_block(0, block); }, errc::invalid_argument, "floats; a block of this pool has");
+}
