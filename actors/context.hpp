@@ -2,8 +2,11 @@
 // tokenizer, the derived scheduler settings, and the metrics registry (thread-safe).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "runtime/lora/lora_adapter.hpp"
 #include "runtime/model/checkpoint.hpp"
@@ -17,6 +20,7 @@
 #include "runtime/serve/metrics.hpp"
 #include "runtime/serve/request_builder.hpp"
 #include "runtime/serve/server_config.hpp"
+#include "runtime/serve/step_backend.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 
 namespace troupe::actors {
@@ -32,6 +36,24 @@ struct prefix_settings {
   size_t max_publish_queue_bytes = 0;
 };
 
+// The shard executor's step backend. The first is made at start-up (make_context), so that a device
+// or memory failure stops the start with its message rather than a restart loop; the executor
+// takes it when it first starts and makes a fresh one (a clean pool) when it is restarted.
+class backend_source {
+ public:
+  using factory = std::function<std::unique_ptr<serve::step_backend>()>;
+  explicit backend_source(factory make) : make_(std::move(make)), first_(make_()) {}
+  std::unique_ptr<serve::step_backend> take() {
+    std::lock_guard lock(mu_);
+    return first_ ? std::move(first_) : make_();
+  }
+
+ private:
+  factory make_;
+  std::mutex mu_;
+  std::unique_ptr<serve::step_backend> first_;
+};
+
 struct server_context {
   serve::server_config cfg;
   std::shared_ptr<const checkpoint> ckpt;
@@ -41,6 +63,7 @@ struct server_context {
   sched::sched_config sched;
   int32_t num_blocks = 0;
   dtype kv_type = dtype::f32;      // the executor's KV pool (kv_cache.kv_cache_dtype)
+  std::shared_ptr<backend_source> backends;  // the executor's step backend (model.device)
   std::shared_ptr<serve::metrics> metrics;
   // The scheduling policy: loaded by the scheduler actor, swapped by set_policy (its thread only).
   std::shared_ptr<plugin_host::policy_control> policy;

@@ -40,10 +40,28 @@ namespace {
 
 void set_prefix_caching(server_context& ctx);
 
+// The executor's step backend for model.device: the CPU engine (its tensor-parallel group, its KV
+// dtype, the LoRA adapters) or the CUDA runner the binary provides (server_options::cuda_backend).
+backend_source::factory backend_factory(const server_options& o, const server_context& ctx) {
+  const auto& c = ctx.cfg;
+  if (c.device == "cuda") {
+    TROUPE_ASSERT(o.cuda_backend);  // make_context checked
+    return [make = o.cuda_backend, ckpt = ctx.ckpt, n = ctx.num_blocks, bs = c.block_size] { return make(ckpt, n, bs); };
+  }
+  const model_runner_options ro{parse_compute_dtype(c.compute_dtype, "model.compute_dtype")};
+  return [ckpt = ctx.ckpt, n = ctx.num_blocks, bs = c.block_size, kv = ctx.kv_type, ro, adapters = ctx.adapters,
+          par = parallel_config{c.tensor_parallel_size, c.enable_expert_parallel, c.threads}] {
+    return serve::make_cpu_backend(ckpt, n, bs, kv, ro, adapters, par);
+  };
+}
+
 std::shared_ptr<server_context> make_context(const server_options& o, bool& clamped) {
   auto ctx = std::make_shared<server_context>();
   ctx->cfg = o.cfg;
   serve::validate(ctx->cfg);
+  if (ctx->cfg.device == "cuda" && !o.cuda_backend)
+    throw_error(errc::unsupported, "model.device = 'cuda' (--device cuda): this troupe was built without CUDA "
+                                   "(nvcc was not found when it was configured; docs/cuda.md)");
   // Float, pre-quantized (Qwen's FP8, Troupe's INT8) or quantized on load (model.quantization).
   quant::load_options lo;
   lo.quantization = quant::parse_method(ctx->cfg.quantization, "model.quantization (--quantization)");
@@ -139,6 +157,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   // Fail here, with the message, rather than inside the scheduler actor (restart loop): this
   // also loads the policy plugin once (a wrong ABI or a refused config stops the start).
   sched::scheduler probe(s, ctx->num_blocks, bs, ctx->policy->initial());
+  ctx->backends = std::make_shared<backend_source>(backend_factory(o, *ctx));
   ctx->metrics = std::make_shared<serve::metrics>(f.name);
   ctx->metrics->add_renderer([pc = ctx->policy](std::string& out, const std::string& labels) { pc->render(out, labels); });
   if (ctx->prefix_metrics)
@@ -165,6 +184,9 @@ void set_prefix_caching(server_context& ctx) {
   // Expert parallelism sums a MoE layer's experts in another order again.
   if (splits_experts(ctx.ckpt->config, {c.tensor_parallel_size, c.enable_expert_parallel}))
     s.prefix_identity.arithmetic += "ep";
+  // The device computes other roundings (cuBLAS's blocking, W8A8 for FP8 weights): its K/V are
+  // shared with replicas on the same device kind only.
+  if (c.device != "cpu") s.prefix_identity.arithmetic += (s.prefix_identity.arithmetic.empty() ? "" : "-") + c.device;
   s.prefix_identity.block_size = c.block_size;
   if (!c.redis_url.empty()) {
     auto& p = ctx.prefix;
@@ -292,8 +314,11 @@ std::string server::banner() const {
   b += "  weights: " + held +
        (stored_as.empty() ? "" : " (stored as " + stored_as + ")") + ", " + mib(double(m.ctx->ckpt->weights.bytes)) +
        " read per token\n";
-  b += "  step threads: " + std::to_string(c.threads > 0 ? c.threads : omp_threads_now()) +
-       (c.threads > 0 ? "" : " (every core, or OMP_NUM_THREADS)") + "; --threads sets it\n";
+  if (c.device == "cuda")
+    b += "  device: cuda (device 0; dense float32 step, FP8 weights as W8A8; docs/cuda.md)\n";
+  else
+    b += "  step threads: " + std::to_string(c.threads > 0 ? c.threads : omp_threads_now()) +
+         (c.threads > 0 ? "" : " (every core, or OMP_NUM_THREADS)") + "; --threads sets it\n";
   if (splits_experts(m.ctx->ckpt->config, {c.tensor_parallel_size, c.enable_expert_parallel})) {
     const int64_t e = m.ctx->ckpt->config.num_experts, lo = e / c.tensor_parallel_size;
     b += "  tensor parallel: " + std::to_string(c.tensor_parallel_size) +

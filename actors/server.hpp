@@ -5,12 +5,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "runtime/serve/metrics.hpp"
 #include "runtime/serve/request_builder.hpp"
 #include "runtime/serve/server_config.hpp"
+#include "runtime/serve/step_backend.hpp"
 
 namespace troupe::actors {
 
@@ -18,6 +20,12 @@ struct server_options {
   serve::server_config cfg;
   std::string model_dir;
   std::string tokenizer_dir;  // "": the model directory when it has tokenizer.json, else none
+  // Makes the step backend of model.device 'cuda' (serve::make_cuda_backend): given by a binary
+  // built with the CUDA engine (the troupe CLI, the CUDA tests), so that this library and the
+  // CPU-only tests never link CUDA. Null: 'cuda' is refused as not built in.
+  std::function<std::unique_ptr<serve::step_backend>(std::shared_ptr<const checkpoint>, int32_t num_blocks,
+                                                     int32_t block_size)>
+      cuda_backend;
 };
 
 class server {

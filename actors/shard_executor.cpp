@@ -1,7 +1,8 @@
 // The shard executor: a detached actor (its own thread) owning the KV pool and the model runner
 // of one device; it runs each step job it receives and replies with the sampled ids. On the CPU a
 // tensor-parallel group (model.tensor_parallel_size) is the executor's runner: one thread per
-// rank, meeting in shared memory twice a layer (runtime/engine/tensor_parallel_runner.hpp).
+// rank, meeting in shared memory twice a layer (runtime/engine/tensor_parallel_runner.hpp); with
+// model.device cuda the CUDA runner (runtime/serve/cuda/cuda_step_backend.hpp).
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 
@@ -14,11 +15,8 @@ namespace {
 
 caf::behavior shard_executor(caf::event_based_actor* self, context_ptr ctx) {
   (void)self;
-  // cfg was validated at start-up (serve::validate), so the compute dtype parses.
-  const model_runner_options ro{parse_compute_dtype(ctx->cfg.compute_dtype, "model.compute_dtype")};
-  auto ex = std::make_shared<serve::batch_executor>(ctx->ckpt, ctx->num_blocks, ctx->cfg.block_size, ctx->kv_type, ro,
-                                                    ctx->adapters,
-                                                    parallel_config{ctx->cfg.tensor_parallel_size, ctx->cfg.enable_expert_parallel, ctx->cfg.threads});
+  // The backend made at start-up, or a fresh one after a restart (backend_source).
+  auto ex = std::make_shared<serve::batch_executor>(ctx->backends->take());
   return {
       [=](step_msg& m) -> step_done_msg {
         // run() catches engine and sampler errors itself; nothing escapes the mailbox.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the binaries tools/gpu-carry.sh put in .gpu-carry/ on a GPU machine: the FP8 GEMM test and
-# bench, then the CUDA forward step's test (golden sets, CPU engine, FP8) and bench. Logs go to
-# "$OUT" (default .gpu-carry/out): gemm-test.log, gemm-bench.txt, fwd-test.log, fwd-memcheck.log, fwd-bench.txt, and
+# bench, then the CUDA forward step's test (golden sets, CPU engine, FP8) and bench, then serving on
+# the device (scheduler + executor over the CUDA backend). Logs go to "$OUT" (default
+# .gpu-carry/out): gemm-test.log, gemm-bench.txt, fwd-test.log, fwd-memcheck.log, fwd-bench.txt, serve-test.log, and
 # fwd-test-sync.log only when the forward test failed (a rerun with TROUPE_CUDA_SYNC_CHECK=1, which
 # synchronizes after every kernel so a fault names its kernel). Exit 1 when a check failed.
 set -u
@@ -32,9 +33,10 @@ grep -E "worst|fp8|agreement" "$OUT/fwd-test.log" | head -40; tail -3 "$OUT/fwd-
 if command -v compute-sanitizer >/dev/null; then  # out-of-bounds and uninitialised reads a pass can hide
   run "forward test under compute-sanitizer memcheck (tiny-dense cases)" 120 fwd-memcheck.log compute-sanitizer \
     --tool memcheck --error-exitcode 3 "$C/troupe_engine_cuda_test" --color_output=no \
-    --run_test='prompt_logits_match_reference/_0:mixed_batch_equals_each_alone/_0:fp8_weights_match_cpu_engine/_0'
+    --run_test='prompt_logits_match_reference/_0:mixed_batch_equals_each_alone/_0:fp8_weights_match_cpu_engine/_0:hidden_states_match_cpu_engine/_0:kv_blocks_read_and_write_in_the_cpu_pools_layout'
   grep -E "ERROR SUMMARY|Invalid|uninitial" "$OUT/fwd-memcheck.log" | head -8
 fi
 run "forward bench" 150 fwd-bench.txt "$C/troupe-bench-cuda-forward"; cat "$OUT/fwd-bench.txt"
+run "serve test" 150 serve-test.log "$C/troupe_serve_cuda_test" "${test_args[@]}"; grep -E "error|fail" "$OUT/serve-test.log" | head -20; tail -3 "$OUT/serve-test.log"
 echo "=== $([ $status -eq 0 ] && echo ALL PASSED || echo FAILURES)"
 exit $status

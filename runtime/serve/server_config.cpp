@@ -64,6 +64,7 @@ const std::vector<knob>& knobs() {
       {"model", "tensor_parallel_size", &server_config::tensor_parallel_size, 1, 256},
       {"model", "enable_expert_parallel", &server_config::enable_expert_parallel},
       {"model", "threads", &server_config::threads, 0, 4096},
+      {"model", "device", &server_config::device},
       {"scheduler", "max_num_seqs", &server_config::max_num_seqs, 1, i32max},
       {"scheduler", "max_num_batched_tokens", &server_config::max_num_batched_tokens, 1, i32max},
       {"scheduler", "long_prefill_token_threshold", &server_config::long_prefill_token_threshold, 0, i32max},
@@ -261,6 +262,17 @@ void validate(const server_config& c) {
   } catch (const error& e) {
     if (e.code() != errc::invalid_argument) throw;
     bad2(e.what());
+  }
+  if (c.device != "cpu" && c.device != "cuda") bad2("model.device = '" + c.device + "'; expected cpu or cuda");
+  // What the CUDA runner does not do (runtime/engine/cuda/cuda_model_runner.hpp), named by its key.
+  if (c.device == "cuda") {
+    const auto cpu_only = [&](const std::string& what) { bad2(what + ": with model.device = 'cuda' (--device cuda) this runs on the CPU only"); };
+    if (c.tensor_parallel_size != 1)
+      cpu_only("model.tensor_parallel_size = " + std::to_string(c.tensor_parallel_size) + " (CPU shards)");
+    if (parse_kv_cache_dtype(c.kv_cache_dtype) != dtype::f32) cpu_only("kv_cache.kv_cache_dtype = '" + c.kv_cache_dtype + "' (the device pool is float32)");
+    if (c.compute_dtype != "f32") cpu_only("model.compute_dtype = '" + c.compute_dtype + "' (the device computes float32)");
+    if (!c.lora_modules.empty()) cpu_only("model.lora_modules (LoRA adapters)");
+    if (quant::parse_method(c.quantization, "model.quantization") == quant::method::int8) cpu_only("model.quantization = 'int8' (the device takes fp8)");
   }
   if (!c.redis_url.empty()) {
     try {

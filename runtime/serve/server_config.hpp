@@ -53,6 +53,9 @@ struct server_config {
   int32_t tensor_parallel_size = 1;   // CPU shards the step is split over (docs/engine.md); --tensor-parallel-size
   bool enable_expert_parallel = false;  // MoE layers: whole experts per shard (docs/engine.md); --enable-expert-parallel
   int32_t threads = 0;  // the step's CPU threads, shared among the shards; 0 = OMP_NUM_THREADS, else every core; --threads
+  // Where the forward step runs: "cpu" (the CPU engine) or "cuda" (one CUDA device, the CUDA runner;
+  // a troupe built with nvcc; dense models, float or FP8 weights, a float32 KV pool; docs/cuda.md); --device
+  std::string device = "cpu";
   // [scheduler]
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 512;

@@ -12,6 +12,9 @@
 #include "runtime/core/error.hpp"
 #include "runtime/model/random_checkpoint.hpp"
 #include "tools/troupe/command.hpp"
+#ifdef TROUPE_HAVE_CUDA_SERVE
+#include "runtime/serve/cuda/cuda_step_backend.hpp"
+#endif
 
 namespace {
 
@@ -38,7 +41,7 @@ int run_serve(int argc, char** argv) {
   std::string config_file;
   std::vector<std::string> sets;
   std::optional<std::string> host, api_key, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
-      rope_scaling, allowed_origins, allowed_methods, allowed_headers;
+      rope_scaling, device, allowed_origins, allowed_methods, allowed_headers;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
       speculative_tokens, tensor_parallel_size, threads;
   std::optional<int64_t> kv_bytes;
@@ -84,6 +87,8 @@ int run_serve(int argc, char** argv) {
                  "quantize float weights on load: none, int8, fp8 (model.quantization; pre-quantized checkpoints, "
                  "FP8, GPTQ and AWQ among them, load as they are)");
   app.add_option("--kv-cache-dtype", kv_cache_dtype, "KV cache element type: auto (float32), int8, fp8 (kv_cache.kv_cache_dtype)");
+  app.add_option("--device", device,
+                 "where the forward step runs: cpu or cuda (model.device; cuda needs a build with nvcc; docs/cuda.md)");
   app.add_option("--compute-dtype", compute_dtype,
                  "matmul arithmetic for BF16 weights: f32 (exact) or bf16 (model.compute_dtype; docs/engine.md)");
   app.add_option("--rope-scaling", rope_scaling,
@@ -135,11 +140,17 @@ int run_serve(int argc, char** argv) {
   if (quantization) c.quantization = *quantization;
   if (kv_cache_dtype) c.kv_cache_dtype = *kv_cache_dtype;
   if (compute_dtype) c.compute_dtype = *compute_dtype;
+  if (device) c.device = *device;
   if (rope_scaling) c.rope_scaling = *rope_scaling;
   for (const auto& l : loras) {
     if (!c.lora_modules.empty()) c.lora_modules += ',';
     c.lora_modules += l;
   }
+#ifdef TROUPE_HAVE_CUDA_SERVE
+  opts.cuda_backend = [](std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks, int32_t block_size) {
+    return serve::make_cuda_backend(std::move(ckpt), num_blocks, block_size);
+  };
+#endif
   bool demo = opts.model_dir.empty();
   if (demo) opts.model_dir = demo_model_dir();
 

@@ -153,6 +153,39 @@ BOOST_AUTO_TEST_CASE(cors_keys_and_their_errors) {
   expect_error([&] { validate(c); }, "config: server.allowed_headers (--allowed-headers): every entry must be a string");
 }
 
+// model.device: cpu or cuda; with cuda, each CPU-only feature is refused naming its key.
+BOOST_AUTO_TEST_CASE(device_and_what_cuda_refuses) {
+  server_config c;
+  BOOST_TEST(c.device == "cpu");
+  apply_override(c, "model.device=cuda");
+  BOOST_TEST(c.device == "cuda");
+  validate(c);
+  apply_override(c, "model.quantization=fp8");  // the device runs FP8 weights
+  validate(c);
+  c.device = "gpu";
+  expect_error([&] { validate(c); }, "config: model.device = 'gpu'; expected cpu or cuda");
+  const std::pair<const char*, const char*> cpu_only[] = {
+      {"model.tensor_parallel_size=2", "model.tensor_parallel_size = 2 (CPU shards)"},
+      {"kv_cache.kv_cache_dtype=int8", "kv_cache.kv_cache_dtype = 'int8' (the device pool is float32)"},
+      {"kv_cache.kv_cache_dtype=fp8", "kv_cache.kv_cache_dtype = 'fp8' (the device pool is float32)"},
+      {"model.compute_dtype=bf16", "model.compute_dtype = 'bf16' (the device computes float32)"},
+      {"model.lora_modules=a=/x", "model.lora_modules (LoRA adapters)"},
+      {"model.quantization=int8", "model.quantization = 'int8' (the device takes fp8)"},
+  };
+  for (const auto& [set, what] : cpu_only) {
+    server_config d;
+    apply_override(d, set);
+    validate(d);  // fine on the CPU
+    d.device = "cuda";
+    expect_error([&] { validate(d); },
+                 std::string("config: ") + what + ": with model.device = 'cuda' (--device cuda) this runs on the CPU only");
+  }
+  server_config f;
+  f.kv_cache_dtype = "float32";  // auto's other spelling
+  f.device = "cuda";
+  validate(f);
+}
+
 BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   server_config from_file;
   load_file(from_file, TROUPE_SOURCE_DIR "/config/troupe.toml");
@@ -177,6 +210,7 @@ BOOST_AUTO_TEST_CASE(the_documented_config_file_states_the_defaults) {
   BOOST_TEST(from_file.tensor_parallel_size == d.tensor_parallel_size);
   BOOST_TEST(from_file.enable_expert_parallel == d.enable_expert_parallel);
   BOOST_TEST(from_file.threads == d.threads);
+  BOOST_TEST(from_file.device == d.device);
   BOOST_TEST(from_file.max_model_len == d.max_model_len);
   BOOST_TEST(from_file.default_max_tokens == d.default_max_tokens);
   BOOST_TEST(from_file.quantization == d.quantization);

@@ -1,0 +1,31 @@
+// `troupe serve --device`: the flag reaches model.device, a bad value or a CPU-only feature beside
+// cuda stops the start with the key named, and a troupe built without the CUDA engine says so.
+#include <boost/test/unit_test.hpp>
+
+#include "tests/tools/troupe/run_troupe.hpp"
+
+using troupe::testing::run_troupe;
+
+namespace {
+const std::string kModel = std::string(" --model ") + TROUPE_TEST_DATA_DIR "/golden/tiny-dense --port 0 --http-port -1 --metrics-port -1";
+
+void expect_refused(const std::string& args, const std::string& needle) {
+  const auto r = run_troupe("serve" + kModel + " " + args);
+  BOOST_TEST(r.exit_code == 1, args << ": " << r.output);
+  BOOST_TEST(r.output.find(needle) != std::string::npos, args << ": " << r.output);
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(serve_device_flag_is_checked_before_the_model_loads) {
+  expect_refused("--device tpu", "troupe serve: error: config: model.device = 'tpu'; expected cpu or cuda");
+  expect_refused("--device cuda --kv-cache-dtype fp8",
+                 "config: kv_cache.kv_cache_dtype = 'fp8' (the device pool is float32): with model.device = 'cuda' "
+                 "(--device cuda) this runs on the CPU only");
+  expect_refused("--device cuda --tensor-parallel-size 2", "model.tensor_parallel_size = 2 (CPU shards)");
+#ifndef TROUPE_HAVE_CUDA_SERVE
+  // Without nvcc at configure time the binary has no CUDA backend to offer. (With it, a machine
+  // without a device gets cuda_model_runner's "no CUDA device", one with a device a server: not
+  // started here.)
+  expect_refused("--device cuda", "model.device = 'cuda' (--device cuda): this troupe was built without CUDA");
+#endif
+}
