@@ -91,10 +91,9 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   }
   // Tensor parallelism: a model the group cannot split stops the start, with the field named.
   check_shardable(*ctx->ckpt, {ctx->cfg.tensor_parallel_size, ctx->cfg.enable_expert_parallel, ctx->cfg.threads});
-  if (ctx->ckpt->no_lm_head)
-    throw_error(errc::unsupported, ctx->ckpt->dir +
-                                       " has no lm_head.weight (a Qwen3Model export with untied embeddings, such as "
-                                       "Qwen3-Embedding-8B): troupe serve generates text and needs it; use troupe embed");
+  // A Qwen3Model export with untied embeddings (Qwen3-Embedding-8B) has no lm_head: served for
+  // embeddings only, generation refused per request (build_generate), as vLLM's pooling runner.
+  f.embedding_only = ctx->ckpt->no_lm_head;
   // Structured output walks the vocabulary as bytes in a trie: built on the first structured
   // request, then shared, as are the automata of grammars that requests repeat.
   if (ctx->tok)
@@ -330,6 +329,9 @@ std::string server::banner() const {
   if (const int64_t kv = m.ctx->ckpt->config.num_key_value_heads; kv_head_replicas(kv, c.tensor_parallel_size) > 1)
     b += "  KV heads: " + std::to_string(kv) + ", each replicated on " +
          std::to_string(kv_head_replicas(kv, c.tensor_parallel_size)) + " shards (more shards than KV heads)\n";
+  if (f.embedding_only)
+    b += "  EMBEDDINGS ONLY: the checkpoint has no lm_head.weight; embed requests (/v1/embeddings) are served, "
+         "generation is refused\n";
   b += "  tokenizer: " + std::string(f.tok ? f.tok->model_dir() : "none (prompt_ids only)") + "\n";
   if (const rope_scaling& r = m.ctx->ckpt->config.rope; r.type != rope_scaling_type::none) {
     char buf[160];

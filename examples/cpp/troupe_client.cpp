@@ -178,6 +178,7 @@ std::vector<completion> client::complete_all(wire::generate_request r) {
 
 std::vector<std::vector<float>> client::embed(wire::generate_request r) {
   if (!r.embed) throw_error(errc::invalid_argument, "embed() needs a request with embed fields");
+  r.n = static_cast<int32_t>(r.embed->texts.empty() ? r.embed->ids.size() : r.embed->texts.size());
   std::vector<std::vector<float>> out;
   for (auto& c : complete_all(std::move(r))) {
     if (c.done.error) throw request_error(*c.done.error);

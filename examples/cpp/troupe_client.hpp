@@ -99,8 +99,8 @@ class client {
   completion complete(wire::generate_request r);
   // Every completion of a request with any n, by index.
   std::vector<completion> complete_all(wire::generate_request r);
-  // An embed request (r.embed set, r.n its number of inputs, as the `embed` op decodes): each
-  // input's embedding, in input order. request_error when the server refused it or an input failed.
+  // An embed request (r.embed set; r.n becomes its number of inputs, as the `embed` op decodes):
+  // each input's embedding, in input order. request_error when the server refused it or an input failed.
   std::vector<std::vector<float>> embed(wire::generate_request r);
   void cancel(const std::string& id);
   std::vector<int32_t> tokenize(wire::tokenize_request r);

@@ -122,6 +122,12 @@ embed_build_result build_embed(const wire::generate_request& r, const model_fact
 
 build_result build_generate(const wire::generate_request& r, const model_facts& m) {
   build_result res;
+  if (m.embedding_only) {
+    res.error = err(wire::error_code::unsupported,
+                    "model '" + m.name + "' is an embedding model (its checkpoint has no lm_head.weight): it serves "
+                    "embed requests (POST /v1/embeddings), not generation");
+    return res;
+  }
   built_request b;
   if (!r.adapter.empty()) {
     for (size_t i = 0; i < m.adapters.size() && b.adapter < 0; ++i)

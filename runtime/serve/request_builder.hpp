@@ -26,6 +26,9 @@ struct model_facts {
   std::string name;
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;  // an embedding's length (embed requests' dimensions are checked against it)
+  // The checkpoint has no lm_head (a bare Qwen3Model export with untied embeddings, such as
+  // Qwen3-Embedding-8B): embed requests only; generation is refused (build_generate).
+  bool embedding_only = false;
   int32_t max_model_len = 0;
   int32_t default_max_tokens = 256;
   generation_defaults generation;

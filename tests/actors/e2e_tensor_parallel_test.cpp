@@ -16,6 +16,7 @@
 #include "runtime/model/safetensors.hpp"
 #include "runtime/lora/lora_adapter.hpp"
 #include "runtime/sampling/logprobs.hpp"
+#include "tests/actors/http_client.hpp"
 
 using namespace troupe;
 using namespace troupe::e2e;
@@ -176,8 +177,9 @@ BOOST_AUTO_TEST_CASE(lora_adapters_are_served_over_two_shards) {
 }
 
 // A bare Qwen3Model export with untied embeddings and no lm_head (Qwen3-Embedding-8B's layout)
-// gives embeddings only: the server, which generates, refuses to start with it, naming why.
-BOOST_AUTO_TEST_CASE(a_model_without_lm_head_stops_the_start) {
+// is served for embeddings only, on one shard or two: each embedding is troupe embed's (the
+// generator's) bit for bit; generation and chat, over msgpack or HTTP, are refused naming why.
+BOOST_AUTO_TEST_CASE(a_model_without_lm_head_serves_embeddings_only) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("troupe-headless-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -191,12 +193,42 @@ BOOST_AUTO_TEST_CASE(a_model_without_lm_head_stops_the_start) {
       ts.push_back({t.name.rfind("model.", 0) == 0 ? t.name.substr(6) : t.name, t.type, t.shape, t.data, {}});
     write_safetensors((dir / "model.safetensors").string(), ts);
   }
-  try {
-    start(test_config(), dir.string());
-    BOOST_ERROR("started with a model without lm_head");
-  } catch (const troupe::error& e) {
-    BOOST_TEST(std::string(e.what()).find("has no lm_head.weight") != std::string::npos, e.what());
-    BOOST_TEST(std::string(e.what()).find("use troupe embed") != std::string::npos, e.what());
+  const auto ck = load_checkpoint(dir.string());
+  BOOST_REQUIRE(ck->no_lm_head);
+  for (int32_t shards : {1, 2}) {
+    BOOST_TEST_CONTEXT(shards << " shard(s)") {
+      auto c = test_config();
+      c.tensor_parallel_size = shards;
+      auto srv = start(c, dir.string());
+      BOOST_TEST(srv->model().embedding_only);
+      BOOST_TEST(srv->banner().find("EMBEDDINGS ONLY") != std::string::npos, srv->banner());
+      client::client cl("127.0.0.1", srv->port());
+      wire::generate_request e;
+      e.id = "e";
+      e.embed.emplace();
+      e.embed->ids = {{5, 17, 300, 2}, {9, 9}};
+      const auto got = cl.embed(e);
+      BOOST_REQUIRE_EQUAL(got.size(), 2u);
+      generator g(*ck, shards);
+      for (size_t i = 0; i < got.size(); ++i)
+        BOOST_TEST(got[i] == g.embed(e.embed->ids[i], embedding_options{}), boost::test_tools::per_element());
+      try {
+        cl.complete(ids_request("g", {5, 17}, 4));
+        BOOST_ERROR("an embedding model generated");
+      } catch (const client::request_error& err) {
+        BOOST_TEST((err.error().code == wire::error_code::unsupported));
+        BOOST_TEST(err.error().message.find("is an embedding model (its checkpoint has no lm_head.weight)") !=
+                       std::string::npos,
+                   err.error().message);
+      }
+      http_client h(srv->http_port());
+      const std::string body = R"({"prompt": [5, 17], "max_tokens": 2})";
+      h.send("POST /v1/completions HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+      const auto r = h.read();
+      BOOST_TEST(r.status == 400);
+      BOOST_TEST(r.body.find("embedding model") != std::string::npos, r.body);
+      BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+    }
   }
   fs::remove_all(dir);
 }

@@ -143,6 +143,22 @@ BOOST_AUTO_TEST_CASE(embed_requests_and_their_refusals) {
   BOOST_TEST(b.error.message == "model 'tiny' is served without a tokenizer: give 'input' as token ids");
 }
 
+// A model without lm_head (an embedding model) builds embed requests and refuses generation.
+BOOST_AUTO_TEST_CASE(an_embedding_model_refuses_generation) {
+  auto m = tiny();
+  m.hidden_size = 64;
+  m.embedding_only = true;
+  auto b = build_generate(ids({1, 2}), m);
+  BOOST_TEST(!b.req.has_value());
+  BOOST_TEST(to_string(b.error.code) == "unsupported");
+  BOOST_TEST(b.error.message == "model 'tiny' is an embedding model (its checkpoint has no lm_head.weight): it serves "
+                                "embed requests (POST /v1/embeddings), not generation");
+  wire::generate_request e;
+  e.embed.emplace();
+  e.embed->ids = {{1, 2}};
+  BOOST_TEST(build_embed(e, m).req.has_value());
+}
+
 BOOST_AUTO_TEST_CASE(token_rules_reach_the_sampler) {
   auto r = ids({1});
   r.max_tokens = 5;
