@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <optional>
 
 #include "runtime/core/error.hpp"
 
@@ -11,17 +12,32 @@ namespace troupe {
 namespace {
 constexpr int32_t kBlockSize = 16;
 
-// A private pool just large enough for one sequence, with the identity block table.
+// A private pool just large enough for one sequence, with the identity block table: on the CPU
+// engine, or on an engine from `engines` when one is given.
 struct single_sequence_pool {
   single_sequence_pool(const checkpoint& ckpt, int64_t max_len, dtype kv_type, model_runner_options runner_opts,
-                       parallel_config parallel)
-      : runner(ckpt, static_cast<int32_t>(std::max<int64_t>(1, (max_len + kBlockSize - 1) / kBlockSize)), kBlockSize,
-               kv_type, runner_opts, parallel),
-        table(runner.num_blocks()) {
+                       parallel_config parallel, const step_engine_factory& engines)
+      : table(static_cast<size_t>(std::max<int64_t>(1, (max_len + kBlockSize - 1) / kBlockSize))) {
+    const auto blocks = static_cast<int32_t>(table.size());
+    if (engines)
+      engine = engines(blocks, kBlockSize);
+    else
+      cpu.emplace(ckpt, blocks, kBlockSize, kv_type, runner_opts, parallel);
     std::iota(table.begin(), table.end(), 0);
   }
-  tensor_parallel_runner runner;
+  void step(std::span<const step_sequence> batch, step_result& res) {
+    if (cpu)
+      cpu->step(batch, res);
+    else
+      engine->step(batch, res);
+  }
+  int32_t add_adapter(std::shared_ptr<const lora_adapter> adapter) {
+    if (!cpu) throw_error(errc::unsupported, "LoRA adapters run on the CPU engine only");
+    return cpu->add_adapter(std::move(adapter));
+  }
   std::vector<int32_t> table;
+  std::optional<tensor_parallel_runner> cpu;
+  std::unique_ptr<step_engine> engine;
 };
 
 // Runs the prompt through `pool`'s runner in chunks of `chunk` tokens (0: one step): the last
@@ -35,7 +51,7 @@ void prefill(single_sequence_pool& pool, const std::vector<int32_t>& prompt, int
     const int64_t n = std::min(chunk, p - start);
     const step_sequence sq{0, std::span<const int32_t>(prompt.data() + start, n), static_cast<int32_t>(start),
                            pool.table, start + n == p ? last : earlier, adapter};
-    pool.runner.step(std::span<const step_sequence>(&sq, 1), res);
+    pool.step(std::span<const step_sequence>(&sq, 1), res);
     if (after) after(res);
   }
 }
@@ -59,9 +75,8 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
   check_prompt(prompt, ckpt_.config, opts.max_tokens);
 
   single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()) + opts.max_tokens, opts.kv_cache_dtype,
-                            {opts.compute}, parallel_);
-  auto& runner = pool.runner;
-  const int32_t adapter = opts.adapter ? runner.add_adapter(opts.adapter) : -1;
+                            {opts.compute}, parallel_, engines_);
+  const int32_t adapter = opts.adapter ? pool.add_adapter(opts.adapter) : -1;
   sampler smp(opts.sampling);
   step_result res;
   generate_output out;
@@ -100,7 +115,7 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
     }
     step_sequence sq{0, fed, static_cast<int32_t>(p + i), pool.table,
                      fed.size() > 1 ? logits_mode::all : logits_mode::last, adapter};
-    runner.step(std::span<const step_sequence>(&sq, 1), res);
+    pool.step(std::span<const step_sequence>(&sq, 1), res);
     ++out.decode_steps;
     r = 0;
   }
@@ -112,8 +127,8 @@ std::vector<float> generator::prompt_logits(const std::vector<int32_t>& prompt, 
                                             dtype kv_cache_dtype, model_runner_options runner,
                                             std::shared_ptr<const lora_adapter> adapter) {
   check_prompt(prompt, ckpt_.config, 0);
-  single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()), kv_cache_dtype, runner, parallel_);
-  const int32_t slot = adapter ? pool.runner.add_adapter(std::move(adapter)) : -1;
+  single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()), kv_cache_dtype, runner, parallel_, engines_);
+  const int32_t slot = adapter ? pool.add_adapter(std::move(adapter)) : -1;
   step_result res;
   std::vector<float> all;
   all.reserve(prompt.size() * static_cast<size_t>(ckpt_.config.vocab_size));
@@ -154,8 +169,8 @@ std::vector<std::vector<float>> generator::embed_batch(const std::vector<std::ve
     pool_blocks = std::max(pool_blocks, need);
     b = e;
   }
-  single_sequence_pool pool(ckpt_, pool_blocks * kBlockSize, run.kv_cache_dtype, {run.compute}, parallel_);
-  const int32_t slot = run.adapter ? pool.runner.add_adapter(run.adapter) : -1;
+  single_sequence_pool pool(ckpt_, pool_blocks * kBlockSize, run.kv_cache_dtype, {run.compute}, parallel_, engines_);
+  const int32_t slot = run.adapter ? pool.add_adapter(run.adapter) : -1;
   std::vector<std::vector<float>> out;
   out.reserve(prompts.size());
   step_result res;
@@ -175,7 +190,7 @@ std::vector<std::vector<float>> generator::embed_batch(const std::vector<std::ve
                        logits_mode::hidden, slot});
       first_block += static_cast<int64_t>(n);
     }
-    pool.runner.step(batch, res);
+    pool.step(batch, res);
     for (size_t k = 0; k < batch.size(); ++k) out.push_back(finish_embedding(res.hidden_of(k), opts));
   }
   return out;

@@ -10,6 +10,7 @@
 
 #include "runtime/engine/embedding.hpp"
 #include "runtime/engine/model_runner.hpp"
+#include "runtime/engine/step_engine.hpp"
 #include "runtime/engine/tensor_parallel_runner.hpp"
 #include "runtime/sampling/sampler.hpp"
 
@@ -39,7 +40,11 @@ class generator {
  public:
   // A group size above 1: each request runs on a tensor-parallel group of that many CPU shards
   // (tensor_parallel_runner; expert parallel when asked); the ranks are made per request.
-  explicit generator(const checkpoint& ckpt, parallel_config parallel = {}) : ckpt_(ckpt), parallel_(parallel) {}
+  // `engines` (set): each request runs on an engine it makes instead (the CUDA runner: troupe
+  // generate --device cuda), which ignores parallel, the KV dtype, the compute dtype and the
+  // runner options (the caller refuses them); a LoRA adapter is then refused (unsupported).
+  explicit generator(const checkpoint& ckpt, parallel_config parallel = {}, step_engine_factory engines = {})
+      : ckpt_(ckpt), parallel_(parallel), engines_(std::move(engines)) {}
 
   // on_token (optional) sees every new id as it is sampled.
   generate_output generate(const std::vector<int32_t>& prompt, const generate_options& opts,
@@ -65,6 +70,7 @@ class generator {
  private:
   const checkpoint& ckpt_;
   parallel_config parallel_;
+  step_engine_factory engines_;
 };
 
 }  // namespace troupe

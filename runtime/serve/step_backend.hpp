@@ -13,6 +13,7 @@
 
 #include "runtime/engine/model_runner.hpp"
 #include "runtime/engine/step.hpp"
+#include "runtime/engine/step_engine.hpp"
 #include "runtime/kv/block_allocator.hpp"
 #include "runtime/lora/lora_adapter.hpp"
 #include "runtime/model/checkpoint.hpp"
@@ -21,18 +22,15 @@
 
 namespace troupe::serve {
 
-class step_backend {
+// step() and num_blocks() are step_engine's (runtime/engine/step_engine.hpp).
+class step_backend : public step_engine {
  public:
-  virtual ~step_backend() = default;
-  // model_runner::step's contract (runtime/engine/step.hpp): the whole vocabulary's logits rows.
-  virtual void step(std::span<const step_sequence> batch, step_result& out) = 0;
   // A block's K/V as prefix caching stores it (kv_layout()'s payload: the whole model's heads, per
   // layer K then V), appended to `out`; and the reverse, before the step that reads it. Both throw
   // troupe::error(invalid_argument) for a block outside the pool or a payload of the wrong size.
   virtual void save_block(block_id b, std::string& out) const = 0;
   virtual void load_block(block_id b, std::string_view payload) = 0;
   virtual prefix::kv_layout kv_layout() const = 0;
-  virtual int32_t num_blocks() const noexcept = 0;
   // "cpu" or "cuda" (model.device): where the step runs.
   virtual const char* device() const noexcept = 0;
 };

@@ -71,7 +71,7 @@ int run_embed(int argc, char** argv) {
   } else {
     for (const auto& text : id_lists) inputs.push_back(cli::parse_ids(text));
   }
-  generator gen(*m.ck, m.parallel);
+  generator gen(*m.ck, m.parallel, m.engines);
   generate_options run = m.run_options();
   run.prefill_chunk = step_tokens;
   for (size_t i = 0; i < inputs.size(); ++i)

@@ -113,7 +113,7 @@ int run_generate(int argc, char** argv) {
     };
   }
 
-  generator gen(*ck, m.parallel);
+  generator gen(*ck, m.parallel, m.engines);
   // The server's output text (no stop strings): special tokens and a model's padded vocabulary
   // rows have no text there, so `generate` prints what a client of `troupe serve` receives.
   std::optional<serve::output_text> text;
@@ -162,7 +162,7 @@ int run_logits(int argc, char** argv) {
   const auto m = model_flags.load(model);
   auto prompt = cli::parse_ids(ids_text);
   cli::check_ids_in_vocab(prompt, m.ck->config.vocab_size);
-  generator gen(*m.ck, m.parallel);
+  generator gen(*m.ck, m.parallel, m.engines);
   auto logits = gen.prompt_logits(prompt, prefill_chunk, m.kv_type, {m.compute}, m.adapter);
   std::ofstream f(out_path, std::ios::binary);
   if (!f) throw_error(errc::io_error, "cannot write " + out_path);

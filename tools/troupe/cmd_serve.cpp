@@ -148,7 +148,7 @@ int run_serve(int argc, char** argv) {
   }
 #ifdef TROUPE_HAVE_CUDA_SERVE
   opts.cuda_backend = [](std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks, int32_t block_size) {
-    return serve::make_cuda_backend(std::move(ckpt), num_blocks, block_size);
+    return serve::make_cuda_backend(*ckpt, num_blocks, block_size);
   };
 #endif
   bool demo = opts.model_dir.empty();

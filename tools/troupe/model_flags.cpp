@@ -7,6 +7,9 @@
 #include "runtime/kv/kv_cache.hpp"
 #include "runtime/model/shard.hpp"
 #include "runtime/quant/load.hpp"
+#ifdef TROUPE_HAVE_CUDA_SERVE
+#include "runtime/serve/cuda/cuda_step_backend.hpp"
+#endif
 
 namespace troupe::cli {
 
@@ -31,7 +34,33 @@ void model_flags::add_to(CLI::App& app) {
   app.add_option("--threads", threads,
                  "CPU threads for the model, shared among the shards; default 0: OMP_NUM_THREADS, else every core "
                  "(docs/engine.md, \"Threads\")");
+  app.add_option("--device", device,
+                 "where the forward step runs: cpu or cuda (one GPU; a build where nvcc was found; docs/cuda.md)");
 }
+
+namespace {
+
+// What the CUDA runner does not do, refused by the flag that asks for it (as troupe serve's
+// model.device does by config key).
+void check_device(const model_flags& f) {
+  if (f.device != "cpu" && f.device != "cuda")
+    throw_error(errc::invalid_argument, "--device: '" + f.device + "' is not one of cpu, cuda");
+  if (f.device == "cpu") return;
+  const auto cpu_only = [](const std::string& what) {
+    throw_error(errc::invalid_argument, what + " runs on the CPU only; not with --device cuda");
+  };
+  if (f.tensor_parallel_size != 1) cpu_only("--tensor-parallel-size " + std::to_string(f.tensor_parallel_size));
+  if (parse_kv_cache_dtype(f.kv_dtype) != dtype::f32) cpu_only("--kv-cache-dtype " + f.kv_dtype);
+  if (parse_compute_dtype(f.compute) != kernels::compute_dtype::f32) cpu_only("--compute-dtype " + f.compute);
+  if (!f.lora.empty()) cpu_only("--lora");
+  if (quant::parse_method(f.quantization, "--quantization") == quant::method::int8) cpu_only("--quantization int8");
+#ifndef TROUPE_HAVE_CUDA_SERVE
+  throw_error(errc::unsupported, "--device cuda: this troupe was built without CUDA (nvcc was not found when it was "
+                                 "configured; docs/cuda.md)");
+#endif
+}
+
+}  // namespace
 
 model_flags::loaded model_flags::load(const std::string& dir) const {
   quant::load_options lo;
@@ -45,12 +74,19 @@ model_flags::loaded model_flags::load(const std::string& dir) const {
     throw_error(errc::invalid_argument,
                 "--tensor-parallel-size must be >= 1 (got " + std::to_string(tensor_parallel_size) + ")");
   if (threads < 0) throw_error(errc::invalid_argument, "--threads must be >= 0 (got " + std::to_string(threads) + "; 0 = every core)");
+  check_device(*this);
   // The load's own parallel work (quantizing, converting) on as many threads as the steps.
   if (threads > 0) omp_set_num_threads(threads);
   out.ck = quant::load_model(dir, lo);
   out.parallel = {tensor_parallel_size, expert_parallel, threads};
   check_shardable(*out.ck, out.parallel);
   if (!lora.empty()) out.adapter = std::make_shared<lora_adapter>(load_lora_adapter(lora, out.ck->config));
+#ifdef TROUPE_HAVE_CUDA_SERVE
+  if (device == "cuda")
+    out.engines = [ck = out.ck.get()](int32_t num_blocks, int32_t block_size) -> std::unique_ptr<step_engine> {
+      return serve::make_cuda_backend(*ck, num_blocks, block_size);
+    };
+#endif
   return out;
 }
 

@@ -1,6 +1,6 @@
-// The flags `troupe generate` and `troupe logits` share to load and run a model: --quantization,
-// --kv-cache-dtype, --rope-scaling, --no-mmap, --compute-dtype, --lora, --tensor-parallel-size,
-// --enable-expert-parallel, --threads.
+// The flags `troupe generate`, `troupe logits` and `troupe embed` share to load and run a model:
+// --quantization, --kv-cache-dtype, --rope-scaling, --no-mmap, --compute-dtype, --lora,
+// --tensor-parallel-size, --enable-expert-parallel, --threads, --device.
 #pragma once
 
 #include <memory>
@@ -18,14 +18,15 @@
 namespace troupe::cli {
 
 struct model_flags {
-  std::string quantization = "none", kv_dtype = "auto", rope_scaling, compute = "f32", lora;
+  std::string quantization = "none", kv_dtype = "auto", rope_scaling, compute = "f32", lora, device = "cpu";
   bool no_mmap = false, expert_parallel = false;
   int32_t tensor_parallel_size = 1, threads = 0;
 
   void add_to(CLI::App& app);
 
   // The model in `dir` loaded as the flags say, with what running it needs. --quantization,
-  // --kv-cache-dtype and --compute-dtype are checked before the weights are read, --rope-scaling
+  // --kv-cache-dtype, --compute-dtype and --device (with what it cannot run beside) are checked
+  // before the weights are read, --rope-scaling
   // and --lora against the model's config after: troupe::error naming the flag or file.
   struct loaded {
     std::unique_ptr<checkpoint> ck;
@@ -33,6 +34,7 @@ struct model_flags {
     kernels::compute_dtype compute = kernels::compute_dtype::f32;
     std::shared_ptr<const lora_adapter> adapter;  // null without --lora
     parallel_config parallel;                     // checked against the model (check_shardable)
+    step_engine_factory engines;                  // --device cuda: the CUDA runner; null: the CPU engine
     // The run options these flags set (KV cache dtype, compute dtype, adapter); the rest default.
     generate_options run_options() const;
   };

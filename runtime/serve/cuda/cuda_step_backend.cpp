@@ -50,10 +50,9 @@ class cuda_backend final : public step_backend {
 
 }  // namespace
 
-std::unique_ptr<step_backend> make_cuda_backend(std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks,
-                                                int32_t block_size, cuda_runner_options opts) {
-  TROUPE_ASSERT(ckpt != nullptr);
-  return std::make_unique<cuda_backend>(*ckpt, num_blocks, block_size, opts);
+std::unique_ptr<step_backend> make_cuda_backend(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size,
+                                                cuda_runner_options opts) {
+  return std::make_unique<cuda_backend>(ckpt, num_blocks, block_size, opts);
 }
 
 }  // namespace troupe::serve

@@ -12,10 +12,11 @@
 
 namespace troupe::serve {
 
-// Uploads the weights to device 0 and makes a pool of num_blocks blocks there. Throws what
-// cuda_model_runner's constructor throws (unsupported naming the model's feature, or "no CUDA
-// device"; resource_exhausted when the device memory does not suffice).
-std::unique_ptr<step_backend> make_cuda_backend(std::shared_ptr<const checkpoint> ckpt, int32_t num_blocks,
-                                                int32_t block_size, cuda_runner_options opts = {});
+// Uploads the weights to device 0 (the checkpoint is not read afterwards) and makes a pool of
+// num_blocks blocks there. Throws what cuda_model_runner's constructor throws (unsupported naming
+// the model's feature, or "no CUDA device"; resource_exhausted when the device memory does not
+// suffice).
+std::unique_ptr<step_backend> make_cuda_backend(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size,
+                                                cuda_runner_options opts = {});
 
 }  // namespace troupe::serve

@@ -1,6 +1,9 @@
-// `troupe serve --device`: the flag reaches model.device, a bad value or a CPU-only feature beside
-// cuda stops the start with the key named, and a troupe built without the CUDA engine says so.
+// `--device`: for `troupe serve` the flag reaches model.device, a bad value or a CPU-only feature
+// beside cuda stops the start with the key named, and a troupe built without the CUDA engine says
+// so; `troupe generate`, `logits` and `embed` check the same before reading the weights.
 #include <boost/test/unit_test.hpp>
+
+#include <utility>
 
 #include "tests/tools/troupe/run_troupe.hpp"
 
@@ -28,4 +31,30 @@ BOOST_AUTO_TEST_CASE(serve_device_flag_is_checked_before_the_model_loads) {
   // started here.)
   expect_refused("--device cuda", "model.device = 'cuda' (--device cuda): this troupe was built without CUDA");
 #endif
+}
+
+BOOST_AUTO_TEST_CASE(generate_logits_and_embed_check_the_device_flag) {
+  const std::string model = std::string(" --model ") + TROUPE_TEST_DATA_DIR "/golden/tiny-dense ";
+  const std::pair<std::string, std::string> cases[] = {
+      {"generate" + model + "--ids 1,2 --device tpu", "troupe generate: error: --device: 'tpu' is not one of cpu, cuda"},
+      {"generate" + model + "--ids 1,2 --device cuda --kv-cache-dtype int8",
+       "troupe generate: error: --kv-cache-dtype int8 runs on the CPU only; not with --device cuda"},
+      {"logits" + model + "--ids 1,2 --out /dev/null --device cuda --compute-dtype bf16",
+       "troupe logits: error: --compute-dtype bf16 runs on the CPU only; not with --device cuda"},
+      {"embed" + model + "--ids 1,2 --device cuda --tensor-parallel-size 2",
+       "troupe embed: error: --tensor-parallel-size 2 runs on the CPU only; not with --device cuda"},
+      {"generate" + model + "--ids 1,2 --device cuda --quantization int8",
+       "--quantization int8 runs on the CPU only; not with --device cuda"},
+#ifndef TROUPE_HAVE_CUDA_SERVE
+      {"generate" + model + "--ids 1,2 --device cuda", "--device cuda: this troupe was built without CUDA"},
+#endif
+  };
+  for (const auto& [args, needle] : cases) {
+    const auto r = run_troupe(args);
+    BOOST_TEST(r.exit_code == 1, args << ": " << r.output);
+    BOOST_TEST(r.output.find(needle) != std::string::npos, args << ": " << r.output);
+  }
+  // --device cpu is the default's path.
+  const auto r = run_troupe("generate" + model + "--ids 1,2 --max-tokens 2 --temperature 0 --json --device cpu");
+  BOOST_TEST(r.exit_code == 0, r.output);
 }

@@ -129,7 +129,7 @@ void serve_on_two_replicas(const std::string& set, const make_backend& make) {
 }
 
 std::unique_ptr<serve::step_backend> on_cuda(std::shared_ptr<const checkpoint> ck, int32_t blocks) {
-  return serve::make_cuda_backend(std::move(ck), blocks, 16);
+  return serve::make_cuda_backend(*ck, blocks, 16);
 }
 
 }  // namespace
