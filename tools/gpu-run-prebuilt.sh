@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the binaries tools/gpu-carry.sh put in .gpu-carry/ on a GPU machine: the FP8 GEMM test and
 # bench, then the CUDA forward step's test (golden sets, CPU engine, FP8) and bench, then serving on
-# the device (scheduler + executor over the CUDA backend). Logs go to "$OUT" (default
-# .gpu-carry/out): gemm-test.log, gemm-bench.txt, fwd-test.log, fwd-memcheck.log, fwd-bench.txt, serve-test.log, and
+# the device: its test (scheduler + executor over the CUDA backend) and the serving bench. Logs go
+# to "$OUT" (default .gpu-carry/out): gemm-test.log, gemm-bench.txt, fwd-test.log,
+# fwd-memcheck.log, fwd-bench.txt, serve-test.log, serving-bench.txt, and
 # fwd-test-sync.log only when the forward test failed (a rerun with TROUPE_CUDA_SYNC_CHECK=1, which
 # synchronizes after every kernel so a fault names its kernel). Exit 1 when a check failed.
 set -u
@@ -38,5 +39,12 @@ if command -v compute-sanitizer >/dev/null; then  # out-of-bounds and uninitiali
 fi
 run "forward bench" 150 fwd-bench.txt "$C/troupe-bench-cuda-forward"; cat "$OUT/fwd-bench.txt"
 run "serve test" 150 serve-test.log "$C/troupe_serve_cuda_test" "${test_args[@]}"; grep -E "error|fail" "$OUT/serve-test.log" | head -20; tail -3 "$OUT/serve-test.log"
+# Serving on the device: the forward bench's Qwen3-0.6B-shaped checkpoint behind an in-process troupe
+# serve --device cuda (1 vs 16 streams, and the runtime's overhead per step).
+if [ -d "$TROUPE_BENCH_MODEL_DIR" ]; then
+  run "serving bench (cuda)" 200 serving-bench.txt "$C/serving_bench" --model "$TROUPE_BENCH_MODEL_DIR" --device cuda \
+    --scenarios scaling,overhead --quick
+  cat "$OUT/serving-bench.txt"
+fi
 echo "=== $([ $status -eq 0 ] && echo ALL PASSED || echo FAILURES)"
 exit $status

@@ -18,6 +18,9 @@
 #include <sstream>
 #include <thread>
 
+#ifdef TROUPE_HAVE_CUDA_SERVE
+#include "runtime/serve/cuda/cuda_step_backend.hpp"
+#endif
 #include "actors/server.hpp"
 #include "bench/serving/load.hpp"
 #include "bench/serving/load_http.hpp"
@@ -71,6 +74,7 @@ int g_chunk = serve::server_config{}.max_prefill_tokens_while_decoding;
 int g_slowdown = serve::server_config{}.decode_slowdown_percent;
 std::string g_compute = serve::server_config{}.compute_dtype;  // --compute-dtype
 int32_t g_tp = 1;                                               // --tensor-parallel-size
+std::string g_device = "cpu";                                    // --device
 bool g_ep = false;                                              // --enable-expert-parallel
 
 serve::server_config base_config() {
@@ -79,6 +83,7 @@ serve::server_config base_config() {
   c.decode_slowdown_percent = g_slowdown;
   c.compute_dtype = g_compute;
   c.tensor_parallel_size = g_tp;
+  c.device = g_device;
   c.enable_expert_parallel = g_ep;
   c.port = 0;
   c.http_port = -1;
@@ -95,6 +100,11 @@ std::unique_ptr<actors::server> start(const std::string& model, const serve::ser
   actors::server_options o;
   o.cfg = c;
   o.model_dir = model;
+#ifdef TROUPE_HAVE_CUDA_SERVE
+  o.cuda_backend = [](std::shared_ptr<const checkpoint> ck, int32_t blocks, int32_t block_size) {
+    return serve::make_cuda_backend(*ck, blocks, block_size);
+  };
+#endif
   return std::make_unique<actors::server>(o);
 }
 
@@ -335,6 +345,7 @@ int main(int argc, char** argv) {
   app.add_option("--slowdown-percent", g_slowdown, "scheduler.decode_slowdown_percent (0: the fixed cap; default: the server's)");
   app.add_option("--compute-dtype", g_compute, "model.compute_dtype: f32 (exact, the default) or bf16 (docs/engine.md)")
       ->check(CLI::IsMember({"f32", "bf16"}));
+  app.add_option("--device", g_device, "model.device: cpu or cuda (the CUDA runner; docs/cuda.md)");
   app.add_option("--tensor-parallel-size", g_tp, "model.tensor_parallel_size: CPU shards each step is split over (docs/engine.md)");
   app.add_flag("--enable-expert-parallel", g_ep, "model.enable_expert_parallel: whole experts per shard in MoE layers");
   app.add_option("--long-prompt-at", t_long, "seconds of idle decoding before the long prompt arrives");
@@ -349,17 +360,22 @@ int main(int argc, char** argv) {
   if (model.empty()) model = ensure_model((fs::temp_directory_path() / "troupe-bench-small").string());
   std::printf("model %s\n", model.c_str());
   std::stringstream ss(scenarios);
-  for (std::string s; std::getline(ss, s, ',');) {
-    if (s == "scaling") scaling(model, quick);
-    else if (s == "static") static_vs_continuous(model, quick);
-    else if (s == "prefill") prefill_interference(model, t_long);
-    else if (s == "overhead") overhead(model, quick);
-    else if (s == "chat") chat(model, shape);
-    else if (s == "openai") openai_vs_msgpack(model, quick);
-    else {
-      std::fprintf(stderr, "unknown scenario '%s'\n", s.c_str());
-      return 2;
+  try {
+    for (std::string s; std::getline(ss, s, ',');) {
+      if (s == "scaling") scaling(model, quick);
+      else if (s == "static") static_vs_continuous(model, quick);
+      else if (s == "prefill") prefill_interference(model, t_long);
+      else if (s == "overhead") overhead(model, quick);
+      else if (s == "chat") chat(model, shape);
+      else if (s == "openai") openai_vs_msgpack(model, quick);
+      else {
+        std::fprintf(stderr, "unknown scenario '%s'\n", s.c_str());
+        return 2;
+      }
     }
+  } catch (const std::exception& e) {  // a server that cannot start (no device, a bad setting)
+    std::fprintf(stderr, "serving_bench: error: %s\n", e.what());
+    return 1;
   }
   return 0;
 }
