@@ -2,9 +2,7 @@
 // engine: prompt logits, greedy continuations, incremental decode and chunked prefill vs one step,
 // a mixed batch vs each sequence alone, and FP8 weights (W8A8 on the device) vs the CPU engine on
 // the same FP8 model. Device cases exit 77 when there is no device (ctest: skipped); the MoE refusal
-// and the batch checks run on any machine.
-// The golden data is found through $TROUPE_TEST_DATA_DIR when set (the device box runs a copy of
-// the tree at another path), else the source tree's tests/data.
+// and the batch checks run on any machine. The golden data: device_test.hpp.
 #define BOOST_TEST_MODULE troupe_engine_cuda
 #include <boost/test/unit_test.hpp>
 #include <boost/test/data/test_case.hpp>
@@ -20,16 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace {
-const char kCompiledDataDir[] = TROUPE_TEST_DATA_DIR;
-const char* cuda_test_data_dir() {
-  const char* e = std::getenv("TROUPE_TEST_DATA_DIR");
-  return e != nullptr && *e != '\0' ? e : kCompiledDataDir;
-}
-}  // namespace
-#undef TROUPE_TEST_DATA_DIR
-#define TROUPE_TEST_DATA_DIR cuda_test_data_dir()
-
+#include "tests/runtime/engine/cuda/device_test.hpp"  // before golden.hpp: TROUPE_TEST_DATA_DIR
 #include "kernels/cuda/device.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/engine/cuda/cuda_model_runner.hpp"
@@ -46,8 +35,6 @@ using namespace troupe::testing;
 
 namespace {
 
-constexpr int kSkip = 77;
-
 // The CPU engine's tolerance (tests/data/README.md: ~40x the float32 noise) times 2: the device
 // computes the same float32 operations in another order (cuBLAS sgemm blocking, pedantic: no TF32;
 // expf instead of the CPU's exp polynomial; another softmax order), which is float32 noise of the
@@ -57,15 +44,6 @@ constexpr double kTolerance = 2e-4;
 const char* kDenseSets[] = {"tiny-dense", "tiny-untied-sharded", "e2e-full-vocab", "tiny-dense-yarn"};
 // The sets with the four prompts mixed_batch_equals_each_alone picks from (tiny-dense-yarn has two).
 const char* kMixedSets[] = {"tiny-dense", "tiny-untied-sharded", "e2e-full-vocab"};
-
-void require_device() {
-  if (kernels::cuda::device_count() == 0) {
-    std::printf("SKIP: no CUDA device (this case needs one)\n");
-    std::fflush(stdout);
-    std::exit(kSkip);
-  }
-  BOOST_TEST_MESSAGE("device: " << kernels::cuda::describe_device(0));
-}
 
 int device_sm() {
   const std::string d = kernels::cuda::describe_device(0);
@@ -320,7 +298,7 @@ void require_fp8_device() {
   if (device_sm() < 89) {
     std::printf("SKIP: %s has no FP8 tensor cores (needs sm_89+)\n", kernels::cuda::describe_device(0).c_str());
     std::fflush(stdout);
-    std::exit(kSkip);
+    std::exit(kSkipCode);
   }
 }
 

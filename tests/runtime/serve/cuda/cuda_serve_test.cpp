@@ -2,29 +2,17 @@
 // (the actors only move their messages) on golden checkpoints. Every golden prompt at once with
 // chunked prefill, then a pool too small for them all (preemption), each answer the reference's
 // greedy continuation; two device replicas sharing blocks through a store (the second loads the
-// prompts' whole blocks instead of computing them and still answers exactly). The same scenarios run on the CPU
-// engine on any machine; device cases exit 77 when there is no device (ctest: skipped). $TROUPE_TEST_DATA_DIR overrides the golden data's place (device box).
+// prompts' whole blocks instead of computing them and still answers exactly). The same scenarios
+// run on the CPU engine on any machine; device cases are skipped without a device (device_test.hpp).
 #define BOOST_TEST_MODULE troupe_serve_cuda
 #include <boost/test/unit_test.hpp>
 #include <boost/test/data/test_case.hpp>
 
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <map>
 #include <string>
 
-namespace {
-const char kCompiledDataDir[] = TROUPE_TEST_DATA_DIR;
-const char* cuda_test_data_dir() {
-  const char* e = std::getenv("TROUPE_TEST_DATA_DIR");
-  return e != nullptr && *e != '\0' ? e : kCompiledDataDir;
-}
-}  // namespace
-#undef TROUPE_TEST_DATA_DIR
-#define TROUPE_TEST_DATA_DIR cuda_test_data_dir()
-
-#include "kernels/cuda/device.hpp"
+#include "tests/runtime/engine/cuda/device_test.hpp"  // before golden.hpp: TROUPE_TEST_DATA_DIR
 #include "runtime/prefix/memory_kv_store.hpp"
 #include "runtime/serve/cuda/cuda_step_backend.hpp"
 #include "tests/runtime/engine/golden.hpp"
@@ -36,14 +24,6 @@ using namespace troupe::testing;
 namespace {
 
 const char* kSets[] = {"tiny-dense", "tiny-untied-sharded", "e2e-full-vocab"};
-
-void require_device() {
-  if (kernels::cuda::device_count() == 0) {
-    std::printf("SKIP: no CUDA device (this case needs one)\n");
-    std::fflush(stdout);
-    std::exit(77);
-  }
-}
 
 std::shared_ptr<const checkpoint> load(const std::string& name) {
   static std::map<std::string, std::shared_ptr<const checkpoint>> cache;
