@@ -134,7 +134,8 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   }
   const auto path = req.path();
   const bool chat = path == "/v1/chat/completions", completion = path == "/v1/completions",
-             embeddings = path == "/v1/embeddings";
+             embeddings = path == "/v1/embeddings",
+             rerank = path == "/v1/rerank" || path == "/rerank" || path == "/v2/rerank";  // vLLM's three
   auto not_allowed = [&](const char* method) {
     http_answer_error(self, hdl,
                       {405, "use " + std::string(method) + " for " + std::string(path), "method_not_allowed", ""},
@@ -191,18 +192,20 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     }
     return http_answer(self, hdl, 200, "application/json", wire::openai::detokenize_body(text), req.keep_alive);
   }
-  if (!chat && !completion && !embeddings)
+  if (!chat && !completion && !embeddings && !rerank)
     return http_answer_error(self, hdl,
                              {404, "no endpoint " + std::string(path) +
-                                       " (served: POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, GET /v1/models, "
+                                       " (served: POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, POST /v1/rerank, "
+                                       "GET /v1/models, "
                                        "POST /tokenize, POST /detokenize, GET /health, GET /metrics)",
                               "not_found", ""},
                              req.keep_alive);
   if (req.method != "POST") return not_allowed("POST");
   const auto ep = chat         ? wire::openai::endpoint::chat
                   : embeddings ? wire::openai::endpoint::embeddings
+                  : rerank     ? wire::openai::endpoint::rerank
                                : wire::openai::endpoint::completion;
-  const std::string id = next_http_id(st, chat ? "chatcmpl-" : embeddings ? "embd-" : "cmpl-");
+  const std::string id = next_http_id(st, chat ? "chatcmpl-" : embeddings ? "embd-" : rerank ? "rerank-" : "cmpl-");
   auto parsed = wire::openai::parse_request(ep, req.body, st.models, id);
   if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
   const tokenizer* tok = st.ctx->tok.get();

@@ -67,26 +67,44 @@ submit_msg submit_for(self_ptr self, const generate_msg& m, int32_t i, std::vect
   return s;
 }
 
-// An embed request: input i is sequence rid + i (the gateway reserved n ids), an embedding
-// request to the scheduler (request_spec::embed) whose done carries its embedding.
-void submit_embed(self_ptr self, generate_msg& m) {
+// Requests pooled at their prompt's end (embed, rerank): input i is sequence rid + i (the gateway
+// reserved n ids) with its own prompt, finished by the step that computes its last token
+// (request_spec::embed) with no token; `rerank`: that step's logits give a score, else its hidden
+// state an embedding. set_up(sampling) fills in what finishes it.
+template <class SetUp>
+void submit_pooled(self_ptr self, generate_msg& m, std::vector<std::vector<int32_t>>& prompts, bool rerank,
+                   SetUp&& set_up) {
   auto& st = self->state;
   const auto& r = *m.req;
-  auto b = serve::build_embed(r, st.ctx->facts);
-  if (!b.req) return refuse_all(self, m, b.error);
   for (int32_t i = 0; i < r.n; ++i) {
-    auto& prompt = b.req->prompts[static_cast<size_t>(i)];
+    auto& prompt = prompts[static_cast<size_t>(i)];
     serve::output_rules rules{};
     if (r.n > 1) rules.index = i;
+    rules.rerank = rerank;
     st.live.emplace(m.rid + i, serve::response(r.id, /*stream=*/false, st.ctx->facts.tok, std::move(rules),
                                                static_cast<int64_t>(prompt.size()), m.received));
     auto s = submit_for(self, m, i, prompt);
     s.spec.max_tokens = 1;
     s.spec.embed = true;
+    s.spec.embed_from_logits = rerank;
     s.sampling = std::make_shared<serve::seq_sampling>(defaults_from(st.ctx->facts.generation), std::move(prompt));
-    s.sampling->embed = b.req->options;
+    set_up(*s.sampling);
     self->send(st.scheduler, std::move(s));
   }
+}
+
+// An embed request: each input's done carries its embedding.
+void submit_embed(self_ptr self, generate_msg& m) {
+  auto b = serve::build_embed(*m.req, self->state.ctx->facts);
+  if (!b.req) return refuse_all(self, m, b.error);
+  submit_pooled(self, m, b.req->prompts, false, [&](serve::seq_sampling& s) { s.embed = b.req->options; });
+}
+
+// A rerank request: each document's prompt is the reranker's (build_rerank), its done carries the score.
+void submit_rerank(self_ptr self, generate_msg& m) {
+  auto b = serve::build_rerank(*m.req, self->state.ctx->facts);
+  if (!b.req) return refuse_all(self, m, b.error);
+  submit_pooled(self, m, b.req->prompts, true, [&](serve::seq_sampling& s) { s.rerank = b.req->tokens; });
 }
 
 caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, caf::actor scheduler,
@@ -102,6 +120,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         auto& st = self->state;
         const auto& r = *m.req;
         if (r.embed) return submit_embed(self, m);
+        if (r.rerank) return submit_rerank(self, m);
         auto b = serve::build_generate(r, st.ctx->facts);
         if (!b.req) return refuse_all(self, m, b.error);
         auto& br = *b.req;

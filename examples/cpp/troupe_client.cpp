@@ -188,6 +188,18 @@ std::vector<std::vector<float>> client::embed(wire::generate_request r) {
   return out;
 }
 
+std::vector<double> client::rerank(wire::generate_request r) {
+  if (!r.rerank) throw_error(errc::invalid_argument, "rerank() needs a request with rerank fields");
+  r.n = static_cast<int32_t>(r.rerank->documents.size());
+  std::vector<double> out;
+  for (auto& c : complete_all(std::move(r))) {
+    if (c.done.error) throw request_error(*c.done.error);
+    if (!c.done.score) throw_error(errc::invalid_input, "a done event without a score for '" + c.done.id + "'");
+    out.push_back(*c.done.score);
+  }
+  return out;
+}
+
 completion client::complete(wire::generate_request r) {
   if (r.n != 1) throw_error(errc::invalid_argument, "complete() reads one completion; use complete_all() for n > 1");
   return std::move(complete_all(std::move(r)).front());

@@ -102,6 +102,9 @@ class client {
   // An embed request (r.embed set; r.n becomes its number of inputs, as the `embed` op decodes):
   // each input's embedding, in input order. request_error when the server refused it or an input failed.
   std::vector<std::vector<float>> embed(wire::generate_request r);
+  // A rerank request (r.rerank set; r.n becomes its number of documents): each document's score,
+  // in document order. request_error when the server refused it or a document failed.
+  std::vector<double> rerank(wire::generate_request r);
   void cancel(const std::string& id);
   std::vector<int32_t> tokenize(wire::tokenize_request r);
   wire::health_event health();

@@ -319,7 +319,9 @@ step_plan scheduler::schedule() {
     if ((s.spec.prompt_logits && e.start_pos + 1 < s.num_prompt) || e.num_draft > 0)
       sq.logits = logits_mode::all;
     else
-      sq.logits = !e.sample ? logits_mode::none : s.spec.embed ? logits_mode::hidden : logits_mode::last;
+      sq.logits = !e.sample                                        ? logits_mode::none
+                : s.spec.embed && !s.spec.embed_from_logits ? logits_mode::hidden
+                                                            : logits_mode::last;
     plan.batch.push_back(sq);
     tok += static_cast<size_t>(e.num_tokens);
     blk += used;

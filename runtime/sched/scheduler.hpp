@@ -79,6 +79,9 @@ struct request_spec {
   // finishes it (finish_reason stop) with no token: the executor's sampled entry for it is a
   // placeholder. No drafts, no prompt_logits; max_tokens is not used.
   bool embed = false;
+  // With embed: that step asks for the last token's logits (logits_mode::last) instead, which the
+  // executor turns into the sequence's result: a rerank request's score (serve::rerank_score).
+  bool embed_from_logits = false;
 };
 
 enum class admit_status : uint8_t { ok, prompt_too_long, queue_full, invalid };

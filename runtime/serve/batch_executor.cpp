@@ -25,6 +25,7 @@ std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::spa
   fresh->prompt_logprobs = old.prompt_logprobs;
   fresh->prompt_logprobs_next = old.prompt_logprobs_next;
   fresh->embed = old.embed;
+  fresh->rerank = old.rerank;
   for (int32_t id : known_output) {
     fresh->smp.replay(id);  // one draw, and the grammar (if any) fed the token
     fresh->output.push_back(id);
@@ -78,11 +79,17 @@ step_outcome batch_executor::run(step_job& job) {
     const auto& e = job.plan.seqs[i];
     if (!e.sample) continue;
     auto& s = *job.samplers[k++];
-    // An embedding request: no row to sample, its prompt's last hidden state to finish.
-    if (job.plan.batch[i].logits == logits_mode::hidden) {
+    // An embedding request: no row to sample, its prompt's last hidden state to finish; a rerank
+    // document: its score from the prompt's last logits row.
+    if (job.plan.batch[i].logits == logits_mode::hidden || s.rerank) {
       try {
-        TROUPE_ASSERT(s.embed.has_value());
-        out.embeddings.emplace_back(e.seq_id, finish_embedding(result_.hidden_of(i), *s.embed));
+        if (s.rerank) {
+          const float score = static_cast<float>(rerank_score(result_.row(i, result_.num_rows[i] - 1), *s.rerank));
+          out.embeddings.emplace_back(e.seq_id, std::vector<float>{score});
+        } else {
+          TROUPE_ASSERT(s.embed.has_value());
+          out.embeddings.emplace_back(e.seq_id, finish_embedding(result_.hidden_of(i), *s.embed));
+        }
         out.sampled.push_back(0);
       } catch (const std::exception& ex) {
         out.sampled.push_back(-1);

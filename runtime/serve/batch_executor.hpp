@@ -17,6 +17,7 @@
 #include "runtime/sampling/logprobs.hpp"
 #include "runtime/sampling/sampler.hpp"
 #include "runtime/sched/scheduler.hpp"
+#include "runtime/serve/rerank.hpp"
 #include "runtime/serve/step_backend.hpp"
 
 namespace troupe::serve {
@@ -38,6 +39,9 @@ struct seq_sampling {
   // An embedding request (request_spec::embed): how its prompt's last hidden state is finished
   // (embedding.hpp); nothing is sampled.
   std::optional<embedding_options> embed;
+  // A rerank request's document (request_spec::embed_from_logits): its result is rerank_score of
+  // the prompt's last logits row, as a one-value "embedding"; nothing is sampled.
+  std::optional<rerank_tokens> rerank;
 };
 
 // A fresh sampling state equal to `old` after exactly `known_output` was sampled: used when an
@@ -63,8 +67,8 @@ struct step_outcome {
   std::vector<std::pair<int64_t, std::string>> seq_errors;  // (seq_id, why) for the -1 entries
   // (seq_id, logprobs of its next prompt tokens, in order) for the prompt_scorers that had any.
   std::vector<std::pair<int64_t, std::vector<token_logprobs>>> prompt_logprobs;
-  // (seq_id, embedding) for the embedding requests whose prompt ended in this step; each has a
-  // placeholder 0 in `sampled` (request_spec::embed).
+  // (seq_id, embedding) for the embedding requests whose prompt ended in this step, and (seq_id,
+  // {score}) for rerank documents; each has a placeholder 0 in `sampled` (request_spec::embed).
   std::vector<std::pair<int64_t, std::vector<float>>> embeddings;
   std::string step_error;        // non-empty: the whole step failed (nothing sampled)
   double engine_seconds = 0;

@@ -120,6 +120,48 @@ embed_build_result build_embed(const wire::generate_request& r, const model_fact
   return res;
 }
 
+rerank_build_result build_rerank(const wire::generate_request& r, const model_facts& m) {
+  rerank_build_result res;
+  const auto& k = *r.rerank;
+  if (!m.tok) {
+    res.error = err(wire::error_code::unsupported,
+                    "model '" + m.name + "' is served without a tokenizer: reranking needs one (its prompt is text)");
+    return res;
+  }
+  if (m.embedding_only) {
+    res.error = err(wire::error_code::unsupported, "model '" + m.name +
+                                                       "' has no lm_head.weight: it cannot rerank (the score is read "
+                                                       "from the logits of \"yes\" and \"no\")");
+    return res;
+  }
+  built_rerank b;
+  try {
+    b.tokens = rerank_tokens_of(*m.tok);
+    if (std::max(b.tokens.yes, b.tokens.no) >= m.vocab_size) {
+      res.error = err(wire::error_code::unsupported, "model '" + m.name + "' has a vocabulary of " + std::to_string(m.vocab_size) +
+                                                         " rows, without the ids of \"yes\" (" + std::to_string(b.tokens.yes) +
+                                                         ") and \"no\" (" + std::to_string(b.tokens.no) + "): it cannot rerank");
+      return res;
+    }
+    const std::string_view instruction = k.instruction ? std::string_view(*k.instruction) : kDefaultRerankInstruction;
+    for (size_t i = 0; i < k.documents.size(); ++i) {
+      b.prompts.push_back(rerank_prompt(*m.tok, instruction, k.query, k.documents[i]));
+      const auto n = static_cast<int64_t>(b.prompts.back().size());
+      if (n + 1 > m.max_model_len) {
+        res.error = err(wire::error_code::prompt_too_long,
+                        "field 'documents[" + std::to_string(i) + "]' makes a prompt of " + std::to_string(n) +
+                            " tokens; max_model_len is " + std::to_string(m.max_model_len));
+        return res;
+      }
+    }
+  } catch (const error& e) {  // no "yes" / "no" token, or invalid UTF-8
+    res.error = err(e.code() == errc::unsupported ? wire::error_code::unsupported : wire::error_code::invalid_value, e.what());
+    return res;
+  }
+  res.req = std::move(b);
+  return res;
+}
+
 build_result build_generate(const wire::generate_request& r, const model_facts& m) {
   build_result res;
   if (m.embedding_only) {

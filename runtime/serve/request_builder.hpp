@@ -13,6 +13,7 @@
 #include "runtime/grammar/automaton_cache.hpp"
 #include "runtime/model/config.hpp"
 #include "runtime/sampling/sampler.hpp"
+#include "runtime/serve/rerank.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 #include "runtime/wire/protocol.hpp"
 
@@ -80,6 +81,19 @@ struct embed_build_result {
   wire::wire_error error;
 };
 embed_build_result build_embed(const wire::generate_request& r, const model_facts& m);
+
+// A rerank request (wire::generate_request::rerank): one prompt per document (rerank_prompt, the
+// request's instruction or the default), each fitting max_model_len, and the ids of "yes" and "no".
+// Needs the tokenizer and lm_head (the score is read from logits).
+struct built_rerank {
+  std::vector<std::vector<int32_t>> prompts;
+  rerank_tokens tokens;
+};
+struct rerank_build_result {
+  std::optional<built_rerank> req;
+  wire::wire_error error;
+};
+rerank_build_result build_rerank(const wire::generate_request& r, const model_facts& m);
 
 struct tokenize_result {
   std::vector<int32_t> ids;

@@ -13,7 +13,8 @@ response::response(std::string client_id, bool stream, const tokenizer* tok, out
       prompt_tokens_(prompt_tokens),
       received_(received),
       find_tool_calls_(rules.find_tool_calls),
-      index_(rules.index) {
+      index_(rules.index),
+      rerank_(rules.rerank) {
   if (rules.reasoning_opened_in_prompt) split_.emplace(*rules.reasoning_opened_in_prompt);
   if (rules.prompt_logprobs) prompt_logprobs_.emplace();
 }
@@ -76,7 +77,7 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
   d.timings.ttft_ms = first_token_ ? ms_since_received(*first_token_) : 0.0;
   d.timings.total_ms = ms_since_received(now);
   all_text_ += rest;
-  if (!stream_ && !embedding_) {
+  if (!stream_ && !embedding_ && !rerank_) {
     d.has_output = true;
     d.text = all_text_;
     if (split_) d.reasoning = all_reasoning_;
@@ -84,7 +85,10 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
     d.logprobs = logprobs_;
   }
   d.prompt_logprobs = std::move(prompt_logprobs_);
-  d.embedding = std::move(embedding_);
+  if (rerank_ && embedding_ && !embedding_->empty())
+    d.score = embedding_->front();
+  else if (!rerank_)
+    d.embedding = std::move(embedding_);
   if (find_tool_calls_ && !err) d.tool_calls = parse_tool_calls(all_text_);
   if (err) {
     d.error = std::move(err);

@@ -29,6 +29,8 @@ struct output_rules {
   bool prompt_logprobs = false;  // done carries the prompt's logprobs (add_prompt_logprobs)
   // Requests with n > 1: which completion this response is (every event carries it).
   std::optional<int32_t> index = std::nullopt;
+  // A rerank document: the one value set_embedding receives is its score (done's `score`).
+  bool rerank = false;
 };
 
 class response {
@@ -46,7 +48,8 @@ class response {
   // The logprobs of the next prompt tokens (in prompt order, from the second token on).
   void add_prompt_logprobs(std::span<const token_logprobs> lps);
   void set_queue_time(clock::time_point first_scheduled);
-  // An embed request's input: done carries this embedding (and no text or ids).
+  // An embed request's input: done carries this embedding (and no text or ids); a rerank
+  // document's (output_rules::rerank): its score, v[0].
   void set_embedding(std::vector<float> v) { embedding_ = std::move(v); }
   // Prompt tokens whose K/V came from the prefix cache (usage.cached_prompt_tokens).
   void set_cached_prompt_tokens(int64_t n) noexcept { cached_prompt_tokens_ = n; }
@@ -75,6 +78,7 @@ class response {
   std::string all_reasoning_;  // when not streaming and separating reasoning
   bool find_tool_calls_;
   std::optional<int32_t> index_;
+  bool rerank_;
   bool done_ = false;
 };
 

@@ -68,7 +68,7 @@ struct event_packer {
   void operator()(const done_event& e) {
     uint32_t n = 6 + (e.has_output ? 2 + (e.reasoning ? 1 : 0) : 0) + (e.error ? 1 : 0) + (e.tool_calls.empty() ? 0 : 1) +
                  (e.logprobs.empty() ? 0 : 1) + (e.prompt_logprobs ? 1 : 0) + (e.index ? 1 : 0) +
-                 (e.embedding ? 1 : 0);
+                 (e.embedding ? 1 : 0) + (e.score ? 1 : 0);
     pack_header(pk, n, "done", e.id);
     if (e.index) {
       pack_str(pk, "index");
@@ -112,6 +112,10 @@ struct event_packer {
       pk.pack_array(static_cast<uint32_t>(e.prompt_logprobs->size() + 1));
       pk.pack_nil();  // the first prompt token: nothing before it to predict it
       for (const auto& l : *e.prompt_logprobs) logprobs(l);
+    }
+    if (e.score) {
+      pack_str(pk, "score");
+      detail::pack_f64(sink, *e.score);
     }
     if (e.embedding) {  // float32 values, as the engine computes them
       pack_str(pk, "embedding");
@@ -339,6 +343,7 @@ event decode_body(const reader& r) {
           throw bad_event{"field 'embedding' holds a value that is not a number"};
       }
     }
+    if (r.find("score")) d.score = r.number("score");
     if (const auto* e = r.find("error")) d.error = read_error(reader(*e), id);
     if (r.find("index")) d.index = static_cast<int32_t>(r.integer("index"));
     return d;

@@ -194,6 +194,35 @@ void parse_embeddings(const ojson& b, const served_models& models, const std::st
   if (d) out.req = std::get<generate_request>(std::move(*d));
 }
 
+// POST /v1/rerank (vLLM's, after Jina's and Cohere's): the protocol's rerank request.
+void parse_rerank(const ojson& b, const served_models& models, const std::string& id, parsed_request& out) {
+  ojson w = {{"v", protocol_version}, {"type", "rerank"}, {"id", id}};
+  for (const auto& [k, v] : b.items()) {
+    if (v.is_null()) continue;
+    if (k == "model") {
+      if (names_adapter(v, models))
+        refuse("unsupported", k, "reranking with a LoRA adapter is not supported; name the base model '" + models.base + "'");
+      out.model = v.get<std::string>();
+    } else if (k == "query" || k == "documents" || k == "instruction" || k == "priority") {
+      w[k] = v;
+    } else if (k == "user") {
+      w["tenant"] = v;
+    } else if (k == "top_n") {
+      want(v, v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= static_cast<int64_t>(max_embed_inputs), k,
+           "an integer from 0 (every document) to 128");
+      out.top_n = v.get<int32_t>();
+    } else if (k == "return_documents") {
+      want(v, v.is_boolean(), k, "a boolean");
+    } else {
+      refuse("unknown_field", k, "unknown field '" + k + "' for /v1/rerank (docs/openai_api.md lists the fields served)");
+    }
+  }
+  if (!b.contains("query")) refuse("missing_field", "query", "a rerank request needs field 'query'");
+  if (!b.contains("documents")) refuse("missing_field", "documents", "a rerank request needs field 'documents'");
+  auto d = decode_wire(w, out.error);
+  if (d) out.req = std::get<generate_request>(std::move(*d));
+}
+
 }  // namespace
 
 parsed_request parse_request(endpoint ep, std::string_view body, const served_models& models, const std::string& id) {
@@ -203,6 +232,10 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
     const ojson b = parse_body(body);
     if (ep == endpoint::embeddings) {
       parse_embeddings(b, models, id, out);
+      return out;
+    }
+    if (ep == endpoint::rerank) {
+      parse_rerank(b, models, id, out);
       return out;
     }
     const bool chat = ep == endpoint::chat;
@@ -397,7 +430,9 @@ response_builder::response_builder(endpoint ep, const parsed_request& p, int64_t
       n_(p.req->n),
       token_bytes_(std::move(token_bytes)),
       choices_(static_cast<size_t>(p.req->n)),
-      remaining_(p.req->n) {}
+      remaining_(p.req->n),
+      documents_(p.req->rerank ? p.req->rerank->documents : std::vector<std::string>{}),
+      top_n_(p.top_n) {}
 
 void response_builder::set_echo_prompt(std::string text, std::vector<int32_t> ids) {
   echo_text_ = std::move(text);
@@ -558,6 +593,17 @@ std::string response_builder::on_done(done_event&& d) {
     complete_ = true;
     return embeddings_body();
   }
+  if (ep_ == endpoint::rerank) {  // likewise, one score per document
+    if (!d.score)
+      return on_error({error_code::internal,
+                       "document " + std::to_string(i) + " ended without its score (" + std::string(to_string(d.reason)) + ")",
+                       {}});
+    usage_.prompt_tokens += d.usage.prompt_tokens;
+    ch.score = *d.score;
+    if (--remaining_ > 0) return {};
+    complete_ = true;
+    return rerank_body();
+  }
   if (remaining_ == n_) {
     usage_.prompt_tokens = d.usage.prompt_tokens;
     usage_.cached_prompt_tokens = d.usage.cached_prompt_tokens;
@@ -695,6 +741,24 @@ std::string response_builder::embeddings_body() {
   ojson j = head("list");
   j["data"] = std::move(data);
   j["usage"] = {{"prompt_tokens", usage_.prompt_tokens}, {"total_tokens", usage_.prompt_tokens}};
+  started_ = true;
+  return dump(j);
+}
+
+std::string response_builder::rerank_body() {
+  std::vector<size_t> order(choices_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  // Best first; equal scores keep the documents' order.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return choices_[a].score > choices_[b].score; });
+  if (top_n_ > 0 && order.size() > static_cast<size_t>(top_n_)) order.resize(static_cast<size_t>(top_n_));
+  ojson results = ojson::array();
+  for (size_t i : order)
+    results.push_back({{"index", i},
+                       {"document", {{"text", i < documents_.size() ? documents_[i] : std::string()}}},
+                       {"relevance_score", choices_[i].score}});
+  ojson j = {{"id", id_}, {"model", model_}};
+  j["usage"] = {{"total_tokens", usage_.prompt_tokens}};
+  j["results"] = std::move(results);
   started_ = true;
   return dump(j);
 }

@@ -17,7 +17,7 @@
 
 namespace troupe::wire::openai {
 
-enum class endpoint : uint8_t { chat, completion, embeddings };
+enum class endpoint : uint8_t { chat, completion, embeddings, rerank };
 
 // An error as OpenAI's API reports it: the HTTP status and {"error": {message, type, param, code}}.
 struct api_error {
@@ -48,6 +48,7 @@ struct parsed_request {
   bool echo = false;
   bool prompt_only = false;
   bool base64 = false;  // embeddings: encoding_format "base64" (little-endian float32 bytes)
+  int32_t top_n = 0;    // rerank: the best N results only; 0: every document
   std::string model;  // the name to answer with
   bool ok() const noexcept { return req.has_value(); }
 };
@@ -89,6 +90,7 @@ class response_builder {
     std::vector<logprob_info> logprobs;
     std::string held;          // streaming with tools: text that may be a <tool_call> block
     std::vector<float> embedding;  // embeddings: this input's
+    double score = 0;              // rerank: this document's
     bool in_calls = false;     // streaming with tools: a <tool_call> block began
     done_event last;
   };
@@ -103,6 +105,7 @@ class response_builder {
   std::string finish_stream();
   std::string final_body();
   std::string embeddings_body();
+  std::string rerank_body();
   // The endpoint's logprobs object for `ids`, one logprob_info each.
   json logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps) const;
   // The completions form over ids whose logprobs may be missing (null: the first prompt token).
@@ -120,6 +123,8 @@ class response_builder {
   token_bytes_fn token_bytes_;
   std::vector<choice> choices_;
   int32_t remaining_;
+  std::vector<std::string> documents_;  // rerank: echoed in the results
+  int32_t top_n_ = 0;
   usage_info usage_;
   bool complete_ = false, started_ = false;
   int status_ = 200;

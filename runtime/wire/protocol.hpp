@@ -94,10 +94,23 @@ struct embed_fields {
   friend bool operator==(const embed_fields&, const embed_fields&) = default;
 };
 
+// A `rerank` request (docs/protocol.md; vLLM's /v1/rerank): how relevant each document is to the
+// query, as a Qwen3-Reranker judges it: the model card's prompt (system, `<Instruct>`, `<Query>`,
+// `<Document>`, an empty think block) and, at its last token, P(yes) = softmax over the logits of
+// "yes" and "no" (serve::build_rerank). Document i is completion i of n = the number of documents,
+// and its done event carries `score` (and `index` i when there are several).
+struct rerank_fields {
+  std::string query;
+  std::vector<std::string> documents;
+  std::optional<std::string> instruction;  // absent: the model card's default (web search)
+  friend bool operator==(const rerank_fields&, const rerank_fields&) = default;
+};
+
 struct generate_request {
   std::string id;
   std::optional<embed_fields> embed;   // set: an embed request (the fields below but id, priority,
                                        // tenant, deadline_ms and n are unused)
+  std::optional<rerank_fields> rerank;  // set: a rerank request (likewise)
   prompt_kind kind = prompt_kind::text;
   std::string prompt;                  // kind == text
   std::vector<int32_t> prompt_ids;     // kind == ids
@@ -243,6 +256,7 @@ struct done_event {
   std::optional<wire_error> error;  // reason == error
   std::optional<int32_t> index;     // requests with n > 1: which completion ended
   std::optional<std::vector<float>> embedding;  // embed requests: this input's embedding
+  std::optional<double> score;                  // rerank requests: this document's P(yes)
   friend bool operator==(const done_event& a, const done_event& b) {
     auto same_err = a.error.has_value() == b.error.has_value() &&
                     (!a.error || (a.error->code == b.error->code &&
@@ -250,7 +264,7 @@ struct done_event {
     return a.id == b.id && a.reason == b.reason && a.usage == b.usage && a.timings == b.timings &&
            a.has_output == b.has_output && a.text == b.text && a.reasoning == b.reasoning && a.ids == b.ids &&
            a.tool_calls == b.tool_calls && a.logprobs == b.logprobs && a.prompt_logprobs == b.prompt_logprobs &&
-           a.index == b.index && a.embedding == b.embedding && same_err;
+           a.index == b.index && a.embedding == b.embedding && a.score == b.score && same_err;
   }
 };
 

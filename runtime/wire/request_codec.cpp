@@ -516,9 +516,34 @@ generate_request decode_embed(const field_map& f) {
   return r;
 }
 
+// A rerank request: a query and documents (texts), each document one completion.
+generate_request decode_rerank(const field_map& f) {
+  static constexpr std::string_view allowed[] = {"v", "type", "id", "query", "documents", "instruction",
+                                                 "priority", "tenant", "deadline_ms"};
+  f.check_known(allowed, "a rerank request");
+  generate_request r;
+  r.id = get_id(f, true, "rerank");
+  rerank_fields k;
+  const auto* q = f.find("query");
+  if (!q) fail(error_code::missing_field, "a rerank request needs field 'query' (a text)");
+  k.query = get_string(*q, "query", std::numeric_limits<uint32_t>::max());
+  if (k.query.empty()) fail(error_code::invalid_value, "field 'query' must not be empty");
+  const auto* d = f.find("documents");
+  if (!d) fail(error_code::missing_field, "a rerank request needs field 'documents' (an array of texts)");
+  k.documents = get_strings(*d, "documents", 1, max_embed_inputs, std::numeric_limits<uint32_t>::max());
+  if (const auto* o = f.find("instruction")) k.instruction = get_string(*o, "instruction", std::numeric_limits<uint32_t>::max());
+  get_scheduling(f, r);
+  r.n = static_cast<int32_t>(k.documents.size());
+  r.stream = false;
+  r.max_tokens = 1;
+  r.rerank = std::move(k);
+  return r;
+}
+
 request decode_body(const field_map& f, std::string_view type) {
   if (type == "generate") return decode_generate(f);
   if (type == "embed") return decode_embed(f);
+  if (type == "rerank") return decode_rerank(f);
   if (type == "cancel") {
     static constexpr std::string_view allowed[] = {"v", "type", "id"};
     f.check_known(allowed, "a cancel request");
@@ -554,7 +579,7 @@ request decode_body(const field_map& f, std::string_view type) {
     return r;
   }
   fail(error_code::unknown_type, "unknown request type '" + std::string(type) +
-                                     "'; expected generate, embed, cancel, tokenize, health, models or set_policy");
+                                     "'; expected generate, embed, rerank, cancel, tokenize, health, models or set_policy");
 }
 
 }  // namespace
@@ -735,6 +760,14 @@ std::string encode_request(const request& req) {
     if (g->priority != 0) m.key("priority").pack(g->priority);
     if (!g->tenant.empty()) detail::pack_str(m.key("tenant"), g->tenant);
     if (g->deadline_ms) m.key("deadline_ms").pack(*g->deadline_ms);
+  } else if (const auto* g = std::get_if<generate_request>(&req); g && g->rerank) {
+    const auto& k = *g->rerank;
+    detail::pack_str(m.key("query"), k.query);
+    m.strings("documents", k.documents);
+    if (k.instruction) detail::pack_str(m.key("instruction"), *k.instruction);
+    if (g->priority != 0) m.key("priority").pack(g->priority);
+    if (!g->tenant.empty()) detail::pack_str(m.key("tenant"), g->tenant);
+    if (g->deadline_ms) m.key("deadline_ms").pack(*g->deadline_ms);
   } else if (const auto* g = std::get_if<generate_request>(&req)) {
     put_prompt(m, *g);
     const auto& s = g->sampling;
@@ -788,6 +821,7 @@ const std::string& request_id(const request& r) noexcept {
 std::string_view request_type(const request& r) noexcept {
   static constexpr std::string_view names[] = {"generate", "cancel", "tokenize", "health", "models", "set_policy"};
   if (const auto* g = std::get_if<generate_request>(&r); g && g->embed) return "embed";
+  if (const auto* g = std::get_if<generate_request>(&r); g && g->rerank) return "rerank";
   return names[r.index()];
 }
 

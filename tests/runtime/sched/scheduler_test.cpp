@@ -39,6 +39,7 @@ struct sim {
   std::map<int64_t, finish_reason> done;
   std::map<int64_t, int32_t> all_rows;  // rows asked for by logits_mode::all, per sequence
   std::map<int64_t, int32_t> hidden_rows;  // logits_mode::hidden entries (embedding requests)
+  std::map<int64_t, int32_t> last_rows;    // logits_mode::last entries
 
   sim(sched_config cfg, int32_t blocks, int32_t block_size, std::unique_ptr<policy> p = nullptr)
       : s(cfg, blocks, block_size, std::move(p)) {}
@@ -71,6 +72,7 @@ struct sim {
         BOOST_REQUIRE(e.start_pos + 1 < s.num_prompt_tokens(e.seq_id));
         all_rows[e.seq_id] += e.num_tokens;
       }
+      if (b.logits == troupe::logits_mode::last) ++last_rows[e.seq_id];
       if (b.logits == troupe::logits_mode::hidden) {  // only where a prompt ends
         BOOST_REQUIRE(e.sample && e.start_pos + e.num_tokens == s.num_prompt_tokens(e.seq_id));
         ++hidden_rows[e.seq_id];
@@ -221,6 +223,18 @@ BOOST_AUTO_TEST_CASE(embedding_requests_end_at_their_prompt_with_its_hidden_stat
     BOOST_TEST(t.hidden_rows[1] == 1);
     BOOST_TEST(t.hidden_rows[2] == 0);
     BOOST_TEST(t.out[2] == alone(req(2, 3, 4)), boost::test_tools::per_element());
+  }
+  {  // a rerank document (embed_from_logits): the same end, with the last token's logits row
+    sim t(cfg(4, 64), 32, 4);
+    request_spec k = req(1, 10, 4);
+    k.embed = true;
+    k.embed_from_logits = true;
+    t.add(k);
+    expect_steps(t.run(), {"1:0+10*"});
+    BOOST_TEST(t.out[1].empty());
+    BOOST_TEST((t.done.at(1) == finish_reason::stop));
+    BOOST_TEST(t.hidden_rows[1] == 0);
+    BOOST_TEST(t.last_rows[1] == 1);
   }
   scheduler s(cfg(4, 64), 32, 4);
   request_spec both = req(3, 5, 2);

@@ -62,7 +62,7 @@ BOOST_AUTO_TEST_CASE(set_policy_bad_input) {
   expect_error(decode_request(test::pack(map{{"v", 1}, {"type", "set_policy"}, {"policy", std::string(4097, 'p')}})),
                error_code::invalid_value, "field 'policy' has 4097 bytes; at most 4096");
   expect_error(decode_request(test::pack(map{{"v", 1}, {"type", "frobnicate"}})), error_code::unknown_type,
-               "expected generate, embed, cancel, tokenize, health, models or set_policy");
+               "expected generate, embed, rerank, cancel, tokenize, health, models or set_policy");
 }
 
 BOOST_AUTO_TEST_CASE(policy_event_and_forbidden_round_trip) {

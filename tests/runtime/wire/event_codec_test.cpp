@@ -154,6 +154,19 @@ BOOST_AUTO_TEST_CASE(an_embedding_rides_on_done_exactly) {
   BOOST_TEST(encode_event(d).find("embedding") == std::string::npos);
 }
 
+// A rerank document's done carries its score as a float64, exactly.
+BOOST_AUTO_TEST_CASE(a_score_rides_on_done_exactly) {
+  done_event d;
+  d.id = "k";
+  d.index = 2;
+  d.score = 0.123456789012345678;
+  auto back = std::get<done_event>(*decode_event(encode_event(d)).ev);
+  BOOST_TEST((back == d));
+  BOOST_TEST(back.score.value() == 0.123456789012345678);
+  d.score.reset();
+  BOOST_TEST(encode_event(d).find("score") == std::string::npos);
+}
+
 // Requests with n > 1: token and done events name their completion; others carry no index.
 BOOST_AUTO_TEST_CASE(index_of_a_completion_round_trips) {
   token_event t{"n", "x", {7}, std::nullopt, std::nullopt, 3};

@@ -287,6 +287,76 @@ BOOST_AUTO_TEST_CASE(embeddings_request_and_response) {
   }
 }
 
+// /v1/rerank: the body is the rerank request; the results come best first (equal scores in the
+// documents' order), each with its document, top_n keeps the best, usage sums the prompts; a
+// document that ends without its score fails the response; bad bodies are 400s.
+BOOST_AUTO_TEST_CASE(rerank_request_and_response) {
+  auto p = oa::parse_request(oa::endpoint::rerank,
+                             R"({"model": "qwen3", "query": "q", "documents": ["a", "b", "c"], "instruction": "i", "user": "u"})",
+                             models, "rerank-1");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST_REQUIRE(p.req->rerank.has_value());
+  BOOST_TEST(p.req->n == 3);
+  BOOST_TEST(p.req->rerank->instruction.value() == "i");
+  BOOST_TEST(p.req->tenant == "u");
+  BOOST_TEST(p.top_n == 0);
+  auto scored = [](int32_t index, double score, int64_t prompt) {
+    wire::done_event d;
+    d.id = "rerank-1";
+    d.index = index;
+    d.usage.prompt_tokens = prompt;
+    d.score = score;
+    return d;
+  };
+  {
+    oa::response_builder b(oa::endpoint::rerank, p, 5, token_text);
+    BOOST_TEST(b.feed(scored(2, 0.25, 3)).empty());
+    BOOST_TEST(b.feed(scored(0, 0.25, 4)).empty());
+    auto j = json::parse(b.feed(scored(1, 0.75, 5)));
+    BOOST_TEST(b.complete());
+    BOOST_TEST(b.status() == 200);
+    BOOST_TEST(j["id"] == "rerank-1");
+    BOOST_TEST(j["model"] == "qwen3");
+    BOOST_TEST(j["usage"]["total_tokens"] == 12);
+    BOOST_TEST_REQUIRE(j["results"].size() == 3u);
+    BOOST_TEST(j["results"][0]["index"] == 1);
+    BOOST_TEST(j["results"][0]["document"]["text"] == "b");
+    BOOST_TEST(j["results"][0]["relevance_score"] == 0.75);
+    BOOST_TEST(j["results"][1]["index"] == 0);  // ties: the documents' order
+    BOOST_TEST(j["results"][2]["index"] == 2);
+  }
+  {
+    auto q = oa::parse_request(oa::endpoint::rerank, R"({"query": "q", "documents": ["a", "b", "c"], "top_n": 2})", models, "k");
+    BOOST_TEST_REQUIRE(q.ok(), q.error.message);
+    BOOST_TEST(q.top_n == 2);
+    oa::response_builder b(oa::endpoint::rerank, q, 5, token_text);
+    b.feed(scored(0, 0.1, 1));
+    b.feed(scored(1, 0.9, 1));
+    auto j = json::parse(b.feed(scored(2, 0.5, 1)));
+    BOOST_TEST_REQUIRE(j["results"].size() == 2u);
+    BOOST_TEST(j["results"][0]["index"] == 1);
+    BOOST_TEST(j["results"][1]["index"] == 2);
+  }
+  {
+    oa::response_builder b(oa::endpoint::rerank, p, 5, token_text);
+    BOOST_TEST(b.feed(scored(0, 0.5, 4)).empty());
+    auto cut = scored(1, 0, 3);
+    cut.score.reset();
+    cut.reason = wire::finish_reason::cancelled;
+    auto j = json::parse(b.feed(cut));
+    BOOST_TEST(b.complete());
+    BOOST_TEST(b.status() == 500);
+    BOOST_TEST(j["error"]["message"].get<std::string>().find("document 1 ended without its score") != std::string::npos);
+  }
+  for (const char* bad : {R"({"documents": ["a"]})", R"({"query": "q"})", R"({"query": "q", "documents": ["a"], "top_n": -1})",
+                          R"({"query": "q", "documents": ["a"], "temperature": 0})", R"({"model": "sql-lora", "query": "q", "documents": ["a"]})",
+                          R"({"query": "q", "documents": "a"})", R"({"query": "q", "documents": ["a", ""]})"}) {
+    auto e = oa::parse_request(oa::endpoint::rerank, bad, models, "k");
+    BOOST_TEST(!e.ok(), bad);
+    BOOST_TEST(e.error.status == 400, bad);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(tool_calls_in_a_whole_body) {
   auto p = chat(R"({"messages": [{"role": "user", "content": "q"}], "tools": [{"type": "function", "function": {"name": "f"}}]})");
   BOOST_TEST_REQUIRE(p.ok());

@@ -182,6 +182,50 @@ BOOST_AUTO_TEST_CASE(bad_embed_requests_name_what_is_wrong) {
                "129 elements", "e");
 }
 
+// The rerank op: a query and documents decode into a generate_request with rerank fields and n =
+// the documents, and encode back to the same request; each malformed field is named.
+BOOST_AUTO_TEST_CASE(rerank_requests_decode_round_trip_and_name_what_is_wrong) {
+  auto plain = decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k1"}, {"query", "q"}, {"documents", array{"a", "b", "c"}}});
+  BOOST_REQUIRE_MESSAGE(plain.ok(), plain.error.message);
+  const auto& g = std::get<generate_request>(*plain.req);
+  BOOST_REQUIRE(g.rerank.has_value());
+  BOOST_TEST(g.rerank->query == "q");
+  BOOST_TEST(g.rerank->documents == (std::vector<std::string>{"a", "b", "c"}), boost::test_tools::per_element());
+  BOOST_TEST(!g.rerank->instruction.has_value());
+  BOOST_TEST(g.n == 3);
+  BOOST_TEST(!g.stream);
+  BOOST_TEST(request_type(*plain.req) == "rerank");
+  auto full = decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k2"}, {"query", "q"}, {"documents", array{"d"}},
+                         {"instruction", "find code"}, {"priority", 2}, {"tenant", "t"}, {"deadline_ms", 500}});
+  BOOST_REQUIRE_MESSAGE(full.ok(), full.error.message);
+  const auto& f = std::get<generate_request>(*full.req);
+  BOOST_TEST(f.rerank->instruction.value() == "find code");
+  BOOST_TEST(f.priority == 2);
+  BOOST_TEST(f.tenant == "t");
+  BOOST_TEST(f.deadline_ms.value() == 500u);
+  for (const auto* d : {&plain, &full}) {
+    auto back = decode_request(encode_request(*d->req));
+    BOOST_REQUIRE_MESSAGE(back.ok(), back.error.message);
+    BOOST_TEST((std::get<generate_request>(*back.req) == std::get<generate_request>(*d->req)));
+  }
+  expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k"}, {"documents", array{"a"}}}), error_code::missing_field,
+               "'query'", "k");
+  expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k"}, {"query", "q"}}), error_code::missing_field,
+               "'documents'", "k");
+  expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k"}, {"query", ""}, {"documents", array{"a"}}}),
+               error_code::invalid_value, "'query' must not be empty", "k");
+  expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k"}, {"query", "q"}, {"documents", array{"a", ""}}}),
+               error_code::invalid_value, "'documents[1]' must not be empty", "k");
+  expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k"}, {"query", "q"}, {"documents", "a"}}),
+               error_code::wrong_type, "'documents'", "k");
+  expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k"}, {"query", "q"}, {"documents", array{"a"}}, {"top_n", 1}}),
+               error_code::unknown_field, "'top_n'", "k");
+  array many;
+  for (int i = 0; i < 129; ++i) many.push_back("x");
+  expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k"}, {"query", "q"}, {"documents", many}}),
+               error_code::invalid_value, "129 elements", "k");
+}
+
 BOOST_AUTO_TEST_CASE(integers_are_accepted_where_numbers_are_expected) {
   auto d = decode(generate_with({{"temperature", 0}, {"top_p", 1}}));
   BOOST_REQUIRE(d.ok());

@@ -1,0 +1,47 @@
+#include "runtime/serve/rerank.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "runtime/core/error.hpp"
+
+namespace troupe::serve {
+
+namespace {
+// Qwen3-Reranker's model card, verbatim.
+constexpr std::string_view kPrefix =
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+    "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n";
+constexpr std::string_view kSuffix = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+}  // namespace
+
+std::vector<int32_t> rerank_prompt(const tokenizer& tok, std::string_view instruction, std::string_view query,
+                                   std::string_view document) {
+  std::vector<int32_t> ids;
+  tok.encode(kPrefix, ids);
+  std::string body = "<Instruct>: ";
+  body.append(instruction).append("\n<Query>: ").append(query).append("\n<Document>: ").append(document);
+  tok.encode(body, ids);
+  tok.encode(kSuffix, ids);
+  return ids;
+}
+
+rerank_tokens rerank_tokens_of(const tokenizer& tok) {
+  rerank_tokens t;
+  const auto yes = tok.token_to_id("yes"), no = tok.token_to_id("no");
+  if (!yes || !no)
+    throw_error(errc::unsupported, std::string("reranking needs the single tokens \"yes\" and \"no\"; this vocabulary has no \"") +
+                                       (yes ? "no" : "yes") + "\"");
+  t.yes = *yes;
+  t.no = *no;
+  return t;
+}
+
+double rerank_score(std::span<const float> logits, rerank_tokens t) {
+  TROUPE_ASSERT(t.yes >= 0 && t.no >= 0 && static_cast<size_t>(std::max(t.yes, t.no)) < logits.size());
+  const double d = static_cast<double>(logits[static_cast<size_t>(t.no)]) - logits[static_cast<size_t>(t.yes)];
+  return 1.0 / (1.0 + std::exp(d));
+}
+
+}  // namespace troupe::serve

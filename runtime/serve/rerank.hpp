@@ -1,0 +1,38 @@
+// Reranking as Qwen3-Reranker is used (its model card; vLLM serves it the same way): each
+// (query, document) pair becomes one prompt, and the document's relevance is the probability the
+// model gives "yes" over "no" as the answer's first token. Any Qwen3 chat model can be asked; the
+// scores mean something for the reranker checkpoints (Qwen3-Reranker-0.6B/4B/8B).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/tokenizer/tokenizer.hpp"
+
+namespace troupe::serve {
+
+// The model card's default instruction, used when a request gives none.
+inline constexpr std::string_view kDefaultRerankInstruction =
+    "Given a web search query, retrieve relevant passages that answer the query";
+
+// The model card's prompt, encoded as it encodes it: the system prefix, then
+// "<Instruct>: I\n<Query>: Q\n<Document>: D", then the assistant suffix with an empty think block,
+// each part tokenized on its own (added tokens such as <|im_start|> become their ids).
+std::vector<int32_t> rerank_prompt(const tokenizer& tok, std::string_view instruction, std::string_view query,
+                                   std::string_view document);
+
+// The ids of the single tokens "yes" and "no"; throws troupe::error(unsupported) naming the one
+// the vocabulary lacks.
+struct rerank_tokens {
+  int32_t yes = -1, no = -1;
+};
+rerank_tokens rerank_tokens_of(const tokenizer& tok);
+
+// P(yes) from the logits row of the prompt's last token: exp(l_yes) / (exp(l_yes) + exp(l_no)),
+// in double (a logistic of the difference, so never 0/0).
+double rerank_score(std::span<const float> logits, rerank_tokens t);
+
+}  // namespace troupe::serve

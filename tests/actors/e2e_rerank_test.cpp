@@ -1,0 +1,170 @@
+// End to end: reranking over msgpack (`rerank`) and HTTP (`/v1/rerank`, `/rerank`) on the
+// full-vocabulary golden model with the real tokenizer: each document's score is exactly P(yes) of
+// the reranker prompt's last logits row as `troupe logits` computes it alone (the generator), the
+// HTTP results best first with their documents, top_n the best; refusals name what is wrong.
+// The model's final norm is scaled by 1/64 (exactly, in BF16) so that its random logits are small
+// and the scores spread over (0, 1) instead of saturating at 0 or 1.
+#include "tests/actors/e2e_fixture.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "runtime/model/safetensors.hpp"
+
+#include "runtime/serve/rerank.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
+#include "tests/actors/http_client.hpp"
+
+using namespace troupe;
+using namespace troupe::e2e;
+using json = nlohmann::json;
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string tokenizer_dir = TROUPE_SOURCE_DIR "/models/qwen3-tokenizer";
+
+// e2e-full-vocab with model.norm.weight divided by 64, written once into a temporary directory
+// (removed when the process ends).
+struct scaled_model {
+  fs::path dir = fs::temp_directory_path() / ("troupe-rerank-" + std::to_string(::getpid()));
+  scaled_model() {
+    const std::string src = TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab";
+    fs::create_directories(dir);
+    fs::copy_file(src + "/config.json", dir / "config.json", fs::copy_options::overwrite_existing);
+    safetensors_file in(src + "/model.safetensors");
+    std::vector<tensor_to_write> ts;
+    std::vector<uint16_t> norm;
+    for (const auto& t : in.tensors()) {
+      ts.push_back({t.name, t.type, t.shape, t.data, {}});
+      if (t.name != "model.norm.weight") continue;
+      BOOST_REQUIRE(t.type == dtype::bf16);
+      norm.resize(static_cast<size_t>(t.shape[0]));
+      std::memcpy(norm.data(), t.data, norm.size() * sizeof(uint16_t));
+      for (auto& w : norm) {  // BF16 is float32's top half: scale as float32, exactly
+        uint32_t bits = uint32_t{w} << 16;
+        float f;
+        std::memcpy(&f, &bits, sizeof f);
+        f /= 64.0f;
+        std::memcpy(&bits, &f, sizeof f);
+        w = static_cast<uint16_t>(bits >> 16);
+      }
+      ts.back().data = norm.data();
+    }
+    BOOST_REQUIRE(!norm.empty());
+    write_safetensors((dir / "model.safetensors").string(), ts);
+  }
+  ~scaled_model() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+const std::string& full_vocab_dir() {
+  static const scaled_model m;
+  static const std::string d = m.dir.string();
+  return d;
+}
+
+const tokenizer& qwen3() {
+  static const tokenizer t(tokenizer_dir);
+  return t;
+}
+
+// The score of `document` computed alone: the prompt's logits through the generator, as the
+// executor reads them (float32 on the wire's way, as the executor hands it on).
+double reference_score(const std::string& instruction, const std::string& query, const std::string& document) {
+  static auto ck = load_checkpoint(full_vocab_dir());
+  const auto prompt = serve::rerank_prompt(qwen3(), instruction, query, document);
+  const auto logits = generator(*ck).prompt_logits(prompt);
+  const auto vocab = static_cast<size_t>(ck->config.vocab_size);
+  const std::span<const float> last(logits.data() + logits.size() - vocab, vocab);
+  return static_cast<float>(serve::rerank_score(last, serve::rerank_tokens_of(qwen3())));
+}
+
+const std::string kQuery = "Which planet is known as the red planet?";
+const std::vector<std::string> kDocs = {"Mars is called the red planet because of iron oxide on its surface.",
+                                        "Bananas are rich in potassium.",
+                                        "Jupiter is the largest planet in the solar system.",
+                                        "The red planet, Mars, has two small moons."};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(e2e_rerank)
+
+BOOST_AUTO_TEST_CASE(msgpack_rerank_scores_each_document_as_alone) {
+  auto srv = start(test_config(), full_vocab_dir(), tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  wire::generate_request r;
+  r.id = "k";
+  r.rerank = wire::rerank_fields{kQuery, kDocs, std::nullopt};
+  const auto got = cl.rerank(r);
+  BOOST_REQUIRE_EQUAL(got.size(), kDocs.size());
+  for (size_t i = 0; i < kDocs.size(); ++i) {
+    BOOST_TEST(got[i] == reference_score(std::string(serve::kDefaultRerankInstruction), kQuery, kDocs[i]), "document " << i);
+    BOOST_TEST((got[i] > 0.01 && got[i] < 0.99), "document " << i << ": " << got[i]);  // not saturated
+  }
+  // Another instruction makes another prompt, and another score.
+  auto custom = r;
+  custom.id = "k2";
+  custom.rerank->instruction = "Judge astronomy facts";
+  custom.rerank->documents = {kDocs[0]};
+  const auto one = cl.rerank(custom);
+  BOOST_REQUIRE_EQUAL(one.size(), 1u);
+  BOOST_TEST(one[0] == reference_score("Judge astronomy facts", kQuery, kDocs[0]));
+  BOOST_TEST(one[0] != got[0]);
+  // A document too long for max_model_len (256) is refused naming it.
+  auto too_long = r;
+  too_long.id = "k3";
+  too_long.rerank->documents = {"fine", std::string(2000, 'x')};
+  try {
+    cl.rerank(too_long);
+    BOOST_ERROR("a prompt over max_model_len was accepted");
+  } catch (const client::request_error& e) {
+    BOOST_TEST((e.error().code == wire::error_code::prompt_too_long));
+    BOOST_TEST(e.error().message.find("'documents[1]'") != std::string::npos, e.error().message);
+  }
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_CASE(http_rerank_lists_the_best_first) {
+  auto srv = start(test_config(), full_vocab_dir(), tokenizer_dir);
+  std::vector<double> want;
+  for (const auto& d : kDocs) want.push_back(reference_score(std::string(serve::kDefaultRerankInstruction), kQuery, d));
+  std::vector<size_t> order(kDocs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return want[a] > want[b]; });
+  http_client c(srv->http_port());
+  for (const char* path : {"/v1/rerank", "/rerank"}) {
+    BOOST_TEST_CONTEXT(path) {
+      c.post(path, json{{"query", kQuery}, {"documents", kDocs}, {"top_n", 3}}.dump());
+      auto r = c.read();
+      BOOST_TEST_REQUIRE(r.status == 200, r.body);
+      auto j = json::parse(r.body);
+      BOOST_TEST(j["id"].get<std::string>().rfind("rerank-", 0) == 0u);
+      BOOST_TEST(j["model"] == fs::path(full_vocab_dir()).filename().string());  // the served name
+      BOOST_REQUIRE_EQUAL(j["results"].size(), 3u);
+      for (size_t k = 0; k < 3; ++k) {
+        BOOST_TEST(j["results"][k]["index"] == order[k]);
+        BOOST_TEST(j["results"][k]["document"]["text"] == kDocs[order[k]]);
+        BOOST_TEST(j["results"][k]["relevance_score"].get<double>() == want[order[k]]);
+      }
+      int64_t tokens = 0;
+      for (const auto& d : kDocs)
+        tokens += static_cast<int64_t>(serve::rerank_prompt(qwen3(), serve::kDefaultRerankInstruction, kQuery, d).size());
+      BOOST_TEST(j["usage"]["total_tokens"] == tokens);
+    }
+  }
+  c.post("/v1/rerank", json{{"query", kQuery}}.dump());
+  auto bad = c.read();
+  BOOST_TEST(bad.status == 400);
+  BOOST_TEST(json::parse(bad.body)["error"]["code"] == "missing_field");
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,104 @@
+// Reranking's prompts and scores (runtime/serve/rerank.hpp, build_rerank): each document's prompt is
+// the ids Hugging Face `tokenizers` gives Qwen3-Reranker's model-card prompt
+// (tests/data/tokenizer/rerank_prompt_cases.json, tools/reference/rerank_prompt_cases.py), "yes"
+// and "no" are its ids, the score is the two-way softmax, and each refusal names why.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "runtime/serve/request_builder.hpp"
+#include "runtime/serve/rerank.hpp"
+
+using namespace troupe;
+using namespace troupe::serve;
+
+namespace {
+
+const tokenizer& qwen3() {
+  static const tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
+  return tok;
+}
+
+model_facts facts() {
+  model_facts m;
+  m.name = "reranker";
+  m.vocab_size = 151936;
+  m.max_model_len = 200;
+  m.tok = &qwen3();
+  return m;
+}
+
+wire::generate_request rerank_request(std::string query, std::vector<std::string> docs,
+                                      std::optional<std::string> instruction = std::nullopt) {
+  wire::generate_request r;
+  r.id = "k";
+  r.rerank = wire::rerank_fields{std::move(query), std::move(docs), std::move(instruction)};
+  r.n = static_cast<int32_t>(r.rerank->documents.size());
+  return r;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(rerank_suite)
+
+BOOST_AUTO_TEST_CASE(prompts_are_the_model_cards_as_hugging_face_encodes_them) {
+  const auto ref = nlohmann::json::parse(std::ifstream(TROUPE_TEST_DATA_DIR "/tokenizer/rerank_prompt_cases.json"));
+  const auto t = rerank_tokens_of(qwen3());
+  BOOST_TEST(t.yes == ref["yes"].get<int32_t>());
+  BOOST_TEST(t.no == ref["no"].get<int32_t>());
+  for (const auto& c : ref["cases"]) {
+    const auto want = c["ids"].get<std::vector<int32_t>>();
+    const std::string instruction =
+        c["instruction"].is_null() ? std::string(kDefaultRerankInstruction) : c["instruction"].get<std::string>();
+    const auto got = rerank_prompt(qwen3(), instruction, c["query"].get<std::string>(), c["document"].get<std::string>());
+    BOOST_TEST(got == want, boost::test_tools::per_element());
+    // Through the request: its instruction, or the default when it gives none.
+    auto r = rerank_request(c["query"], {c["document"].get<std::string>(), "x"},
+                            c["instruction"].is_null() ? std::nullopt : std::optional<std::string>(instruction));
+    auto b = build_rerank(r, facts());
+    BOOST_REQUIRE(b.req.has_value());
+    BOOST_TEST(b.req->prompts.size() == 2u);
+    BOOST_TEST(b.req->prompts[0] == want, boost::test_tools::per_element());
+    BOOST_TEST(b.req->tokens.yes == t.yes);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_score_is_the_softmax_of_yes_over_no) {
+  const rerank_tokens t{3, 1};
+  std::vector<float> row = {0.f, 2.f, -1.f, 2.f, 7.f};  // yes == no: one half
+  BOOST_TEST(rerank_score(row, t) == 0.5);
+  row[3] = 4.f;  // yes two nats above no
+  BOOST_TEST(rerank_score(row, t) == std::exp(4.0) / (std::exp(4.0) + std::exp(2.0)), boost::test_tools::tolerance(1e-15));
+  row[3] = -1000.f;  // far apart: 0 or 1, never NaN
+  BOOST_TEST(rerank_score(row, t) == 0.0);
+  row[1] = -2000.f;
+  BOOST_TEST(rerank_score(row, t) == 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(refusals_name_why) {
+  auto m = facts();
+  m.tok = nullptr;
+  auto b = build_rerank(rerank_request("q", {"d"}), m);
+  BOOST_TEST(to_string(b.error.code) == "unsupported");
+  BOOST_TEST(b.error.message == "model 'reranker' is served without a tokenizer: reranking needs one (its prompt is text)");
+  m = facts();
+  m.embedding_only = true;
+  b = build_rerank(rerank_request("q", {"d"}), m);
+  BOOST_TEST(to_string(b.error.code) == "unsupported");
+  BOOST_TEST(b.error.message.find("has no lm_head.weight: it cannot rerank") != std::string::npos, b.error.message);
+  m = facts();
+  m.vocab_size = 4096;  // a tokenizer larger than the model's vocabulary
+  b = build_rerank(rerank_request("q", {"d"}), m);
+  BOOST_TEST(to_string(b.error.code) == "unsupported");
+  BOOST_TEST(b.error.message == "model 'reranker' has a vocabulary of 4096 rows, without the ids of \"yes\" (9693) and "
+                                "\"no\" (2152): it cannot rerank");
+  m = facts();
+  b = build_rerank(rerank_request("q", {"short", std::string(600, 'z'), "short"}), m);
+  BOOST_TEST(to_string(b.error.code) == "prompt_too_long");
+  BOOST_TEST(b.error.message.find("field 'documents[1]' makes a prompt of ") == 0u, b.error.message);
+  BOOST_TEST(b.error.message.find("; max_model_len is 200") != std::string::npos, b.error.message);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
