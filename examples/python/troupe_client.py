@@ -108,6 +108,38 @@ class Client:
                     self._pending.pop(rid, None)
                     return
 
+    def _pooled(self, req, field):
+        """Sends an embed or rerank request and gathers each input's `field` from its done, in input order."""
+        rid = req.setdefault("id", f"py-{next(self._ids)}")
+        n = len(req["documents"]) if "documents" in req else (1 if isinstance(req["input"], str) or
+                                                                   (req["input"] and isinstance(req["input"][0], int))
+                                                                   else len(req["input"]))
+        self.send(req)
+        out = [None] * n
+        for ev in self._events(rid, n):
+            if ev["event"] == "done":
+                if field not in ev:
+                    raise TroupeError(ev.get("error", {}).get("code", "internal"),
+                                      f"input {ev.get('index', 0)} ended without its {field} ({ev['finish_reason']})", rid)
+                out[ev.get("index", 0)] = ev[field]
+        return out
+
+    def embed(self, input, request_id=None, **fields):
+        """The `embed` request: input is a text, texts, token ids or lists of them; returns one
+        embedding (a list of floats) per input, in order. Fields: dimensions, normalize, priority, ..."""
+        req = {"type": "embed", "input": input, **fields}
+        if request_id:
+            req["id"] = request_id
+        return self._pooled(req, "embedding")
+
+    def rerank(self, query, documents, request_id=None, **fields):
+        """The `rerank` request: each document's relevance to the query (P(yes) as Qwen3-Reranker
+        answers), in document order. Fields: instruction, priority, ..."""
+        req = {"type": "rerank", "query": query, "documents": list(documents), **fields}
+        if request_id:
+            req["id"] = request_id
+        return self._pooled(req, "score")
+
     def complete(self, **kwargs):
         """Runs a generate to the end: (text, ids, done_event)."""
         text, ids, done = "", [], None

@@ -185,6 +185,24 @@ try:
                                        structured_outputs={"choice": ["left", "right", "up"]})
             check(done["finish_reason"] == "stop" and text in ("left", "right", "up"),
                   f"structured_outputs choice (seed {seed}): {text!r}")
+
+        # Embeddings: each exactly what `troupe embed` prints for the same texts.
+        texts = ["hello world", "a second, longer text"]
+        got = c.embed(texts)
+        cli = subprocess.run([troupe, "embed", "--model", ckpt, *sum((["--prompt", t] for t in texts), [])],
+                             capture_output=True, text=True)
+        want = [d["embedding"] for d in json.loads(cli.stdout)["data"]] if cli.returncode == 0 else None
+        check(want is not None and len(got) == 2 and all(abs(a - b) == 0 for g, w in zip(got, want) for a, b in zip(g, w))
+              and all(len(g) == len(w) for g, w in zip(got, want)), "embed equals troupe embed: " + cli.stderr.strip())
+        # Reranking: one probability per document, in order; the same document scores the same.
+        scores = c.rerank("Which colour is the sky?", ["The sky is blue.", "Grass is green.", "The sky is blue."])
+        check(len(scores) == 3 and all(0.0 <= x <= 1.0 for x in scores) and scores[0] == scores[2],
+              f"rerank scores: {scores}")
+        try:
+            c.rerank("q", [])
+            check(False, "rerank without documents refused")
+        except TroupeError as e:
+            check(e.code == "invalid_value" and "documents" in e.message, "rerank without documents: " + str(e))
 finally:
     server.send_signal(signal.SIGTERM)
     try:
