@@ -137,6 +137,17 @@ std::vector<float> generator::prompt_logits(const std::vector<int32_t>& prompt, 
   return all;
 }
 
+std::vector<float> generator::last_logits(const std::vector<int32_t>& prompt, const generate_options& run) {
+  check_prompt(prompt, ckpt_.config, 0);
+  if (run.prefill_chunk < 0) throw_error(errc::invalid_argument, "prefill_chunk must be >= 0");
+  single_sequence_pool pool(ckpt_, static_cast<int64_t>(prompt.size()), run.kv_cache_dtype, {run.compute}, parallel_, engines_);
+  const int32_t slot = run.adapter ? pool.add_adapter(run.adapter) : -1;
+  step_result res;
+  prefill(pool, prompt, run.prefill_chunk, logits_mode::last, logits_mode::none, slot, res);
+  const auto row = res.row(0, res.num_rows[0] - 1);
+  return {row.begin(), row.end()};
+}
+
 std::vector<float> generator::embed(const std::vector<int32_t>& prompt, const embedding_options& opts,
                                     const generate_options& run) {
   return embed_batch({prompt}, opts, run).front();

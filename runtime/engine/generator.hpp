@@ -56,6 +56,10 @@ class generator {
                                    dtype kv_cache_dtype = dtype::f32, model_runner_options runner = {},
                                    std::shared_ptr<const lora_adapter> adapter = nullptr);
 
+  // The logits row of the prompt's last token (a reranker's score reads it: runtime/serve/rerank.hpp).
+  // generate_options' prefill_chunk, kv_cache_dtype, compute and adapter apply.
+  std::vector<float> last_logits(const std::vector<int32_t>& prompt, const generate_options& run = {});
+
   // The prompt's embedding (embedding.hpp): its last token's final hidden state, finished as
   // `opts` says. generate_options' prefill_chunk, kv_cache_dtype, compute and adapter apply.
   std::vector<float> embed(const std::vector<int32_t>& prompt, const embedding_options& opts,

@@ -194,10 +194,15 @@ try:
         want = [d["embedding"] for d in json.loads(cli.stdout)["data"]] if cli.returncode == 0 else None
         check(want is not None and len(got) == 2 and all(abs(a - b) == 0 for g, w in zip(got, want) for a, b in zip(g, w))
               and all(len(g) == len(w) for g, w in zip(got, want)), "embed equals troupe embed: " + cli.stderr.strip())
-        # Reranking: one probability per document, in order; the same document scores the same.
-        scores = c.rerank("Which colour is the sky?", ["The sky is blue.", "Grass is green.", "The sky is blue."])
-        check(len(scores) == 3 and all(0.0 <= x <= 1.0 for x in scores) and scores[0] == scores[2],
-              f"rerank scores: {scores}")
+        # Reranking: one probability per document, in order, each exactly what `troupe rerank`
+        # (no server) gives; the same document scores the same.
+        query, docs = "Which colour is the sky?", ["The sky is blue.", "Grass is green.", "The sky is blue."]
+        scores = c.rerank(query, docs)
+        cli = subprocess.run([troupe, "rerank", "--model", ckpt, "--query", query, *sum((["--document", d] for d in docs), [])],
+                             capture_output=True, text=True)
+        offline = {r["index"]: r["relevance_score"] for r in json.loads(cli.stdout)["results"]} if cli.returncode == 0 else {}
+        check(len(scores) == 3 and all(0.0 <= x <= 1.0 for x in scores) and scores[0] == scores[2]
+              and [offline.get(i) for i in range(3)] == scores, f"rerank equals troupe rerank: {scores} {offline} {cli.stderr.strip()}")
         try:
             c.rerank("q", [])
             check(False, "rerank without documents refused")

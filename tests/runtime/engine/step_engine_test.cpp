@@ -75,12 +75,17 @@ BOOST_AUTO_TEST_CASE(the_generator_runs_every_step_on_the_engine_it_is_given) {
   const auto logits = given.prompt_logits(c.prompt);
   BOOST_TEST(logits == cpu.prompt_logits(c.prompt));
   BOOST_TEST(log.made == 2);
+  // The last row alone (a reranker's read) is prompt_logits' last row, bit for bit.
+  const auto vocab = static_cast<size_t>(ck->config.vocab_size);
+  const auto last = given.last_logits(c.prompt);
+  BOOST_TEST(last == std::vector<float>(logits.end() - static_cast<std::ptrdiff_t>(vocab), logits.end()));
+  BOOST_TEST(log.made == 3);
 
   const std::vector<std::vector<int32_t>> prompts = {c.prompt, {1, 2, 3}};
   const auto e = given.embed_batch(prompts, embedding_options{});
   const auto w = cpu.embed_batch(prompts, embedding_options{});
   BOOST_TEST(e == w);
-  BOOST_TEST(log.made == 3);
+  BOOST_TEST(log.made == 4);
 
   // The engine's own failure reaches the caller as it is.
   generator failing(*ck, {}, [](int32_t, int32_t) -> std::unique_ptr<step_engine> {
