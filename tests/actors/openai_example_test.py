@@ -3,7 +3,8 @@
 Qwen3 tokenizer): streamed and whole it prints the same answer, which is the `content` a plain
 POST /v1/chat/completions returns; an unknown model is reported with the server's message and a
 non-zero exit. examples/python/openai_embeddings.py ranks texts by the dot products of the float
-vectors a plain POST /v1/embeddings returns (its base64 decodes to the same floats).
+vectors a plain POST /v1/embeddings returns (its base64 decodes to the same floats), and
+examples/python/openai_rerank.py prints the results of a plain POST /v1/rerank in its order.
 
 usage: openai_example_test.py TROUPE_BINARY SOURCE_DIR
 """
@@ -19,6 +20,7 @@ model = os.path.join(source, "tests", "data", "golden", "e2e-full-vocab")
 tokenizer = os.path.join(source, "models", "qwen3-tokenizer")
 example = os.path.join(source, "examples", "python", "openai_chat.py")
 embeddings_example = os.path.join(source, "examples", "python", "openai_embeddings.py")
+rerank_example = os.path.join(source, "examples", "python", "openai_rerank.py")
 failures = []
 
 
@@ -67,6 +69,13 @@ try:
     check(ranked.returncode == 0 and [l.split("  ", 1)[1] for l in lines] == [t for _, t in want] and
           all(abs(float(l.split("  ", 1)[0]) - s) < 1e-4 for l, (s, _) in zip(lines, want)),
           "embeddings example ranks as the plain POST: " + repr(ranked.stdout) + ranked.stderr)
+    req = urllib.request.Request(base + "/rerank", data=json.dumps({"query": query, "documents": texts, "top_n": 2}).encode())
+    results = json.load(urllib.request.urlopen(req))["results"]
+    ranked = subprocess.run([sys.executable, rerank_example, "--base-url", base, "--top-n", "2", query, *texts],
+                            capture_output=True, text=True, timeout=60)
+    want = [f"{r['relevance_score']:.4f}  {r['document']['text']}" for r in results]
+    check(ranked.returncode == 0 and len(want) == 2 and ranked.stdout.splitlines() == want,
+          "rerank example prints the plain POST's results: " + repr(ranked.stdout) + ranked.stderr)
 finally:
     server.terminate()
     server.wait(timeout=30)
