@@ -5,6 +5,8 @@
 // model.device cuda the CUDA runner (runtime/serve/cuda/cuda_step_backend.hpp).
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <cstdio>
+#include <string>
 
 #include "actors/messages.hpp"
 #include "actors/scheduler_actor.hpp"
@@ -15,10 +17,25 @@ namespace {
 
 caf::behavior shard_executor(caf::event_based_actor* self, context_ptr ctx) {
   (void)self;
-  // The backend made at start-up, or a fresh one after a restart (backend_source).
-  auto ex = std::make_shared<serve::batch_executor>(ctx->backends->take());
+  // The backend made at start-up, or a fresh one after a restart (backend_source). A restart
+  // whose backend cannot be made (the device lost, its memory taken) leaves an executor that fails
+  // every step with the reason: requests end with an error naming it instead of waiting on a
+  // restart loop.
+  std::shared_ptr<serve::batch_executor> ex;
+  std::string broken;
+  try {
+    ex = std::make_shared<serve::batch_executor>(ctx->backends->take());
+  } catch (const std::exception& e) {
+    broken = std::string("the shard executor has no engine: restarting it failed: ") + e.what();
+    std::fprintf(stderr, "troupe serve: %s\n", broken.c_str());
+  }
   return {
       [=](step_msg& m) -> step_done_msg {
+        if (!ex) {
+          auto out = std::make_shared<serve::step_outcome>();
+          out->step_error = broken;
+          return step_done_msg{std::move(out)};
+        }
         // run() catches engine and sampler errors itself; nothing escapes the mailbox.
         return step_done_msg{std::make_shared<serve::step_outcome>(ex->run(*m.job))};
       },

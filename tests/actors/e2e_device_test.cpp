@@ -123,4 +123,32 @@ BOOST_AUTO_TEST_CASE(the_executor_steps_on_the_backend_of_model_device) {
   BOOST_TEST(eventually([&] { return server_idle(srv); }));
 }
 
+// A restarted executor whose backend cannot be made (the device lost) fails the steps with the
+// reason: the requests end with an error naming it, none waits for ever, the server stays up.
+BOOST_AUTO_TEST_CASE(an_executor_that_cannot_restart_fails_requests_with_the_reason) {
+  auto o = device_options("cuda");
+  std::atomic<int> made{0}, steps{0};
+  o.cuda_backend = [&](std::shared_ptr<const checkpoint> ck, int32_t n, int32_t bs) -> std::unique_ptr<serve::step_backend> {
+    if (++made > 1) throw_error(errc::internal, "cudaErrorDevicesUnavailable: the device is lost");
+    return std::make_unique<counting_backend>(serve::make_cpu_backend(std::move(ck), n, bs), steps);
+  };
+  actors::server srv(o);
+  client::client cl("127.0.0.1", srv.port());
+  auto first = cl.complete(ids_request("ok", {1, 2, 3}, 4));
+  BOOST_TEST(first.ids == reference(tiny_dense(), ids_request("ok", {1, 2, 3}, 4)), boost::test_tools::per_element());
+  srv.kill_executor();
+  BOOST_TEST(eventually([&] { return srv.restarts() == 1; }));
+  BOOST_TEST(made.load() == 2);
+  for (int i = 0; i < 2; ++i) {
+    auto out = cl.complete(ids_request("lost" + std::to_string(i), {4, 5, 6}, 4));
+    BOOST_TEST((out.done.reason == wire::finish_reason::error));
+    BOOST_REQUIRE(out.done.error.has_value());
+    BOOST_TEST(out.done.error->message.find("restarting it failed: cudaErrorDevicesUnavailable: the device is lost") !=
+                   std::string::npos,
+               out.done.error->message);
+  }
+  BOOST_TEST(srv.restarts() == 1);  // no restart loop
+  BOOST_TEST(eventually([&] { return server_idle(srv); }));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
