@@ -135,7 +135,8 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   const auto path = req.path();
   const bool chat = path == "/v1/chat/completions", completion = path == "/v1/completions",
              embeddings = path == "/v1/embeddings",
-             rerank = path == "/v1/rerank" || path == "/rerank" || path == "/v2/rerank";  // vLLM's three
+             rerank = path == "/v1/rerank" || path == "/rerank" || path == "/v2/rerank",  // vLLM's three
+             score = path == "/v1/score" || path == "/score";
   auto not_allowed = [&](const char* method) {
     http_answer_error(self, hdl,
                       {405, "use " + std::string(method) + " for " + std::string(path), "method_not_allowed", ""},
@@ -192,11 +193,11 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     }
     return http_answer(self, hdl, 200, "application/json", wire::openai::detokenize_body(text), req.keep_alive);
   }
-  if (!chat && !completion && !embeddings && !rerank)
+  if (!chat && !completion && !embeddings && !rerank && !score)
     return http_answer_error(self, hdl,
                              {404, "no endpoint " + std::string(path) +
                                        " (served: POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, POST /v1/rerank, "
-                                       "GET /v1/models, "
+                                       "POST /v1/score, GET /v1/models, "
                                        "POST /tokenize, POST /detokenize, GET /health, GET /metrics)",
                               "not_found", ""},
                              req.keep_alive);
@@ -204,8 +205,9 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   const auto ep = chat         ? wire::openai::endpoint::chat
                   : embeddings ? wire::openai::endpoint::embeddings
                   : rerank     ? wire::openai::endpoint::rerank
+                  : score      ? wire::openai::endpoint::score
                                : wire::openai::endpoint::completion;
-  const std::string id = next_http_id(st, chat ? "chatcmpl-" : embeddings ? "embd-" : rerank ? "rerank-" : "cmpl-");
+  const std::string id = next_http_id(st, chat ? "chatcmpl-" : embeddings ? "embd-" : rerank ? "rerank-" : score ? "score-" : "cmpl-");
   auto parsed = wire::openai::parse_request(ep, req.body, st.models, id);
   if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
   const tokenizer* tok = st.ctx->tok.get();

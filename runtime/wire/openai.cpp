@@ -223,6 +223,41 @@ void parse_rerank(const ojson& b, const served_models& models, const std::string
   if (d) out.req = std::get<generate_request>(std::move(*d));
 }
 
+// POST /v1/score (vLLM's): text_1 against each of text_2, as the rerank request with one query.
+void parse_score(const ojson& b, const served_models& models, const std::string& id, parsed_request& out) {
+  ojson w = {{"v", protocol_version}, {"type", "rerank"}, {"id", id}};
+  for (const auto& [k, v] : b.items()) {
+    if (v.is_null()) continue;
+    if (k == "model") {
+      if (names_adapter(v, models))
+        refuse("unsupported", k, "scoring with a LoRA adapter is not supported; name the base model '" + models.base + "'");
+      out.model = v.get<std::string>();
+    } else if (k == "text_1") {
+      // One query; vLLM's pairwise form (as many text_1 as text_2) is not served.
+      if (v.is_array() && v.size() == 1) {
+        w["query"] = v[0];
+      } else {
+        if (v.is_array())
+          refuse("unsupported", k, "text_1 with several texts (pairwise scoring) is not supported; give one text, "
+                                   "scored against each of text_2");
+        w["query"] = v;
+      }
+    } else if (k == "text_2") {
+      w["documents"] = v.is_array() ? v : ojson::array({v});
+    } else if (k == "instruction" || k == "priority") {
+      w[k] = v;
+    } else if (k == "user") {
+      w["tenant"] = v;
+    } else {
+      refuse("unknown_field", k, "unknown field '" + k + "' for /v1/score (docs/openai_api.md lists the fields served)");
+    }
+  }
+  if (!b.contains("text_1")) refuse("missing_field", "text_1", "a score request needs field 'text_1'");
+  if (!b.contains("text_2")) refuse("missing_field", "text_2", "a score request needs field 'text_2'");
+  auto d = decode_wire(w, out.error);
+  if (d) out.req = std::get<generate_request>(std::move(*d));
+}
+
 }  // namespace
 
 parsed_request parse_request(endpoint ep, std::string_view body, const served_models& models, const std::string& id) {
@@ -234,8 +269,8 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
       parse_embeddings(b, models, id, out);
       return out;
     }
-    if (ep == endpoint::rerank) {
-      parse_rerank(b, models, id, out);
+    if (ep == endpoint::rerank || ep == endpoint::score) {
+      (ep == endpoint::rerank ? parse_rerank : parse_score)(b, models, id, out);
       return out;
     }
     const bool chat = ep == endpoint::chat;
@@ -593,7 +628,7 @@ std::string response_builder::on_done(done_event&& d) {
     complete_ = true;
     return embeddings_body();
   }
-  if (ep_ == endpoint::rerank) {  // likewise, one score per document
+  if (ep_ == endpoint::rerank || ep_ == endpoint::score) {  // likewise, one score per document
     if (!d.score)
       return on_error({error_code::internal,
                        "document " + std::to_string(i) + " ended without its score (" + std::string(to_string(d.reason)) + ")",
@@ -602,7 +637,7 @@ std::string response_builder::on_done(done_event&& d) {
     ch.score = *d.score;
     if (--remaining_ > 0) return {};
     complete_ = true;
-    return rerank_body();
+    return ep_ == endpoint::rerank ? rerank_body() : score_body();
   }
   if (remaining_ == n_) {
     usage_.prompt_tokens = d.usage.prompt_tokens;
@@ -759,6 +794,17 @@ std::string response_builder::rerank_body() {
   ojson j = {{"id", id_}, {"model", model_}};
   j["usage"] = {{"total_tokens", usage_.prompt_tokens}};
   j["results"] = std::move(results);
+  started_ = true;
+  return dump(j);
+}
+
+std::string response_builder::score_body() {
+  ojson data = ojson::array();
+  for (size_t i = 0; i < choices_.size(); ++i)
+    data.push_back({{"index", i}, {"object", "score"}, {"score", choices_[i].score}});
+  ojson j = head("list");
+  j["data"] = std::move(data);
+  j["usage"] = {{"prompt_tokens", usage_.prompt_tokens}, {"total_tokens", usage_.prompt_tokens}};
   started_ = true;
   return dump(j);
 }

@@ -17,7 +17,7 @@
 
 namespace troupe::wire::openai {
 
-enum class endpoint : uint8_t { chat, completion, embeddings, rerank };
+enum class endpoint : uint8_t { chat, completion, embeddings, rerank, score };
 
 // An error as OpenAI's API reports it: the HTTP status and {"error": {message, type, param, code}}.
 struct api_error {
@@ -106,6 +106,7 @@ class response_builder {
   std::string final_body();
   std::string embeddings_body();
   std::string rerank_body();
+  std::string score_body();
   // The endpoint's logprobs object for `ids`, one logprob_info each.
   json logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps) const;
   // The completions form over ids whose logprobs may be missing (null: the first prompt token).

@@ -160,6 +160,13 @@ BOOST_AUTO_TEST_CASE(http_rerank_lists_the_best_first) {
       BOOST_TEST(j["usage"]["total_tokens"] == tokens);
     }
   }
+  // vLLM's /v1/score: the same scores, in the documents' order.
+  c.post("/v1/score", json{{"text_1", kQuery}, {"text_2", kDocs}}.dump());
+  auto sc = c.read();
+  BOOST_TEST_REQUIRE(sc.status == 200, sc.body);
+  auto sj = json::parse(sc.body);
+  BOOST_REQUIRE_EQUAL(sj["data"].size(), kDocs.size());
+  for (size_t i = 0; i < kDocs.size(); ++i) BOOST_TEST(sj["data"][i]["score"].get<double>() == want[i]);
   c.post("/v1/rerank", json{{"query", kQuery}}.dump());
   auto bad = c.read();
   BOOST_TEST(bad.status == 400);

@@ -357,6 +357,45 @@ BOOST_AUTO_TEST_CASE(rerank_request_and_response) {
   }
 }
 
+// /v1/score: text_1 (one text, or a list of one) against each of text_2 becomes the rerank
+// request; the scores come back in text_2's order; the pairwise form is refused as unsupported.
+BOOST_AUTO_TEST_CASE(score_request_and_response) {
+  for (const char* body : {R"({"text_1": "q", "text_2": ["a", "b"]})", R"({"text_1": ["q"], "text_2": ["a", "b"]})"}) {
+    auto p = oa::parse_request(oa::endpoint::score, body, models, "score-1");
+    BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+    BOOST_TEST(p.req->rerank->query == "q");
+    BOOST_TEST(p.req->rerank->documents == (std::vector<std::string>{"a", "b"}), boost::test_tools::per_element());
+    oa::response_builder b(oa::endpoint::score, p, 5, token_text);
+    wire::done_event d;
+    d.id = "score-1";
+    d.index = 1;
+    d.usage.prompt_tokens = 3;
+    d.score = 0.75;
+    BOOST_TEST(b.feed(d).empty());
+    d.index = 0;
+    d.score = 0.25;
+    auto j = json::parse(b.feed(d));
+    BOOST_TEST(j["object"] == "list");
+    BOOST_TEST(j["data"][0]["index"] == 0);
+    BOOST_TEST(j["data"][0]["object"] == "score");
+    BOOST_TEST(j["data"][0]["score"] == 0.25);  // text_2's order, not sorted
+    BOOST_TEST(j["data"][1]["score"] == 0.75);
+    BOOST_TEST(j["usage"]["total_tokens"] == 6);
+  }
+  auto one = oa::parse_request(oa::endpoint::score, R"({"text_1": "q", "text_2": "a"})", models, "s");
+  BOOST_TEST_REQUIRE(one.ok(), one.error.message);
+  BOOST_TEST(one.req->n == 1);
+  auto pairwise = oa::parse_request(oa::endpoint::score, R"({"text_1": ["q1", "q2"], "text_2": ["a", "b"]})", models, "s");
+  BOOST_TEST(!pairwise.ok());
+  BOOST_TEST(pairwise.error.code == "unsupported");
+  for (const char* bad : {R"({"text_2": ["a"]})", R"({"text_1": "q"})", R"({"text_1": "q", "text_2": [""]})",
+                          R"({"text_1": "q", "text_2": ["a"], "top_n": 1})"}) {
+    auto e = oa::parse_request(oa::endpoint::score, bad, models, "s");
+    BOOST_TEST(!e.ok(), bad);
+    BOOST_TEST(e.error.status == 400, bad);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(tool_calls_in_a_whole_body) {
   auto p = chat(R"({"messages": [{"role": "user", "content": "q"}], "tools": [{"type": "function", "function": {"name": "f"}}]})");
   BOOST_TEST_REQUIRE(p.ok());
