@@ -142,7 +142,8 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
                       {405, "use " + std::string(method) + " for " + std::string(path), "method_not_allowed", ""},
                       req.keep_alive);
   };
-  if (const auto& key = st.ctx->cfg.api_key; !key.empty() && path.rfind("/v1/", 0) == 0) {
+  // The key guards /v1 and the aliases outside it that run the model (vLLM's guard /v1 only).
+  if (const auto& key = st.ctx->cfg.api_key; !key.empty() && (path.rfind("/v1/", 0) == 0 || rerank || score)) {
     const std::string* auth = req.header("authorization");
     constexpr std::string_view bearer = "Bearer ";
     if (!auth || auth->compare(0, bearer.size(), bearer) != 0 ||

@@ -455,7 +455,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(e2e_openai_keys)
 
-BOOST_AUTO_TEST_CASE(an_api_key_guards_v1_and_only_v1) {
+BOOST_AUTO_TEST_CASE(an_api_key_guards_v1_and_the_model_aliases) {
   auto c = test_config();
   c.api_key = "s3cret-key";
   auto srv = start(c);
@@ -481,6 +481,12 @@ BOOST_AUTO_TEST_CASE(an_api_key_guards_v1_and_only_v1) {
   BOOST_TEST(h.read().status == 200);
   h.send("GET /metrics HTTP/1.1\r\n\r\n");
   BOOST_TEST(h.read().status == 200);
+  // The aliases outside /v1 that run the model are guarded too.
+  const std::string rerank = R"({"query": "q", "documents": ["d"]})";
+  for (const char* path : {"/rerank", "/v2/rerank", "/score"}) {
+    h.send(std::string("POST ") + path + " HTTP/1.1\r\nContent-Length: " + std::to_string(rerank.size()) + "\r\n\r\n" + rerank);
+    BOOST_TEST(h.read().status == 401, path);
+  }
 }
 
 // CORS, as vLLM's middleware: a listed origin's preflight is answered before the API key is asked
