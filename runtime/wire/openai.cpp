@@ -169,19 +169,39 @@ std::string error_body(const api_error& e) {
 
 namespace {
 
+// The fields /v1/embeddings, /v1/rerank and /v1/score share: `model` (the base model; an adapter
+// is refused, `what` naming the request), `priority`, and `user` as the fair-share tenant. True
+// when `k` is one of them.
+bool pooled_field(const std::string& k, const ojson& v, const served_models& models, const char* what, ojson& w,
+                  parsed_request& out) {
+  if (k == "model") {
+    if (names_adapter(v, models))
+      refuse("unsupported", k, std::string(what) + " with a LoRA adapter is not supported; name the base model '" +
+                                   models.base + "'");
+    out.model = v.get<std::string>();
+  } else if (k == "priority") {
+    w[k] = v;
+  } else if (k == "user") {
+    w["tenant"] = v;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The protocol's request `w` through the strict decoder: out.req, or out.error naming the field.
+void decode_pooled(const ojson& w, parsed_request& out) {
+  auto d = decode_wire(w, out.error);
+  if (d) out.req = std::get<generate_request>(std::move(*d));
+}
+
 // POST /v1/embeddings: OpenAI's body as the protocol's embed request (docs/protocol.md).
 void parse_embeddings(const ojson& b, const served_models& models, const std::string& id, parsed_request& out) {
   ojson w = {{"v", protocol_version}, {"type", "embed"}, {"id", id}};
   for (const auto& [k, v] : b.items()) {
-    if (v.is_null()) continue;
-    if (k == "model") {
-      if (names_adapter(v, models))
-        refuse("unsupported", k, "embeddings from a LoRA adapter are not supported; name the base model '" + models.base + "'");
-      out.model = v.get<std::string>();
-    } else if (k == "input" || k == "dimensions" || k == "normalize" || k == "priority") {
+    if (v.is_null() || pooled_field(k, v, models, "embeddings", w, out)) continue;
+    if (k == "input" || k == "dimensions" || k == "normalize") {
       w[k] = v;
-    } else if (k == "user") {
-      w["tenant"] = v;
     } else if (k == "encoding_format") {
       want(v, v.is_string() && (v == "float" || v == "base64"), k, "\"float\" or \"base64\"");
       out.base64 = v == "base64";
@@ -190,23 +210,16 @@ void parse_embeddings(const ojson& b, const served_models& models, const std::st
     }
   }
   if (!b.contains("input")) refuse("missing_field", "input", "an embeddings request needs field 'input'");
-  auto d = decode_wire(w, out.error);
-  if (d) out.req = std::get<generate_request>(std::move(*d));
+  decode_pooled(w, out);
 }
 
 // POST /v1/rerank (vLLM's, after Jina's and Cohere's): the protocol's rerank request.
 void parse_rerank(const ojson& b, const served_models& models, const std::string& id, parsed_request& out) {
   ojson w = {{"v", protocol_version}, {"type", "rerank"}, {"id", id}};
   for (const auto& [k, v] : b.items()) {
-    if (v.is_null()) continue;
-    if (k == "model") {
-      if (names_adapter(v, models))
-        refuse("unsupported", k, "reranking with a LoRA adapter is not supported; name the base model '" + models.base + "'");
-      out.model = v.get<std::string>();
-    } else if (k == "query" || k == "documents" || k == "instruction" || k == "priority") {
+    if (v.is_null() || pooled_field(k, v, models, "reranking", w, out)) continue;
+    if (k == "query" || k == "documents" || k == "instruction") {
       w[k] = v;
-    } else if (k == "user") {
-      w["tenant"] = v;
     } else if (k == "top_n") {
       want(v, v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= static_cast<int64_t>(max_embed_inputs), k,
            "an integer from 0 (every document) to 128");
@@ -219,43 +232,32 @@ void parse_rerank(const ojson& b, const served_models& models, const std::string
   }
   if (!b.contains("query")) refuse("missing_field", "query", "a rerank request needs field 'query'");
   if (!b.contains("documents")) refuse("missing_field", "documents", "a rerank request needs field 'documents'");
-  auto d = decode_wire(w, out.error);
-  if (d) out.req = std::get<generate_request>(std::move(*d));
+  decode_pooled(w, out);
 }
 
 // POST /v1/score (vLLM's): text_1 against each of text_2, as the rerank request with one query.
 void parse_score(const ojson& b, const served_models& models, const std::string& id, parsed_request& out) {
   ojson w = {{"v", protocol_version}, {"type", "rerank"}, {"id", id}};
   for (const auto& [k, v] : b.items()) {
-    if (v.is_null()) continue;
-    if (k == "model") {
-      if (names_adapter(v, models))
-        refuse("unsupported", k, "scoring with a LoRA adapter is not supported; name the base model '" + models.base + "'");
-      out.model = v.get<std::string>();
-    } else if (k == "text_1") {
+    if (v.is_null() || pooled_field(k, v, models, "scoring", w, out)) continue;
+    if (k == "text_1") {
       // One query; vLLM's pairwise form (as many text_1 as text_2) is not served.
-      if (v.is_array() && v.size() == 1) {
-        w["query"] = v[0];
-      } else {
-        if (v.is_array())
-          refuse("unsupported", k, "text_1 with several texts (pairwise scoring) is not supported; give one text, "
-                                   "scored against each of text_2");
-        w["query"] = v;
-      }
+      if (v.is_array() && v.size() > 1)
+        refuse("unsupported", k, "text_1 with several texts (pairwise scoring) is not supported; give one text, "
+                                 "scored against each of text_2");
+      want(v, !v.is_array() || v.size() == 1, k, "a text, or a list of one text");
+      w["query"] = v.is_array() ? v[0] : v;
     } else if (k == "text_2") {
       w["documents"] = v.is_array() ? v : ojson::array({v});
-    } else if (k == "instruction" || k == "priority") {
+    } else if (k == "instruction") {
       w[k] = v;
-    } else if (k == "user") {
-      w["tenant"] = v;
     } else {
       refuse("unknown_field", k, "unknown field '" + k + "' for /v1/score (docs/openai_api.md lists the fields served)");
     }
   }
   if (!b.contains("text_1")) refuse("missing_field", "text_1", "a score request needs field 'text_1'");
   if (!b.contains("text_2")) refuse("missing_field", "text_2", "a score request needs field 'text_2'");
-  auto d = decode_wire(w, out.error);
-  if (d) out.req = std::get<generate_request>(std::move(*d));
+  decode_pooled(w, out);
 }
 
 }  // namespace

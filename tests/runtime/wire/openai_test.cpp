@@ -389,6 +389,7 @@ BOOST_AUTO_TEST_CASE(score_request_and_response) {
   BOOST_TEST(!pairwise.ok());
   BOOST_TEST(pairwise.error.code == "unsupported");
   for (const char* bad : {R"({"text_2": ["a"]})", R"({"text_1": "q"})", R"({"text_1": "q", "text_2": [""]})",
+                          R"({"text_1": [], "text_2": ["a"]})", R"({"text_1": 3, "text_2": ["a"]})",
                           R"({"text_1": "q", "text_2": ["a"], "top_n": 1})"}) {
     auto e = oa::parse_request(oa::endpoint::score, bad, models, "s");
     BOOST_TEST(!e.ok(), bad);
