@@ -31,8 +31,6 @@ class step_backend : public step_engine {
   virtual void save_block(block_id b, std::string& out) const = 0;
   virtual void load_block(block_id b, std::string_view payload) = 0;
   virtual prefix::kv_layout kv_layout() const = 0;
-  // "cpu" or "cuda" (model.device): where the step runs.
-  virtual const char* device() const noexcept = 0;
 };
 
 // The CPU engine (tensor_parallel_runner: one model_runner, or a group of `parallel.size` shards)

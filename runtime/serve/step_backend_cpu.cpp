@@ -27,7 +27,6 @@ class cpu_backend final : public step_backend {
   }
   prefix::kv_layout kv_layout() const override { return prefix::layout_of(engine_.pools(), engine_.kv_replicas()); }
   int32_t num_blocks() const noexcept override { return engine_.num_blocks(); }
-  const char* device() const noexcept override { return "cpu"; }
 
  private:
   std::shared_ptr<const checkpoint> ckpt_;  // the engine reads it in place

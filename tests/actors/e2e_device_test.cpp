@@ -15,7 +15,7 @@ using namespace troupe::e2e;
 
 namespace {
 
-// Steps on the CPU engine, counting its steps; says it is "cuda".
+// Steps on the CPU engine, counting its steps (the server takes it for the CUDA backend).
 class counting_backend final : public serve::step_backend {
  public:
   counting_backend(std::unique_ptr<serve::step_backend> inner, std::atomic<int>& steps)
@@ -28,7 +28,6 @@ class counting_backend final : public serve::step_backend {
   void load_block(block_id b, std::string_view payload) override { inner_->load_block(b, payload); }
   prefix::kv_layout kv_layout() const override { return inner_->kv_layout(); }
   int32_t num_blocks() const noexcept override { return inner_->num_blocks(); }
-  const char* device() const noexcept override { return "cuda"; }
 
  private:
   std::unique_ptr<serve::step_backend> inner_;

@@ -40,7 +40,6 @@ class cuda_backend final : public step_backend {
 
   prefix::kv_layout kv_layout() const override { return layout_; }
   int32_t num_blocks() const noexcept override { return runner_.kv().num_blocks(); }
-  const char* device() const noexcept override { return "cuda"; }
 
  private:
   cuda_model_runner runner_;
