@@ -26,6 +26,8 @@
 #include "bench/serving/load_http.hpp"
 #include "examples/cpp/troupe_client.hpp"
 #include "runtime/model/random_checkpoint.hpp"
+#include "runtime/serve/rerank.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
 using namespace troupe;
@@ -50,14 +52,23 @@ model_config bench_shape() {
   return c;
 }
 
-std::string ensure_model(const std::string& dir) {
+// full_vocab: the real tokenizer's 151,936 rows (its added tokens, such as a chat or reranker
+// prompt's <|im_start|>, inside the model's vocabulary).
+std::string ensure_model(const std::string& dir, bool full_vocab = false) {
   if (!fs::exists(fs::path(dir) / "config.json")) {
     std::printf("making the benchmark model in %s ...\n", dir.c_str());
     std::fflush(stdout);
     random_checkpoint_options o;
     auto g = qwen3_generation_defaults();
-    g.eos_token_ids = {32767};
-    write_random_checkpoint(dir, bench_shape(), g, o);
+    auto shape = bench_shape();
+    if (full_vocab) {
+      shape.vocab_size = 151936;
+      shape.bos_token_id = 151643;
+      shape.eos_token_ids = {151645};
+    } else {
+      g.eos_token_ids = {32767};
+    }
+    write_random_checkpoint(dir, shape, g, o);
   }
   return dir;
 }
@@ -332,6 +343,68 @@ void chat(const std::string& model, const chat_shape& shape) {
   verdict("chat throughput, cache on / off", ratio, ">=", 3, ratio >= 3 && on.transcripts == off.transcripts);
 }
 
+// Reranking's cost: documents against one query through the rerank request, then the same prompts
+// as generate requests of one token (their prefill alone, the same step budget), all sent at once,
+// prefix caching off: documents/s of each and the ratio of their prompt tokens/s (1: nothing beyond
+// the prefill). Then with prefix caching on: every prompt starts with the same system turn,
+// instruction and query, so a second rerank of other documents reuses those blocks.
+void rerank_cost(std::string model, bool quick) {
+  const int n = quick ? 16 : 32;
+  // The default benchmark model's vocabulary stops at 32,768: the reranker's prompt needs the whole one.
+  if (model.empty()) model = ensure_model((fs::temp_directory_path() / "troupe-bench-small-full-vocab").string(), true);
+  std::printf("\n[rerank] %d documents of 40 words against one query (Qwen3-Reranker's prompt), then the same "
+              "prompts as generate with max_tokens 1\n", n);
+  const tokenizer tok(model);
+  std::mt19937_64 rng(11);
+  const char* words[] = {"the", "paged", "cache", "holds", "keys", "and", "values", "in", "blocks", "of", "sixteen",
+                         "tokens", "while", "a", "scheduler", "batches", "requests", "from", "many", "users"};
+  auto documents = [&] {
+    std::vector<std::string> docs(static_cast<size_t>(n));
+    for (auto& d : docs) {
+      for (int w = 0; w < 40; ++w) d += std::string(w ? " " : "") + words[rng() % std::size(words)];
+      d += ".";
+    }
+    return docs;
+  };
+  const std::string query = "How does a paged KV cache store keys and values?";
+  auto timed_rerank = [&](client::client& cl, const std::string& id, std::vector<std::string> docs) {
+    wire::generate_request r;
+    r.id = id;
+    r.rerank = wire::rerank_fields{query, std::move(docs), std::nullopt};
+    const auto t0 = std::chrono::steady_clock::now();
+    cl.rerank(r);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  auto c = base_config();
+  c.enable_prefix_caching = false;
+  const auto docs = documents();
+  double rerank_s = 0, generate_s = 0;
+  int64_t tokens = 0;
+  {
+    auto srv = start(model, c);
+    client::client cl("127.0.0.1", srv->port());
+    timed_rerank(cl, "warm", documents());  // first steps, the tokenizer's caches
+    rerank_s = timed_rerank(cl, "rr", docs);
+    std::vector<load_request> reqs;
+    for (const auto& d : docs) {
+      reqs.push_back({serve::rerank_prompt(tok, serve::kDefaultRerankInstruction, query, d), 1, 0});
+      tokens += static_cast<int64_t>(reqs.back().prompt.size());
+    }
+    generate_s = summarize(run_load(srv->port(), reqs, n)).wall_s;
+  }
+  std::printf("  rerank:   %6.3f s  %6.1f documents/s  %7.0f prompt tok/s  (%lld prompt tokens, prefix cache off)\n",
+              rerank_s, n / rerank_s, tokens / rerank_s, static_cast<long long>(tokens));
+  std::printf("  generate: %6.3f s  %6.1f prompts/s    %7.0f prompt tok/s\n", generate_s, n / generate_s, tokens / generate_s);
+  std::printf("  => rerank / generate prompt throughput              %.2f\n", generate_s / rerank_s);
+  c.enable_prefix_caching = true;
+  auto srv = start(model, c);
+  client::client cl("127.0.0.1", srv->port());
+  timed_rerank(cl, "warm", documents());  // the shared prefix's blocks are now cached
+  const double cached_s = timed_rerank(cl, "rr", documents());
+  std::printf("  rerank with the prefix cache (new documents, the same query): %6.3f s, %6.1f documents/s (%.2fx)\n",
+              cached_s, n / cached_s, rerank_s / cached_s);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -340,7 +413,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   double t_long = 5.0;
   app.add_option("--model", model, "checkpoint directory (default: a random 44M-parameter Qwen3 made once)");
-  app.add_option("--scenarios", scenarios, "comma-separated: scaling, static, prefill, overhead, chat, openai");
+  app.add_option("--scenarios", scenarios, "comma-separated: scaling, static, prefill, overhead, chat, openai, rerank");
   app.add_option("--prefill-chunk", g_chunk, "scheduler.max_prefill_tokens_while_decoding (default: the server's)");
   app.add_option("--slowdown-percent", g_slowdown, "scheduler.decode_slowdown_percent (0: the fixed cap; default: the server's)");
   app.add_option("--compute-dtype", g_compute, "model.compute_dtype: f32 (exact, the default) or bf16 (docs/engine.md)")
@@ -357,6 +430,7 @@ int main(int argc, char** argv) {
   app.add_option("--chat-user-tokens", shape.user_tokens);
   app.add_option("--chat-answer-tokens", shape.answer_tokens);
   CLI11_PARSE(app, argc, argv);
+  const std::string given = model;
   if (model.empty()) model = ensure_model((fs::temp_directory_path() / "troupe-bench-small").string());
   std::printf("model %s\n", model.c_str());
   std::stringstream ss(scenarios);
@@ -368,6 +442,7 @@ int main(int argc, char** argv) {
       else if (s == "overhead") overhead(model, quick);
       else if (s == "chat") chat(model, shape);
       else if (s == "openai") openai_vs_msgpack(model, quick);
+      else if (s == "rerank") rerank_cost(given, quick);
       else {
         std::fprintf(stderr, "unknown scenario '%s'\n", s.c_str());
         return 2;

@@ -25,6 +25,19 @@ std::optional<wire::wire_error> first_outside_vocab(const std::string& field, st
     if (ids[i] >= vocab_size) return outside_vocab(field + "[" + std::to_string(i) + "]", ids[i], vocab_size);
   return std::nullopt;
 }
+
+// A text's ids from the tokenizer past the model's vocabulary (a tokenizer larger than the model:
+// its added tokens such as <|im_start|>): refused here, as the step would refuse the whole batch.
+std::optional<wire::wire_error> encoded_outside_vocab(const std::string& field, std::span<const int32_t> ids,
+                                                      const model_facts& m) {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= m.vocab_size)
+      return err(wire::error_code::invalid_value,
+                 "field '" + field + "' encodes to token id " + std::to_string(ids[i]) + " (token " + std::to_string(i) +
+                     "), outside model '" + m.name + "''s vocabulary (size " + std::to_string(m.vocab_size) +
+                     "): the tokenizer is larger than the model");
+  return std::nullopt;
+}
 }  // namespace
 
 std::vector<std::vector<int32_t>> bad_words_ids(const tokenizer& tok, const std::vector<std::string>& words) {
@@ -98,6 +111,10 @@ embed_build_result build_embed(const wire::generate_request& r, const model_fact
         return res;
       }
       b.prompts.push_back(m.tok->encode_with_special_tokens(e.texts[i]));
+      if (auto bad = encoded_outside_vocab(field, b.prompts.back(), m)) {
+        res.error = *bad;
+        return res;
+      }
     } else {
       if (auto bad = first_outside_vocab(field, e.ids[i], m.vocab_size)) {
         res.error = *bad;
@@ -146,6 +163,10 @@ rerank_build_result build_rerank(const wire::generate_request& r, const model_fa
     const std::string_view instruction = k.instruction ? std::string_view(*k.instruction) : kDefaultRerankInstruction;
     for (size_t i = 0; i < k.documents.size(); ++i) {
       b.prompts.push_back(rerank_prompt(*m.tok, instruction, k.query, k.documents[i]));
+      if (auto bad = encoded_outside_vocab("documents[" + std::to_string(i) + "]", b.prompts.back(), m)) {
+        res.error = *bad;
+        return res;
+      }
       const auto n = static_cast<int64_t>(b.prompts.back().size());
       if (n + 1 > m.max_model_len) {
         res.error = err(wire::error_code::prompt_too_long,
@@ -200,6 +221,10 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
     auto t = prompt_ids(r.kind, r.prompt, r.messages, r.enable_thinking, r.tools_json, m);
     if (t.error) {
       res.error = *t.error;
+      return res;
+    }
+    if (auto e = encoded_outside_vocab(r.kind == wire::prompt_kind::messages ? "messages" : "prompt", t.ids, m)) {
+      res.error = *e;
       return res;
     }
     b.prompt = std::move(t.ids);

@@ -143,6 +143,32 @@ BOOST_AUTO_TEST_CASE(embed_requests_and_their_refusals) {
   BOOST_TEST(b.error.message == "model 'tiny' is served without a tokenizer: give 'input' as token ids");
 }
 
+// A tokenizer larger than the model (its added tokens past the vocabulary): a text that encodes to
+// such an id is refused at building, naming the field, for generate and embed alike (the step would
+// refuse the whole batch, other requests' sequences with it).
+BOOST_AUTO_TEST_CASE(texts_encoding_past_the_vocabulary_are_refused) {
+  tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
+  auto m = with_tokenizer(tok);
+  m.vocab_size = 151643;  // every ordinary token, none of the added ones
+  wire::generate_request t;
+  t.kind = wire::prompt_kind::text;
+  t.prompt = "plain words";
+  BOOST_TEST(build_generate(t, m).req.has_value());
+  t.prompt = "<|im_start|>user";
+  auto b = build_generate(t, m);
+  BOOST_TEST(to_string(b.error.code) == "invalid_value");
+  BOOST_TEST(b.error.message == "field 'prompt' encodes to token id 151644 (token 0), outside model 'tiny''s vocabulary "
+                                "(size 151643): the tokenizer is larger than the model");
+  wire::generate_request e;
+  e.embed.emplace();
+  e.embed->texts = {"fine", "x<|endoftext|>"};
+  e.n = 2;
+  m.hidden_size = 8;
+  auto eb = build_embed(e, m);
+  BOOST_TEST(to_string(eb.error.code) == "invalid_value");
+  BOOST_TEST(eb.error.message.find("field 'input[1]' encodes to token id 151643 (token 1)") == 0u, eb.error.message);
+}
+
 // A model without lm_head (an embedding model) builds embed requests and refuses generation.
 BOOST_AUTO_TEST_CASE(an_embedding_model_refuses_generation) {
   auto m = tiny();

@@ -95,6 +95,12 @@ BOOST_AUTO_TEST_CASE(refusals_name_why) {
   BOOST_TEST(b.error.message == "model 'reranker' has a vocabulary of 4096 rows, without the ids of \"yes\" (9693) and "
                                 "\"no\" (2152): it cannot rerank");
   m = facts();
+  m.vocab_size = 32768;  // holds "yes" and "no", not the prompt's <|im_start|> (151644)
+  b = build_rerank(rerank_request("q", {"d"}), m);
+  BOOST_TEST(to_string(b.error.code) == "invalid_value");
+  BOOST_TEST(b.error.message == "field 'documents[0]' encodes to token id 151644 (token 0), outside model 'reranker''s "
+                                "vocabulary (size 32768): the tokenizer is larger than the model");
+  m = facts();
   b = build_rerank(rerank_request("q", {"short", std::string(600, 'z'), "short"}), m);
   BOOST_TEST(to_string(b.error.code) == "prompt_too_long");
   BOOST_TEST(b.error.message.find("field 'documents[1]' makes a prompt of ") == 0u, b.error.message);
