@@ -735,6 +735,14 @@ void put_structured(map_builder& m, const structured_output& s) {
   }
 }
 
+// The scheduling fields of embed and rerank requests (get_scheduling's), after their own fields.
+// (generate packs `adapter` between tenant and deadline_ms: its byte order is fixed by tests.)
+void put_scheduling(map_builder& m, const generate_request& g) {
+  if (g.priority != 0) m.key("priority").pack(g.priority);
+  if (!g.tenant.empty()) detail::pack_str(m.key("tenant"), g.tenant);
+  if (g.deadline_ms) m.key("deadline_ms").pack(*g.deadline_ms);
+}
+
 }  // namespace
 
 std::string encode_request(const request& req) {
@@ -757,17 +765,13 @@ std::string encode_request(const request& req) {
     }
     if (e.dimensions) m.key("dimensions").pack(*e.dimensions);
     if (!e.normalize) m.key("normalize").pack(false);
-    if (g->priority != 0) m.key("priority").pack(g->priority);
-    if (!g->tenant.empty()) detail::pack_str(m.key("tenant"), g->tenant);
-    if (g->deadline_ms) m.key("deadline_ms").pack(*g->deadline_ms);
+    put_scheduling(m, *g);
   } else if (const auto* g = std::get_if<generate_request>(&req); g && g->rerank) {
     const auto& k = *g->rerank;
     detail::pack_str(m.key("query"), k.query);
     m.strings("documents", k.documents);
     if (k.instruction) detail::pack_str(m.key("instruction"), *k.instruction);
-    if (g->priority != 0) m.key("priority").pack(g->priority);
-    if (!g->tenant.empty()) detail::pack_str(m.key("tenant"), g->tenant);
-    if (g->deadline_ms) m.key("deadline_ms").pack(*g->deadline_ms);
+    put_scheduling(m, *g);
   } else if (const auto* g = std::get_if<generate_request>(&req)) {
     put_prompt(m, *g);
     const auto& s = g->sampling;
