@@ -18,25 +18,31 @@ wire::wire_error outside_vocab(const std::string& field, int32_t id, int64_t voc
                                                   " is outside the vocabulary (size " + std::to_string(vocab_size) + ")");
 }
 
+// Where the first of `ids` at or past the vocabulary's end is.
+std::optional<size_t> first_past(std::span<const int32_t> ids, int64_t vocab_size) {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= vocab_size) return i;
+  return std::nullopt;
+}
+
 // The first of `ids` outside the vocabulary, as the error naming it (field[i]).
 std::optional<wire::wire_error> first_outside_vocab(const std::string& field, std::span<const int32_t> ids,
                                                     int64_t vocab_size) {
-  for (size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] >= vocab_size) return outside_vocab(field + "[" + std::to_string(i) + "]", ids[i], vocab_size);
-  return std::nullopt;
+  const auto i = first_past(ids, vocab_size);
+  if (!i) return std::nullopt;
+  return outside_vocab(field + "[" + std::to_string(*i) + "]", ids[*i], vocab_size);
 }
 
 // A text's ids from the tokenizer past the model's vocabulary (a tokenizer larger than the model:
 // its added tokens such as <|im_start|>): refused here, as the step would refuse the whole batch.
 std::optional<wire::wire_error> encoded_outside_vocab(const std::string& field, std::span<const int32_t> ids,
                                                       const model_facts& m) {
-  for (size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] >= m.vocab_size)
-      return err(wire::error_code::invalid_value,
-                 "field '" + field + "' encodes to token id " + std::to_string(ids[i]) + " (token " + std::to_string(i) +
-                     "), outside model '" + m.name + "''s vocabulary (size " + std::to_string(m.vocab_size) +
-                     "): the tokenizer is larger than the model");
-  return std::nullopt;
+  const auto i = first_past(ids, m.vocab_size);
+  if (!i) return std::nullopt;
+  return err(wire::error_code::invalid_value,
+             "field '" + field + "' encodes to token id " + std::to_string(ids[*i]) + " (token " + std::to_string(*i) +
+                 "), outside model '" + m.name + "''s vocabulary (size " + std::to_string(m.vocab_size) +
+                 "): the tokenizer is larger than the model");
 }
 }  // namespace
 
