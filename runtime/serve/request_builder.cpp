@@ -159,13 +159,7 @@ rerank_build_result build_rerank(const wire::generate_request& r, const model_fa
   }
   built_rerank b;
   try {
-    b.tokens = rerank_tokens_of(*m.tok);
-    if (std::max(b.tokens.yes, b.tokens.no) >= m.vocab_size) {
-      res.error = err(wire::error_code::unsupported, "model '" + m.name + "' has a vocabulary of " + std::to_string(m.vocab_size) +
-                                                         " rows, without the ids of \"yes\" (" + std::to_string(b.tokens.yes) +
-                                                         ") and \"no\" (" + std::to_string(b.tokens.no) + "): it cannot rerank");
-      return res;
-    }
+    b.tokens = rerank_tokens_of(*m.tok, m.vocab_size, m.name);
     const std::string_view instruction = k.instruction ? std::string_view(*k.instruction) : kDefaultRerankInstruction;
     for (size_t i = 0; i < k.documents.size(); ++i) {
       b.prompts.push_back(rerank_prompt(*m.tok, instruction, k.query, k.documents[i]));
@@ -181,7 +175,7 @@ rerank_build_result build_rerank(const wire::generate_request& r, const model_fa
         return res;
       }
     }
-  } catch (const error& e) {  // no "yes" / "no" token, or invalid UTF-8
+  } catch (const error& e) {  // no "yes" / "no" token in the vocabulary, or invalid UTF-8
     res.error = err(e.code() == errc::unsupported ? wire::error_code::unsupported : wire::error_code::invalid_value, e.what());
     return res;
   }

@@ -27,7 +27,7 @@ std::vector<int32_t> rerank_prompt(const tokenizer& tok, std::string_view instru
   return ids;
 }
 
-rerank_tokens rerank_tokens_of(const tokenizer& tok) {
+rerank_tokens rerank_tokens_of(const tokenizer& tok, int64_t vocab_size, std::string_view model) {
   rerank_tokens t;
   const auto yes = tok.token_to_id("yes"), no = tok.token_to_id("no");
   if (!yes || !no)
@@ -35,6 +35,10 @@ rerank_tokens rerank_tokens_of(const tokenizer& tok) {
                                        (yes ? "no" : "yes") + "\"");
   t.yes = *yes;
   t.no = *no;
+  if (std::max(t.yes, t.no) >= vocab_size)
+    throw_error(errc::unsupported, "model '" + std::string(model) + "' has a vocabulary of " + std::to_string(vocab_size) +
+                                       " rows, without the ids of \"yes\" (" + std::to_string(t.yes) + ") and \"no\" (" +
+                                       std::to_string(t.no) + "): it cannot rerank");
   return t;
 }
 

@@ -24,12 +24,13 @@ inline constexpr std::string_view kDefaultRerankInstruction =
 std::vector<int32_t> rerank_prompt(const tokenizer& tok, std::string_view instruction, std::string_view query,
                                    std::string_view document);
 
-// The ids of the single tokens "yes" and "no"; throws troupe::error(unsupported) naming the one
-// the vocabulary lacks.
+// The ids of the single tokens "yes" and "no", rows of a model of vocab_size rows named `model`;
+// throws troupe::error(unsupported) naming the token the tokenizer lacks, or the model whose
+// vocabulary stops before them.
 struct rerank_tokens {
   int32_t yes = -1, no = -1;
 };
-rerank_tokens rerank_tokens_of(const tokenizer& tok);
+rerank_tokens rerank_tokens_of(const tokenizer& tok, int64_t vocab_size, std::string_view model);
 
 // P(yes) from the logits row of the prompt's last token: exp(l_yes) / (exp(l_yes) + exp(l_no)),
 // in double (a logistic of the difference, so never 0/0).

@@ -84,7 +84,7 @@ double reference_score(const std::string& instruction, const std::string& query,
   const auto logits = generator(*ck).prompt_logits(prompt);
   const auto vocab = static_cast<size_t>(ck->config.vocab_size);
   const std::span<const float> last(logits.data() + logits.size() - vocab, vocab);
-  return static_cast<float>(serve::rerank_score(last, serve::rerank_tokens_of(qwen3())));
+  return static_cast<float>(serve::rerank_score(last, serve::rerank_tokens_of(qwen3(), ck->config.vocab_size, "e2e-full-vocab")));
 }
 
 const std::string kQuery = "Which planet is known as the red planet?";

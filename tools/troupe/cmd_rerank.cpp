@@ -41,10 +41,7 @@ int run_rerank(int argc, char** argv) {
     if (documents[i].empty()) throw_error(errc::invalid_argument, "--document " + std::to_string(i) + " is empty");
   const auto m = model_flags.load(model);
   const tokenizer tok(model);
-  const auto yes_no = serve::rerank_tokens_of(tok);
-  if (std::max(yes_no.yes, yes_no.no) >= m.ck->config.vocab_size)
-    throw_error(errc::unsupported, model + ": its vocabulary of " + std::to_string(m.ck->config.vocab_size) +
-                                       " rows lacks the ids of \"yes\" and \"no\"");
+  const auto yes_no = serve::rerank_tokens_of(tok, m.ck->config.vocab_size, model);
   generator gen(*m.ck, m.parallel, m.engines);
   std::vector<double> scores;
   int64_t tokens = 0;

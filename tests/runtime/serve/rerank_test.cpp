@@ -45,7 +45,7 @@ BOOST_AUTO_TEST_SUITE(rerank_suite)
 
 BOOST_AUTO_TEST_CASE(prompts_are_the_model_cards_as_hugging_face_encodes_them) {
   const auto ref = nlohmann::json::parse(std::ifstream(TROUPE_TEST_DATA_DIR "/tokenizer/rerank_prompt_cases.json"));
-  const auto t = rerank_tokens_of(qwen3());
+  const auto t = rerank_tokens_of(qwen3(), 151936, "reranker");
   BOOST_TEST(t.yes == ref["yes"].get<int32_t>());
   BOOST_TEST(t.no == ref["no"].get<int32_t>());
   for (const auto& c : ref["cases"]) {
