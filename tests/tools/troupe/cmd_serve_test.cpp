@@ -58,3 +58,18 @@ BOOST_AUTO_TEST_CASE(generate_logits_and_embed_check_the_device_flag) {
   const auto r = run_troupe("generate" + model + "--ids 1,2 --max-tokens 2 --temperature 0 --json --device cpu");
   BOOST_TEST(r.exit_code == 0, r.output);
 }
+
+// `troupe rerank`: an empty query or document ends with the reason and exit 1, before the model
+// loads. (A vocabulary without "yes" and "no" is rerank_tokens_of's refusal, tested in rerank_test.)
+BOOST_AUTO_TEST_CASE(rerank_refuses_what_it_cannot_score) {
+  const std::string model = std::string(" --model ") + TROUPE_TEST_DATA_DIR "/golden/tiny-dense ";
+  const std::pair<std::string, std::string> cases[] = {
+      {"rerank" + model + "--query '' --document d", "troupe rerank: error: --query must not be empty"},
+      {"rerank" + model + "--query q --document d --document ''", "troupe rerank: error: --document 1 is empty"},
+  };
+  for (const auto& [args, needle] : cases) {
+    const auto r = run_troupe(args);
+    BOOST_TEST(r.exit_code == 1, args << ": " << r.output);
+    BOOST_TEST(r.output.find(needle) != std::string::npos, args << ": " << r.output);
+  }
+}
