@@ -13,6 +13,7 @@
 #include "runtime/prefix/block_hash.hpp"
 #include "runtime/prefix/redis_url.hpp"
 #include "runtime/quant/quant_config.hpp"
+#include "runtime/serve/cuda_limits.hpp"
 
 namespace troupe::serve {
 
@@ -264,15 +265,22 @@ void validate(const server_config& c) {
     bad2(e.what());
   }
   if (c.device != "cpu" && c.device != "cuda") bad2("model.device = '" + c.device + "'; expected cpu or cuda");
-  // What the CUDA runner does not do (runtime/engine/cuda/cuda_model_runner.hpp), named by its key.
+  // What the CUDA runner does not do (cuda_limits.hpp), named by its key.
   if (c.device == "cuda") {
-    const auto cpu_only = [&](const std::string& what) { bad2(what + ": with model.device = 'cuda' (--device cuda) this runs on the CPU only"); };
-    if (c.tensor_parallel_size != 1)
-      cpu_only("model.tensor_parallel_size = " + std::to_string(c.tensor_parallel_size) + " (CPU shards)");
-    if (parse_kv_cache_dtype(c.kv_cache_dtype) != dtype::f32) cpu_only("kv_cache.kv_cache_dtype = '" + c.kv_cache_dtype + "' (the device pool is float32)");
-    if (c.compute_dtype != "f32") cpu_only("model.compute_dtype = '" + c.compute_dtype + "' (the device computes float32)");
-    if (!c.lora_modules.empty()) cpu_only("model.lora_modules (LoRA adapters)");
-    if (quant::parse_method(c.quantization, "model.quantization") == quant::method::int8) cpu_only("model.quantization = 'int8' (the device takes fp8)");
+    const auto refused = first_cpu_only({c.tensor_parallel_size, parse_kv_cache_dtype(c.kv_cache_dtype),
+                                         parse_compute_dtype(c.compute_dtype), !c.lora_modules.empty(),
+                                         quant::parse_method(c.quantization, "model.quantization")});
+    if (refused) {
+      std::string key;
+      switch (refused->setting) {
+        case cpu_only::tensor_parallel_size: key = "model.tensor_parallel_size = " + std::to_string(c.tensor_parallel_size); break;
+        case cpu_only::kv_cache_dtype: key = "kv_cache.kv_cache_dtype = '" + c.kv_cache_dtype + "'"; break;
+        case cpu_only::compute_dtype: key = "model.compute_dtype = '" + c.compute_dtype + "'"; break;
+        case cpu_only::lora: key = "model.lora_modules"; break;
+        case cpu_only::quantization: key = "model.quantization = '" + c.quantization + "'"; break;
+      }
+      bad2(key + " (" + refused->why + "): with model.device = 'cuda' (--device cuda) this runs on the CPU only");
+    }
   }
   if (!c.redis_url.empty()) {
     try {

@@ -7,6 +7,7 @@
 #include "runtime/kv/kv_cache.hpp"
 #include "runtime/model/shard.hpp"
 #include "runtime/quant/load.hpp"
+#include "runtime/serve/cuda_limits.hpp"
 #ifdef TROUPE_HAVE_CUDA_SERVE
 #include "runtime/serve/cuda/cuda_step_backend.hpp"
 #endif
@@ -46,14 +47,19 @@ void check_device(const model_flags& f) {
   if (f.device != "cpu" && f.device != "cuda")
     throw_error(errc::invalid_argument, "--device: '" + f.device + "' is not one of cpu, cuda");
   if (f.device == "cpu") return;
-  const auto cpu_only = [](const std::string& what) {
-    throw_error(errc::invalid_argument, what + " runs on the CPU only; not with --device cuda");
-  };
-  if (f.tensor_parallel_size != 1) cpu_only("--tensor-parallel-size " + std::to_string(f.tensor_parallel_size));
-  if (parse_kv_cache_dtype(f.kv_dtype) != dtype::f32) cpu_only("--kv-cache-dtype " + f.kv_dtype);
-  if (parse_compute_dtype(f.compute) != kernels::compute_dtype::f32) cpu_only("--compute-dtype " + f.compute);
-  if (!f.lora.empty()) cpu_only("--lora");
-  if (quant::parse_method(f.quantization, "--quantization") == quant::method::int8) cpu_only("--quantization int8");
+  const auto refused = serve::first_cpu_only({f.tensor_parallel_size, parse_kv_cache_dtype(f.kv_dtype), parse_compute_dtype(f.compute),
+                                               !f.lora.empty(), quant::parse_method(f.quantization, "--quantization")});
+  if (refused) {
+    std::string flag;
+    switch (refused->setting) {
+      case serve::cpu_only::tensor_parallel_size: flag = "--tensor-parallel-size " + std::to_string(f.tensor_parallel_size); break;
+      case serve::cpu_only::kv_cache_dtype: flag = "--kv-cache-dtype " + f.kv_dtype; break;
+      case serve::cpu_only::compute_dtype: flag = "--compute-dtype " + f.compute; break;
+      case serve::cpu_only::lora: flag = "--lora"; break;
+      case serve::cpu_only::quantization: flag = "--quantization " + f.quantization; break;
+    }
+    throw_error(errc::invalid_argument, flag + " (" + refused->why + ") runs on the CPU only; not with --device cuda");
+  }
 #ifndef TROUPE_HAVE_CUDA_SERVE
   throw_error(errc::unsupported, "--device cuda: this troupe was built without CUDA (nvcc was not found when it was "
                                  "configured; docs/cuda.md)");

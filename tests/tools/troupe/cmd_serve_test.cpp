@@ -38,13 +38,15 @@ BOOST_AUTO_TEST_CASE(generate_logits_and_embed_check_the_device_flag) {
   const std::pair<std::string, std::string> cases[] = {
       {"generate" + model + "--ids 1,2 --device tpu", "troupe generate: error: --device: 'tpu' is not one of cpu, cuda"},
       {"generate" + model + "--ids 1,2 --device cuda --kv-cache-dtype int8",
-       "troupe generate: error: --kv-cache-dtype int8 runs on the CPU only; not with --device cuda"},
+       "troupe generate: error: --kv-cache-dtype int8 (the device pool is float32) runs on the CPU only; not with --device cuda"},
       {"logits" + model + "--ids 1,2 --out /dev/null --device cuda --compute-dtype bf16",
-       "troupe logits: error: --compute-dtype bf16 runs on the CPU only; not with --device cuda"},
+       "troupe logits: error: --compute-dtype bf16 (the device computes float32) runs on the CPU only; not with --device cuda"},
       {"embed" + model + "--ids 1,2 --device cuda --tensor-parallel-size 2",
-       "troupe embed: error: --tensor-parallel-size 2 runs on the CPU only; not with --device cuda"},
+       "troupe embed: error: --tensor-parallel-size 2 (CPU shards) runs on the CPU only; not with --device cuda"},
       {"generate" + model + "--ids 1,2 --device cuda --quantization int8",
-       "--quantization int8 runs on the CPU only; not with --device cuda"},
+       "--quantization int8 (the device takes fp8) runs on the CPU only; not with --device cuda"},
+      {"generate" + model + "--ids 1,2 --device cuda --lora /nonexistent",
+       "--lora (LoRA adapters) runs on the CPU only; not with --device cuda"},
 #ifndef TROUPE_HAVE_CUDA_SERVE
       {"generate" + model + "--ids 1,2 --device cuda", "--device cuda: this troupe was built without CUDA"},
 #endif
