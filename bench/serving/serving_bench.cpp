@@ -370,7 +370,7 @@ void rerank_cost(std::string model, bool quick) {
   auto timed_rerank = [&](client::client& cl, const std::string& id, std::vector<std::string> docs) {
     wire::generate_request r;
     r.id = id;
-    r.rerank = wire::rerank_fields{query, std::move(docs), std::nullopt};
+    r.rerank = wire::rerank_fields{{query}, std::move(docs), std::nullopt};
     const auto t0 = std::chrono::steady_clock::now();
     cl.rerank(r);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -134,8 +134,13 @@ class Client:
 
     def rerank(self, query, documents, request_id=None, **fields):
         """The `rerank` request: each document's relevance to the query (P(yes) as Qwen3-Reranker
-        answers), in document order. Fields: instruction, priority, ..."""
-        req = {"type": "rerank", "query": query, "documents": list(documents), **fields}
+        answers), in document order. `query` may be a list, one query per document (pairs).
+        Fields: instruction, priority, ..."""
+        req = {"type": "rerank", "documents": list(documents), **fields}
+        if isinstance(query, (list, tuple)):
+            req["queries"] = list(query)
+        else:
+            req["query"] = query
         if request_id:
             req["id"] = request_id
         return self._pooled(req, "score")

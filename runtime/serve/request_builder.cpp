@@ -157,12 +157,18 @@ rerank_build_result build_rerank(const wire::generate_request& r, const model_fa
                                                        "from the logits of \"yes\" and \"no\")");
     return res;
   }
+  if (k.queries.size() != 1 && k.queries.size() != k.documents.size()) {
+    res.error = err(wire::error_code::invalid_value, "a rerank request needs one query, or one per document (" +
+                                                         std::to_string(k.documents.size()) + "); it has " +
+                                                         std::to_string(k.queries.size()));
+    return res;
+  }
   built_rerank b;
   try {
     b.tokens = rerank_tokens_of(*m.tok, m.vocab_size, m.name);
     const std::string_view instruction = k.instruction ? std::string_view(*k.instruction) : kDefaultRerankInstruction;
     for (size_t i = 0; i < k.documents.size(); ++i) {
-      b.prompts.push_back(rerank_prompt(*m.tok, instruction, k.query, k.documents[i]));
+      b.prompts.push_back(rerank_prompt(*m.tok, instruction, k.query_for(i), k.documents[i]));
       if (auto bad = encoded_outside_vocab("documents[" + std::to_string(i) + "]", b.prompts.back(), m)) {
         res.error = *bad;
         return res;

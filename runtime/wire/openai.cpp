@@ -235,18 +235,14 @@ void parse_rerank(const ojson& b, const served_models& models, const std::string
   decode_pooled(w, out);
 }
 
-// POST /v1/score (vLLM's): text_1 against each of text_2, as the rerank request with one query.
+// POST /v1/score (vLLM's): text_1 against each of text_2 (1:1 and 1:N) or text_1[i] against
+// text_2[i] (N:N, pairwise), as the rerank request with one query or one query per document.
 void parse_score(const ojson& b, const served_models& models, const std::string& id, parsed_request& out) {
   ojson w = {{"v", protocol_version}, {"type", "rerank"}, {"id", id}};
   for (const auto& [k, v] : b.items()) {
     if (v.is_null() || pooled_field(k, v, models, "scoring", w, out)) continue;
     if (k == "text_1") {
-      // One query; vLLM's pairwise form (as many text_1 as text_2) is not served.
-      if (v.is_array() && v.size() > 1)
-        refuse("unsupported", k, "text_1 with several texts (pairwise scoring) is not supported; give one text, "
-                                 "scored against each of text_2");
-      want(v, !v.is_array() || v.size() == 1, k, "a text, or a list of one text");
-      w["query"] = v.is_array() ? v[0] : v;
+      w["queries"] = v.is_array() ? v : ojson::array({v});
     } else if (k == "text_2") {
       w["documents"] = v.is_array() ? v : ojson::array({v});
     } else if (k == "instruction") {
@@ -257,7 +253,21 @@ void parse_score(const ojson& b, const served_models& models, const std::string&
   }
   if (!b.contains("text_1")) refuse("missing_field", "text_1", "a score request needs field 'text_1'");
   if (!b.contains("text_2")) refuse("missing_field", "text_2", "a score request needs field 'text_2'");
+  // As vLLM: 1:1, 1:N or N:N; the wire request names `queries`, which the client did not write.
+  auto& q = w["queries"];
+  const auto& d = w["documents"];
+  if (q.is_array() && q.size() == 1) {
+    w["query"] = q[0];
+    w.erase("queries");
+  } else if (q.is_array() && d.is_array() && q.size() != d.size()) {
+    refuse("invalid_value", "text_1", "text_1 has " + std::to_string(q.size()) + " texts and text_2 " +
+                                          std::to_string(d.size()) + ": give one text_1, or as many as text_2 (pairs)");
+  }
   decode_pooled(w, out);
+  // The decoder names the rerank request's fields; the client wrote text_1 and text_2.
+  for (auto [wire_name, name] : {std::pair{"'queries", "'text_1"}, {"'query'", "'text_1'"}, {"'documents", "'text_2"}})
+    for (size_t at; (at = out.error.message.find(wire_name)) != std::string::npos;)
+      out.error.message.replace(at, std::string_view(wire_name).size(), name);
 }
 
 }  // namespace

@@ -100,9 +100,11 @@ struct embed_fields {
 // "yes" and "no" (serve::build_rerank). Document i is completion i of n = the number of documents,
 // and its done event carries `score` (and `index` i when there are several).
 struct rerank_fields {
-  std::string query;
+  // One query for every document, or one per document (wire `queries`: vLLM's pairwise /v1/score).
+  std::vector<std::string> queries;
   std::vector<std::string> documents;
   std::optional<std::string> instruction;  // absent: the model card's default (web search)
+  const std::string& query_for(size_t document) const { return queries.size() == 1 ? queries[0] : queries[document]; }
   friend bool operator==(const rerank_fields&, const rerank_fields&) = default;
 };
 

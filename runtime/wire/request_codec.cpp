@@ -516,21 +516,32 @@ generate_request decode_embed(const field_map& f) {
   return r;
 }
 
-// A rerank request: a query and documents (texts), each document one completion.
+// A rerank request: a query (or one query per document) and documents (texts), each document one
+// completion.
 generate_request decode_rerank(const field_map& f) {
-  static constexpr std::string_view allowed[] = {"v", "type", "id", "query", "documents", "instruction",
+  static constexpr std::string_view allowed[] = {"v", "type", "id", "query", "queries", "documents", "instruction",
                                                  "priority", "tenant", "deadline_ms"};
   f.check_known(allowed, "a rerank request");
   generate_request r;
   r.id = get_id(f, true, "rerank");
   rerank_fields k;
   const auto* q = f.find("query");
-  if (!q) fail(error_code::missing_field, "a rerank request needs field 'query' (a text)");
-  k.query = get_string(*q, "query", std::numeric_limits<uint32_t>::max());
-  if (k.query.empty()) fail(error_code::invalid_value, "field 'query' must not be empty");
+  const auto* qs = f.find("queries");
+  if (q && qs) fail(error_code::invalid_value, "a rerank request takes 'query' or 'queries', not both");
+  if (!q && !qs) fail(error_code::missing_field, "a rerank request needs field 'query' (a text)");
+  if (q) {
+    k.queries.push_back(get_string(*q, "query", std::numeric_limits<uint32_t>::max()));
+    if (k.queries[0].empty()) fail(error_code::invalid_value, "field 'query' must not be empty");
+  }
   const auto* d = f.find("documents");
   if (!d) fail(error_code::missing_field, "a rerank request needs field 'documents' (an array of texts)");
   k.documents = get_strings(*d, "documents", 1, max_embed_inputs, std::numeric_limits<uint32_t>::max());
+  if (qs) {
+    k.queries = get_strings(*qs, "queries", 1, max_embed_inputs, std::numeric_limits<uint32_t>::max());
+    if (k.queries.size() != k.documents.size())
+      fail(error_code::invalid_value, "field 'queries' needs one text per document (" + std::to_string(k.documents.size()) +
+                                          "), not " + std::to_string(k.queries.size()));
+  }
   if (const auto* o = f.find("instruction")) k.instruction = get_string(*o, "instruction", std::numeric_limits<uint32_t>::max());
   get_scheduling(f, r);
   r.n = static_cast<int32_t>(k.documents.size());
@@ -768,7 +779,10 @@ std::string encode_request(const request& req) {
     put_scheduling(m, *g);
   } else if (const auto* g = std::get_if<generate_request>(&req); g && g->rerank) {
     const auto& k = *g->rerank;
-    detail::pack_str(m.key("query"), k.query);
+    // One query (for every document) goes as `query`, one per document as `queries`; a single
+    // document's one query decodes back the same either way.
+    if (k.queries.size() == 1) detail::pack_str(m.key("query"), k.queries[0]);
+    else m.strings("queries", k.queries);
     m.strings("documents", k.documents);
     if (k.instruction) detail::pack_str(m.key("instruction"), *k.instruction);
     put_scheduling(m, *g);

@@ -102,7 +102,7 @@ BOOST_AUTO_TEST_CASE(msgpack_rerank_scores_each_document_as_alone) {
   client::client cl("127.0.0.1", srv->port());
   wire::generate_request r;
   r.id = "k";
-  r.rerank = wire::rerank_fields{kQuery, kDocs, std::nullopt};
+  r.rerank = wire::rerank_fields{{kQuery}, kDocs, std::nullopt};
   const auto got = cl.rerank(r);
   BOOST_REQUIRE_EQUAL(got.size(), kDocs.size());
   for (size_t i = 0; i < kDocs.size(); ++i) {
@@ -167,6 +167,29 @@ BOOST_AUTO_TEST_CASE(http_rerank_lists_the_best_first) {
   auto sj = json::parse(sc.body);
   BOOST_REQUIRE_EQUAL(sj["data"].size(), kDocs.size());
   for (size_t i = 0; i < kDocs.size(); ++i) BOOST_TEST(sj["data"][i]["score"].get<double>() == want[i]);
+  // Its pairwise form: text_1[i] against text_2[i], each pair as if alone.
+  const std::vector<std::string> queries = {kQuery, "What is rich in potassium?", kQuery, "How many moons has Mars?"};
+  c.post("/v1/score", json{{"text_1", queries}, {"text_2", kDocs}}.dump());
+  auto pw = c.read();
+  BOOST_TEST_REQUIRE(pw.status == 200, pw.body);
+  auto pj = json::parse(pw.body);
+  BOOST_REQUIRE_EQUAL(pj["data"].size(), kDocs.size());
+  int64_t pair_tokens = 0;
+  for (size_t i = 0; i < kDocs.size(); ++i) {
+    BOOST_TEST(pj["data"][i]["index"] == i);
+    BOOST_TEST(pj["data"][i]["score"].get<double>() ==
+                   reference_score(std::string(serve::kDefaultRerankInstruction), queries[i], kDocs[i]),
+               "pair " << i);
+    pair_tokens += static_cast<int64_t>(
+        serve::rerank_prompt(qwen3(), serve::kDefaultRerankInstruction, queries[i], kDocs[i]).size());
+  }
+  BOOST_TEST(pj["data"][1]["score"].get<double>() != want[1]);  // its own query, not text_1[0]
+  BOOST_TEST(pj["usage"]["total_tokens"] == pair_tokens);
+  c.post("/v1/score", json{{"text_1", {kQuery, kQuery}}, {"text_2", kDocs}}.dump());
+  auto mismatch = c.read();
+  BOOST_TEST(mismatch.status == 400);
+  BOOST_TEST(json::parse(mismatch.body)["error"]["message"].get<std::string>().find("text_1 has 2 texts and text_2 4") !=
+             std::string::npos);
   c.post("/v1/rerank", json{{"query", kQuery}}.dump());
   auto bad = c.read();
   BOOST_TEST(bad.status == 400);

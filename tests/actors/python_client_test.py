@@ -203,6 +203,13 @@ try:
         offline = {r["index"]: r["relevance_score"] for r in json.loads(cli.stdout)["results"]} if cli.returncode == 0 else {}
         check(len(scores) == 3 and all(0.0 <= x <= 1.0 for x in scores) and scores[0] == scores[2]
               and [offline.get(i) for i in range(3)] == scores, f"rerank equals troupe rerank: {scores} {offline} {cli.stderr.strip()}")
+        # One query per document: each pair scores as `troupe rerank` scores it alone.
+        other = "Which colour is grass?"
+        pairs = c.rerank([query, other, query], docs)
+        cli = subprocess.run([troupe, "rerank", "--model", ckpt, "--query", other, "--document", docs[1]],
+                             capture_output=True, text=True)
+        alone = json.loads(cli.stdout)["results"][0]["relevance_score"] if cli.returncode == 0 else None
+        check(pairs == [scores[0], alone, scores[2]], f"rerank with a query per document: {pairs} {alone} {cli.stderr.strip()}")
         try:
             c.rerank("q", [])
             check(False, "rerank without documents refused")

@@ -34,7 +34,7 @@ wire::generate_request rerank_request(std::string query, std::vector<std::string
                                       std::optional<std::string> instruction = std::nullopt) {
   wire::generate_request r;
   r.id = "k";
-  r.rerank = wire::rerank_fields{std::move(query), std::move(docs), std::move(instruction)};
+  r.rerank = wire::rerank_fields{{std::move(query)}, std::move(docs), std::move(instruction)};
   r.n = static_cast<int32_t>(r.rerank->documents.size());
   return r;
 }
@@ -63,6 +63,34 @@ BOOST_AUTO_TEST_CASE(prompts_are_the_model_cards_as_hugging_face_encodes_them) {
     BOOST_TEST(b.req->prompts[0] == want, boost::test_tools::per_element());
     BOOST_TEST(b.req->tokens.yes == t.yes);
   }
+}
+
+// One query per document (vLLM's pairwise /v1/score): document i's prompt is the card's prompt of
+// its own query; a count of queries that is neither one nor the documents' is refused.
+BOOST_AUTO_TEST_CASE(each_document_may_have_its_own_query) {
+  const auto ref = nlohmann::json::parse(std::ifstream(TROUPE_TEST_DATA_DIR "/tokenizer/rerank_prompt_cases.json"));
+  wire::generate_request r = rerank_request("unused", {});
+  for (const auto& c : ref["cases"]) {
+    if (!c["instruction"].is_null()) continue;
+    r.rerank->queries.push_back(c["query"].get<std::string>());
+    r.rerank->documents.push_back(c["document"].get<std::string>());
+  }
+  r.rerank->queries.erase(r.rerank->queries.begin());
+  BOOST_REQUIRE_GE(r.rerank->documents.size(), 2u);
+  BOOST_REQUIRE(r.rerank->queries[0] != r.rerank->queries[1]);
+  auto b = build_rerank(r, facts());
+  BOOST_REQUIRE_MESSAGE(b.req.has_value(), b.error.message);
+  size_t i = 0;
+  for (const auto& c : ref["cases"]) {
+    if (!c["instruction"].is_null()) continue;
+    BOOST_TEST(b.req->prompts.at(i) == c["ids"].get<std::vector<int32_t>>(), boost::test_tools::per_element());
+    ++i;
+  }
+  BOOST_TEST(i == b.req->prompts.size());
+  r.rerank->queries.push_back("one too many");
+  b = build_rerank(r, facts());
+  BOOST_TEST(to_string(b.error.code) == "invalid_value");
+  BOOST_TEST(b.error.message.find("needs one query, or one per document") != std::string::npos, b.error.message);
 }
 
 BOOST_AUTO_TEST_CASE(the_score_is_the_softmax_of_yes_over_no) {

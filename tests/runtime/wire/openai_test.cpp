@@ -358,12 +358,12 @@ BOOST_AUTO_TEST_CASE(rerank_request_and_response) {
 }
 
 // /v1/score: text_1 (one text, or a list of one) against each of text_2 becomes the rerank
-// request; the scores come back in text_2's order; the pairwise form is refused as unsupported.
+// request, as many text_1 as text_2 its pairs; the scores come back in text_2's order.
 BOOST_AUTO_TEST_CASE(score_request_and_response) {
   for (const char* body : {R"({"text_1": "q", "text_2": ["a", "b"]})", R"({"text_1": ["q"], "text_2": ["a", "b"]})"}) {
     auto p = oa::parse_request(oa::endpoint::score, body, models, "score-1");
     BOOST_TEST_REQUIRE(p.ok(), p.error.message);
-    BOOST_TEST(p.req->rerank->query == "q");
+    BOOST_TEST(p.req->rerank->queries == std::vector<std::string>{"q"});
     BOOST_TEST(p.req->rerank->documents == (std::vector<std::string>{"a", "b"}), boost::test_tools::per_element());
     oa::response_builder b(oa::endpoint::score, p, 5, token_text);
     wire::done_event d;
@@ -385,9 +385,23 @@ BOOST_AUTO_TEST_CASE(score_request_and_response) {
   auto one = oa::parse_request(oa::endpoint::score, R"({"text_1": "q", "text_2": "a"})", models, "s");
   BOOST_TEST_REQUIRE(one.ok(), one.error.message);
   BOOST_TEST(one.req->n == 1);
+  // N:N pairs text_1[i] with text_2[i]: one query per document.
   auto pairwise = oa::parse_request(oa::endpoint::score, R"({"text_1": ["q1", "q2"], "text_2": ["a", "b"]})", models, "s");
-  BOOST_TEST(!pairwise.ok());
-  BOOST_TEST(pairwise.error.code == "unsupported");
+  BOOST_TEST_REQUIRE(pairwise.ok(), pairwise.error.message);
+  BOOST_TEST(pairwise.req->rerank->queries == (std::vector<std::string>{"q1", "q2"}), boost::test_tools::per_element());
+  BOOST_TEST(pairwise.req->rerank->query_for(1) == "q2");
+  BOOST_TEST(pairwise.req->n == 2);
+  // N:M (M != N) is refused as vLLM refuses it; the decoder's errors name the client's fields.
+  for (auto [body, needle] : {std::pair{R"({"text_1": ["q1", "q2"], "text_2": ["a", "b", "c"]})", "text_1 has 2 texts and text_2 3"},
+                              {R"({"text_1": ["q1", "q2"], "text_2": "a"})", "text_1 has 2 texts and text_2 1"},
+                              {R"({"text_1": "q", "text_2": ["a", ""]})", "'text_2[1]' must not be empty"},
+                              {R"({"text_1": ["q", ""], "text_2": ["a", "b"]})", "'text_1[1]' must not be empty"},
+                              {R"({"text_1": "", "text_2": ["a"]})", "'text_1' must not be empty"}}) {
+    auto e = oa::parse_request(oa::endpoint::score, body, models, "s");
+    BOOST_TEST_REQUIRE(!e.ok(), body);
+    BOOST_TEST(e.error.status == 400, body);
+    BOOST_TEST(e.error.message.find(needle) != std::string::npos, e.error.message);
+  }
   for (const char* bad : {R"({"text_2": ["a"]})", R"({"text_1": "q"})", R"({"text_1": "q", "text_2": [""]})",
                           R"({"text_1": [], "text_2": ["a"]})", R"({"text_1": 3, "text_2": ["a"]})",
                           R"({"text_1": "q", "text_2": ["a"], "top_n": 1})"}) {

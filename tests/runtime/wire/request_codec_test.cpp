@@ -189,7 +189,7 @@ BOOST_AUTO_TEST_CASE(rerank_requests_decode_round_trip_and_name_what_is_wrong) {
   BOOST_REQUIRE_MESSAGE(plain.ok(), plain.error.message);
   const auto& g = std::get<generate_request>(*plain.req);
   BOOST_REQUIRE(g.rerank.has_value());
-  BOOST_TEST(g.rerank->query == "q");
+  BOOST_TEST(g.rerank->queries == std::vector<std::string>{"q"});
   BOOST_TEST(g.rerank->documents == (std::vector<std::string>{"a", "b", "c"}), boost::test_tools::per_element());
   BOOST_TEST(!g.rerank->instruction.has_value());
   BOOST_TEST(g.n == 3);
@@ -203,7 +203,16 @@ BOOST_AUTO_TEST_CASE(rerank_requests_decode_round_trip_and_name_what_is_wrong) {
   BOOST_TEST(f.priority == 2);
   BOOST_TEST(f.tenant == "t");
   BOOST_TEST(f.deadline_ms.value() == 500u);
-  for (const auto* d : {&plain, &full}) {
+  // One query per document (vLLM's pairwise /v1/score).
+  auto pairs = decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k3"}, {"queries", array{"q1", "q2"}}, {"documents", array{"a", "b"}}});
+  BOOST_REQUIRE_MESSAGE(pairs.ok(), pairs.error.message);
+  const auto& p = std::get<generate_request>(*pairs.req);
+  BOOST_TEST(p.rerank->queries == (std::vector<std::string>{"q1", "q2"}), boost::test_tools::per_element());
+  BOOST_TEST(p.rerank->query_for(0) == "q1");
+  BOOST_TEST(p.rerank->query_for(1) == "q2");
+  BOOST_TEST(g.rerank->query_for(2) == "q");
+  BOOST_TEST(p.n == 2);
+  for (const auto* d : {&plain, &full, &pairs}) {
     auto back = decode_request(encode_request(*d->req));
     BOOST_REQUIRE_MESSAGE(back.ok(), back.error.message);
     BOOST_TEST((std::get<generate_request>(*back.req) == std::get<generate_request>(*d->req)));
@@ -212,6 +221,14 @@ BOOST_AUTO_TEST_CASE(rerank_requests_decode_round_trip_and_name_what_is_wrong) {
                "'query'", "k");
   expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k"}, {"query", "q"}}), error_code::missing_field,
                "'documents'", "k");
+  expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k"}, {"query", "q"}, {"queries", array{"q"}}, {"documents", array{"a"}}}),
+               error_code::invalid_value, "'query' or 'queries', not both", "k");
+  expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k"}, {"queries", array{"q"}}, {"documents", array{"a", "b"}}}),
+               error_code::invalid_value, "'queries' needs one text per document (2), not 1", "k");
+  expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k"}, {"queries", array{"q", ""}}, {"documents", array{"a", "b"}}}),
+               error_code::invalid_value, "'queries[1]' must not be empty", "k");
+  expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k"}, {"queries", "q"}, {"documents", array{"a"}}}),
+               error_code::wrong_type, "'queries'", "k");
   expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k"}, {"query", ""}, {"documents", array{"a"}}}),
                error_code::invalid_value, "'query' must not be empty", "k");
   expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "k"}, {"query", "q"}, {"documents", array{"a", ""}}}),
