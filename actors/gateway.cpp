@@ -137,21 +137,23 @@ void on_request(self_ptr self, connection_handle hdl, wire::request&& req) {
     if (cs.generates.count(id))
       return write_error(self, hdl, wire::error_code::duplicate_id,
                          "request id '" + id + "' is already running on this connection", id);
-    // Each completion (n > 1) is a sequence of its own and counts against the connection's limit.
-    if (cs.running_seqs + g->n > st.ctx->cfg.max_requests_per_connection)
+    // Each completion (n > 1, or a batch's prompts) is a sequence of its own and counts against
+    // the connection's limit.
+    const int32_t seqs = g->sequences();
+    if (cs.running_seqs + seqs > st.ctx->cfg.max_requests_per_connection)
       return write_error(self, hdl, wire::error_code::too_many_requests,
                          "this connection already has " + std::to_string(cs.running_seqs) +
-                             " sequences running and this request asks for " + std::to_string(g->n) +
+                             " sequences running and this request asks for " + std::to_string(seqs) +
                              " (max_requests_per_connection is " +
                              std::to_string(st.ctx->cfg.max_requests_per_connection) + ")",
                          id);
-    // One worker builds the request once and submits its n completions as sequences rid .. rid + n - 1.
+    // One worker builds the request once and submits its completions as sequences rid .. rid + seqs - 1.
     int64_t rid = st.next_rid;
-    st.next_rid += g->n;
+    st.next_rid += seqs;
     auto w = static_cast<int32_t>(rid % static_cast<int64_t>(st.workers.size()));
-    cs.generates.emplace(id, running_generate{rid, g->n, g->n});
-    cs.running_seqs += g->n;
-    for (int32_t i = 0; i < g->n; ++i) st.routes.emplace(rid + i, route{hdl, id, w, true, g->n > 1 ? i : -1});
+    cs.generates.emplace(id, running_generate{rid, seqs, seqs});
+    cs.running_seqs += seqs;
+    for (int32_t i = 0; i < seqs; ++i) st.routes.emplace(rid + i, route{hdl, id, w, true, seqs > 1 ? i : -1});
     self->send(st.workers[static_cast<size_t>(w)],
                generate_msg{rid, std::make_shared<const wire::generate_request>(std::move(*g)), clock::now()});
   } else if (auto* c = std::get_if<wire::cancel_request>(&req)) {

@@ -220,16 +220,18 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
       return std::string();
     }
   });
-  if (parsed.echo) {  // the prompt as text and as ids, whichever form it came in
+  if (parsed.echo) {  // each prompt as text and as ids, whichever form it came in
     const auto& g = *parsed.req;
-    std::vector<int32_t> ids = g.prompt_ids;
-    std::string text = g.prompt;
-    try {
-      if (tok && g.kind == wire::prompt_kind::ids) text = tok->decode(ids);
-      if (tok && g.kind == wire::prompt_kind::text) ids = tok->encode(text);
-    } catch (const std::exception&) {  // ids past the vocabulary: the request fails with its own error
-    }
-    h.reply->set_echo_prompt(std::move(text), std::move(ids));
+    const auto echo = [&](size_t p, wire::prompt_kind kind, std::string text, std::vector<int32_t> ids) {
+      try {
+        if (tok && kind == wire::prompt_kind::ids) text = tok->decode(ids);
+        if (tok && kind == wire::prompt_kind::text) ids = tok->encode(text);
+      } catch (const std::exception&) {  // ids past the vocabulary: the request fails with its own error
+      }
+      h.reply->set_echo_prompt(p, std::move(text), std::move(ids));
+    };
+    if (g.prompts.empty()) echo(0, g.kind, g.prompt, g.prompt_ids);
+    for (size_t p = 0; p < g.prompts.size(); ++p) echo(p, g.prompts[p].kind, g.prompts[p].text, g.prompts[p].ids);
   }
   h.client_id = id;
   h.head_sent = false;

@@ -47,7 +47,7 @@ void answer_to_sender(self_ptr self) {
 void refuse_all(self_ptr self, const generate_msg& m, const wire::wire_error& error) {
   const auto& r = *m.req;
   std::vector<out_item> items{error_item(m.rid, error, r.id)};
-  for (int32_t i = 1; i < r.n; ++i) items.push_back(out_item{m.rid + i, {}, true});
+  for (int32_t i = 1; i < r.sequences(); ++i) items.push_back(out_item{m.rid + i, {}, true});
   send_out(self, std::move(items));
 }
 
@@ -121,32 +121,38 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         const auto& r = *m.req;
         if (r.embed) return submit_embed(self, m);
         if (r.rerank) return submit_rerank(self, m);
-        auto b = serve::build_generate(r, st.ctx->facts);
-        if (!b.req) return refuse_all(self, m, b.error);
-        auto& br = *b.req;
-        // Completion i is sequence rid + i (the gateway reserved the ids), sampled with seed + i
-        // as vLLM's child requests; the prompt's logprobs are the same for all: the first reports them.
-        for (int32_t i = 0; i < r.n; ++i) {
-          const int64_t rid = m.rid + i;
-          const bool prompt_logprobs = br.prompt_logprobs >= 0 && i == 0;
-          serve::output_rules rules{br.stop, br.min_tokens, /*find_tool_calls=*/!r.tools_json.empty(),
-                                    br.reasoning_opened_in_prompt, prompt_logprobs};
-          if (r.n > 1) rules.index = i;
-          st.live.emplace(rid, serve::response(r.id, r.stream, st.ctx->facts.tok, std::move(rules),
-                                               static_cast<int64_t>(br.prompt.size()), m.received));
-          auto s = submit_for(self, m, i, br.prompt);
-          s.spec.max_tokens = br.max_tokens;
-          s.spec.stop_ids = br.stop_ids;
-          s.spec.adapter = br.adapter;
-          s.spec.adapter_identity = br.adapter_identity;
-          if (i > 0) s.spec.prompt_leader = m.rid;
-          auto params = br.sampling;
-          if (params.has_seed) params.seed += static_cast<uint64_t>(i);
-          s.sampling = std::make_shared<serve::seq_sampling>(std::move(params), br.prompt);
-          s.sampling->logprobs = br.logprobs;
-          s.sampling->prompt_logprobs = prompt_logprobs ? br.prompt_logprobs : -1;
-          s.spec.prompt_logits = prompt_logprobs;
-          self->send(st.scheduler, std::move(s));
+        auto b = serve::build_generates(r, st.ctx->facts);
+        if (b.error) return refuse_all(self, m, *b.error);
+        // Completion j of prompt p is completion i = p * n + j, sequence rid + i (the gateway
+        // reserved the ids), sampled with seed + j as vLLM's child requests; a prompt's logprobs
+        // are the same for all its completions: its first reports them.
+        const bool indexed = r.sequences() > 1;
+        for (size_t p = 0; p < b.reqs.size(); ++p) {
+          const auto& br = b.reqs[p];
+          const int64_t leader = m.rid + static_cast<int64_t>(p) * r.n;
+          for (int32_t j = 0; j < r.n; ++j) {
+            const auto i = static_cast<int32_t>(p) * r.n + j;
+            const int64_t rid = m.rid + i;
+            const bool prompt_logprobs = br.prompt_logprobs >= 0 && j == 0;
+            serve::output_rules rules{br.stop, br.min_tokens, /*find_tool_calls=*/!r.tools_json.empty(),
+                                      br.reasoning_opened_in_prompt, prompt_logprobs};
+            if (indexed) rules.index = i;
+            st.live.emplace(rid, serve::response(r.id, r.stream, st.ctx->facts.tok, std::move(rules),
+                                                 static_cast<int64_t>(br.prompt.size()), m.received));
+            auto s = submit_for(self, m, i, br.prompt);
+            s.spec.max_tokens = br.max_tokens;
+            s.spec.stop_ids = br.stop_ids;
+            s.spec.adapter = br.adapter;
+            s.spec.adapter_identity = br.adapter_identity;
+            if (j > 0) s.spec.prompt_leader = leader;
+            auto params = br.sampling;
+            if (params.has_seed) params.seed += static_cast<uint64_t>(j);
+            s.sampling = std::make_shared<serve::seq_sampling>(std::move(params), br.prompt);
+            s.sampling->logprobs = br.logprobs;
+            s.sampling->prompt_logprobs = prompt_logprobs ? br.prompt_logprobs : -1;
+            s.spec.prompt_logits = prompt_logprobs;
+            self->send(st.scheduler, std::move(s));
+          }
         }
       },
       // The gateway does not know the scheduler; its worker does (and hears of its restarts).

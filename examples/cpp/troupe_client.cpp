@@ -123,7 +123,7 @@ stream client::generate(wire::generate_request r) {
   if (r.id.empty()) r.id = "cpp-" + std::to_string(next_id_++);
   std::string id = r.id;
   conn_.send(r);
-  return stream(this, id, r.n);
+  return stream(this, id, r.sequences());
 }
 
 std::optional<wire::token_event> stream::next() {
@@ -201,7 +201,8 @@ std::vector<double> client::rerank(wire::generate_request r) {
 }
 
 completion client::complete(wire::generate_request r) {
-  if (r.n != 1) throw_error(errc::invalid_argument, "complete() reads one completion; use complete_all() for n > 1");
+  if (r.sequences() != 1)
+    throw_error(errc::invalid_argument, "complete() reads one completion; use complete_all() for n > 1 or a batch of prompts");
   return std::move(complete_all(std::move(r)).front());
 }
 

@@ -97,7 +97,7 @@ class client {
   stream generate(wire::generate_request r);
   // generate() read to the end (a request with n == 1).
   completion complete(wire::generate_request r);
-  // Every completion of a request with any n, by index.
+  // Every completion of a request with any n (or a batch of prompts: completion p * n + j), by index.
   std::vector<completion> complete_all(wire::generate_request r);
   // An embed request (r.embed set; r.n becomes its number of inputs, as the `embed` op decodes):
   // each input's embedding, in input order. request_error when the server refused it or an input failed.

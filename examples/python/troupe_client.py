@@ -80,9 +80,10 @@ class Client:
     def generate(self, prompt=None, prompt_ids=None, messages=None, request_id=None, **fields):
         """Starts a generate request and returns an iterator over its events (token..., done).
 
-        Keyword fields are the protocol's (max_tokens, temperature, seed, stop, stream, n, ...).
-        With n > 1 the completions' events interleave, each with its "index"; the iterator ends
-        after the last one's done."""
+        Keyword fields are the protocol's (max_tokens, temperature, seed, stop, stream, n,
+        prompts, ...). With n > 1, or a batch of prompts (prompts=[text or ids, ...]: completion
+        p * n + j is completion j of prompt p), the completions' events interleave, each with its
+        "index"; the iterator ends after the last one's done."""
         rid = request_id or f"py-{next(self._ids)}"
         req = {"type": "generate", "id": rid, **fields}
         if prompt is not None:
@@ -92,7 +93,7 @@ class Client:
         if messages is not None:
             req["messages"] = messages
         self.send(req)
-        return self._events(rid, fields.get("n", 1))
+        return self._events(rid, fields.get("n", 1) * max(1, len(fields.get("prompts", []))))
 
     def _events(self, rid, n):
         dones = 0

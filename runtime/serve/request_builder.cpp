@@ -143,6 +143,32 @@ embed_build_result build_embed(const wire::generate_request& r, const model_fact
   return res;
 }
 
+batch_build_result build_generates(const wire::generate_request& r, const model_facts& m) {
+  batch_build_result res;
+  if (r.prompts.empty()) {
+    auto b = build_generate(r, m);
+    if (!b.req) res.error = std::move(b.error);
+    else res.reqs.push_back(std::move(*b.req));
+    return res;
+  }
+  wire::generate_request one = r;
+  one.prompts.clear();
+  for (size_t p = 0; p < r.prompts.size(); ++p) {
+    one.kind = r.prompts[p].kind;
+    one.prompt = r.prompts[p].text;
+    one.prompt_ids = r.prompts[p].ids;
+    auto b = build_generate(one, m);
+    if (!b.req) {
+      b.error.message = "prompts[" + std::to_string(p) + "]: " + b.error.message;
+      res.error = std::move(b.error);
+      res.reqs.clear();
+      return res;
+    }
+    res.reqs.push_back(std::move(*b.req));
+  }
+  return res;
+}
+
 rerank_build_result build_rerank(const wire::generate_request& r, const model_facts& m) {
   rerank_build_result res;
   const auto& k = *r.rerank;

@@ -68,6 +68,15 @@ struct build_result {
 
 build_result build_generate(const wire::generate_request& r, const model_facts& m);
 
+// A generate's prompts: its one prompt, or each of a batch (wire::generate_request::prompts) built
+// as build_generate builds a request's only prompt; a batch's refusal names the prompt
+// ("prompts[2]: ...") and refuses the whole request.
+struct batch_build_result {
+  std::vector<built_request> reqs;  // one per prompt
+  std::optional<wire::wire_error> error;
+};
+batch_build_result build_generates(const wire::generate_request& r, const model_facts& m);
+
 // An embed request (wire::generate_request::embed): one prompt per input, texts encoded with the
 // tokenizer's special tokens (its post-processor: Qwen3-Embedding's appended <|endoftext|> is the
 // pooled token, as sentence-transformers and vLLM encode) and ids checked against the vocabulary,

@@ -347,9 +347,9 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
         } else if (v.is_array() && v.size() == 1 && (v[0].is_string() || v[0].is_array())) {
           w[v[0].is_string() ? "prompt" : "prompt_ids"] = v[0];
         } else if (v.is_array() && v.size() > 1 && (v[0].is_string() || v[0].is_array())) {
-          refuse("unsupported", k, "a batch of prompts is not supported; send one request per prompt");
+          w["prompts"] = v;  // a batch: choice p * n + j is completion j of prompt p (as vLLM)
         } else {
-          refuse("wrong_type", k, "field 'prompt' must be a string, an array of token ids, or an array of one of those");
+          refuse("wrong_type", k, "field 'prompt' must be a string, an array of token ids, or an array of those");
         }
       } else if (!chat && k == "logprobs") {
         w["logprobs"] = v;
@@ -474,16 +474,22 @@ response_builder::response_builder(endpoint ep, const parsed_request& p, int64_t
       echo_(p.echo),
       prompt_only_(p.prompt_only),
       base64_(p.base64),
-      n_(p.req->n),
+      n_(p.req->sequences()),
+      per_prompt_(p.req->n),
+      prompt_counted_(static_cast<size_t>(p.req->sequences() / p.req->n)),
       token_bytes_(std::move(token_bytes)),
-      choices_(static_cast<size_t>(p.req->n)),
-      remaining_(p.req->n),
+      choices_(static_cast<size_t>(p.req->sequences())),
+      remaining_(p.req->sequences()),
       documents_(p.req->rerank ? p.req->rerank->documents : std::vector<std::string>{}),
       top_n_(p.top_n) {}
 
-void response_builder::set_echo_prompt(std::string text, std::vector<int32_t> ids) {
-  echo_text_ = std::move(text);
-  echo_ids_ = std::move(ids);
+void response_builder::set_echo_prompt(size_t p, std::string text, std::vector<int32_t> ids) {
+  if (echo_text_.size() <= p) {
+    echo_text_.resize(p + 1);
+    echo_ids_.resize(p + 1);
+  }
+  echo_text_[p] = std::move(text);
+  echo_ids_[p] = std::move(ids);
 }
 
 ojson response_builder::completion_logprobs(const std::vector<int32_t>& ids,
@@ -651,9 +657,10 @@ std::string response_builder::on_done(done_event&& d) {
     complete_ = true;
     return ep_ == endpoint::rerank ? rerank_body() : score_body();
   }
-  if (remaining_ == n_) {
-    usage_.prompt_tokens = d.usage.prompt_tokens;
-    usage_.cached_prompt_tokens = d.usage.cached_prompt_tokens;
+  if (const auto prompt = static_cast<size_t>(i / per_prompt_); !prompt_counted_[prompt]) {
+    prompt_counted_[prompt] = true;
+    usage_.prompt_tokens += d.usage.prompt_tokens;
+    usage_.cached_prompt_tokens += d.usage.cached_prompt_tokens;
   }
   if (!prompt_only_) usage_.completion_tokens += d.usage.completion_tokens;
   --remaining_;
@@ -706,7 +713,16 @@ std::string response_builder::finish_stream() {
   return out;
 }
 
+namespace {
+// Choice i's prompt's echo, from a list by prompt (i / per_prompt); empty where none was set.
+template <class T>
+T echo_of_prompt(const std::vector<T>& by_prompt, size_t prompt) {
+  return prompt < by_prompt.size() ? by_prompt[prompt] : T{};
+}
+}  // namespace
+
 std::string response_builder::final_body() {
+  const auto echo_of = [&](const auto& by_prompt, size_t i) { return echo_of_prompt(by_prompt, i / static_cast<size_t>(per_prompt_)); };
   const bool chat = ep_ == endpoint::chat;
   ojson cs = ojson::array();
   for (size_t i = 0; i < choices_.size(); ++i) {
@@ -725,7 +741,7 @@ std::string response_builder::final_body() {
       if (calls) m["tool_calls"] = tool_calls_json(ch.last.tool_calls, i, false);
       c["message"] = m;
     } else {
-      c["text"] = (echo_ ? echo_text_ : "") + (prompt_only_ ? "" : ch.text);
+      c["text"] = (echo_ ? echo_of(echo_text_, i) : "") + (prompt_only_ ? "" : ch.text);
     }
     if (!want_logprobs_) {
       c["logprobs"] = nullptr;
@@ -734,10 +750,11 @@ std::string response_builder::final_body() {
     } else {
       // The prompt's tokens first: the first has no logprob (nothing predicts it), each other
       // one the logprob the model gave it; then the completion's, unless it is left out.
-      std::vector<int32_t> ids = echo_ids_;
+      // The prompt's logprobs came with its first completion.
+      std::vector<int32_t> ids = echo_of(echo_ids_, i);
       std::vector<const logprob_info*> lps;
-      const auto& pl = ch.last.prompt_logprobs;
-      for (size_t t = 0; t < echo_ids_.size(); ++t)
+      const auto& pl = choices_[i - i % static_cast<size_t>(per_prompt_)].last.prompt_logprobs;
+      for (size_t t = 0; t < ids.size(); ++t)
         lps.push_back(t > 0 && pl && t - 1 < pl->size() ? &(*pl)[t - 1] : nullptr);
       if (!prompt_only_)
         for (size_t t = 0; t < ch.ids.size() && t < ch.logprobs.size(); ++t) {

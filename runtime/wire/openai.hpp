@@ -72,8 +72,9 @@ class response_builder {
   response_builder(endpoint ep, const parsed_request& p, int64_t created, token_bytes_fn token_bytes);
 
   std::string feed(const event& e);
-  // For an `echo` request: the prompt's text and token ids (the gateway tokenizes a text prompt).
-  void set_echo_prompt(std::string text, std::vector<int32_t> ids);
+  // For an `echo` request: prompt p's text and token ids (the gateway tokenizes a text prompt);
+  // p > 0 only in a batch (generate_request::prompts).
+  void set_echo_prompt(size_t p, std::string text, std::vector<int32_t> ids);
 
   bool complete() const noexcept { return complete_; }
   int status() const noexcept { return status_; }
@@ -118,9 +119,11 @@ class response_builder {
   std::string id_, model_;
   int64_t created_;
   bool stream_, include_usage_, include_reasoning_, has_tools_, want_logprobs_, echo_, prompt_only_, base64_;
-  std::string echo_text_;
-  std::vector<int32_t> echo_ids_;
-  int32_t n_;
+  std::vector<std::string> echo_text_;          // by prompt
+  std::vector<std::vector<int32_t>> echo_ids_;  // by prompt
+  int32_t n_;           // completions in all (generate_request::sequences)
+  int32_t per_prompt_;  // of them, each prompt's (n)
+  std::vector<bool> prompt_counted_;  // usage: a prompt's tokens count once, whatever its n
   token_bytes_fn token_bytes_;
   std::vector<choice> choices_;
   int32_t remaining_;

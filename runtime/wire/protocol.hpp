@@ -108,6 +108,14 @@ struct rerank_fields {
   friend bool operator==(const rerank_fields&, const rerank_fields&) = default;
 };
 
+// One prompt of a batch (generate_request::prompts): a text or token ids.
+struct batch_prompt {
+  prompt_kind kind = prompt_kind::text;  // text or ids
+  std::string text;
+  std::vector<int32_t> ids;
+  friend bool operator==(const batch_prompt&, const batch_prompt&) = default;
+};
+
 struct generate_request {
   std::string id;
   std::optional<embed_fields> embed;   // set: an embed request (the fields below but id, priority,
@@ -153,6 +161,12 @@ struct generate_request {
   // (choice i samples with seed + i when a seed is given), its events carry `index` = i, and the
   // prompt is computed once when prefix caching is on.
   int32_t n = 1;
+  // A batch (vLLM's and OpenAI's list of prompts for /v1/completions): these prompts instead of
+  // prompt / prompt_ids, each as if it were the request's only one, with the same fields; its n
+  // completions are completions p * n .. p * n + n - 1 of the request. Empty: one prompt.
+  std::vector<batch_prompt> prompts;
+  // The sequences the request runs (and the completions its events index): n per prompt.
+  int32_t sequences() const noexcept { return n * static_cast<int32_t>(prompts.empty() ? 1 : prompts.size()); }
   friend bool operator==(const generate_request&, const generate_request&) = default;
 };
 

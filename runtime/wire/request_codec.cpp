@@ -414,6 +414,25 @@ void get_prompt(const field_map& f, Req& r, bool ids_allowed) {
   }
 }
 
+// A batch of prompts: 1..max_n texts or arrays of token ids (each element judged on its own).
+std::vector<batch_prompt> get_batch(const msgpack::object& o) {
+  const auto& a = get_array(o, "prompts", 1, max_n);
+  std::vector<batch_prompt> out(a.size);
+  for (uint32_t i = 0; i < a.size; ++i) {
+    const auto name = "prompts[" + std::to_string(i) + "]";
+    auto& p = out[i];
+    if (a.ptr[i].type == msgpack::type::ARRAY) {
+      p.kind = prompt_kind::ids;
+      p.ids = get_ids(a.ptr[i], name, 1, std::numeric_limits<uint32_t>::max());
+    } else {
+      if (a.ptr[i].type != msgpack::type::STR) wrong_type(name, "a text or an array of token ids", a.ptr[i]);
+      p.text = get_string(a.ptr[i], name, std::numeric_limits<uint32_t>::max());
+      if (p.text.empty()) fail(error_code::invalid_value, "field '" + name + "' must not be empty");
+    }
+  }
+  return out;
+}
+
 // The scheduling fields generate and embed share: priority, tenant, deadline_ms.
 void get_scheduling(const field_map& f, generate_request& r) {
   if (const auto* o = f.find("priority"))
@@ -430,11 +449,19 @@ generate_request decode_generate(const field_map& f) {
       "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
       "seed", "max_tokens", "stop", "stop_ids", "ignore_eos", "stream", "priority", "tenant", "adapter",
       "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs", "bad_words",
-      "response_format", "structured_outputs", "n"};
+      "response_format", "structured_outputs", "n", "prompts"};
   f.check_known(allowed, "a generate request");
   generate_request r;
   r.id = get_id(f, true, "generate");
-  get_prompt(f, r, true);
+  if (const auto* ps = f.find("prompts")) {
+    if (f.find("prompt") || f.find("prompt_ids") || f.find("messages"))
+      fail(error_code::invalid_value, "give only one of 'prompt', 'prompt_ids', 'messages' or 'prompts'");
+    for (const char* k : {"enable_thinking", "tools"})
+      if (f.find(k)) fail(error_code::invalid_value, "field '" + std::string(k) + "' applies only to 'messages' prompts");
+    r.prompts = get_batch(*ps);
+  } else {
+    get_prompt(f, r, true);
+  }
   auto& s = r.sampling;
   if (const auto* o = f.find("temperature")) s.temperature = get_number(*o, "temperature", 0, false, 100);
   if (const auto* o = f.find("top_p")) s.top_p = get_number(*o, "top_p", 0, true, 1);
@@ -476,6 +503,10 @@ generate_request decode_generate(const field_map& f) {
   if (rf) r.structured = get_response_format(*rf);
   if (so) r.structured = get_structured_outputs(*so);
   if (const auto* o = f.find("n")) r.n = static_cast<int32_t>(get_int(*o, "n", 1, max_n));
+  if (r.sequences() > max_n)
+    fail(error_code::invalid_value, "'prompts' (" + std::to_string(r.prompts.size()) + ") times 'n' (" +
+                                        std::to_string(r.n) + ") asks for more than " + std::to_string(max_n) +
+                                        " completions in one request");
   return r;
 }
 
@@ -787,7 +818,16 @@ std::string encode_request(const request& req) {
     if (k.instruction) detail::pack_str(m.key("instruction"), *k.instruction);
     put_scheduling(m, *g);
   } else if (const auto* g = std::get_if<generate_request>(&req)) {
-    put_prompt(m, *g);
+    if (g->prompts.empty()) {
+      put_prompt(m, *g);
+    } else {
+      auto& pk = m.key("prompts");
+      pk.pack_array(static_cast<uint32_t>(g->prompts.size()));
+      for (const auto& p : g->prompts) {
+        if (p.kind == prompt_kind::ids) pk.pack(p.ids);
+        else detail::pack_str(pk, p.text);
+      }
+    }
     const auto& s = g->sampling;
     if (s.temperature) m.f64("temperature", *s.temperature);
     if (s.top_p) m.f64("top_p", *s.top_p);

@@ -102,6 +102,71 @@ BOOST_AUTO_TEST_CASE(n_completions_in_one_response) {
   BOOST_TEST(j["usage"]["completion_tokens"] == 18);
 }
 
+// A batch of prompts (vLLM's list form), whole and streamed: choice p * n + j is what prompt p
+// with seed + j gives alone; over msgpack (`prompts`) the same completions by index.
+BOOST_AUTO_TEST_CASE(a_batch_of_prompts_gives_each_prompts_completions) {
+  auto srv = start(test_config());
+  const std::vector<std::vector<int32_t>> prompts = {{5, 6, 7, 8}, {300, 2, 9}, {5, 6, 7, 8, 11, 12, 13}};
+  std::vector<std::vector<int32_t>> want;  // by choice
+  int64_t prompt_tokens = 0;
+  for (const auto& p : prompts) {
+    prompt_tokens += static_cast<int64_t>(p.size());
+    for (uint64_t j = 0; j < 2; ++j) want.push_back(reference(tiny_dense(), ids_request("ref", p, 5, 42 + j)));
+  }
+  json body = {{"model", "tiny-dense"}, {"prompt", prompts}, {"max_tokens", 5}, {"logprobs", 0}, {"ignore_eos", true},
+               {"temperature", 0.8}, {"seed", 42}, {"n", 2}};
+  http_client c(srv->http_port());
+  c.post("/v1/completions", body.dump());
+  auto w = c.read();
+  BOOST_TEST_REQUIRE(w.status == 200, w.body);
+  auto j = json::parse(w.body);
+  BOOST_TEST_REQUIRE(j["choices"].size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    BOOST_TEST(j["choices"][i]["index"] == i);
+    BOOST_TEST(logprob_ids(j["choices"][i]["logprobs"]) == want[i], boost::test_tools::per_element());
+  }
+  BOOST_TEST(j["usage"]["prompt_tokens"] == prompt_tokens);
+  BOOST_TEST(j["usage"]["completion_tokens"] == 5 * want.size());
+  body["stream"] = true;
+  c.post("/v1/completions", body.dump());
+  auto s = c.read();
+  BOOST_TEST_REQUIRE(s.status == 200, s.body);
+  std::vector<std::vector<int32_t>> got(want.size());
+  size_t finished = 0;
+  for (const auto& e : sse_events(s.body)) {
+    if (e == "[DONE]") continue;
+    const auto& ch = e["choices"][0];
+    const auto i = ch["index"].get<size_t>();
+    BOOST_TEST_REQUIRE(i < got.size());
+    if (!ch["logprobs"].is_null()) {
+      auto ids = logprob_ids(ch["logprobs"]);
+      got[i].insert(got[i].end(), ids.begin(), ids.end());
+    }
+    if (!ch["finish_reason"].is_null()) ++finished;
+  }
+  BOOST_TEST(finished == want.size());
+  for (size_t i = 0; i < want.size(); ++i) BOOST_TEST(got[i] == want[i], boost::test_tools::per_element());
+  // The protocol's own batch, through the C++ client.
+  auto r = ids_request("batch", {}, 5, 42);
+  r.prompt_ids.clear();
+  for (const auto& p : prompts) r.prompts.push_back({wire::prompt_kind::ids, {}, p});
+  r.n = 2;
+  r.stream = true;
+  client::client cl("127.0.0.1", srv->port());
+  auto all = cl.complete_all(r);
+  BOOST_TEST_REQUIRE(all.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    BOOST_TEST(all[i].ids == want[i], boost::test_tools::per_element());
+    BOOST_TEST(all[i].done.usage.prompt_tokens == static_cast<int64_t>(prompts[i / 2].size()));
+  }
+  // One bad prompt refuses the batch, naming it.
+  c.post("/v1/completions", json({{"prompt", {prompts[0], std::vector<int32_t>{1, 999999}}}, {"max_tokens", 1}}).dump());
+  auto bad = c.read();
+  BOOST_TEST(bad.status == 400);
+  BOOST_TEST(json::parse(bad.body)["error"]["message"].get<std::string>().find("prompts[1]") != std::string::npos, bad.body);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
 BOOST_AUTO_TEST_CASE(echo_scores_a_prompt_as_prompt_logprobs_do) {
   // What eval harnesses send to score a text: echo, logprobs, max_tokens 0.
   auto srv = start(test_config());

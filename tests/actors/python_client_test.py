@@ -78,6 +78,13 @@ try:
         check(done["finish_reason"] == "length" and done["usage"]["completion_tokens"] == 12, "done event")
         _, ids, _ = c.complete(prompt_ids=prompt, max_tokens=12, temperature=0.9, seed=1234, ignore_eos=True)
         check(ids == generate_cli(prompt, 12, temperature=0.9, seed=1234), "seeded equals troupe generate")
+        # A batch of prompts: completion p of prompts=[...] is what prompt p gives alone.
+        other = [9, 8, 7]
+        batch = {}
+        for ev in c.generate(prompts=[prompt, other], max_tokens=4, temperature=0.0, ignore_eos=True):
+            batch.setdefault(ev.get("index", 0), []).extend(ev["ids"] if ev["event"] == "token" else [])
+        check(batch == {0: generate_cli(prompt, 4, temperature=0), 1: generate_cli(other, 4, temperature=0)},
+              f"a batch of prompts equals troupe generate per prompt: {batch}")
         # A LoRA adapter the server serves (--lora peft=DIR) by name, as `troupe generate --lora DIR`.
         _, ids, _ = c.complete(prompt_ids=prompt, max_tokens=12, temperature=0.0, ignore_eos=True, adapter="peft")
         check(ids == generate_cli(prompt, 12, temperature=0, lora=adapter) and ids != generate_cli(prompt, 12, 0),

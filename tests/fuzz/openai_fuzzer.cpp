@@ -96,7 +96,7 @@ void fuzz_body(openai::endpoint ep, std::string_view body) {
   }
   check(p.req->n >= 1);
   openai::response_builder b(ep, p, 1, [](int32_t id) { return std::string(1, static_cast<char>(id)); });
-  if (p.echo) b.set_echo_prompt(std::string(body.substr(0, 8)), {1, 2, 3});
+  if (p.echo) b.set_echo_prompt(0, std::string(body.substr(0, 8)), {1, 2, 3});
   std::string out;
   for (int32_t i = 0; i < p.req->n; ++i) {
     token_event t;

@@ -100,6 +100,43 @@ BOOST_AUTO_TEST_CASE(refusals) {
   BOOST_TEST(b.error.message == "field 'separate_reasoning' needs output text; model 'tiny' is served without a tokenizer");
 }
 
+// A batch (build_generates): each prompt built as the request's only one, text or ids, with the
+// request's other fields; a refused prompt refuses the batch and is named.
+BOOST_AUTO_TEST_CASE(a_batch_builds_each_prompt_as_alone) {
+  tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
+  const auto m = with_tokenizer(tok);
+  wire::generate_request r;
+  r.prompts = {{wire::prompt_kind::text, "Hello world", {}}, {wire::prompt_kind::ids, "", {7, 8, 9}}};
+  r.max_tokens = 3;
+  r.sampling.seed = 5;
+  auto b = build_generates(r, m);
+  BOOST_REQUIRE(!b.error);
+  BOOST_REQUIRE_EQUAL(b.reqs.size(), 2u);
+  for (size_t p = 0; p < 2; ++p) {
+    auto alone = r;
+    alone.prompts.clear();
+    alone.kind = r.prompts[p].kind;
+    alone.prompt = r.prompts[p].text;
+    alone.prompt_ids = r.prompts[p].ids;
+    auto want = build_generate(alone, m);
+    BOOST_REQUIRE(want.req);
+    BOOST_TEST(b.reqs[p].prompt == want.req->prompt, boost::test_tools::per_element());
+    BOOST_TEST(b.reqs[p].max_tokens == 3);
+    BOOST_TEST(b.reqs[p].sampling.seed == 5u);
+  }
+  BOOST_TEST(b.reqs[0].prompt == tok.encode("Hello world"), boost::test_tools::per_element());
+  // One request, one prompt: build_generate's.
+  auto one = build_generates(ids({1, 2}), tiny());
+  BOOST_REQUIRE_EQUAL(one.reqs.size(), 1u);
+  BOOST_TEST(one.reqs[0].prompt == (std::vector<int32_t>{1, 2}), boost::test_tools::per_element());
+  r.prompts.push_back({wire::prompt_kind::ids, "", std::vector<int32_t>(100, 1)});
+  b = build_generates(r, m);
+  BOOST_REQUIRE(b.error);
+  BOOST_TEST(b.reqs.empty());
+  BOOST_TEST(to_string(b.error->code) == "prompt_too_long");
+  BOOST_TEST(b.error->message.find("prompts[2]: prompt has 100 tokens") == 0u, b.error->message);
+}
+
 // Embed requests (build_embed): each input a prompt, the options carried; each refusal names the
 // input or field: ids outside the vocabulary, an input over max_model_len, text without a
 // tokenizer, dimensions past the hidden size.

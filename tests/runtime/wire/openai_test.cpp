@@ -166,7 +166,9 @@ BOOST_AUTO_TEST_CASE(bad_requests_name_what_is_wrong) {
       {R"({"messages": [{"role": "user", "content": "q"}], "stream_options": {"foo": 1}})", true, 400, "unknown_field", "stream_options.foo"},
       {R"({"messages": [{"role": "user", "content": "q"}], "chat_template_kwargs": {"x": 1}})", true, 400, "unsupported", "chat_template_kwargs.x"},
       {R"({"messages": [{"role": "user", "content": "q"}], "stream": "yes"})", true, 400, "wrong_type", "stream"},
-      {R"({"prompt": ["a", "b"]})", false, 400, "unsupported", "batch"},
+      {R"({"prompt": ["a", 3]})", false, 400, "wrong_type", "prompts[1]"},
+      {R"({"prompt": ["a", ""]})", false, 400, "invalid_value", "prompts[1]"},
+      {R"({"prompt": [[1], [2]], "n": 65})", false, 400, "invalid_value", "times 'n'"},
       {R"({"prompt": "a", "suffix": "z"})", false, 400, "unsupported", "suffix"},
       {R"({"prompt": "a", "best_of": 3})", false, 400, "unsupported", "best_of"},
       {R"({"prompt": {"a": 1}})", false, 400, "wrong_type", "prompt"},
@@ -567,7 +569,7 @@ BOOST_AUTO_TEST_CASE(echo_scores_the_prompt) {
   BOOST_TEST(*p.req->max_tokens == 1);  // one token is generated and left out
   BOOST_TEST(*p.req->prompt_logprobs == 1);
   oa::response_builder b(oa::endpoint::completion, p, 5, token_text);
-  b.set_echo_prompt("t3t4t5", {3, 4, 5});
+  b.set_echo_prompt(0, "t3t4t5", {3, 4, 5});
   auto d = done(wire::finish_reason::length, 3, 1);
   d.has_output = true;
   d.text = "t9";
@@ -591,7 +593,7 @@ BOOST_AUTO_TEST_CASE(echo_scores_the_prompt) {
   BOOST_TEST_REQUIRE(q.ok(), q.error.message);
   BOOST_TEST(!q.prompt_only);
   oa::response_builder e(oa::endpoint::completion, q, 5, token_text);
-  e.set_echo_prompt("t3t4", {3, 4});
+  e.set_echo_prompt(0, "t3t4", {3, 4});
   d.prompt_logprobs = std::vector<wire::logprob_info>{{-1.5, {}}};
   auto k = json::parse(e.feed(d));
   BOOST_TEST(k["choices"][0]["text"] == "t3t4t9");
@@ -605,6 +607,57 @@ BOOST_AUTO_TEST_CASE(echo_scores_the_prompt) {
   auto z = completion(R"({"prompt": "x", "max_tokens": 0})");  // without echo, 0 tokens is an error still
   BOOST_TEST(!z.ok());
   BOOST_TEST(z.error.code == "invalid_value");
+}
+
+// A batch of prompts (vLLM's list form): choice p * n + j is completion j of prompt p; each
+// choice echoes its own prompt with the logprobs its prompt's first completion brought; usage
+// counts each prompt's tokens once, whatever its n.
+BOOST_AUTO_TEST_CASE(a_batch_of_prompts_gives_choices_by_prompt) {
+  auto p = completion(R"({"prompt": [[3, 4], "t5t6t8"], "n": 2, "echo": true, "logprobs": 0, "max_tokens": 0})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST_REQUIRE(p.req->prompts.size() == 2u);
+  BOOST_TEST((p.req->prompts[0].kind == wire::prompt_kind::ids));
+  BOOST_TEST(p.req->prompts[0].ids == (std::vector<int32_t>{3, 4}), boost::test_tools::per_element());
+  BOOST_TEST(p.req->prompts[1].text == "t5t6t8");
+  BOOST_TEST(p.req->n == 2);
+  BOOST_TEST(p.req->sequences() == 4);
+  oa::response_builder b(oa::endpoint::completion, p, 5, token_text);
+  b.set_echo_prompt(0, "t3t4", {3, 4});
+  b.set_echo_prompt(1, "t5t6t8", {5, 6, 8});
+  // Completions end out of order; only the first of each prompt carries its prompt logprobs.
+  for (int32_t i : {3, 1, 2, 0}) {
+    auto d = done(wire::finish_reason::length, i < 2 ? 2 : 3, 1);
+    d.index = i;
+    d.has_output = true;
+    d.text = "t9";
+    d.ids = {9};
+    d.logprobs = {{-2.0, {}}};
+    d.usage.cached_prompt_tokens = i < 2 ? 0 : 2;
+    if (i == 0) d.prompt_logprobs = std::vector<wire::logprob_info>{{-1.25, {}}};
+    if (i == 2) d.prompt_logprobs = std::vector<wire::logprob_info>{{-0.5, {}}, {-0.75, {}}};
+    auto out = b.feed(d);
+    if (i != 0) BOOST_TEST(out.empty());
+    if (i != 0) continue;
+    auto j = json::parse(out);
+    BOOST_TEST_REQUIRE(j["choices"].size() == 4u);
+    for (size_t c = 0; c < 4; ++c) {
+      const auto& ch = j["choices"][c];
+      BOOST_TEST(ch["index"] == c);
+      BOOST_TEST(ch["text"] == (c < 2 ? "t3t4" : "t5t6t8"));  // the generated token left out
+      BOOST_TEST(ch["logprobs"]["tokens"].dump() == (c < 2 ? R"(["t3","t4"])" : R"(["t5","t6","t8"])"));
+      BOOST_TEST(ch["logprobs"]["token_logprobs"][0].is_null());
+      BOOST_TEST(ch["logprobs"]["token_logprobs"][1] == (c < 2 ? -1.25 : -0.5));
+    }
+    BOOST_TEST(j["choices"][3]["logprobs"]["token_logprobs"][2] == -0.75);
+    BOOST_TEST(j["usage"]["prompt_tokens"] == 2 + 3);
+    BOOST_TEST(j["usage"]["prompt_tokens_details"]["cached_tokens"] == 2);
+    BOOST_TEST(j["usage"]["completion_tokens"] == 0);
+  }
+  // A list of one prompt is that prompt, not a batch.
+  auto one = completion(R"({"prompt": ["t5"]})");
+  BOOST_TEST_REQUIRE(one.ok(), one.error.message);
+  BOOST_TEST(one.req->prompts.empty());
+  BOOST_TEST(one.req->prompt == "t5");
 }
 
 BOOST_AUTO_TEST_CASE(chat_logprobs_carry_bytes) {

@@ -130,6 +130,42 @@ BOOST_AUTO_TEST_CASE(other_kinds_round_trip) {
 
 // The embed op: each form of `input` (a text, texts, token ids, arrays of ids) decodes into a
 // generate_request with embed fields and n = the inputs, and encodes back to the same request.
+// A batch of prompts (`prompts`: texts or arrays of ids, element by element): the request runs
+// n completions of each, encodes back to the same request, and each malformed prompt is named.
+BOOST_AUTO_TEST_CASE(a_batch_of_prompts_decodes_round_trips_and_names_what_is_wrong) {
+  auto d = decode(map{{"v", 1}, {"type", "generate"}, {"id", "b"}, {"prompts", array{"hello", array{5, 6}, "x"}}, {"n", 2},
+                      {"temperature", 0}});
+  BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
+  const auto& g = std::get<generate_request>(*d.req);
+  BOOST_REQUIRE_EQUAL(g.prompts.size(), 3u);
+  BOOST_TEST((g.prompts[0].kind == prompt_kind::text));
+  BOOST_TEST(g.prompts[0].text == "hello");
+  BOOST_TEST((g.prompts[1].kind == prompt_kind::ids));
+  BOOST_TEST(g.prompts[1].ids == (std::vector<int32_t>{5, 6}), boost::test_tools::per_element());
+  BOOST_TEST(g.prompts[2].text == "x");
+  BOOST_TEST(g.prompt.empty());
+  BOOST_TEST(g.sequences() == 6);
+  auto back = decode_request(encode_request(*d.req));
+  BOOST_REQUIRE_MESSAGE(back.ok(), back.error.message);
+  BOOST_TEST((std::get<generate_request>(*back.req) == g));
+  const auto gen = [](std::initializer_list<std::pair<const std::string, value>> extra) {
+    map m{{"v", 1}, {"type", "generate"}, {"id", "b"}};
+    for (const auto& [k, v] : extra) m.emplace_back(k, v);
+    return decode(m);
+  };
+  expect_error(gen({{"prompts", array{"a"}}, {"prompt", "a"}}), error_code::invalid_value, "'prompts'", "b");
+  expect_error(gen({{"prompts", array{"a"}}, {"enable_thinking", true}}), error_code::invalid_value,
+               "'enable_thinking' applies only to 'messages'", "b");
+  expect_error(gen({{"prompts", array{}}}), error_code::invalid_value, "'prompts'", "b");
+  expect_error(gen({{"prompts", "a"}}), error_code::wrong_type, "'prompts'", "b");
+  expect_error(gen({{"prompts", array{"a", 3}}}), error_code::wrong_type, "'prompts[1]' must be a text or an array of token ids", "b");
+  expect_error(gen({{"prompts", array{"a", ""}}}), error_code::invalid_value, "'prompts[1]' must not be empty", "b");
+  expect_error(gen({{"prompts", array{"a", array{}}}}), error_code::invalid_value, "'prompts[1]'", "b");
+  expect_error(gen({{"prompts", array{"a", array{-1}}}}), error_code::invalid_value, "'prompts[1]", "b");
+  expect_error(gen({{"prompts", array{"a", "b", "c"}}, {"n", 43}}), error_code::invalid_value,
+               "'prompts' (3) times 'n' (43) asks for more than 128 completions", "b");
+}
+
 BOOST_AUTO_TEST_CASE(embed_requests_decode_every_input_form_and_round_trip) {
   auto single = decode(map{{"v", 1}, {"type", "embed"}, {"id", "e1"}, {"input", "hello"}});
   BOOST_REQUIRE_MESSAGE(single.ok(), single.error.message);
