@@ -99,11 +99,17 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   if (ctx->tok)
     f.grammars = std::make_shared<grammar::automaton_cache>(
         [tok = ctx->tok.get()] { return grammar::token_table::from_tokenizer(*tok); });
+  const std::string& custom = ctx->cfg.chat_template;
+  if (!custom.empty() && tok_dir.empty())
+    throw_error(errc::invalid_argument, "model.chat_template (--chat-template): the model is served without a "
+                                        "tokenizer, so chat requests cannot be served; give --tokenizer DIR");
   if (!tok_dir.empty()) {
     try {
-      auto tmpl = std::make_shared<const chat_template>(chat_template::from_directory(tok_dir));
+      auto tmpl = std::make_shared<const chat_template>(chat_template::from_directory(tok_dir, custom));
       f.chat = serve::make_chat_renderer(tmpl);
     } catch (const troupe::error& e) {
+      // A template asked for that cannot be used stops the start.
+      if (!custom.empty()) throw troupe::error(e.code(), std::string("model.chat_template (--chat-template): ") + e.what());
       // Text prompts still work; chat requests get `unsupported` naming the missing template.
       std::fprintf(stderr, "troupe serve: no chat template (%s): chat requests are refused\n", e.what());
     }

@@ -55,6 +55,7 @@ const std::vector<knob>& knobs() {
       {"server", "allowed_headers", &server_config::allowed_headers},
       {"server", "allow_credentials", &server_config::allow_credentials},
       {"model", "served_model_name", &server_config::served_model_name},
+      {"model", "chat_template", &server_config::chat_template},
       {"model", "max_model_len", &server_config::max_model_len, 0, i32max},
       {"model", "default_max_tokens", &server_config::default_max_tokens, 1, i32max},
       {"model", "quantization", &server_config::quantization},

@@ -43,6 +43,9 @@ struct server_config {
   bool allow_credentials = false;
   // [model]
   std::string served_model_name;   // "" = the model directory's name
+  // vLLM's --chat-template: a template file, or the template itself, instead of the model's
+  // (chat_template::from_directory); "" = the model's.
+  std::string chat_template;
   int32_t max_model_len = 0;       // 0 = the model's context length (model_config::context_length)
   int32_t default_max_tokens = 256;
   std::string quantization = "none";  // quantize float weights on load: none, int8, fp8 (docs/quantization.md)

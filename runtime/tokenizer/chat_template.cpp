@@ -34,7 +34,7 @@ std::optional<std::string> token_text(const ojson& v) {
 
 }  // namespace
 
-chat_template chat_template::from_directory(const std::string& model_dir) {
+chat_template chat_template::from_directory(const std::string& model_dir, const std::string& override_template) {
   namespace fs = std::filesystem;
   const std::string cfg_path = (fs::path(model_dir) / "tokenizer_config.json").string();
   const std::string jinja_path = (fs::path(model_dir) / "chat_template.jinja").string();
@@ -47,7 +47,20 @@ chat_template chat_template::from_directory(const std::string& model_dir) {
     }
   }
   std::string source;
-  if (fs::exists(jinja_path)) {
+  std::string origin = model_dir;  // what an error in the template names
+  if (!override_template.empty()) {
+    std::error_code ec;
+    if (fs::is_regular_file(override_template, ec)) {
+      source = read_file(override_template);
+      origin = override_template;
+    } else if (override_template.find("{{") != std::string::npos || override_template.find("{%") != std::string::npos) {
+      source = override_template;
+      origin = "the chat template given inline";
+    } else {
+      throw_error(errc::io_error, "chat template '" + override_template +
+                                      "' is neither a file nor a template (no '{{' or '{%' in it)");
+    }
+  } else if (fs::exists(jinja_path)) {
     source = read_file(jinja_path);
   } else if (cfg.contains("chat_template") && cfg["chat_template"].is_string()) {
     source = cfg["chat_template"].get<std::string>();
@@ -74,7 +87,7 @@ chat_template chat_template::from_directory(const std::string& model_dir) {
   try {
     return chat_template(std::move(source), std::move(special));
   } catch (const troupe::error& e) {
-    throw troupe::error(e.code(), model_dir + ": " + e.what());
+    throw troupe::error(e.code(), origin + ": " + e.what());
   }
 }
 

@@ -36,7 +36,10 @@ class chat_template {
   // "default" entry when it is a list), plus the special tokens (eos_token, ...) transformers
   // passes to the template. Throws troupe::error: io_error, invalid_checkpoint, or unsupported
   // for a template outside the Jinja subset.
-  static chat_template from_directory(const std::string& model_dir);
+  // `override_template` (vLLM's --chat-template): a file holding a template, or the template
+  // itself (text with "{{" or "{%"), used instead of the directory's; the special tokens still
+  // come from the directory. "" = the directory's.
+  static chat_template from_directory(const std::string& model_dir, const std::string& override_template = "");
 
   // `special_tokens`: variables such as {"eos_token": "<|im_end|>"}.
   explicit chat_template(std::string source,

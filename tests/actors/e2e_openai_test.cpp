@@ -622,6 +622,31 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(e2e_openai_ports)
 
+// --chat-template (model.chat_template): chat prompts render with the given template, not the
+// model's, with the model's special tokens; one the engine cannot run stops the start naming it.
+BOOST_AUTO_TEST_CASE(a_chat_template_given_replaces_the_models) {
+  auto cfg = test_config();
+  cfg.chat_template = "[{% for m in messages %}{{ m.role }}: {{ m.content }}{{ eos_token }}{% endfor %}]";
+  auto srv = start(cfg, full_vocab_dir, tokenizer_dir);
+  const tokenizer tok(tokenizer_dir);
+  http_client c(srv->http_port());
+  c.post("/tokenize", json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}}}.dump());
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  BOOST_TEST(json::parse(r.body)["tokens"].get<std::vector<int32_t>>() == tok.encode("[user: Hi<|im_end|>]"),
+             boost::test_tools::per_element());
+  auto bad = test_config();
+  bad.chat_template = "{% include 'other.jinja' %}";
+  try {
+    start(bad, full_vocab_dir, tokenizer_dir);
+    BOOST_FAIL("a server started with a template it cannot run");
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    BOOST_TEST(what.find("model.chat_template (--chat-template): the chat template given inline: chat template line 1: "
+                         "unsupported tag 'include'") != std::string::npos, what);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_port_in_use_is_a_clear_start_error) {
   auto a = start(test_config());
   auto busy_http = test_config();

@@ -41,13 +41,19 @@ int run_serve(int argc, char** argv) {
   std::string config_file;
   std::vector<std::string> sets;
   std::optional<std::string> host, api_key, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
-      rope_scaling, device, allowed_origins, allowed_methods, allowed_headers;
+      rope_scaling, device, allowed_origins, allowed_methods, allowed_headers, served_model_name, chat_template;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
       speculative_tokens, tensor_parallel_size, threads;
   std::optional<int64_t> kv_bytes;
   bool static_batching = false, no_prefix_cache = false, no_mmap = false, expert_parallel = false, allow_credentials = false;
   app.add_option("--model", opts.model_dir, "Hugging Face Qwen3 checkpoint directory (default: a demo model)");
   app.add_option("--tokenizer", opts.tokenizer_dir, "directory with tokenizer.json (default: the model's)");
+  app.add_option("--served-model-name", served_model_name,
+                 "the name clients give as `model` and /v1/models lists (model.served_model_name; default: the "
+                 "model directory's name)");
+  app.add_option("--chat-template", chat_template,
+                 "a chat template file, or the template itself, instead of the model's (model.chat_template; "
+                 "vLLM's flag)");
   app.add_option("--config", config_file, "TOML config file (see config/troupe.toml)");
   app.add_option("--host", host, "address to listen on (default 127.0.0.1)");
   app.add_option("--port", port, "client protocol port (0 = any free port)");
@@ -142,6 +148,8 @@ int run_serve(int argc, char** argv) {
   if (compute_dtype) c.compute_dtype = *compute_dtype;
   if (device) c.device = *device;
   if (rope_scaling) c.rope_scaling = *rope_scaling;
+  if (served_model_name) c.served_model_name = *served_model_name;
+  if (chat_template) c.chat_template = *chat_template;
   for (const auto& l : loras) {
     if (!c.lora_modules.empty()) c.lora_modules += ',';
     c.lora_modules += l;

@@ -103,10 +103,12 @@ int run_chat_template(int argc, char** argv) {
                "per stdin line -> {\"text\": ..., \"ids\": [...]} per line",
                "troupe chat-template"};
   std::string model;
+  std::string custom;
   app.add_option("--model", model, "model directory with tokenizer.json and tokenizer_config.json")->required();
+  app.add_option("--chat-template", custom, "a template file, or the template itself, instead of the model's (as troupe serve's)");
   CLI11_PARSE(app, argc, argv);
   tokenizer tok(model);
-  chat_template tmpl = chat_template::from_directory(model);
+  chat_template tmpl = chat_template::from_directory(model, custom);
   std::vector<int32_t> ids;
   return for_each_line("chat-template", [&](const std::string& line, std::string& out) {
     ojson req = ojson::parse(line);

@@ -98,4 +98,25 @@ BOOST_AUTO_TEST_CASE(template_sources_and_load_errors) {
   expect_error([] { chat_template t2("ok\n{% if x %}"); }, errc::unsupported, "missing {% endif %}");
 }
 
+// Another template instead of the directory's (vLLM's --chat-template): a file, or the text
+// itself; the directory's special tokens still reach it; neither, or a template the subset
+// cannot run, is an error naming it.
+BOOST_AUTO_TEST_CASE(an_override_replaces_the_directorys_template) {
+  troupe::test::temp_dir d;
+  d.write("tokenizer_config.json", R"({"chat_template": "model's", "eos_token": "</e>"})");
+  d.write("custom.jinja", "F:{{ messages[0].content }}{{ eos_token }}");
+  const std::string file = d.str() + "/custom.jinja";
+  BOOST_TEST(chat_template::from_directory(d.str(), file).render(ojson::array({user("x")}), nullptr, false) == "F:x</e>");
+  BOOST_TEST(chat_template::from_directory(d.str(), "I:{{ messages|length }}{{ eos_token }}")
+                 .render(ojson::array({user("x")}), nullptr, false) == "I:1</e>");
+  BOOST_TEST(chat_template::from_directory(d.str()).render(ojson::array({user("x")}), nullptr, false) == "model's");
+  expect_error([&] { (void)chat_template::from_directory(d.str(), d.str() + "/missing.jinja"); }, errc::io_error,
+               "missing.jinja' is neither a file nor a template");
+  d.write("bad.jinja", "ok\n{% include 'x' %}");
+  expect_error([&] { (void)chat_template::from_directory(d.str(), d.str() + "/bad.jinja"); }, errc::unsupported,
+               "bad.jinja: chat template line 2: unsupported tag 'include'");
+  expect_error([&] { (void)chat_template::from_directory(d.str(), "{% include 'x' %}"); }, errc::unsupported,
+               "the chat template given inline: chat template line 1");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -33,6 +33,17 @@ BOOST_AUTO_TEST_CASE(serve_device_flag_is_checked_before_the_model_loads) {
 #endif
 }
 
+// --chat-template reaches model.chat_template: one that is neither a file nor a template, or one
+// beside a model served without a tokenizer, stops the start naming the key.
+BOOST_AUTO_TEST_CASE(serve_chat_template_flag_is_checked_at_start) {
+  const std::string tokenizer = std::string(" --tokenizer ") + TROUPE_SOURCE_DIR "/models/qwen3-tokenizer";
+  expect_refused(tokenizer + " --chat-template /nonexistent/x.jinja",
+                 "model.chat_template (--chat-template): chat template '/nonexistent/x.jinja' is neither a file nor a "
+                 "template");
+  expect_refused("--chat-template '{{ messages }}'",
+                 "model.chat_template (--chat-template): the model is served without a tokenizer");
+}
+
 BOOST_AUTO_TEST_CASE(generate_logits_and_embed_check_the_device_flag) {
   const std::string model = std::string(" --model ") + TROUPE_TEST_DATA_DIR "/golden/tiny-dense ";
   const std::pair<std::string, std::string> cases[] = {
