@@ -160,8 +160,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
       [=](tokenize_msg& m) {
         answer_to_sender(self);
         const auto& r = *m.req;
-        auto t = serve::prompt_ids(r.kind, r.prompt, r.messages, r.enable_thinking, r.tools_json,
-                                   self->state.ctx->facts);
+        auto t = serve::prompt_ids(r, self->state.ctx->facts);
         if (t.error) return send_out(self, {error_item(m.rid, *t.error, r.id)});
         out_item it{m.rid, {}, true};
         wire::append_event_frame(it.bytes, wire::tokenize_event{r.id, std::move(t.ids)});

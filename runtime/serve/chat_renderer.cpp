@@ -5,7 +5,7 @@
 namespace troupe::serve {
 
 chat_renderer make_chat_renderer(std::shared_ptr<const chat_template> tmpl) {
-  return [tmpl](const std::vector<wire::chat_message>& msgs, const std::string& tools, bool thinking) {
+  return [tmpl](const std::vector<wire::chat_message>& msgs, const std::string& tools, const chat_options& o) {
     // The wire decoder wrote tools and tool calls as JSON text with the client's key order, which
     // the template prints as it is (tojson): ordered_json keeps it. parse_json_in_order, not
     // ordered_json::parse, whose key search is quadratic (80,000 keys: 20 s in this worker).
@@ -17,8 +17,10 @@ chat_renderer make_chat_renderer(std::shared_ptr<const chat_template> tmpl) {
       if (!x.tool_calls_json.empty()) j["tool_calls"] = parse_json_in_order(x.tool_calls_json);
       m.push_back(std::move(j));
     }
-    return tmpl->render(m, tools.empty() ? ojson(nullptr) : parse_json_in_order(tools), /*add_generation_prompt=*/true,
-                        {{"enable_thinking", thinking}});
+    const ojson t = tools.empty() ? ojson(nullptr) : parse_json_in_order(tools);
+    const ojson extra = {{"enable_thinking", o.enable_thinking}};
+    if (o.continue_final_message) return tmpl->render_continuing(m, t, extra);
+    return tmpl->render(m, t, o.add_generation_prompt, extra);
   };
 }
 

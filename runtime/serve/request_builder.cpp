@@ -60,9 +60,10 @@ std::vector<std::vector<int32_t>> bad_words_ids(const tokenizer& tok, const std:
   return out;
 }
 
-tokenize_result prompt_ids(wire::prompt_kind kind, const std::string& text,
-                           const std::vector<wire::chat_message>& messages, std::optional<bool> enable_thinking,
-                           const std::string& tools_json, const model_facts& m) {
+namespace {
+tokenize_result prompt_ids_of(wire::prompt_kind kind, const std::string& text,
+                              const std::vector<wire::chat_message>& messages, const chat_options& chat,
+                              const std::string& tools_json, const model_facts& m) {
   tokenize_result out;
   if (!m.tok) {
     out.error = err(wire::error_code::unsupported,
@@ -78,7 +79,7 @@ tokenize_result prompt_ids(wire::prompt_kind kind, const std::string& text,
       return out;
     }
     try {
-      rendered = m.chat(messages, tools_json, enable_thinking.value_or(true));
+      rendered = m.chat(messages, tools_json, chat);
     } catch (const std::exception& e) {
       out.error = err(wire::error_code::invalid_value, std::string("messages: ") + e.what());
       return out;
@@ -94,6 +95,17 @@ tokenize_result prompt_ids(wire::prompt_kind kind, const std::string& text,
   if (out.ids.empty()) out.error = err(wire::error_code::invalid_value, "the prompt encodes to no tokens");
   return out;
 }
+
+template <class Req>
+tokenize_result request_prompt_ids(const Req& r, const model_facts& m) {
+  return prompt_ids_of(r.kind, r.prompt, r.messages,
+                       {r.enable_thinking.value_or(true), r.add_generation_prompt, r.continue_final_message},
+                       r.tools_json, m);
+}
+}  // namespace
+
+tokenize_result prompt_ids(const wire::generate_request& r, const model_facts& m) { return request_prompt_ids(r, m); }
+tokenize_result prompt_ids(const wire::tokenize_request& r, const model_facts& m) { return request_prompt_ids(r, m); }
 
 embed_build_result build_embed(const wire::generate_request& r, const model_facts& m) {
   embed_build_result res;
@@ -250,7 +262,7 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
     }
     b.prompt = r.prompt_ids;
   } else {
-    auto t = prompt_ids(r.kind, r.prompt, r.messages, r.enable_thinking, r.tools_json, m);
+    auto t = prompt_ids(r, m);
     if (t.error) {
       res.error = *t.error;
       return res;

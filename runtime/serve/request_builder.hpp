@@ -19,9 +19,15 @@
 
 namespace troupe::serve {
 
+// How a chat becomes a prompt (the request's fields; wire::generate_request).
+struct chat_options {
+  bool enable_thinking = true;
+  bool add_generation_prompt = true;    // the assistant's turn opened for the model
+  bool continue_final_message = false;  // instead, the model continues the final message
+};
 // tools_json: "" or a JSON array of tool definitions (wire::generate_request::tools_json).
 using chat_renderer = std::function<std::string(const std::vector<wire::chat_message>&,
-                                                const std::string& tools_json, bool enable_thinking)>;
+                                                const std::string& tools_json, const chat_options&)>;
 
 struct model_facts {
   std::string name;
@@ -113,10 +119,8 @@ struct tokenize_result {
 // a space when that is another first token of the same length.
 std::vector<std::vector<int32_t>> bad_words_ids(const tokenizer& tok, const std::vector<std::string>& words);
 
-// The prompt ids of a text or chat prompt (generate and tokenize share it).
-tokenize_result prompt_ids(wire::prompt_kind kind, const std::string& text,
-                           const std::vector<wire::chat_message>& messages,
-                           std::optional<bool> enable_thinking, const std::string& tools_json,
-                           const model_facts& m);
+// The prompt ids of a request's text or chat prompt (generate and tokenize share it).
+tokenize_result prompt_ids(const wire::generate_request& r, const model_facts& m);
+tokenize_result prompt_ids(const wire::tokenize_request& r, const model_facts& m);
 
 }  // namespace troupe::serve

@@ -120,7 +120,42 @@ std::string chat_template::render(const ojson& messages, const ojson& tools, boo
   return out;
 }
 
+std::string chat_template::render_continuing(const ojson& messages, const ojson& tools, const ojson& extra) const {
+  // transformers' marker and checks (render_jinja_template), so the text is the one it renders.
+  static constexpr std::string_view tag = "CONTINUE_FINAL_MESSAGE_TAG ";
+  static constexpr std::string_view ws = " \t\n\r\f\v";
+  if (!messages.is_array() || messages.empty())
+    throw_error(errc::invalid_input, "continue_final_message is set but the conversation is empty");
+  const auto& last = messages.back();
+  if (!last.is_object() || !last.contains("content") || !last["content"].is_string())
+    throw_error(errc::invalid_input, "continue_final_message is set but the final message has no text content to continue");
+  if (source_.find("content") == std::string::npos)
+    throw_error(errc::invalid_input, "continue_final_message is set but the chat template does not read \"content\"");
+  const std::string final_text = last["content"].get<std::string>();
+  ojson tagged = messages;
+  tagged.back()["content"] = final_text + std::string(tag);
+  std::string out = render(tagged, tools, /*add_generation_prompt=*/false, extra);
+  const auto strip = [&](std::string_view t) {
+    const auto b = t.find_first_not_of(ws);
+    return b == std::string_view::npos ? std::string_view() : t.substr(b, t.find_last_not_of(ws) - b + 1);
+  };
+  const auto bare_tag = strip(tag);
+  const auto at = out.rfind(bare_tag);
+  if (at == std::string::npos || out.find(strip(final_text)) == std::string::npos)
+    throw_error(errc::invalid_input, "continue_final_message is set but the final message does not appear in the chat "
+                                     "as the template renders it (the template deletes part of it)");
+  const bool spacing_kept = std::string_view(out).substr(at, tag.size()) == tag;
+  out.resize(at);
+  if (!spacing_kept) out.erase(out.find_last_not_of(ws) + 1);  // the template trimmed the content's end
+  return out;
+}
+
 std::string chat_template::render(const chat_request& r) const {
+  if (r.continue_final_message) {
+    if (r.add_generation_prompt)
+      throw_error(errc::invalid_input, "continue_final_message and add_generation_prompt cannot both be set");
+    return render_continuing(r.messages, r.tools, r.extra);
+  }
   return render(r.messages, r.tools, r.add_generation_prompt, r.extra);
 }
 

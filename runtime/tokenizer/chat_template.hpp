@@ -26,6 +26,9 @@ struct chat_request {
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   nlohmann::ordered_json tools;  // null: no tools (the template sees None)
   bool add_generation_prompt = false;
+  // The model continues the final message (assistant prefill): render_continuing. Not with
+  // add_generation_prompt.
+  bool continue_final_message = false;
   // Further template variables, e.g. {"enable_thinking": false}.
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
 };
@@ -51,6 +54,14 @@ class chat_template {
   std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                      bool add_generation_prompt,
                      const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
+
+  // The chat rendered so that the model continues its final message (transformers'
+  // continue_final_message, which vLLM's is): the final message's content gets a marker, the chat
+  // is rendered without a generation prompt, and the text is cut at the marker (and right-trimmed
+  // where the template trimmed the content's trailing white space). Throws invalid_input when
+  // there is no final message, it has no string content, or the template does not print it whole.
+  std::string render_continuing(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
 
   const std::string& source() const { return source_; }
 

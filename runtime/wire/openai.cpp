@@ -336,6 +336,8 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
         top_logprobs = v;
       } else if (chat && k == "chat_template_kwargs") {
         chat_template_kwargs(v, w);
+      } else if (chat && (k == "add_generation_prompt" || k == "continue_final_message")) {
+        w[k] = v;  // vLLM's: the model continues the final message (assistant prefill)
       } else if (chat && k == "include_reasoning") {
         want(v, v.is_boolean(), k, "a boolean");
         out.include_reasoning = v.get<bool>();

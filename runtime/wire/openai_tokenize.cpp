@@ -27,13 +27,8 @@ tokenize_call parse_tokenize(std::string_view body, const served_models& models,
         out.token_strs = v.get<bool>();
       } else if (k == "add_special_tokens") {
         want(v, v.is_boolean(), k, "a boolean");  // Qwen3's tokenizer adds no BOS or EOS either way
-      } else if (chat && k == "add_generation_prompt") {
-        want(v, v.is_boolean(), k, "a boolean");
-        if (!v.get<bool>())
-          refuse("unsupported", k, "add_generation_prompt false is not supported: the chat template ends with the assistant's turn opened, as for a chat completion");
-      } else if (chat && k == "continue_final_message") {
-        want(v, v.is_boolean(), k, "a boolean");
-        if (v.get<bool>()) refuse("unsupported", k, "continue_final_message is not supported");
+      } else if (chat && (k == "add_generation_prompt" || k == "continue_final_message")) {
+        w[k] = v;
       } else if (chat && k == "chat_template_kwargs") {
         chat_template_kwargs(v, w);
       } else if (chat && k == "tools") {

@@ -126,6 +126,10 @@ struct generate_request {
   std::vector<int32_t> prompt_ids;     // kind == ids
   std::vector<chat_message> messages;  // kind == messages
   std::optional<bool> enable_thinking; // messages only
+  // messages only: the template's generation prompt (the assistant's turn opened), or instead the
+  // model continuing the final message (assistant prefill; chat_template::render_continuing).
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
   // messages only: the tools the model may call, a JSON array of OpenAI-style function tools
   // ({"type": "function", "function": {"name", "description", "parameters"}}), rendered by the chat
   // template; the done event then carries the calls the model made. "" = none.
@@ -181,6 +185,8 @@ struct tokenize_request {
   std::string prompt;
   std::vector<chat_message> messages;
   std::optional<bool> enable_thinking;
+  bool add_generation_prompt = true;    // as in generate_request
+  bool continue_final_message = false;  // as in generate_request
   std::string tools_json;  // as in generate_request
   friend bool operator==(const tokenize_request&, const tokenize_request&) = default;
 };

@@ -407,6 +407,17 @@ void get_prompt(const field_map& f, Req& r, bool ids_allowed) {
       fail(error_code::invalid_value, "field 'enable_thinking' applies only to 'messages' prompts");
     r.enable_thinking = get_bool(*t, "enable_thinking");
   }
+  for (auto [name, field] : {std::pair{"add_generation_prompt", &Req::add_generation_prompt},
+                             {"continue_final_message", &Req::continue_final_message}}) {
+    const auto* t = f.find(name);
+    if (!t) continue;
+    if (r.kind != prompt_kind::messages)
+      fail(error_code::invalid_value, "field '" + std::string(name) + "' applies only to 'messages' prompts");
+    r.*field = get_bool(*t, name);
+  }
+  if (r.add_generation_prompt && r.continue_final_message)
+    fail(error_code::invalid_value, "field 'continue_final_message' needs 'add_generation_prompt' false (the model "
+                                    "continues the final message instead of starting its own turn)");
   if (const auto* t = f.find("tools")) {
     if (r.kind != prompt_kind::messages)
       fail(error_code::invalid_value, "field 'tools' applies only to 'messages' prompts");
@@ -445,7 +456,8 @@ void get_scheduling(const field_map& f, generate_request& r) {
 
 generate_request decode_generate(const field_map& f) {
   static constexpr std::string_view allowed[] = {
-      "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "tools", "temperature",
+      "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "add_generation_prompt",
+      "continue_final_message", "tools", "temperature",
       "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
       "seed", "max_tokens", "stop", "stop_ids", "ignore_eos", "stream", "priority", "tenant", "adapter",
       "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs", "bad_words",
@@ -456,7 +468,7 @@ generate_request decode_generate(const field_map& f) {
   if (const auto* ps = f.find("prompts")) {
     if (f.find("prompt") || f.find("prompt_ids") || f.find("messages"))
       fail(error_code::invalid_value, "give only one of 'prompt', 'prompt_ids', 'messages' or 'prompts'");
-    for (const char* k : {"enable_thinking", "tools"})
+    for (const char* k : {"enable_thinking", "add_generation_prompt", "continue_final_message", "tools"})
       if (f.find(k)) fail(error_code::invalid_value, "field '" + std::string(k) + "' applies only to 'messages' prompts");
     r.prompts = get_batch(*ps);
   } else {
@@ -592,8 +604,8 @@ request decode_body(const field_map& f, std::string_view type) {
     return cancel_request{get_id(f, true, "cancel")};
   }
   if (type == "tokenize") {
-    static constexpr std::string_view allowed[] = {"v", "type", "id", "prompt", "messages",
-                                                   "enable_thinking", "tools"};
+    static constexpr std::string_view allowed[] = {"v", "type", "id", "prompt", "messages", "enable_thinking",
+                                                   "add_generation_prompt", "continue_final_message", "tools"};
     f.check_known(allowed, "a tokenize request");
     tokenize_request r;
     r.id = get_id(f, false, "tokenize");
@@ -739,6 +751,8 @@ void put_prompt(map_builder& m, const Req& r) {
     case prompt_kind::messages: pack_messages(m.sink, m.key("messages"), r.messages); break;
   }
   if (r.enable_thinking) m.key("enable_thinking").pack(*r.enable_thinking);
+  if (!r.add_generation_prompt) m.key("add_generation_prompt").pack(false);
+  if (r.continue_final_message) m.key("continue_final_message").pack(true);
   if (!r.tools_json.empty()) {
     m.key("tools");
     detail::pack_json_text(m.sink, r.tools_json);

@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -359,6 +360,23 @@ BOOST_AUTO_TEST_CASE(tokenize_and_detokenize) {
   BOOST_TEST_REQUIRE(r.status == 200, r.body);
   BOOST_TEST(json::parse(r.body)["prompt"] == text);
 
+  // Assistant prefill (vLLM's continue_final_message): the ids transformers renders, and a chat
+  // completion continuing it prompts with exactly those.
+  std::ifstream cont(TROUPE_TEST_DATA_DIR "/tokenizer/continue_final_message_cases.json");
+  const auto prefill = json::parse(cont)[0];
+  BOOST_TEST_REQUIRE(prefill["name"] == "prefill_json");
+  c.post("/tokenize", json{{"messages", prefill["messages"]}, {"add_generation_prompt", false},
+                           {"continue_final_message", true}}.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  BOOST_TEST(json::parse(r.body)["tokens"].get<std::vector<int32_t>>() == prefill["ids"].get<std::vector<int32_t>>(),
+             boost::test_tools::per_element());
+  c.post("/v1/chat/completions", json{{"messages", prefill["messages"]}, {"add_generation_prompt", false},
+                                      {"continue_final_message", true}, {"max_tokens", 2}, {"temperature", 0}}.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  BOOST_TEST(json::parse(r.body)["usage"]["prompt_tokens"] == prefill["ids"].size());
+
   struct bad {
     const char* path;
     std::string body;
@@ -370,8 +388,8 @@ BOOST_AUTO_TEST_CASE(tokenize_and_detokenize) {
                         bad{"/detokenize", R"({"tokens": [1, -2]})", 400, "invalid_value", "tokens[1]"},
                         bad{"/detokenize", R"({"ids": [1]})", 400, "unknown_field", "ids"},
                         bad{"/tokenize", R"({"prompt": "a", "add_generation_prompt": true})", 400, "unknown_field", "add_generation_prompt"},
-                        bad{"/tokenize", R"({"messages": [{"role": "user", "content": "a"}], "add_generation_prompt": false})", 400,
-                            "unsupported", "add_generation_prompt"},
+                        bad{"/tokenize", R"({"messages": [{"role": "user", "content": "a"}], "continue_final_message": true})", 400,
+                            "invalid_value", ""},
                         bad{"/tokenize", R"({"prompt": "a", "model": "gpt-4"})", 404, "model_not_found", "model"},
                         bad{"/tokenize", R"({})", 400, "missing_field", "prompt"},
                         bad{"/tokenize", R"({"prompt": ""})", 400, "invalid_value", ""}}) {

@@ -99,7 +99,8 @@ int run_detokenize(int argc, char** argv) {
 }
 
 int run_chat_template(int argc, char** argv) {
-  CLI::App app{"Render chats: one {\"messages\": [...], \"tools\"?, \"add_generation_prompt\"?, \"enable_thinking\"?} "
+  CLI::App app{"Render chats: one {\"messages\": [...], \"tools\"?, \"add_generation_prompt\"?, "
+               "\"continue_final_message\"?, \"enable_thinking\"?} "
                "per stdin line -> {\"text\": ..., \"ids\": [...]} per line",
                "troupe chat-template"};
   std::string model;
@@ -123,11 +124,15 @@ int run_chat_template(int argc, char** argv) {
       } else if (k == "add_generation_prompt") {
         if (!it.value().is_boolean()) throw_error(errc::invalid_input, "\"add_generation_prompt\" must be true or false");
         r.add_generation_prompt = it.value().get<bool>();
+      } else if (k == "continue_final_message") {
+        if (!it.value().is_boolean()) throw_error(errc::invalid_input, "\"continue_final_message\" must be true or false");
+        r.continue_final_message = it.value().get<bool>();
       } else if (k == "enable_thinking") {
         r.extra["enable_thinking"] = it.value();
       } else {
         throw_error(errc::invalid_input, "unknown key \"" + k +
-                                             "\" (expected messages, tools, add_generation_prompt, enable_thinking)");
+                                             "\" (expected messages, tools, add_generation_prompt, "
+                                             "continue_final_message, enable_thinking)");
       }
     }
     if (r.messages.is_null()) throw_error(errc::invalid_input, "no \"messages\"");

@@ -123,8 +123,8 @@ BOOST_AUTO_TEST_CASE(prompt_opens_reasoning_reads_the_prompts_end) {
   // What a chat request renders: Qwen3's template opens no block; enable_thinking=false closes one.
   wire::chat_message user{"user", "Hi", "", ""};
   const auto& m = qwen_facts();
-  BOOST_TEST(!prompt_opens_reasoning(tok, tok.encode(m.chat({user}, "", true))));
-  BOOST_TEST(!prompt_opens_reasoning(tok, tok.encode(m.chat({user}, "", false))));
+  BOOST_TEST(!prompt_opens_reasoning(tok, tok.encode(m.chat({user}, "", chat_options{true}))));
+  BOOST_TEST(!prompt_opens_reasoning(tok, tok.encode(m.chat({user}, "", chat_options{false}))));
 }
 
 // A response that separates: the answer as `text`, the thinking as `reasoning`, streamed or on

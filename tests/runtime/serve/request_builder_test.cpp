@@ -299,9 +299,9 @@ BOOST_AUTO_TEST_CASE(text_prompts_with_a_tokenizer) {
   t.messages = {{"user", "hi", "", ""}};
   b = build_generate(t, m);
   BOOST_TEST(to_string(b.error.code) == "unsupported");  // no chat renderer given
-  m.chat = [](const std::vector<wire::chat_message>& msgs, const std::string&, bool thinking) {
+  m.chat = [](const std::vector<wire::chat_message>& msgs, const std::string&, const chat_options& o) {
     return "<|im_start|>user\n" + msgs[0].content + "<|im_end|>\n<|im_start|>assistant\n" +
-           (thinking ? "" : "<think>\n\n</think>\n\n");
+           (o.enable_thinking ? "" : "<think>\n\n</think>\n\n");
   };
   t.enable_thinking = false;
   b = build_generate(t, m);

@@ -1,5 +1,6 @@
 // Chat prompts through the whole request path: every reference conversation of
-// tests/data/chat_template (tools, tool calls, tool responses, reasoning) encoded as a client
+// tests/data/chat_template (tools, tool calls, tool responses, reasoning) and of
+// tests/data/tokenizer/continue_final_message_cases.json (assistant prefill) encoded as a client
 // would send it, decoded by the server's codec, rendered and tokenized, must give the reference
 // ids. Also the tool calls the server reports from a completion (parse_tool_calls), and on the
 // done event of a request that offered tools.
@@ -40,6 +41,8 @@ wire::generate_request as_request(const ojson& c) {
   }
   if (c.contains("enable_thinking")) r.enable_thinking = c["enable_thinking"].get<bool>();
   if (c.contains("tools")) r.tools_json = c["tools"].dump();
+  r.continue_final_message = c.value("continue_final_message", false);
+  r.add_generation_prompt = c.value("add_generation_prompt", false);
   return r;
 }
 
@@ -53,18 +56,29 @@ BOOST_AUTO_TEST_CASE(reference_conversations_through_the_codec) {
   int checked = 0, with_tools = 0;
   while (std::getline(in, line)) {
     const ojson c = ojson::parse(line);
-    if (!c["add_generation_prompt"].get<bool>()) continue;  // the server always adds it
     const auto decoded = wire::decode_request(wire::encode_request(as_request(c)));
     BOOST_REQUIRE_MESSAGE(decoded.req, c["name"] << ": " << decoded.error.message);
     const auto& r = std::get<wire::generate_request>(*decoded.req);
-    auto t = prompt_ids(r.kind, r.prompt, r.messages, r.enable_thinking, r.tools_json, qwen_facts());
+    auto t = prompt_ids(r, qwen_facts());
     BOOST_REQUIRE_MESSAGE(!t.error, c["name"] << ": " << (t.error ? t.error->message : ""));
     BOOST_TEST(t.ids == c["ids"].get<std::vector<int32_t>>(), c["name"] << ": ids differ from the reference");
     ++checked;
     with_tools += c.contains("tools");
   }
-  BOOST_TEST(checked >= 7);  // the reference cases that end with the generation prompt
+  BOOST_TEST(checked == 11);
   BOOST_TEST(with_tools >= 2);
+  // The model continuing the final message (assistant prefill), against transformers' renders.
+  std::ifstream cont(TROUPE_TEST_DATA_DIR "/tokenizer/continue_final_message_cases.json");
+  int continued = 0;
+  for (const auto& c : ojson::parse(cont)) {
+    const auto decoded = wire::decode_request(wire::encode_request(as_request(c)));
+    BOOST_REQUIRE_MESSAGE(decoded.req, c["name"] << ": " << decoded.error.message);
+    auto t = prompt_ids(std::get<wire::generate_request>(*decoded.req), qwen_facts());
+    BOOST_REQUIRE_MESSAGE(!t.error, c["name"] << ": " << (t.error ? t.error->message : ""));
+    BOOST_TEST(t.ids == c["ids"].get<std::vector<int32_t>>(), c["name"] << ": ids differ from the reference");
+    continued += c["continue_final_message"].get<bool>();
+  }
+  BOOST_TEST(continued == 6);
 }
 
 BOOST_AUTO_TEST_CASE(tool_calls_in_a_completion) {

@@ -2,6 +2,8 @@
 // case renders to the exact text and ids; loading and input errors are clear.
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
+
 #include "runtime/tokenizer/chat_template.hpp"
 #include "tests/runtime/tokenizer/test_util.hpp"
 
@@ -44,6 +46,39 @@ BOOST_AUTO_TEST_CASE(every_reference_case_renders_exactly) {
       BOOST_TEST(qwen().encode(text) == c["ids"].get<std::vector<int32_t>>());
     }
   }
+}
+
+// The model continuing the final message (assistant prefill): exactly transformers' render with
+// continue_final_message (tests/data/tokenizer/continue_final_message_cases.json, written by
+// tools/reference/continue_final_message_cases.py), and the closed form beside each.
+BOOST_AUTO_TEST_CASE(continuing_the_final_message_renders_as_transformers) {
+  std::ifstream in(std::string(TROUPE_TEST_DATA_DIR) + "/tokenizer/continue_final_message_cases.json");
+  const auto cases = ojson::parse(in);
+  BOOST_TEST(cases.size() == 12u);
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c["name"].get<std::string>()) {
+      chat_request r;
+      r.messages = c["messages"];
+      r.continue_final_message = c["continue_final_message"].get<bool>();
+      if (c.contains("enable_thinking")) r.extra["enable_thinking"] = c["enable_thinking"];
+      const std::string text = qwen_template().render(r);
+      BOOST_TEST(text == c["text"].get<std::string>());
+      BOOST_TEST(qwen().encode(text) == c["ids"].get<std::vector<int32_t>>(), boost::test_tools::per_element());
+    }
+  }
+  chat_request both;
+  both.messages = ojson::array({user("x")});
+  both.add_generation_prompt = both.continue_final_message = true;
+  expect_error([&] { (void)qwen_template().render(both); }, errc::invalid_input, "cannot both be set");
+  expect_error([&] { (void)qwen_template().render_continuing(ojson::array(), nullptr); }, errc::invalid_input,
+               "the conversation is empty");
+  // A template that drops the message's text cannot be continued.
+  const chat_template drops("{% for m in messages %}[{{ m.role }}]{% if false %}{{ m.content }}{% endif %}{% endfor %}");
+  expect_error([&] { (void)drops.render_continuing(ojson::array({user("x")}), nullptr); }, errc::invalid_input,
+               "does not appear in the chat");
+  const chat_template blind("{% for m in messages %}[{{ m.role }}]{% endfor %}");
+  expect_error([&] { (void)blind.render_continuing(ojson::array({user("x")}), nullptr); }, errc::invalid_input,
+               "does not read \"content\"");
 }
 
 BOOST_AUTO_TEST_CASE(thinking_switch_and_generation_prompt) {

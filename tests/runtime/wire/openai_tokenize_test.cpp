@@ -46,6 +46,13 @@ BOOST_AUTO_TEST_CASE(a_prompt_or_messages_become_a_tokenize_request) {
   BOOST_TEST((p.req->enable_thinking == std::optional<bool>(false)));
   BOOST_TEST(p.req->tools_json.find("\"name\":\"f\"") != std::string::npos, p.req->tools_json);
   BOOST_TEST(!p.token_strs);
+  BOOST_TEST(p.req->add_generation_prompt);
+  BOOST_TEST(!p.req->continue_final_message);
+  p = tokenize(R"({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Sure"}],
+                  "add_generation_prompt": false, "continue_final_message": true})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(!p.req->add_generation_prompt);
+  BOOST_TEST(p.req->continue_final_message);
 }
 
 BOOST_AUTO_TEST_CASE(bad_tokenize_bodies_name_the_field) {
@@ -59,10 +66,11 @@ BOOST_AUTO_TEST_CASE(bad_tokenize_bodies_name_the_field) {
   refused(tokenize(R"({"prompt": "a", "promt": "b"})").error, 400, "unknown_field", "promt", "unknown field 'promt'");
   // Chat-only fields with a text prompt are unknown there, as in vLLM's two request forms.
   refused(tokenize(R"({"prompt": "a", "tools": []})").error, 400, "unknown_field", "tools", "with a prompt");
-  refused(tokenize(R"({"messages": [{"role": "user", "content": "a"}], "add_generation_prompt": false})").error, 400,
-          "unsupported", "add_generation_prompt", "not supported");
+  // vLLM's rule: continuing the final message needs the generation prompt off.
   refused(tokenize(R"({"messages": [{"role": "user", "content": "a"}], "continue_final_message": true})").error, 400,
-          "unsupported", "continue_final_message", "not supported");
+          "invalid_value", "", "'continue_final_message' needs 'add_generation_prompt' false");
+  refused(tokenize(R"({"messages": [{"role": "user", "content": "a"}], "add_generation_prompt": 1})").error, 400,
+          "wrong_type", "", "add_generation_prompt");
   refused(tokenize(R"({"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": {"x": 1}})").error, 400,
           "unsupported", "chat_template_kwargs.x", "enable_thinking is");
   refused(tokenize(R"({"prompt": "a", "return_token_strs": 1})").error, 400, "wrong_type", "return_token_strs", "a boolean");

@@ -71,6 +71,8 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.messages = {{"system", "Be brief.", "", ""}, {"user", "Hi \xe4\xbd\xa0", "", ""},
                 {"assistant", "Hello", "thought", ""}, {"user", "More", "", ""}};
   g.enable_thinking = false;
+  g.add_generation_prompt = false;
+  g.continue_final_message = true;
   g.sampling.temperature = 0.7;
   g.sampling.top_p = 0.9;
   g.sampling.top_k = 20;
@@ -119,12 +121,14 @@ BOOST_AUTO_TEST_CASE(other_kinds_round_trip) {
   t.kind = prompt_kind::messages;
   t.messages = {{"user", "hi", "", ""}};
   t.enable_thinking = true;
+  t.add_generation_prompt = false;
   for (const request& r : std::vector<request>{cancel_request{"r9"}, t, health_request{"h"},
                                                models_request{}, models_request{"m"}}) {
     auto d = decode_request(encode_request(r));
     BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
     BOOST_TEST(d.req->index() == r.index());
     BOOST_TEST(request_id(*d.req) == request_id(r));
+    if (const auto* tr = std::get_if<tokenize_request>(&r)) BOOST_TEST((std::get<tokenize_request>(*d.req) == *tr));
   }
 }
 
@@ -461,6 +465,26 @@ BOOST_AUTO_TEST_CASE(bad_chat_role) {
 BOOST_AUTO_TEST_CASE(enable_thinking_without_messages) {
   expect_error(decode(generate_with({{"enable_thinking", true}})), error_code::invalid_value,
                "'enable_thinking' applies only to 'messages'", "r1");
+  expect_error(decode(generate_with({{"continue_final_message", true}})), error_code::invalid_value,
+               "'continue_final_message' applies only to 'messages'", "r1");
+  expect_error(decode(generate_with({{"add_generation_prompt", false}})), error_code::invalid_value,
+               "'add_generation_prompt' applies only to 'messages'", "r1");
+}
+
+// Assistant prefill: continue_final_message needs the generation prompt off, as vLLM's rule.
+BOOST_AUTO_TEST_CASE(continue_final_message_needs_the_generation_prompt_off) {
+  const array msgs{map{{"role", "user"}, {"content", "x"}}, map{{"role", "assistant"}, {"content", "y"}}};
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "c"}, {"messages", msgs}, {"continue_final_message", true}}),
+               error_code::invalid_value, "needs 'add_generation_prompt' false", "c");
+  auto d = decode(map{{"v", 1}, {"type", "generate"}, {"id", "c"}, {"messages", msgs}, {"continue_final_message", true},
+                      {"add_generation_prompt", false}});
+  BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
+  BOOST_TEST(std::get<generate_request>(*d.req).continue_final_message);
+  auto t = decode(map{{"v", 1}, {"type", "tokenize"}, {"messages", msgs}, {"add_generation_prompt", false}});
+  BOOST_REQUIRE_MESSAGE(t.ok(), t.error.message);
+  BOOST_TEST(!std::get<tokenize_request>(*t.req).add_generation_prompt);
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "c"}, {"messages", msgs}, {"add_generation_prompt", "no"}}),
+               error_code::wrong_type, "'add_generation_prompt'", "c");
 }
 
 BOOST_AUTO_TEST_CASE(limits_on_ids_stop_and_tenant) {
