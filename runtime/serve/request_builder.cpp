@@ -61,6 +61,18 @@ std::vector<std::vector<int32_t>> bad_words_ids(const tokenizer& tok, const std:
 }
 
 namespace {
+// vLLM's truncate_prompt_tokens: the last k tokens of a prompt (-1: as many as fit). A k past
+// max_model_len is refused, as vLLM does.
+std::optional<wire::wire_error> truncate_prompt(std::vector<int32_t>& ids, std::optional<int32_t> k, const model_facts& m) {
+  if (!k) return std::nullopt;
+  if (*k > m.max_model_len)
+    return err(wire::error_code::invalid_value, "field 'truncate_prompt_tokens' (" + std::to_string(*k) +
+                                                    ") exceeds max_model_len (" + std::to_string(m.max_model_len) + ")");
+  const auto keep = static_cast<size_t>(*k == -1 ? std::max(m.max_model_len - 1, 1) : *k);
+  if (ids.size() > keep) ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
+  return std::nullopt;
+}
+
 tokenize_result prompt_ids_of(wire::prompt_kind kind, const std::string& text,
                               const std::vector<wire::chat_message>& messages, const chat_options& chat,
                               const std::string& tools_json, const model_facts& m) {
@@ -139,6 +151,10 @@ embed_build_result build_embed(const wire::generate_request& r, const model_fact
         return res;
       }
       b.prompts.push_back(e.ids[i]);
+    }
+    if (auto bad = truncate_prompt(b.prompts.back(), r.truncate_prompt_tokens, m)) {
+      res.error = *bad;
+      return res;
     }
     const auto n = static_cast<int64_t>(b.prompts.back().size());
     if (n == 0) {
@@ -272,6 +288,10 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
       return res;
     }
     b.prompt = std::move(t.ids);
+  }
+  if (auto bad = truncate_prompt(b.prompt, r.truncate_prompt_tokens, m)) {
+    res.error = *bad;
+    return res;
   }
   const auto n = static_cast<int64_t>(b.prompt.size());
   if (n + 1 > m.max_model_len) {

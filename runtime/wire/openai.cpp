@@ -137,7 +137,7 @@ bool passes_through(const std::string& k) {
   static constexpr std::string_view same[] = {
       "temperature", "top_p",  "n",           "seed",       "presence_penalty", "frequency_penalty",
       "logit_bias",  "top_k",  "min_p",       "repetition_penalty", "min_tokens", "ignore_eos",
-      "allowed_token_ids", "bad_words", "response_format", "structured_outputs", "priority"};
+      "allowed_token_ids", "bad_words", "response_format", "structured_outputs", "priority", "truncate_prompt_tokens"};
   return std::find(std::begin(same), std::end(same), k) != std::end(same);
 }
 
@@ -200,7 +200,7 @@ void parse_embeddings(const ojson& b, const served_models& models, const std::st
   ojson w = {{"v", protocol_version}, {"type", "embed"}, {"id", id}};
   for (const auto& [k, v] : b.items()) {
     if (v.is_null() || pooled_field(k, v, models, "embeddings", w, out)) continue;
-    if (k == "input" || k == "dimensions" || k == "normalize") {
+    if (k == "input" || k == "dimensions" || k == "normalize" || k == "truncate_prompt_tokens") {
       w[k] = v;
     } else if (k == "encoding_format") {
       want(v, v.is_string() && (v == "float" || v == "base64"), k, "\"float\" or \"base64\"");
@@ -383,6 +383,8 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
     }
     if (out.echo) {
       if (w["stream"] == true) refuse("unsupported", "echo", "echo is supported without stream only");
+      if (w.contains("truncate_prompt_tokens"))
+        refuse("unsupported", "echo", "echo with truncate_prompt_tokens is not supported (the echo is the prompt as sent)");
       if (w.contains("logprobs")) w["prompt_logprobs"] = w["logprobs"];
       // max_tokens 0 scores the prompt alone (vLLM's form): one token is generated and left out.
       if (w.contains("max_tokens") && w["max_tokens"] == 0) {

@@ -165,6 +165,10 @@ struct generate_request {
   // (choice i samples with seed + i when a seed is given), its events carry `index` = i, and the
   // prompt is computed once when prefix caching is on.
   int32_t n = 1;
+  // vLLM's truncate_prompt_tokens (generate and embed): keep only the last k tokens of each
+  // prompt (of each input); -1: as many as fit (max_model_len - 1). Absent: a prompt too long is
+  // refused.
+  std::optional<int32_t> truncate_prompt_tokens;
   // A batch (vLLM's and OpenAI's list of prompts for /v1/completions): these prompts instead of
   // prompt / prompt_ids, each as if it were the request's only one, with the same fields; its n
   // completions are completions p * n .. p * n + n - 1 of the request. Empty: one prompt.

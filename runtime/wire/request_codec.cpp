@@ -444,6 +444,15 @@ std::vector<batch_prompt> get_batch(const msgpack::object& o) {
   return out;
 }
 
+// truncate_prompt_tokens (generate and embed): -1 (as many as fit) or a positive count.
+void get_truncation(const field_map& f, generate_request& r) {
+  const auto* o = f.find("truncate_prompt_tokens");
+  if (!o) return;
+  const auto k = get_int(*o, "truncate_prompt_tokens", -1, std::numeric_limits<int32_t>::max());
+  if (k == 0) fail(error_code::invalid_value, "field 'truncate_prompt_tokens' must be -1 (as many as fit) or >= 1");
+  r.truncate_prompt_tokens = static_cast<int32_t>(k);
+}
+
 // The scheduling fields generate and embed share: priority, tenant, deadline_ms.
 void get_scheduling(const field_map& f, generate_request& r) {
   if (const auto* o = f.find("priority"))
@@ -461,7 +470,7 @@ generate_request decode_generate(const field_map& f) {
       "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
       "seed", "max_tokens", "stop", "stop_ids", "ignore_eos", "stream", "priority", "tenant", "adapter",
       "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs", "bad_words",
-      "response_format", "structured_outputs", "n", "prompts"};
+      "response_format", "structured_outputs", "n", "prompts", "truncate_prompt_tokens"};
   f.check_known(allowed, "a generate request");
   generate_request r;
   r.id = get_id(f, true, "generate");
@@ -515,6 +524,7 @@ generate_request decode_generate(const field_map& f) {
   if (rf) r.structured = get_response_format(*rf);
   if (so) r.structured = get_structured_outputs(*so);
   if (const auto* o = f.find("n")) r.n = static_cast<int32_t>(get_int(*o, "n", 1, max_n));
+  get_truncation(f, r);
   if (r.sequences() > max_n)
     fail(error_code::invalid_value, "'prompts' (" + std::to_string(r.prompts.size()) + ") times 'n' (" +
                                         std::to_string(r.n) + ") asks for more than " + std::to_string(max_n) +
@@ -526,7 +536,7 @@ generate_request decode_generate(const field_map& f) {
 // such arrays (OpenAI's forms); each input becomes one completion of a generate_request.
 generate_request decode_embed(const field_map& f) {
   static constexpr std::string_view allowed[] = {"v", "type", "id", "input", "dimensions", "normalize",
-                                                 "priority", "tenant", "deadline_ms"};
+                                                 "priority", "tenant", "deadline_ms", "truncate_prompt_tokens"};
   f.check_known(allowed, "an embed request");
   generate_request r;
   r.id = get_id(f, true, "embed");
@@ -552,6 +562,7 @@ generate_request decode_embed(const field_map& f) {
     e.dimensions = static_cast<int32_t>(get_int(*o, "dimensions", 1, std::numeric_limits<int32_t>::max()));
   if (const auto* o = f.find("normalize")) e.normalize = get_bool(*o, "normalize");
   get_scheduling(f, r);
+  get_truncation(f, r);
   r.n = static_cast<int32_t>(e.texts.empty() ? e.ids.size() : e.texts.size());
   r.stream = false;
   r.max_tokens = 1;
@@ -821,6 +832,7 @@ std::string encode_request(const request& req) {
     }
     if (e.dimensions) m.key("dimensions").pack(*e.dimensions);
     if (!e.normalize) m.key("normalize").pack(false);
+    if (g->truncate_prompt_tokens) m.key("truncate_prompt_tokens").pack(*g->truncate_prompt_tokens);
     put_scheduling(m, *g);
   } else if (const auto* g = std::get_if<generate_request>(&req); g && g->rerank) {
     const auto& k = *g->rerank;
@@ -876,6 +888,7 @@ std::string encode_request(const request& req) {
     }
     put_structured(m, g->structured);
     if (g->n != 1) m.key("n").pack(g->n);
+    if (g->truncate_prompt_tokens) m.key("truncate_prompt_tokens").pack(*g->truncate_prompt_tokens);
   } else if (const auto* t = std::get_if<tokenize_request>(&req)) {
     put_prompt(m, *t);
   } else if (const auto* p = std::get_if<set_policy_request>(&req)) {

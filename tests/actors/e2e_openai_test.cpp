@@ -168,6 +168,28 @@ BOOST_AUTO_TEST_CASE(a_batch_of_prompts_gives_each_prompts_completions) {
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
+// truncate_prompt_tokens: the completion of a long prompt cut to its last k tokens is that of
+// those k tokens alone; usage counts them.
+BOOST_AUTO_TEST_CASE(a_truncated_prompt_completes_as_its_tail) {
+  auto srv = start(test_config());
+  std::vector<int32_t> prompt;
+  for (int32_t i = 0; i < 40; ++i) prompt.push_back(100 + 7 * i);
+  const std::vector<int32_t> tail(prompt.end() - 9, prompt.end());
+  const auto want = reference(tiny_dense(), ids_request("ref", tail, 5));
+  http_client c(srv->http_port());
+  c.post("/v1/completions", json{{"prompt", prompt}, {"max_tokens", 5}, {"temperature", 0}, {"ignore_eos", true},
+                                 {"logprobs", 0}, {"truncate_prompt_tokens", 9}}.dump());
+  auto w = c.read();
+  BOOST_TEST_REQUIRE(w.status == 200, w.body);
+  auto j = json::parse(w.body);
+  BOOST_TEST(logprob_ids(j["choices"][0]["logprobs"]) == want, boost::test_tools::per_element());
+  BOOST_TEST(j["usage"]["prompt_tokens"] == 9);
+  c.post("/v1/completions", json{{"prompt", prompt}, {"max_tokens", 1}, {"truncate_prompt_tokens", 100000}}.dump());
+  auto bad = c.read();
+  BOOST_TEST(bad.status == 400);
+  BOOST_TEST(json::parse(bad.body)["error"]["message"].get<std::string>().find("exceeds max_model_len") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(echo_scores_a_prompt_as_prompt_logprobs_do) {
   // What eval harnesses send to score a text: echo, logprobs, max_tokens 0.
   auto srv = start(test_config());

@@ -100,6 +100,37 @@ BOOST_AUTO_TEST_CASE(refusals) {
   BOOST_TEST(b.error.message == "field 'separate_reasoning' needs output text; model 'tiny' is served without a tokenizer");
 }
 
+// truncate_prompt_tokens: the last k tokens of the prompt (of each embed input); -1 as many as fit
+// (max_model_len - 1); k past max_model_len refused.
+BOOST_AUTO_TEST_CASE(truncation_keeps_the_prompts_last_tokens) {
+  std::vector<int32_t> prompt(20);
+  for (int32_t i = 0; i < 20; ++i) prompt[static_cast<size_t>(i)] = i + 1;
+  auto r = ids(prompt);
+  r.truncate_prompt_tokens = 4;
+  auto b = build_generate(r, tiny());
+  BOOST_REQUIRE(b.req);
+  BOOST_TEST(b.req->prompt == (std::vector<int32_t>{17, 18, 19, 20}), boost::test_tools::per_element());
+  r.truncate_prompt_tokens = -1;  // tiny(): max_model_len 16
+  b = build_generate(r, tiny());
+  BOOST_REQUIRE(b.req);
+  BOOST_TEST(b.req->prompt == std::vector<int32_t>(prompt.end() - 15, prompt.end()), boost::test_tools::per_element());
+  r.truncate_prompt_tokens = 17;
+  b = build_generate(r, tiny());
+  BOOST_TEST(to_string(b.error.code) == "invalid_value");
+  BOOST_TEST(b.error.message == "field 'truncate_prompt_tokens' (17) exceeds max_model_len (16)");
+  r.truncate_prompt_tokens = 16;  // allowed, and the prompt then leaves no room: refused as too long
+  BOOST_TEST(to_string(build_generate(r, tiny()).error.code) == "prompt_too_long");
+  wire::generate_request e;
+  e.embed = wire::embed_fields{{}, {prompt, {5, 6}}, std::nullopt, true};
+  e.truncate_prompt_tokens = 3;
+  auto m = tiny();
+  m.hidden_size = 8;
+  auto eb = build_embed(e, m);
+  BOOST_REQUIRE_MESSAGE(eb.req, eb.error.message);
+  BOOST_TEST(eb.req->prompts[0] == (std::vector<int32_t>{18, 19, 20}), boost::test_tools::per_element());
+  BOOST_TEST(eb.req->prompts[1] == (std::vector<int32_t>{5, 6}), boost::test_tools::per_element());
+}
+
 // A batch (build_generates): each prompt built as the request's only one, text or ids, with the
 // request's other fields; a refused prompt refuses the batch and is named.
 BOOST_AUTO_TEST_CASE(a_batch_builds_each_prompt_as_alone) {

@@ -561,6 +561,28 @@ BOOST_AUTO_TEST_CASE(n_completions_gathered_in_one_body) {
   BOOST_TEST(lp["text_offset"][1] == 2);
 }
 
+// vLLM's truncate_prompt_tokens reaches the protocol from completions, chat and embeddings; not
+// beside echo (which returns the prompt as sent), nor for rerank.
+BOOST_AUTO_TEST_CASE(truncate_prompt_tokens_passes_through) {
+  auto p = completion(R"({"prompt": [1, 2, 3], "truncate_prompt_tokens": 2})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(p.req->truncate_prompt_tokens.value() == 2);
+  auto c = chat(R"({"messages": [{"role": "user", "content": "q"}], "truncate_prompt_tokens": -1})");
+  BOOST_TEST_REQUIRE(c.ok(), c.error.message);
+  BOOST_TEST(c.req->truncate_prompt_tokens.value() == -1);
+  auto e = oa::parse_request(oa::endpoint::embeddings, R"({"input": "a", "truncate_prompt_tokens": 8})", models, "e");
+  BOOST_TEST_REQUIRE(e.ok(), e.error.message);
+  BOOST_TEST(e.req->truncate_prompt_tokens.value() == 8);
+  auto echo = completion(R"({"prompt": [1, 2, 3], "truncate_prompt_tokens": 2, "echo": true})");
+  BOOST_TEST(!echo.ok());
+  BOOST_TEST(echo.error.param == "echo");
+  auto zero = completion(R"({"prompt": [1, 2, 3], "truncate_prompt_tokens": 0})");
+  BOOST_TEST(zero.error.code == "invalid_value");
+  auto rerank = oa::parse_request(oa::endpoint::rerank, R"({"query": "q", "documents": ["a"], "truncate_prompt_tokens": 8})",
+                                  models, "r");
+  BOOST_TEST(rerank.error.code == "unknown_field");
+}
+
 BOOST_AUTO_TEST_CASE(echo_scores_the_prompt) {
   auto p = completion(R"({"prompt": [3, 4, 5], "echo": true, "logprobs": 1, "max_tokens": 0})");
   BOOST_TEST_REQUIRE(p.ok(), p.error.message);

@@ -170,6 +170,33 @@ BOOST_AUTO_TEST_CASE(a_batch_of_prompts_decodes_round_trips_and_names_what_is_wr
                "'prompts' (3) times 'n' (43) asks for more than 128 completions", "b");
 }
 
+// truncate_prompt_tokens (vLLM's) on generate and embed: -1 or a positive count, round-tripped.
+BOOST_AUTO_TEST_CASE(truncate_prompt_tokens_decodes_and_round_trips) {
+  for (const char* type : {"generate", "embed"}) {
+    BOOST_TEST_CONTEXT(type) {
+      for (int k : {-1, 7}) {
+        map m{{"v", 1}, {"type", type}, {"id", "t"}, {"truncate_prompt_tokens", k}};
+        m.emplace_back(value(std::string(type) == "embed" ? "input" : "prompt_ids"), value(array{1, 2, 3}));
+        auto d = decode(m);
+        BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
+        const auto& g = std::get<generate_request>(*d.req);
+        BOOST_TEST(g.truncate_prompt_tokens.value() == k);
+        auto back = decode_request(encode_request(*d.req));
+        BOOST_REQUIRE_MESSAGE(back.ok(), back.error.message);
+        BOOST_TEST((std::get<generate_request>(*back.req) == g));
+      }
+      for (int k : {0, -2}) {
+        map m{{"v", 1}, {"type", type}, {"id", "t"}, {"truncate_prompt_tokens", k}};
+        m.emplace_back(value(std::string(type) == "embed" ? "input" : "prompt_ids"), value(array{1}));
+        expect_error(decode(m), error_code::invalid_value, "'truncate_prompt_tokens'", "t");
+      }
+    }
+  }
+  expect_error(decode(map{{"v", 1}, {"type", "rerank"}, {"id", "t"}, {"query", "q"}, {"documents", array{"a"}},
+                          {"truncate_prompt_tokens", 3}}),
+               error_code::unknown_field, "'truncate_prompt_tokens'", "t");
+}
+
 BOOST_AUTO_TEST_CASE(embed_requests_decode_every_input_form_and_round_trip) {
   auto single = decode(map{{"v", 1}, {"type", "embed"}, {"id", "e1"}, {"input", "hello"}});
   BOOST_REQUIRE_MESSAGE(single.ok(), single.error.message);
