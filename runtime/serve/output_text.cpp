@@ -4,8 +4,9 @@
 
 namespace troupe::serve {
 
-output_text::output_text(const tokenizer* tok, std::vector<std::string> stop_strings, int32_t min_tokens)
-    : stop_(std::move(stop_strings)), min_tokens_(min_tokens) {
+output_text::output_text(const tokenizer* tok, std::vector<std::string> stop_strings, int32_t min_tokens,
+                         bool include_stop)
+    : stop_(std::move(stop_strings)), min_tokens_(min_tokens), include_stop_(include_stop) {
   // vLLM's default: special tokens (<|im_end|>, <|endoftext|>) are not part of the text.
   if (tok) {
     dec_.emplace(*tok, /*skip_special_tokens=*/true);
@@ -23,11 +24,15 @@ output_text::delta output_text::push(int32_t id) {
     d.text.swap(held_);
     return d;
   }
-  // The earliest match of any stop string ends the text.
-  size_t first = std::string::npos;
-  for (const auto& s : stop_) first = std::min(first, held_.find(s));
+  // The earliest match of any stop string ends the text (with it, the first listed that matches there).
+  size_t first = std::string::npos, len = 0;
+  for (const auto& s : stop_)
+    if (const auto at = held_.find(s); at < first) {
+      first = at;
+      len = s.size();
+    }
   if (first != std::string::npos) {
-    d.text = held_.substr(0, first);
+    d.text = held_.substr(0, first + (include_stop_ ? len : 0));
     d.stopped = stopped_ = true;
     held_.clear();
     return d;

@@ -16,12 +16,14 @@ class output_text {
  public:
   // `tok` may be null (a model served without a tokenizer): every delta is then empty. Stop
   // strings are looked for from the min_tokens-th token on, in the text that token and later
-  // ones add (vLLM's min_tokens); text before it is released as it comes.
-  output_text(const tokenizer* tok, std::vector<std::string> stop_strings, int32_t min_tokens = 0);
+  // ones add (vLLM's min_tokens); text before it is released as it comes. `include_stop`: the
+  // text ends after the matched stop string instead of before it (vLLM's include_stop_str_in_output).
+  output_text(const tokenizer* tok, std::vector<std::string> stop_strings, int32_t min_tokens = 0,
+              bool include_stop = false);
 
   struct delta {
     std::string text;      // safe to send now
-    bool stopped = false;  // a stop string matched: `text` ends before it and the stream is over
+    bool stopped = false;  // a stop string matched: `text` ends before it (or with it) and the stream is over
   };
   // An id past the tokenizer's last (a padded row of the model's vocabulary: Qwen3 checkpoints have
   // 151,936 rows for 151,669 ids) has no text, as in Hugging Face's decode: the delta is empty and
@@ -39,6 +41,7 @@ class output_text {
   std::vector<std::string> stop_;
   std::string held_;
   int64_t min_tokens_ = 0;
+  bool include_stop_ = false;
   int64_t pushed_ = 0;  // ids pushed so far
   bool stopped_ = false;
 };

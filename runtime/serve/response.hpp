@@ -31,6 +31,7 @@ struct output_rules {
   std::optional<int32_t> index = std::nullopt;
   // A rerank document: the one value set_embedding receives is its score (done's `score`).
   bool rerank = false;
+  bool include_stop_str_in_output = false;  // a matched stop string stays at the text's end
 };
 
 class response {

@@ -137,6 +137,7 @@ struct generate_request {
   sampling_fields sampling;
   std::optional<int32_t> max_tokens;   // absent: the server's default_max_tokens
   std::vector<std::string> stop;
+  bool include_stop_str_in_output = false;  // vLLM's: a matched stop string stays at the text's end
   std::vector<int32_t> stop_ids;
   bool ignore_eos = false;
   bool stream = true;

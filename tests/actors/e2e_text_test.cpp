@@ -142,6 +142,13 @@ BOOST_AUTO_TEST_CASE(stop_strings_and_stop_ids) {
   BOOST_TEST((got.done.reason == wire::finish_reason::stop));
   BOOST_TEST(got.text == full.substr(0, full.find(stop)));
   BOOST_TEST(got.ids.size() < ref.size());
+  // vLLM's include_stop_str_in_output: the same stop, the text ending with it.
+  r.id = "s1b";
+  r.include_stop_str_in_output = true;
+  auto with = cl.complete(r);
+  BOOST_TEST((with.done.reason == wire::finish_reason::stop));
+  BOOST_TEST(with.text == full.substr(0, full.find(stop) + stop.size()));
+  BOOST_TEST(with.ids == got.ids, boost::test_tools::per_element());
 
   auto r2 = base;
   r2.id = "s2";

@@ -22,8 +22,9 @@ struct streamed {
   size_t tokens_used = 0;
 };
 
-streamed stream(const std::string& text, std::vector<std::string> stop, int32_t min_tokens = 0) {
-  output_text o(&qwen3(), std::move(stop), min_tokens);
+streamed stream(const std::string& text, std::vector<std::string> stop, int32_t min_tokens = 0,
+                bool include_stop = false) {
+  output_text o(&qwen3(), std::move(stop), min_tokens, include_stop);
   streamed s;
   for (int32_t id : qwen3().encode(text)) {
     ++s.tokens_used;
@@ -87,10 +88,19 @@ BOOST_AUTO_TEST_CASE(stop_strings_cut_before_the_first_match) {
        }) {
     BOOST_TEST_CONTEXT(k.text) {
       auto s = stream(k.text, k.stop);
-      size_t first = std::string::npos;
-      for (const auto& st : k.stop) first = std::min(first, k.text.find(st));
+      size_t first = std::string::npos, len = 0;
+      for (const auto& st : k.stop)
+        if (k.text.find(st) < first) {
+          first = k.text.find(st);
+          len = st.size();
+        }
       BOOST_TEST(s.text == k.text.substr(0, first));
       BOOST_TEST(s.stopped == (first != std::string::npos));
+      // vLLM's include_stop_str_in_output: the same cut, after the matched string.
+      auto with = stream(k.text, k.stop, 0, true);
+      BOOST_TEST(with.text == k.text.substr(0, first == std::string::npos ? first : first + len));
+      BOOST_TEST(with.stopped == s.stopped);
+      BOOST_TEST(with.tokens_used == s.tokens_used);
     }
   }
 }

@@ -562,7 +562,7 @@ BOOST_AUTO_TEST_CASE(n_completions_gathered_in_one_body) {
 }
 
 // vLLM's truncate_prompt_tokens reaches the protocol from completions, chat and embeddings; not
-// beside echo (which returns the prompt as sent), nor for rerank.
+// beside echo (which returns the prompt as sent), nor for rerank. include_stop_str_in_output too.
 BOOST_AUTO_TEST_CASE(truncate_prompt_tokens_passes_through) {
   auto p = completion(R"({"prompt": [1, 2, 3], "truncate_prompt_tokens": 2})");
   BOOST_TEST_REQUIRE(p.ok(), p.error.message);
@@ -576,6 +576,9 @@ BOOST_AUTO_TEST_CASE(truncate_prompt_tokens_passes_through) {
   auto echo = completion(R"({"prompt": [1, 2, 3], "truncate_prompt_tokens": 2, "echo": true})");
   BOOST_TEST(!echo.ok());
   BOOST_TEST(echo.error.param == "echo");
+  auto inc = completion(R"({"prompt": "a", "stop": ["x"], "include_stop_str_in_output": true})");
+  BOOST_TEST_REQUIRE(inc.ok(), inc.error.message);
+  BOOST_TEST(inc.req->include_stop_str_in_output);
   auto zero = completion(R"({"prompt": [1, 2, 3], "truncate_prompt_tokens": 0})");
   BOOST_TEST(zero.error.code == "invalid_value");
   auto rerank = oa::parse_request(oa::endpoint::rerank, R"({"query": "q", "documents": ["a"], "truncate_prompt_tokens": 8})",

@@ -98,6 +98,8 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.allowed_token_ids = {5, 9, 151645};
   g.logit_bias = {{151645, -100.0}, {7, 2.5}};
   g.n = 4;
+  g.include_stop_str_in_output = true;
+  g.truncate_prompt_tokens = 100;
   auto d = decode_request(encode_request(g));
   BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
   BOOST_TEST((std::get<generate_request>(*d.req) == g));
