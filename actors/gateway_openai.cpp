@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "actors/gateway_state.hpp"
+#include "runtime/core/version.hpp"
 #include "runtime/tokenizer/byte_level.hpp"
 #include "runtime/wire/event_codec.hpp"
 #include "runtime/wire/openai_tokenize.hpp"
@@ -164,10 +165,17 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     return http_answer(self, hdl, 200, "text/plain; version=0.0.4; charset=utf-8", st.ctx->metrics->render(),
                        req.keep_alive);
   }
-  if (path == "/health") {
-    if (req.method != "GET") return not_allowed("GET");
+  // /ping is SageMaker's health check, which vLLM serves beside /health (GET and POST).
+  if (path == "/health" || path == "/ping") {
+    const bool ping = path == "/ping";
+    if (req.method != "GET" && !(ping && req.method == "POST")) return not_allowed(ping ? "GET or POST" : "GET");
     return http_answer(self, hdl, st.draining ? 503 : 200, "application/json",
                        st.draining ? R"({"status": "draining"})" : R"({"status": "ok"})", req.keep_alive);
+  }
+  if (path == "/version") {  // vLLM's
+    if (req.method != "GET") return not_allowed("GET");
+    return http_answer(self, hdl, 200, "application/json",
+                       "{\"version\": \"" + std::string(troupe::version()) + "\"}", req.keep_alive);
   }
   if (path == "/tokenize") {  // vLLM's, beside /v1 (and, as there, outside the API key's reach)
     if (req.method != "POST") return not_allowed("POST");
@@ -199,7 +207,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
                              {404, "no endpoint " + std::string(path) +
                                        " (served: POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, POST /v1/rerank, "
                                        "POST /v1/score, GET /v1/models, "
-                                       "POST /tokenize, POST /detokenize, GET /health, GET /metrics)",
+                                       "POST /tokenize, POST /detokenize, GET /health, GET /ping, GET /version, GET /metrics)",
                               "not_found", ""},
                              req.keep_alive);
   if (req.method != "POST") return not_allowed("POST");

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "runtime/core/version.hpp"
 #include "runtime/engine/generator.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 #include "tests/actors/http_client.hpp"
@@ -470,6 +471,29 @@ BOOST_AUTO_TEST_CASE(many_pipelined_requests_refused_at_once) {
     if (r.status != 429) BOOST_FAIL("response " << i << ": " << r.status << " " << r.body);
   }
   BOOST_TEST(h.read().status == 200);
+}
+
+// vLLM's GET /version and SageMaker's /ping (GET or POST, as /health), outside the API key.
+BOOST_AUTO_TEST_CASE(version_and_ping) {
+  auto c = test_config();
+  c.api_key = "k";
+  auto srv = start(c);
+  http_client h(srv->http_port());
+  h.send("GET /version HTTP/1.1\r\n\r\n");
+  auto v = h.read();
+  BOOST_TEST_REQUIRE(v.status == 200, v.body);
+  BOOST_TEST(json::parse(v.body)["version"] == std::string(troupe::version()));
+  BOOST_TEST(!troupe::version().empty());
+  for (const char* method : {"GET", "POST"}) {
+    h.send(std::string(method) + " /ping HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+    auto p = h.read();
+    BOOST_TEST(p.status == 200, method << ": " << p.body);
+    BOOST_TEST(json::parse(p.body)["status"] == "ok");
+  }
+  h.send("DELETE /ping HTTP/1.1\r\n\r\n");
+  BOOST_TEST(h.read().status == 405);
+  h.send("POST /version HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+  BOOST_TEST(h.read().status == 405);
 }
 
 BOOST_AUTO_TEST_CASE(bad_requests_get_openai_errors) {

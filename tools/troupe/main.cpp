@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "runtime/core/error.hpp"
+#include "runtime/core/version.hpp"
 #include "tools/troupe/command.hpp"
 
 namespace troupe::cli {
@@ -24,6 +25,10 @@ static void usage(FILE* out) {
 }
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && !std::strcmp(argv[1], "--version")) {
+    std::printf("troupe %.*s\n", static_cast<int>(troupe::version().size()), troupe::version().data());
+    return 0;
+  }
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

@@ -44,6 +44,12 @@ BOOST_AUTO_TEST_CASE(serve_chat_template_flag_is_checked_at_start) {
                  "model.chat_template (--chat-template): the model is served without a tokenizer");
 }
 
+BOOST_AUTO_TEST_CASE(version_flag_prints_the_projects_version) {
+  const auto r = run_troupe("--version");
+  BOOST_TEST(r.exit_code == 0, r.output);
+  BOOST_TEST(r.output == "troupe " TROUPE_PROJECT_VERSION "\n");
+}
+
 BOOST_AUTO_TEST_CASE(generate_logits_and_embed_check_the_device_flag) {
   const std::string model = std::string(" --model ") + TROUPE_TEST_DATA_DIR "/golden/tiny-dense ";
   const std::pair<std::string, std::string> cases[] = {
