@@ -86,7 +86,9 @@ reasoning_split::parts reasoning_split::finish() {
   return out;
 }
 
-bool prompt_opens_reasoning(const tokenizer& tok, std::span<const int32_t> prompt) {
+namespace {
+// Whether the prompt's text ends with `tag`, white space after it aside.
+bool prompt_ends_with_tag(const tokenizer& tok, std::span<const int32_t> prompt, std::string_view tag) {
   // "<think>" is one token in Qwen3's vocabulary; a few ids cover it spelt out in pieces too.
   const size_t n = std::min<size_t>(prompt.size(), 8);
   std::string tail;
@@ -97,7 +99,16 @@ bool prompt_opens_reasoning(const tokenizer& tok, std::span<const int32_t> promp
   }
   while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ' || tail.back() == '\t' || tail.back() == '\r'))
     tail.pop_back();
-  return std::string_view(tail).ends_with(open_tag);
+  return std::string_view(tail).ends_with(tag);
+}
+}  // namespace
+
+bool prompt_opens_reasoning(const tokenizer& tok, std::span<const int32_t> prompt) {
+  return prompt_ends_with_tag(tok, prompt, open_tag);
+}
+
+bool prompt_closes_reasoning(const tokenizer& tok, std::span<const int32_t> prompt) {
+  return prompt_ends_with_tag(tok, prompt, close_tag);
 }
 
 }  // namespace troupe::serve

@@ -47,5 +47,8 @@ class reasoning_split {
 // Whether the prompt ends inside an open <think> block (its text ends with "<think>" and
 // whitespace at most).
 bool prompt_opens_reasoning(const tokenizer& tok, std::span<const int32_t> prompt);
+// Whether it ends with a closed think block ("<think>\n\n</think>\n\n": Qwen3's template with
+// enable_thinking=false): the answer comes next, no think block may open.
+bool prompt_closes_reasoning(const tokenizer& tok, std::span<const int32_t> prompt);
 
 }  // namespace troupe::serve

@@ -394,8 +394,11 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
     }
     b.sampling.grammar_end_ids = b.stop_ids;
     // With separate_reasoning the model thinks freely and the grammar shapes the answer (vLLM
-    // with a reasoning parser); without it, the grammar holds from the first token.
-    if (b.reasoning_opened_in_prompt && m.tok) {
+    // with a reasoning parser); without it, or after a prompt that closed the think block
+    // (enable_thinking=false), the grammar holds from the first token: letting <think> open the
+    // output there let a random model's unlikely <think> through, and its whole output was
+    // then unconstrained "reasoning".
+    if (b.reasoning_opened_in_prompt && m.tok && !prompt_closes_reasoning(*m.tok, b.prompt)) {
       const auto start = m.tok->token_to_id("<think>"), end = m.tok->token_to_id("</think>");
       if (start && end) {
         b.sampling.grammar_think_start = *start;

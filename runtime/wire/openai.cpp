@@ -291,6 +291,8 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
     if (chat) w["separate_reasoning"] = true;
     ojson so = ojson::object();
     bool logprobs_on = false, drop_tools = false;
+    std::optional<ojson> forced_choice;  // tool_choice "required" or a named function
+    bool parallel_calls = true;
     std::optional<ojson> top_logprobs;
     for (const auto& [k, v] : b.items()) {
       if (v.is_null()) continue;  // OpenAI's clients send null for "not set"
@@ -327,9 +329,11 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
         if (v == "none")
           drop_tools = true;
         else if (v != "auto")
-          refuse("unsupported", k, "tool_choice must be \"auto\" or \"none\" here; a forced tool call is not supported");
+          forced_choice = v;  // judged once the tools are known
       } else if (chat && k == "parallel_tool_calls") {
-        want(v, v.is_boolean(), k, "a boolean");  // Qwen3 may call several tools either way
+        // Qwen3 may call several tools either way; a forced "required" call makes one when false.
+        want(v, v.is_boolean(), k, "a boolean");
+        parallel_calls = v.get<bool>();
       } else if (chat && k == "logprobs") {
         want(v, v.is_boolean(), k, "a boolean");
         logprobs_on = v.get<bool>();
@@ -374,6 +378,17 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
     if (chat && !b.contains("messages")) refuse("missing_field", "messages", "a chat completion needs field 'messages'");
     if (!chat && !b.contains("prompt")) refuse("missing_field", "prompt", "a completion needs field 'prompt'");
     if (drop_tools) w.erase("tools");
+    if (forced_choice) {
+      // The call's JSON is the output: structured output's schema, which a format of the
+      // request's own would contradict.
+      ojson schema;
+      out.forced_tools =
+          parse_forced_tool_choice(*forced_choice, w.contains("tools") ? w["tools"] : ojson(), parallel_calls, schema);
+      if (w.contains("response_format") || w.contains("structured_outputs") || !so.empty())
+        refuse("invalid_value", "tool_choice", "a forced tool call fixes the output's format: give no response_format, "
+                                               "structured_outputs or guided_* beside it");
+      so["json"] = schema;
+    }
     // OpenAI's defaults, as vLLM keeps them: a chat answer runs to a stop or to the end of the
     // context (the scheduler ends it at max_model_len), a legacy completion stops after 16 tokens.
     if (!w.contains("max_tokens")) {
@@ -486,7 +501,12 @@ response_builder::response_builder(endpoint ep, const parsed_request& p, int64_t
       choices_(static_cast<size_t>(p.req->sequences())),
       remaining_(p.req->sequences()),
       documents_(p.req->rerank ? p.req->rerank->documents : std::vector<std::string>{}),
-      top_n_(p.top_n) {}
+      top_n_(p.top_n),
+      forced_(p.forced_tools) {
+  // A forced call's output is all call: streamed, it is held back whole, as a <tool_call> block is.
+  if (forced_)
+    for (auto& ch : choices_) ch.in_calls = true;
+}
 
 void response_builder::set_echo_prompt(size_t p, std::string text, std::vector<int32_t> ids) {
   if (echo_text_.size() <= p) {
@@ -669,6 +689,15 @@ std::string response_builder::on_done(done_event&& d) {
   }
   if (!prompt_only_) usage_.completion_tokens += d.usage.completion_tokens;
   --remaining_;
+  if (forced_ && d.reason != finish_reason::error) {
+    // The output is the calls' JSON: they replace the text (unless it was cut short).
+    std::string& text = stream_ ? ch.held : (d.has_output ? d.text : ch.text);
+    if (auto forced = forced_tool_calls(*forced_, text); !forced.empty()) {
+      d.tool_calls = std::move(forced);
+      text.clear();
+      ch.text.clear();
+    }
+  }
   std::string out;
   const bool calls = !d.tool_calls.empty();
   if (!stream_) {
@@ -685,7 +714,7 @@ std::string response_builder::on_done(done_event&& d) {
     }
     return {};
   }
-  const char* reason = finish_name(d.reason, calls);
+  const char* reason = finish_name(d.reason, calls && !forced_);  // a forced call ends as "stop" (OpenAI, vLLM)
   if (ep_ == endpoint::completion) {
     out += chunk(i, "", nullptr, reason);
   } else {
@@ -768,7 +797,7 @@ std::string response_builder::final_body() {
         }
       c["logprobs"] = completion_logprobs(ids, lps);
     }
-    c["finish_reason"] = finish_name(ch.last.reason, calls);
+    c["finish_reason"] = finish_name(ch.last.reason, calls && !forced_);
     cs.push_back(c);
   }
   ojson j = head(chat ? "chat.completion" : "text_completion");

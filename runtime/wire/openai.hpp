@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/wire/openai_tool_choice.hpp"
 #include "runtime/wire/protocol.hpp"
 
 namespace troupe::wire::openai {
@@ -49,6 +50,9 @@ struct parsed_request {
   bool prompt_only = false;
   bool base64 = false;  // embeddings: encoding_format "base64" (little-endian float32 bytes)
   int32_t top_n = 0;    // rerank: the best N results only; 0: every document
+  // chat: tool_choice "required" or a named function (openai_tool_choice.hpp): the output is the
+  // calls' JSON, answered as tool_calls.
+  std::optional<forced_tool_choice> forced_tools;
   std::string model;  // the name to answer with
   bool ok() const noexcept { return req.has_value(); }
 };
@@ -129,6 +133,7 @@ class response_builder {
   int32_t remaining_;
   std::vector<std::string> documents_;  // rerank: echoed in the results
   int32_t top_n_ = 0;
+  std::optional<forced_tool_choice> forced_;  // chat with a forced tool call
   usage_info usage_;
   bool complete_ = false, started_ = false;
   int status_ = 200;

@@ -191,6 +191,46 @@ BOOST_AUTO_TEST_CASE(a_truncated_prompt_completes_as_its_tail) {
   BOOST_TEST(json::parse(bad.body)["error"]["message"].get<std::string>().find("exceeds max_model_len") != std::string::npos);
 }
 
+// Forced tool calls on the real tokenizer and a full-vocabulary model: the output is held to the
+// call's JSON (named: the function's parameters; required: an array of calls), answered as
+// tool_calls whose arguments are that JSON, finish_reason "stop".
+BOOST_AUTO_TEST_CASE(forced_tool_calls_are_answered_as_calls) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  http_client c(srv->http_port());
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "convert", "parameters":
+      {"type": "object", "properties": {"unit": {"enum": ["c", "f"]}}, "required": ["unit"]}}},
+      {"type": "function", "function": {"name": "now"}}])");
+  const json base = {{"messages", {{{"role", "user"}, {"content", "Which unit?"}}}}, {"tools", tools},
+                     {"chat_template_kwargs", {{"enable_thinking", false}}}, {"max_tokens", 60}, {"temperature", 0.7},
+                     {"seed", 3}};
+  auto named = base;
+  named["tool_choice"] = {{"type", "function"}, {"function", {{"name", "convert"}}}};
+  c.post("/v1/chat/completions", named.dump());
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  auto j = json::parse(r.body);
+  BOOST_TEST(j["choices"][0]["finish_reason"] == "stop", r.body);
+  const auto& call = j["choices"][0]["message"]["tool_calls"][0]["function"];
+  BOOST_TEST(call["name"] == "convert");
+  const auto args = json::parse(call["arguments"].get<std::string>());
+  BOOST_TEST((args == json{{"unit", "c"}} || args == json{{"unit", "f"}}), args.dump());
+  auto required = base;
+  required["tool_choice"] = "required";
+  required["parallel_tool_calls"] = false;  // one call: the array ends after it
+  c.post("/v1/chat/completions", required.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  j = json::parse(r.body);
+  const auto& calls = j["choices"][0]["message"]["tool_calls"];
+  BOOST_TEST_REQUIRE(calls.size() == 1u, r.body);
+  BOOST_TEST(j["choices"][0]["finish_reason"] == "stop");
+  for (const auto& k : calls) {
+    const auto name = k["function"]["name"].get<std::string>();
+    const auto a = json::parse(k["function"]["arguments"].get<std::string>());
+    BOOST_TEST((name == "now" ? a == json::object() : (a == json{{"unit", "c"}} || a == json{{"unit", "f"}})), k.dump());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(echo_scores_a_prompt_as_prompt_logprobs_do) {
   // What eval harnesses send to score a text: echo, logprobs, max_tokens 0.
   auto srv = start(test_config());

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/serve/reasoning_split.hpp"
+#include "runtime/serve/request_builder.hpp"
 #include "runtime/serve/response.hpp"
 #include "tests/runtime/serve/qwen_fixture.hpp"
 
@@ -125,6 +126,33 @@ BOOST_AUTO_TEST_CASE(prompt_opens_reasoning_reads_the_prompts_end) {
   const auto& m = qwen_facts();
   BOOST_TEST(!prompt_opens_reasoning(tok, tok.encode(m.chat({user}, "", chat_options{true}))));
   BOOST_TEST(!prompt_opens_reasoning(tok, tok.encode(m.chat({user}, "", chat_options{false}))));
+}
+
+// A prompt that closed the think block (enable_thinking=false) leaves no block to open: with
+// structured output the grammar holds from the first token, <think> masked like any other token
+// outside the grammar. (It was allowed, and a random model's unlikely <think> turned its whole
+// output into unconstrained reasoning.) A prompt without a block still lets the model think first.
+BOOST_AUTO_TEST_CASE(a_closed_think_block_in_the_prompt_starts_the_grammar_at_once) {
+  const tokenizer& tok = *qwen_facts().tok;
+  BOOST_TEST(prompt_closes_reasoning(tok, tok.encode("<|im_start|>assistant\n<think>\n\n</think>\n\n")));
+  BOOST_TEST(!prompt_closes_reasoning(tok, tok.encode("<|im_start|>assistant\n<think>\n")));
+  BOOST_TEST(!prompt_closes_reasoning(tok, tok.encode("<|im_start|>assistant\n")));
+  wire::generate_request r;
+  r.kind = wire::prompt_kind::messages;
+  r.messages = {{"user", "Hi", "", ""}};
+  r.separate_reasoning = true;
+  r.structured = {wire::structured_output::kind::json_object, "", {}};
+  r.enable_thinking = false;
+  r.stop_ids = {151645};  // a finished document ends with it
+  auto closed = build_generate(r, qwen_facts());
+  BOOST_REQUIRE_MESSAGE(closed.req, closed.error.message);
+  BOOST_TEST(closed.req->sampling.grammar_think_start == -1);
+  BOOST_TEST(closed.req->sampling.grammar_think_end == -1);
+  r.enable_thinking = true;
+  auto open = build_generate(r, qwen_facts());
+  BOOST_REQUIRE_MESSAGE(open.req, open.error.message);
+  BOOST_TEST(open.req->sampling.grammar_think_start == *tok.token_to_id("<think>"));
+  BOOST_TEST(!open.req->sampling.grammar_in_thinking);
 }
 
 // A response that separates: the answer as `text`, the thinking as `reasoning`, streamed or on

@@ -161,7 +161,7 @@ BOOST_AUTO_TEST_CASE(bad_requests_name_what_is_wrong) {
       {R"({"messages": [{"role": "user", "content": "q"}], "temperature": -1})", true, 400, "invalid_value", "temperature"},
       {R"({"messages": [{"role": "user", "content": "q"}], "max_tokens": 0})", true, 400, "invalid_value", "max_tokens"},
       {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})", true, 400, "unsupported", "image_url"},
-      {R"({"messages": [{"role": "user", "content": "q"}], "tool_choice": "required"})", true, 400, "unsupported", "tool_choice"},
+      {R"({"messages": [{"role": "user", "content": "q"}], "tool_choice": "required"})", true, 400, "invalid_value", "tool_choice"},
       {R"({"messages": [{"role": "user", "content": "q"}], "top_logprobs": 2})", true, 400, "invalid_value", "logprobs"},
       {R"({"messages": [{"role": "user", "content": "q"}], "stream_options": {"foo": 1}})", true, 400, "unknown_field", "stream_options.foo"},
       {R"({"messages": [{"role": "user", "content": "q"}], "chat_template_kwargs": {"x": 1}})", true, 400, "unsupported", "chat_template_kwargs.x"},
@@ -429,6 +429,92 @@ BOOST_AUTO_TEST_CASE(tool_calls_in_a_whole_body) {
   BOOST_TEST(m["tool_calls"][0]["function"]["arguments"] == "{\"a\": 1}");
   BOOST_TEST(!m["tool_calls"][0]["id"].get<std::string>().empty());
   BOOST_TEST(j["choices"][0]["finish_reason"] == "tool_calls");
+}
+
+// A forced tool call (tool_choice naming a function, or "required", as vLLM serves them): the
+// output is constrained to the call's JSON and answered as tool_calls with finish_reason "stop";
+// cut short, it stays content. Bad choices are refused naming tool_choice.
+BOOST_AUTO_TEST_CASE(forced_tool_calls) {
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "weather", "parameters":
+      {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+      {"type": "function", "function": {"name": "time"}}])";
+  const std::string msgs = R"("messages": [{"role": "user", "content": "q"}])";
+  auto p = chat("{" + msgs + ", " + tools + R"(, "tool_choice": {"type": "function", "function": {"name": "weather"}}})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST_REQUIRE(p.forced_tools.has_value());
+  BOOST_TEST((p.req->structured.k == wire::structured_output::kind::json_schema));
+  BOOST_TEST(json::parse(p.req->structured.spec) ==
+             json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})"));
+  {
+    oa::response_builder b(oa::endpoint::chat, p, 1, token_text);
+    auto d = done(wire::finish_reason::stop, 3, 5);
+    d.has_output = true;
+    d.text = R"({"city": "Paris"})";
+    auto j = json::parse(b.feed(d));
+    const auto& m = j["choices"][0]["message"];
+    BOOST_TEST(m["content"].is_null());
+    BOOST_TEST(m["tool_calls"][0]["function"]["name"] == "weather");
+    BOOST_TEST(m["tool_calls"][0]["function"]["arguments"] == R"({"city": "Paris"})");
+    BOOST_TEST(j["choices"][0]["finish_reason"] == "stop");
+  }
+  {  // cut short by max_tokens: no call, the text as content
+    oa::response_builder b(oa::endpoint::chat, p, 1, token_text);
+    auto d = done(wire::finish_reason::length, 3, 5);
+    d.has_output = true;
+    d.text = R"({"city": "Pa)";
+    auto j = json::parse(b.feed(d));
+    BOOST_TEST(j["choices"][0]["message"]["content"] == R"({"city": "Pa)");
+    BOOST_TEST(!j["choices"][0]["message"].contains("tool_calls"));
+    BOOST_TEST(j["choices"][0]["finish_reason"] == "length");
+  }
+  // "required": an array of calls, each one of the tools; streamed, held back and sent whole.
+  auto q = chat("{" + msgs + ", " + tools + R"(, "tool_choice": "required", "stream": true})");
+  BOOST_TEST_REQUIRE(q.ok(), q.error.message);
+  const auto schema = json::parse(q.req->structured.spec);
+  BOOST_TEST(schema["type"] == "array");
+  BOOST_TEST(schema["minItems"] == 1);
+  BOOST_TEST(schema["items"]["anyOf"].size() == 2u);
+  BOOST_TEST(schema["items"]["anyOf"][1]["properties"]["name"]["enum"][0] == "time");
+  BOOST_TEST(schema["items"]["anyOf"][1]["properties"]["parameters"] == json::parse(R"({"type": "object", "properties": {}})"));
+  BOOST_TEST(!schema.contains("maxItems"));
+  auto one = chat("{" + msgs + ", " + tools + R"(, "tool_choice": "required", "parallel_tool_calls": false})");
+  BOOST_TEST_REQUIRE(one.ok(), one.error.message);
+  BOOST_TEST(json::parse(one.req->structured.spec)["maxItems"] == 1);
+  oa::response_builder b(oa::endpoint::chat, q, 1, token_text);
+  std::string s = b.feed(tok(R"([{"name": "time", )", 1));
+  s += b.feed(tok(R"("parameters": {}}, {"name": "weather", "parameters": {"city": "Oslo"}}])", 2));
+  s += b.feed(done(wire::finish_reason::stop, 3, 2));
+  auto ev = sse_events(s);
+  std::string content;
+  json calls;
+  std::string finish;
+  for (const auto& e : ev) {
+    if (e == "[DONE]") continue;
+    const auto& c = e["choices"][0];
+    if (c["delta"].contains("content")) content += c["delta"]["content"].get<std::string>();
+    if (c["delta"].contains("tool_calls")) calls = c["delta"]["tool_calls"];
+    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+  }
+  BOOST_TEST(content.empty(), content);
+  BOOST_TEST_REQUIRE(calls.size() == 2u);
+  BOOST_TEST(calls[0]["function"]["name"] == "time");
+  BOOST_TEST(calls[0]["function"]["arguments"] == "{}");
+  BOOST_TEST(calls[1]["function"]["name"] == "weather");
+  BOOST_TEST(json::parse(calls[1]["function"]["arguments"].get<std::string>())["city"] == "Oslo");
+  BOOST_TEST(finish == "stop");
+  for (const auto& [body, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"{" + msgs + R"(, "tool_choice": "required"})", "offers no tools"},
+           {"{" + msgs + ", " + tools + R"(, "tool_choice": {"type": "function", "function": {"name": "nope"}}})",
+            "'nope', which is not among the tools"},
+           {"{" + msgs + ", " + tools + R"(, "tool_choice": "always"})", "tool_choice must be"},
+           {"{" + msgs + ", " + tools + R"(, "tool_choice": "required", "response_format": {"type": "json_object"}})",
+            "fixes the output's format"}}) {
+    auto e = chat(body);
+    BOOST_TEST_REQUIRE(!e.ok(), body);
+    BOOST_TEST(e.error.status == 400);
+    BOOST_TEST(e.error.param == "tool_choice", e.error.message);
+    BOOST_TEST(e.error.message.find(needle) != std::string::npos, e.error.message);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(streaming_chat_events) {
