@@ -134,6 +134,9 @@ printf '\x02{"model": "m", "prompt": [[1, 2, 3]], "max_tokens": 3, "logprobs": 1
 printf '\x02{"prompt": "scored", "echo": true, "logprobs": 2, "max_tokens": 0}' > "$1/echo"
 printf '\x01{"messages": [{"role": "user", "content": "q"}], "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "object"}}}}' > "$1/schema"
 printf '\x03{"messages": [{"role": "user", "content": "q"}], "add_generation_prompt": true, "return_token_strs": true}' > "$1/tokenize"
+printf '\x02{"prompt": [[1, 2], "text", [3]], "n": 2, "echo": true, "logprobs": 0, "max_tokens": 0}' > "$1/batch"
+printf '\x01{"messages": [{"role": "user", "content": "q"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}}}}], "tool_choice": "required", "parallel_tool_calls": false, "stream": true}' > "$1/forced"
+printf '\x01{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "{"}], "add_generation_prompt": false, "continue_final_message": true, "truncate_prompt_tokens": 8, "stop": ["}"], "include_stop_str_in_output": true}' > "$1/prefill"
 printf '\x03{"model": "m", "tokens": [1, 2, 151643]}' > "$1/detokenize"
 printf '\x00OPTIONS /v1/chat/completions HTTP/1.1\r\nOrigin: https://a.example\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: authorization, x-b\r\n\r\nGET /health HTTP/1.1\r\nOrigin: https://b.example\r\n\r\n' > "$1/cors"
 }
@@ -154,7 +157,8 @@ case "$target" in
       runtime/core/mapped_file.cpp runtime/core/dtype.cpp runtime/core/error.cpp" ;;
   chat_template) sources="$tokenizer_sources $tokenizer_libs"; max_len=8192 ;;
   openai)
-    sources="runtime/wire/http.cpp runtime/wire/openai.cpp runtime/wire/openai_tokenize.cpp runtime/wire/cors.cpp runtime/wire/request_codec.cpp runtime/wire/json_msgpack.cpp
+    sources="runtime/wire/http.cpp runtime/wire/openai.cpp runtime/wire/openai_tokenize.cpp runtime/wire/openai_tool_choice.cpp
+      runtime/wire/cors.cpp runtime/wire/request_codec.cpp runtime/wire/json_msgpack.cpp
       runtime/wire/utf8.cpp runtime/wire/protocol.cpp runtime/core/json_in_order.cpp runtime/core/error.cpp" ;;
   model_output)
     sources="runtime/serve/tool_calls.cpp runtime/serve/reasoning_split.cpp $tokenizer_sources $tokenizer_libs" ;;

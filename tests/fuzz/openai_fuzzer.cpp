@@ -8,6 +8,7 @@
 //      the whole body) and completes;
 //   3: a /tokenize or /detokenize body: a request (whose answer is JSON) or an OpenAI error.
 // Not part of ctest (it runs until stopped): tools/fuzz.sh openai.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -95,16 +96,20 @@ void fuzz_body(openai::endpoint ep, std::string_view body) {
     return;
   }
   check(p.req->n >= 1);
+  const int32_t seqs = p.req->sequences();  // n of each prompt of a batch
+  check(seqs >= p.req->n && seqs <= 128);
   openai::response_builder b(ep, p, 1, [](int32_t id) { return std::string(1, static_cast<char>(id)); });
-  if (p.echo) b.set_echo_prompt(0, std::string(body.substr(0, 8)), {1, 2, 3});
+  if (p.echo)
+    for (size_t k = 0; k < std::max<size_t>(1, p.req->prompts.size()); ++k)
+      b.set_echo_prompt(k, std::string(body.substr(0, 8)), {1, 2, 3});
   std::string out;
-  for (int32_t i = 0; i < p.req->n; ++i) {
+  for (int32_t i = 0; i < seqs; ++i) {
     token_event t;
     t.id = p.req->id;
     t.text = std::string(body.substr(0, 16));  // may be any bytes: the writer must keep JSON valid
     t.ids = {i};
     t.logprobs = logprob_info{-1.0, {{i, -1.0}}};
-    if (p.req->n > 1) t.index = i;
+    if (seqs > 1) t.index = i;
     out += b.feed(t);
     done_event d;
     d.id = p.req->id;
@@ -114,7 +119,7 @@ void fuzz_body(openai::endpoint ep, std::string_view body) {
     d.ids = {i};
     d.logprobs = {*t.logprobs};
     if (p.req->prompt_logprobs) d.prompt_logprobs = std::vector<logprob_info>{*t.logprobs};
-    if (p.req->n > 1) d.index = i;
+    if (seqs > 1) d.index = i;
     out += b.feed(d);
   }
   check(b.complete());
