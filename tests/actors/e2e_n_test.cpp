@@ -2,6 +2,7 @@
 // with seed + i (greedy: all the same), through batching, chunked prefill and preemption; the
 // siblings start from the first one's cached prompt; every event names its completion; a cancel
 // ends all of them; the connection's limit counts completions; a refused request frees its id.
+// A batch of prompts likewise, n completions of each.
 #include "tests/actors/e2e_fixture.hpp"
 
 #include <set>
@@ -148,6 +149,59 @@ BOOST_AUTO_TEST_CASE(the_connection_limit_counts_completions_and_refusals_free_t
   auto good = ids_request("bad", {1, 2}, 2);
   good.n = 3;
   BOOST_TEST(cl.complete_all(good).size() == 3u);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+// A batch of prompts (`prompts`) is n completions of each: through a pool that forces preemption
+// each is its prompt alone with seed + j; a cancel ends them all; the connection's limit counts
+// all of them; a batch refused while building (one bad prompt) frees its id; blocks come back.
+BOOST_AUTO_TEST_CASE(a_batch_of_prompts_preempts_cancels_and_counts_as_its_completions) {
+  auto cfg = test_config();
+  cfg.num_kv_blocks = 16;
+  cfg.max_requests_per_connection = 6;
+  auto srv = start(cfg);
+  client::client cl("127.0.0.1", srv->port());
+  auto r = ids_request("batch", {}, 90, /*seed=*/4);
+  r.prompt_ids.clear();
+  const std::vector<std::vector<int32_t>> prompts = {counting_prompt(40, 30), counting_prompt(5, 12), counting_prompt(90, 25)};
+  for (const auto& p : prompts) r.prompts.push_back({wire::prompt_kind::ids, {}, p});
+  r.n = 2;
+  const auto got = cl.complete_all(r);
+  BOOST_REQUIRE_EQUAL(got.size(), 6u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    auto one = ids_request("one", prompts[i / 2], 90, 4 + static_cast<int64_t>(i % 2));
+    BOOST_TEST(got[i].ids == reference(tiny_dense(), one), boost::test_tools::per_element());
+    BOOST_TEST(got[i].done.index.value_or(-1) == static_cast<int32_t>(i));
+  }
+  BOOST_TEST(metric(*srv, "num_preemptions_total") > 0.0);
+  // Seven completions on a connection allowed six: refused whole.
+  auto big = r;
+  big.id = "big";
+  big.prompts.push_back({wire::prompt_kind::ids, {}, {1, 2}});
+  BOOST_CHECK_THROW(cl.complete_all(big), client::request_error);
+  // A cancel ends every completion of every prompt.
+  auto c = r;
+  c.id = "c";
+  c.max_tokens = 200;
+  auto s = cl.generate(c);
+  BOOST_REQUIRE(s.next().has_value());
+  cl.cancel("c");
+  std::set<int32_t> indexes;
+  for (const auto& d : s.dones()) indexes.insert(d.index.value_or(-1));
+  BOOST_TEST((indexes == std::set<int32_t>{0, 1, 2, 3, 4, 5}));
+  // One prompt outside the vocabulary refuses the batch; the id is free again after.
+  auto bad = r;
+  bad.id = "bad";
+  bad.prompts[1].ids = {1, 999999};
+  try {
+    cl.complete_all(bad);
+    BOOST_FAIL("a batch with a bad prompt was served");
+  } catch (const client::request_error& e) {
+    BOOST_TEST(std::string(e.what()).find("prompts[1]: ") != std::string::npos, e.what());
+  }
+  bad.prompts[1].ids = {1, 2};
+  bad.max_tokens = 2;
+  BOOST_TEST(cl.complete_all(bad).size() == 6u);
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
