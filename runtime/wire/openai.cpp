@@ -756,7 +756,9 @@ T echo_of_prompt(const std::vector<T>& by_prompt, size_t prompt) {
 }  // namespace
 
 std::string response_builder::final_body() {
-  const auto echo_of = [&](const auto& by_prompt, size_t i) { return echo_of_prompt(by_prompt, i / static_cast<size_t>(per_prompt_)); };
+  const auto echo_of = [&](const auto& by_prompt, size_t i) {
+    return echo_of_prompt(by_prompt, i / static_cast<size_t>(per_prompt_));
+  };
   const bool chat = ep_ == endpoint::chat;
   ojson cs = ojson::array();
   for (size_t i = 0; i < choices_.size(); ++i) {
