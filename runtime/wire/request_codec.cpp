@@ -379,6 +379,9 @@ structured_output get_structured_outputs(const msgpack::object& o) {
   return out;
 }
 
+template <class Req>
+void get_chat_fields(const field_map& f, Req& r);
+
 // The prompt of a generate or tokenize: exactly one of the allowed forms.
 template <class Req>
 void get_prompt(const field_map& f, Req& r, bool ids_allowed) {
@@ -402,6 +405,13 @@ void get_prompt(const field_map& f, Req& r, bool ids_allowed) {
       r.prompt_ids = get_ids(*ids, "prompt_ids", 1, std::numeric_limits<uint32_t>::max());
     }
   }
+  get_chat_fields(f, r);
+}
+
+// The fields only a `messages` prompt takes (r.kind says which prompt came): each refused beside
+// any other prompt.
+template <class Req>
+void get_chat_fields(const field_map& f, Req& r) {
   if (const auto* t = f.find("enable_thinking")) {
     if (r.kind != prompt_kind::messages)
       fail(error_code::invalid_value, "field 'enable_thinking' applies only to 'messages' prompts");
@@ -477,9 +487,8 @@ generate_request decode_generate(const field_map& f) {
   if (const auto* ps = f.find("prompts")) {
     if (f.find("prompt") || f.find("prompt_ids") || f.find("messages"))
       fail(error_code::invalid_value, "give only one of 'prompt', 'prompt_ids', 'messages' or 'prompts'");
-    for (const char* k : {"enable_thinking", "add_generation_prompt", "continue_final_message", "tools"})
-      if (f.find(k)) fail(error_code::invalid_value, "field '" + std::string(k) + "' applies only to 'messages' prompts");
     r.prompts = get_batch(*ps);
+    get_chat_fields(f, r);  // no messages in a batch: each of those fields is refused
   } else {
     get_prompt(f, r, true);
   }
