@@ -171,32 +171,6 @@ embed_build_result build_embed(const wire::generate_request& r, const model_fact
   return res;
 }
 
-batch_build_result build_generates(const wire::generate_request& r, const model_facts& m) {
-  batch_build_result res;
-  if (r.prompts.empty()) {
-    auto b = build_generate(r, m);
-    if (!b.req) res.error = std::move(b.error);
-    else res.reqs.push_back(std::move(*b.req));
-    return res;
-  }
-  wire::generate_request one = r;
-  one.prompts.clear();
-  for (size_t p = 0; p < r.prompts.size(); ++p) {
-    one.kind = r.prompts[p].kind;
-    one.prompt = r.prompts[p].text;
-    one.prompt_ids = r.prompts[p].ids;
-    auto b = build_generate(one, m);
-    if (!b.req) {
-      b.error.message = "prompts[" + std::to_string(p) + "]: " + b.error.message;
-      res.error = std::move(b.error);
-      res.reqs.clear();
-      return res;
-    }
-    res.reqs.push_back(std::move(*b.req));
-  }
-  return res;
-}
-
 rerank_build_result build_rerank(const wire::generate_request& r, const model_facts& m) {
   rerank_build_result res;
   const auto& k = *r.rerank;
@@ -243,6 +217,54 @@ rerank_build_result build_rerank(const wire::generate_request& r, const model_fa
   return res;
 }
 
+namespace {
+
+// The request's prompt as ids: checked against the vocabulary, truncated as asked, fitting
+// max_model_len with one generated token.
+std::optional<wire::wire_error> build_prompt(const wire::generate_request& r, const model_facts& m,
+                                             std::vector<int32_t>& prompt) {
+  if (r.kind == wire::prompt_kind::ids) {
+    if (auto e = first_outside_vocab("prompt_ids", r.prompt_ids, m.vocab_size)) return e;
+    prompt = r.prompt_ids;
+  } else {
+    auto t = prompt_ids(r, m);
+    if (t.error) return t.error;
+    if (auto e = encoded_outside_vocab(r.kind == wire::prompt_kind::messages ? "messages" : "prompt", t.ids, m))
+      return e;
+    prompt = std::move(t.ids);
+  }
+  if (auto bad = truncate_prompt(prompt, r.truncate_prompt_tokens, m)) return bad;
+  const auto n = static_cast<int64_t>(prompt.size());
+  if (n + 1 > m.max_model_len)
+    return err(wire::error_code::prompt_too_long,
+               "prompt has " + std::to_string(n) + " tokens; max_model_len is " + std::to_string(m.max_model_len) +
+                   " (the prompt and at least one generated token must fit)");
+  return std::nullopt;
+}
+
+// What b.prompt decides beyond its ids, with separate_reasoning: whether it opened a think block,
+// and where a grammar starts. With separate_reasoning the model thinks freely and the grammar
+// shapes the answer (vLLM with a reasoning parser); without it, or after a prompt that closed the
+// think block (enable_thinking=false), the grammar holds from the first token: letting <think>
+// open the output there let a random model's unlikely <think> through, and its whole output was
+// then unconstrained "reasoning".
+void apply_prompt_reasoning(bool separate_reasoning, const model_facts& m, built_request& b) {
+  if (!separate_reasoning || !m.tok) return;
+  b.reasoning_opened_in_prompt = prompt_opens_reasoning(*m.tok, b.prompt);
+  auto& s = b.sampling;
+  s.grammar_think_start = s.grammar_think_end = -1;
+  s.grammar_in_thinking = false;
+  if (!s.grammar || prompt_closes_reasoning(*m.tok, b.prompt)) return;
+  const auto start = m.tok->token_to_id("<think>"), end = m.tok->token_to_id("</think>");
+  if (start && end) {
+    s.grammar_think_start = *start;
+    s.grammar_think_end = *end;
+    s.grammar_in_thinking = *b.reasoning_opened_in_prompt;
+  }
+}
+
+}  // namespace
+
 build_result build_generate(const wire::generate_request& r, const model_facts& m) {
   build_result res;
   if (m.embedding_only) {
@@ -271,33 +293,8 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
       return res;
     }
   }
-  if (r.kind == wire::prompt_kind::ids) {
-    if (auto e = first_outside_vocab("prompt_ids", r.prompt_ids, m.vocab_size)) {
-      res.error = *e;
-      return res;
-    }
-    b.prompt = r.prompt_ids;
-  } else {
-    auto t = prompt_ids(r, m);
-    if (t.error) {
-      res.error = *t.error;
-      return res;
-    }
-    if (auto e = encoded_outside_vocab(r.kind == wire::prompt_kind::messages ? "messages" : "prompt", t.ids, m)) {
-      res.error = *e;
-      return res;
-    }
-    b.prompt = std::move(t.ids);
-  }
-  if (auto bad = truncate_prompt(b.prompt, r.truncate_prompt_tokens, m)) {
-    res.error = *bad;
-    return res;
-  }
-  const auto n = static_cast<int64_t>(b.prompt.size());
-  if (n + 1 > m.max_model_len) {
-    res.error = err(wire::error_code::prompt_too_long,
-                    "prompt has " + std::to_string(n) + " tokens; max_model_len is " +
-                        std::to_string(m.max_model_len) + " (the prompt and at least one generated token must fit)");
+  if (auto e = build_prompt(r, m, b.prompt)) {
+    res.error = *e;
     return res;
   }
   if (auto e = first_outside_vocab("stop_ids", r.stop_ids, m.vocab_size)) {
@@ -372,7 +369,6 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
                                                          "' is served without a tokenizer");
       return res;
     }
-    b.reasoning_opened_in_prompt = prompt_opens_reasoning(*m.tok, b.prompt);
   }
   if (r.structured.k != wire::structured_output::kind::none) {
     if (!m.grammars) {
@@ -393,21 +389,45 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
       return res;
     }
     b.sampling.grammar_end_ids = b.stop_ids;
-    // With separate_reasoning the model thinks freely and the grammar shapes the answer (vLLM
-    // with a reasoning parser); without it, or after a prompt that closed the think block
-    // (enable_thinking=false), the grammar holds from the first token: letting <think> open the
-    // output there let a random model's unlikely <think> through, and its whole output was
-    // then unconstrained "reasoning".
-    if (b.reasoning_opened_in_prompt && m.tok && !prompt_closes_reasoning(*m.tok, b.prompt)) {
-      const auto start = m.tok->token_to_id("<think>"), end = m.tok->token_to_id("</think>");
-      if (start && end) {
-        b.sampling.grammar_think_start = *start;
-        b.sampling.grammar_think_end = *end;
-        b.sampling.grammar_in_thinking = *b.reasoning_opened_in_prompt;
-      }
-    }
   }
+  apply_prompt_reasoning(r.separate_reasoning, m, b);
   res.req = std::move(b);
+  return res;
+}
+
+batch_build_result build_generates(const wire::generate_request& r, const model_facts& m) {
+  batch_build_result res;
+  if (r.prompts.empty()) {
+    auto b = build_generate(r, m);
+    if (!b.req) res.error = std::move(b.error);
+    else res.reqs.push_back(std::move(*b.req));
+    return res;
+  }
+  // The first prompt builds the whole request; the others share all of it but their prompt (the
+  // sampling, bad words, grammar: what does not depend on the prompt is built once).
+  wire::generate_request one = r;
+  one.prompts.clear();
+  const auto refuse = [&](size_t p, wire::wire_error e) {
+    e.message = "prompts[" + std::to_string(p) + "]: " + e.message;
+    res.error = std::move(e);
+    res.reqs.clear();
+    return res;
+  };
+  for (size_t p = 0; p < r.prompts.size(); ++p) {
+    one.kind = r.prompts[p].kind;
+    one.prompt = r.prompts[p].text;
+    one.prompt_ids = r.prompts[p].ids;
+    if (p == 0) {
+      auto b = build_generate(one, m);
+      if (!b.req) return refuse(p, std::move(b.error));
+      res.reqs.push_back(std::move(*b.req));
+      continue;
+    }
+    built_request b = res.reqs.front();
+    if (auto e = build_prompt(one, m, b.prompt)) return refuse(p, std::move(*e));
+    apply_prompt_reasoning(one.separate_reasoning, m, b);
+    res.reqs.push_back(std::move(b));
+  }
   return res;
 }
 

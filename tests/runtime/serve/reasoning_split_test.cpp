@@ -153,6 +153,35 @@ BOOST_AUTO_TEST_CASE(a_closed_think_block_in_the_prompt_starts_the_grammar_at_on
   BOOST_REQUIRE_MESSAGE(open.req, open.error.message);
   BOOST_TEST(open.req->sampling.grammar_think_start == *tok.token_to_id("<think>"));
   BOOST_TEST(!open.req->sampling.grammar_in_thinking);
+  // A batch decides this per prompt, as each prompt alone (build_generates shares the rest).
+  wire::generate_request batch;
+  batch.separate_reasoning = true;
+  batch.structured = r.structured;
+  batch.stop_ids = r.stop_ids;
+  for (const char* text : {"<|im_start|>assistant\n<think>\n\n</think>\n\n", "<|im_start|>assistant\n<think>\n",
+                           "<|im_start|>assistant\n"})
+    batch.prompts.push_back({wire::prompt_kind::text, text, {}});
+  const auto built = build_generates(batch, qwen_facts());
+  BOOST_REQUIRE(!built.error);
+  BOOST_REQUIRE_EQUAL(built.reqs.size(), 3u);
+  for (size_t p = 0; p < 3; ++p) {
+    auto alone = batch;
+    alone.prompts.clear();
+    alone.prompt = batch.prompts[p].text;
+    const auto want = build_generate(alone, qwen_facts());
+    BOOST_REQUIRE(want.req);
+    const auto& got = built.reqs[p];
+    BOOST_TEST(got.prompt == want.req->prompt, boost::test_tools::per_element());
+    BOOST_TEST((got.reasoning_opened_in_prompt == want.req->reasoning_opened_in_prompt), "prompt " << p);
+    BOOST_TEST(got.sampling.grammar_think_start == want.req->sampling.grammar_think_start, "prompt " << p);
+    BOOST_TEST(got.sampling.grammar_think_end == want.req->sampling.grammar_think_end, "prompt " << p);
+    BOOST_TEST(got.sampling.grammar_in_thinking == want.req->sampling.grammar_in_thinking, "prompt " << p);
+    BOOST_TEST((got.sampling.grammar == want.req->sampling.grammar), "prompt " << p);  // the cache's one automaton
+    BOOST_TEST(got.stop_ids == want.req->stop_ids, boost::test_tools::per_element());
+  }
+  BOOST_TEST(built.reqs[0].sampling.grammar_think_start == -1);  // closed: the grammar at once
+  BOOST_TEST(built.reqs[1].sampling.grammar_in_thinking);        // opened: inside the block
+  BOOST_TEST(built.reqs[2].sampling.grammar_think_start == *tok.token_to_id("<think>"));
 }
 
 // A response that separates: the answer as `text`, the thinking as `reasoning`, streamed or on
