@@ -408,6 +408,8 @@ BOOST_AUTO_TEST_CASE(wrong_types_are_named) {
                "field 'stream' must be a bool; got integer", "r1");
   expect_error(decode(generate_with({{"stop", "END"}})), error_code::wrong_type,
                "field 'stop' must be an array; got string", "r1");
+  expect_error(decode(generate_with({{"include_stop_str_in_output", "yes"}})), error_code::wrong_type,
+               "field 'include_stop_str_in_output'", "r1");
   expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "r1"}, {"prompt_ids", array{1, 2.5}}}),
                error_code::wrong_type, "field 'prompt_ids[1]' must be an integer; got float", "r1");
   expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", 5}, {"prompt", "x"}}),
