@@ -93,6 +93,37 @@ ojson message_content(const ojson& c, const std::string& where) {
 
 }  // namespace
 
+namespace {
+constexpr std::string_view call_open = "<tool_call>";
+}  // namespace
+
+std::string release_before_calls(std::string& held, bool& in_calls, const std::string& incoming) {
+  held += incoming;
+  if (in_calls) return {};
+  if (auto at = held.find(call_open); at != std::string::npos) {
+    std::string text = held.substr(0, at);
+    held.erase(0, at);
+    in_calls = true;
+    return text;
+  }
+  // Keep back the longest tail that could begin "<tool_call>".
+  size_t keep = 0;
+  for (size_t l = std::min(call_open.size() - 1, held.size()); l > 0; --l)
+    if (held.compare(held.size() - l, l, call_open.substr(0, l)) == 0) {
+      keep = l;
+      break;
+    }
+  std::string text = held.substr(0, held.size() - keep);
+  held.erase(0, held.size() - keep);
+  return text;
+}
+
+std::string content_before_calls(const std::string& text) {
+  auto s = text.substr(0, text.find(call_open));
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
 ojson messages(const ojson& m) {
   want(m, m.is_array(), "messages", "an array");
   ojson out = ojson::array();
@@ -273,6 +304,145 @@ void parse_score(const ojson& b, const served_models& models, const std::string&
 
 }  // namespace
 
+namespace detail {
+
+void parse_generate(endpoint ep, const ojson& b, const served_models& models, const std::string& id, parsed_request& out) {
+  const bool chat = ep == endpoint::chat;
+  ojson w = {{"v", protocol_version}, {"type", "generate"}, {"id", id}, {"stream", false}};
+  if (chat) w["separate_reasoning"] = true;
+  ojson so = ojson::object();
+  bool logprobs_on = false, drop_tools = false;
+  std::optional<ojson> forced_choice;  // tool_choice "required" or a named function
+  bool parallel_calls = true;
+  std::optional<ojson> top_logprobs;
+  for (const auto& [k, v] : b.items()) {
+    if (v.is_null()) continue;  // OpenAI's clients send null for "not set"
+    if (k == "model") {
+      if (names_adapter(v, models)) w["adapter"] = v;
+      out.model = v.get<std::string>();
+    } else if (k == "stream") {
+      want(v, v.is_boolean(), k, "a boolean");
+      w["stream"] = v;
+    } else if (k == "stream_options") {
+      want(v, v.is_object(), k, "an object");
+      for (const auto& [sk, sv] : v.items()) {
+        if (sk != "include_usage") refuse("unknown_field", k + "." + sk, "unknown field 'stream_options." + sk + "'");
+        want(sv, sv.is_boolean(), "stream_options.include_usage", "a boolean");
+        out.include_usage = sv.get<bool>();
+      }
+    } else if (passes_through(k)) {
+      w[k] = v;
+    } else if (k == "max_tokens" || k == "max_completion_tokens") {
+      w["max_tokens"] = v;
+    } else if (k == "stop") {
+      w["stop"] = v.is_string() ? ojson::array({v}) : v;
+    } else if (k == "stop_token_ids") {
+      w["stop_ids"] = v;
+    } else if (k == "user") {
+      w["tenant"] = v;  // fair-share policies share by tenant (docs/plugins.md)
+    } else if (const char* g = guided_key(k)) {
+      so[g] = v;
+    } else if (chat && k == "messages") {
+      w["messages"] = messages(v);
+    } else if (chat && k == "tools") {
+      w["tools"] = v;
+    } else if (chat && k == "tool_choice") {
+      if (v == "none")
+        drop_tools = true;
+      else if (v != "auto")
+        forced_choice = v;  // judged once the tools are known
+    } else if (chat && k == "parallel_tool_calls") {
+      // Qwen3 may call several tools either way; a forced "required" call makes one when false.
+      want(v, v.is_boolean(), k, "a boolean");
+      parallel_calls = v.get<bool>();
+    } else if (chat && k == "logprobs") {
+      want(v, v.is_boolean(), k, "a boolean");
+      logprobs_on = v.get<bool>();
+    } else if (chat && k == "top_logprobs") {
+      top_logprobs = v;
+    } else if (chat && k == "chat_template_kwargs") {
+      chat_template_kwargs(v, w);
+    } else if (chat && (k == "add_generation_prompt" || k == "continue_final_message")) {
+      w[k] = v;  // vLLM's: the model continues the final message (assistant prefill)
+    } else if (chat && k == "include_reasoning") {
+      want(v, v.is_boolean(), k, "a boolean");
+      out.include_reasoning = v.get<bool>();
+    } else if (!chat && k == "prompt") {
+      if (v.is_string()) {
+        w["prompt"] = v;
+      } else if (v.is_array() && !v.empty() && v[0].is_number()) {
+        w["prompt_ids"] = v;
+      } else if (v.is_array() && v.size() == 1 && (v[0].is_string() || v[0].is_array())) {
+        w[v[0].is_string() ? "prompt" : "prompt_ids"] = v[0];
+      } else if (v.is_array() && v.size() > 1 && (v[0].is_string() || v[0].is_array())) {
+        w["prompts"] = v;  // a batch: choice p * n + j is completion j of prompt p (as vLLM)
+      } else {
+        refuse("wrong_type", k, "field 'prompt' must be a string, an array of token ids, or an array of those");
+      }
+    } else if (!chat && k == "logprobs") {
+      w["logprobs"] = v;
+    } else if (!chat && k == "echo") {
+      want(v, v.is_boolean(), k, "a boolean");
+      out.echo = v.get<bool>();
+    } else if (!chat && k == "suffix") {
+      want(v, v.is_string(), k, "a string");
+      if (!v.get<std::string>().empty()) refuse("unsupported", k, "suffix (fill-in-the-middle) is not supported");
+    } else if (!chat && k == "best_of") {
+      const auto n = b.contains("n") && b["n"].is_number_integer() ? b["n"] : ojson(1);
+      if (v != n) refuse("unsupported", k, "best_of other than n is not supported");
+    } else {
+      refuse("unknown_field", k,
+             "unknown field '" + k + "' for " + (chat ? "/v1/chat/completions" : "/v1/completions") +
+                 " (docs/openai_api.md lists the fields served)");
+    }
+  }
+  if (chat && !b.contains("messages")) refuse("missing_field", "messages", "a chat completion needs field 'messages'");
+  if (!chat && !b.contains("prompt")) refuse("missing_field", "prompt", "a completion needs field 'prompt'");
+  if (drop_tools) w.erase("tools");
+  if (forced_choice) {
+    // The call's JSON is the output: structured output's schema, which a format of the
+    // request's own would contradict.
+    ojson schema;
+    out.forced_tools =
+        parse_forced_tool_choice(*forced_choice, w.contains("tools") ? w["tools"] : ojson(), parallel_calls, schema);
+    if (w.contains("response_format") || w.contains("structured_outputs") || !so.empty())
+      refuse("invalid_value", "tool_choice", "a forced tool call fixes the output's format: give no response_format, "
+                                             "structured_outputs or guided_* beside it");
+    so["json"] = schema;
+  }
+  // OpenAI's defaults, as vLLM keeps them: a chat answer runs to a stop or to the end of the
+  // context (the scheduler ends it at max_model_len), a legacy completion stops after 16 tokens.
+  if (!w.contains("max_tokens")) {
+    if (!chat)
+      w["max_tokens"] = 16;
+    else if (models.max_model_len > 0)
+      w["max_tokens"] = models.max_model_len;
+  }
+  if (out.echo) {
+    if (w["stream"] == true) refuse("unsupported", "echo", "echo is supported without stream only");
+    if (w.contains("truncate_prompt_tokens"))
+      refuse("unsupported", "echo", "echo with truncate_prompt_tokens is not supported (the echo is the prompt as sent)");
+    if (w.contains("logprobs")) w["prompt_logprobs"] = w["logprobs"];
+    // max_tokens 0 scores the prompt alone (vLLM's form): one token is generated and left out.
+    if (w.contains("max_tokens") && w["max_tokens"] == 0) {
+      w["max_tokens"] = 1;
+      out.prompt_only = true;
+    }
+  }
+  if (top_logprobs && !logprobs_on) refuse("invalid_value", "top_logprobs", "top_logprobs needs logprobs: true");
+  if (logprobs_on) w["logprobs"] = top_logprobs ? *top_logprobs : ojson(0);
+  if (!so.empty()) {
+    if (w.contains("structured_outputs")) refuse("invalid_value", "structured_outputs", "give structured_outputs or guided_*, not both");
+    w["structured_outputs"] = so;
+  }
+  auto d = decode_wire(w, out.error);
+  if (!d) return;
+  out.req = std::get<generate_request>(std::move(*d));
+  if (!chat) out.include_reasoning = false;
+}
+
+}  // namespace detail
+
 parsed_request parse_request(endpoint ep, std::string_view body, const served_models& models, const std::string& id) {
   parsed_request out;
   out.model = models.base;
@@ -286,138 +456,7 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
       (ep == endpoint::rerank ? parse_rerank : parse_score)(b, models, id, out);
       return out;
     }
-    const bool chat = ep == endpoint::chat;
-    ojson w = {{"v", protocol_version}, {"type", "generate"}, {"id", id}, {"stream", false}};
-    if (chat) w["separate_reasoning"] = true;
-    ojson so = ojson::object();
-    bool logprobs_on = false, drop_tools = false;
-    std::optional<ojson> forced_choice;  // tool_choice "required" or a named function
-    bool parallel_calls = true;
-    std::optional<ojson> top_logprobs;
-    for (const auto& [k, v] : b.items()) {
-      if (v.is_null()) continue;  // OpenAI's clients send null for "not set"
-      if (k == "model") {
-        if (names_adapter(v, models)) w["adapter"] = v;
-        out.model = v.get<std::string>();
-      } else if (k == "stream") {
-        want(v, v.is_boolean(), k, "a boolean");
-        w["stream"] = v;
-      } else if (k == "stream_options") {
-        want(v, v.is_object(), k, "an object");
-        for (const auto& [sk, sv] : v.items()) {
-          if (sk != "include_usage") refuse("unknown_field", k + "." + sk, "unknown field 'stream_options." + sk + "'");
-          want(sv, sv.is_boolean(), "stream_options.include_usage", "a boolean");
-          out.include_usage = sv.get<bool>();
-        }
-      } else if (passes_through(k)) {
-        w[k] = v;
-      } else if (k == "max_tokens" || k == "max_completion_tokens") {
-        w["max_tokens"] = v;
-      } else if (k == "stop") {
-        w["stop"] = v.is_string() ? ojson::array({v}) : v;
-      } else if (k == "stop_token_ids") {
-        w["stop_ids"] = v;
-      } else if (k == "user") {
-        w["tenant"] = v;  // fair-share policies share by tenant (docs/plugins.md)
-      } else if (const char* g = guided_key(k)) {
-        so[g] = v;
-      } else if (chat && k == "messages") {
-        w["messages"] = messages(v);
-      } else if (chat && k == "tools") {
-        w["tools"] = v;
-      } else if (chat && k == "tool_choice") {
-        if (v == "none")
-          drop_tools = true;
-        else if (v != "auto")
-          forced_choice = v;  // judged once the tools are known
-      } else if (chat && k == "parallel_tool_calls") {
-        // Qwen3 may call several tools either way; a forced "required" call makes one when false.
-        want(v, v.is_boolean(), k, "a boolean");
-        parallel_calls = v.get<bool>();
-      } else if (chat && k == "logprobs") {
-        want(v, v.is_boolean(), k, "a boolean");
-        logprobs_on = v.get<bool>();
-      } else if (chat && k == "top_logprobs") {
-        top_logprobs = v;
-      } else if (chat && k == "chat_template_kwargs") {
-        chat_template_kwargs(v, w);
-      } else if (chat && (k == "add_generation_prompt" || k == "continue_final_message")) {
-        w[k] = v;  // vLLM's: the model continues the final message (assistant prefill)
-      } else if (chat && k == "include_reasoning") {
-        want(v, v.is_boolean(), k, "a boolean");
-        out.include_reasoning = v.get<bool>();
-      } else if (!chat && k == "prompt") {
-        if (v.is_string()) {
-          w["prompt"] = v;
-        } else if (v.is_array() && !v.empty() && v[0].is_number()) {
-          w["prompt_ids"] = v;
-        } else if (v.is_array() && v.size() == 1 && (v[0].is_string() || v[0].is_array())) {
-          w[v[0].is_string() ? "prompt" : "prompt_ids"] = v[0];
-        } else if (v.is_array() && v.size() > 1 && (v[0].is_string() || v[0].is_array())) {
-          w["prompts"] = v;  // a batch: choice p * n + j is completion j of prompt p (as vLLM)
-        } else {
-          refuse("wrong_type", k, "field 'prompt' must be a string, an array of token ids, or an array of those");
-        }
-      } else if (!chat && k == "logprobs") {
-        w["logprobs"] = v;
-      } else if (!chat && k == "echo") {
-        want(v, v.is_boolean(), k, "a boolean");
-        out.echo = v.get<bool>();
-      } else if (!chat && k == "suffix") {
-        want(v, v.is_string(), k, "a string");
-        if (!v.get<std::string>().empty()) refuse("unsupported", k, "suffix (fill-in-the-middle) is not supported");
-      } else if (!chat && k == "best_of") {
-        const auto n = b.contains("n") && b["n"].is_number_integer() ? b["n"] : ojson(1);
-        if (v != n) refuse("unsupported", k, "best_of other than n is not supported");
-      } else {
-        refuse("unknown_field", k,
-               "unknown field '" + k + "' for " + (chat ? "/v1/chat/completions" : "/v1/completions") +
-                   " (docs/openai_api.md lists the fields served)");
-      }
-    }
-    if (chat && !b.contains("messages")) refuse("missing_field", "messages", "a chat completion needs field 'messages'");
-    if (!chat && !b.contains("prompt")) refuse("missing_field", "prompt", "a completion needs field 'prompt'");
-    if (drop_tools) w.erase("tools");
-    if (forced_choice) {
-      // The call's JSON is the output: structured output's schema, which a format of the
-      // request's own would contradict.
-      ojson schema;
-      out.forced_tools =
-          parse_forced_tool_choice(*forced_choice, w.contains("tools") ? w["tools"] : ojson(), parallel_calls, schema);
-      if (w.contains("response_format") || w.contains("structured_outputs") || !so.empty())
-        refuse("invalid_value", "tool_choice", "a forced tool call fixes the output's format: give no response_format, "
-                                               "structured_outputs or guided_* beside it");
-      so["json"] = schema;
-    }
-    // OpenAI's defaults, as vLLM keeps them: a chat answer runs to a stop or to the end of the
-    // context (the scheduler ends it at max_model_len), a legacy completion stops after 16 tokens.
-    if (!w.contains("max_tokens")) {
-      if (!chat)
-        w["max_tokens"] = 16;
-      else if (models.max_model_len > 0)
-        w["max_tokens"] = models.max_model_len;
-    }
-    if (out.echo) {
-      if (w["stream"] == true) refuse("unsupported", "echo", "echo is supported without stream only");
-      if (w.contains("truncate_prompt_tokens"))
-        refuse("unsupported", "echo", "echo with truncate_prompt_tokens is not supported (the echo is the prompt as sent)");
-      if (w.contains("logprobs")) w["prompt_logprobs"] = w["logprobs"];
-      // max_tokens 0 scores the prompt alone (vLLM's form): one token is generated and left out.
-      if (w.contains("max_tokens") && w["max_tokens"] == 0) {
-        w["max_tokens"] = 1;
-        out.prompt_only = true;
-      }
-    }
-    if (top_logprobs && !logprobs_on) refuse("invalid_value", "top_logprobs", "top_logprobs needs logprobs: true");
-    if (logprobs_on) w["logprobs"] = top_logprobs ? *top_logprobs : ojson(0);
-    if (!so.empty()) {
-      if (w.contains("structured_outputs")) refuse("invalid_value", "structured_outputs", "give structured_outputs or guided_*, not both");
-      w["structured_outputs"] = so;
-    }
-    auto d = decode_wire(w, out.error);
-    if (!d) return out;
-    out.req = std::get<generate_request>(std::move(*d));
-    if (!chat) out.include_reasoning = false;
+    parse_generate(ep, b, models, id, out);
   } catch (const refusal& r) {
     out.error = r.e;
   } catch (const std::exception& e) {  // pack_json_text on numbers msgpack cannot hold, ...
@@ -468,15 +507,6 @@ ojson bytes_json(const std::string& s) {
   ojson a = ojson::array();
   for (unsigned char c : s) a.push_back(c);
   return a;
-}
-
-constexpr std::string_view call_open = "<tool_call>";
-
-// The answer text before the first tool call (what vLLM's hermes parser returns as content).
-std::string content_before_calls(const std::string& text) {
-  auto s = text.substr(0, text.find(call_open));
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
 }
 
 }  // namespace
@@ -601,29 +631,7 @@ std::string response_builder::on_token(const token_event& t) {
     return {};
   }
   // Streaming with tools: text from "<tool_call>" on is held back; done turns it into tool_calls.
-  std::string text = t.text;
-  if (has_tools_) {
-    ch.held += text;
-    text.clear();
-    if (!ch.in_calls) {
-      auto at = ch.held.find(call_open);
-      if (at != std::string::npos) {
-        text = ch.held.substr(0, at);
-        ch.held.erase(0, at);
-        ch.in_calls = true;
-      } else {
-        // Keep back the longest tail that could begin "<tool_call>".
-        size_t keep = 0;
-        for (size_t l = std::min(call_open.size() - 1, ch.held.size()); l > 0; --l)
-          if (ch.held.compare(ch.held.size() - l, l, call_open.substr(0, l)) == 0) {
-            keep = l;
-            break;
-          }
-        text = ch.held.substr(0, ch.held.size() - keep);
-        ch.held.erase(0, ch.held.size() - keep);
-      }
-    }
-  }
+  const std::string text = has_tools_ ? release_before_calls(ch.held, ch.in_calls, t.text) : t.text;
   const std::string reasoning = include_reasoning_ && t.reasoning ? *t.reasoning : std::string();
   ojson lp = want_logprobs_ && !lps.empty()
                  ? logprobs_json({t.ids.begin(), t.ids.begin() + std::min<size_t>(1, t.ids.size())}, lps)

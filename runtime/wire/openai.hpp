@@ -66,24 +66,36 @@ std::string models_body(const served_models& models, int64_t created);
 // The raw bytes of a token id (for logprobs' token texts); may be empty for unknown ids.
 using token_bytes_fn = std::function<std::string(int32_t)>;
 
+// What the gateway holds while it answers one HTTP request that runs a generate: fed that
+// generate's events in order, it returns the bytes to send (see response_builder).
+class reply_builder {
+ public:
+  virtual ~reply_builder() = default;
+  virtual std::string feed(const event& e) = 0;
+  virtual bool complete() const noexcept = 0;  // the response is finished
+  virtual int status() const noexcept = 0;     // its HTTP status
+  // text/event-stream (chunked) rather than one application/json body.
+  virtual bool streaming() const noexcept = 0;
+};
+
 // The response to one parsed request, fed that generate's events in order. For a streaming
 // request each feed returns the SSE text to send ("data: {...}\n\n" ..., "data: [DONE]\n\n" at the
 // end); otherwise nothing until the end, then the whole JSON body. complete() says the response
 // is finished; status() is its HTTP status (an error before any output makes it non-200 and the
 // body an error_body, streaming or not).
-class response_builder {
+class response_builder final : public reply_builder {
  public:
   response_builder(endpoint ep, const parsed_request& p, int64_t created, token_bytes_fn token_bytes);
 
-  std::string feed(const event& e);
+  std::string feed(const event& e) override;
   // For an `echo` request: prompt p's text and token ids (the gateway tokenizes a text prompt);
   // p > 0 only in a batch (generate_request::prompts).
   void set_echo_prompt(size_t p, std::string text, std::vector<int32_t> ids);
 
-  bool complete() const noexcept { return complete_; }
-  int status() const noexcept { return status_; }
+  bool complete() const noexcept override { return complete_; }
+  int status() const noexcept override { return status_; }
   // text/event-stream while streaming with status 200, else application/json.
-  bool streaming() const noexcept { return stream_ && status_ == 200; }
+  bool streaming() const noexcept override { return stream_ && status_ == 200; }
   bool started() const noexcept { return started_; }
 
  private:

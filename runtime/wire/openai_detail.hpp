@@ -42,7 +42,19 @@ void chat_template_kwargs(const ojson& v, ojson& w);
 // API refuses exactly what the protocol refuses, in its words. Empty, with `error` set, if refused.
 std::optional<request> decode_wire(const ojson& w, api_error& error);
 
+// Streaming with tools: `incoming` text joins `held`; what cannot be part of a <tool_call> block
+// comes back to be sent now. From the block's start on everything stays held (`in_calls` set),
+// for the done event to turn into tool calls.
+std::string release_before_calls(std::string& held, bool& in_calls, const std::string& incoming);
+
+// The answer text before the first tool call (what vLLM's hermes parser returns as content).
+std::string content_before_calls(const std::string& text);
+
 // OpenAI's chat messages in the protocol's form (content parts joined, "developer" as "system").
 ojson messages(const ojson& m);
+
+// A chat (or completions) request body, parsed: the generate in out.req, the response's settings
+// beside it, or a refusal thrown. /v1/responses feeds it the chat request it translates into.
+void parse_generate(endpoint ep, const ojson& b, const served_models& models, const std::string& id, parsed_request& out);
 
 }  // namespace troupe::wire::openai::detail
