@@ -137,7 +137,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   const bool chat = path == "/v1/chat/completions", completion = path == "/v1/completions",
              embeddings = path == "/v1/embeddings",
              rerank = path == "/v1/rerank" || path == "/rerank" || path == "/v2/rerank",  // vLLM's three
-             score = path == "/v1/score" || path == "/score";
+             score = path == "/v1/score" || path == "/score", responses = path == "/v1/responses";
   auto not_allowed = [&](const char* method) {
     http_answer_error(self, hdl,
                       {405, "use " + std::string(method) + " for " + std::string(path), "method_not_allowed", ""},
@@ -202,48 +202,64 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     }
     return http_answer(self, hdl, 200, "application/json", wire::openai::detokenize_body(text), req.keep_alive);
   }
-  if (!chat && !completion && !embeddings && !rerank && !score)
+  if (!chat && !completion && !embeddings && !rerank && !score && !responses)
     return http_answer_error(self, hdl,
                              {404, "no endpoint " + std::string(path) +
-                                       " (served: POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, POST /v1/rerank, "
-                                       "POST /v1/score, GET /v1/models, "
+                                       " (served: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, "
+                                       "POST /v1/embeddings, POST /v1/rerank, POST /v1/score, GET /v1/models, "
                                        "POST /tokenize, POST /detokenize, GET /health, GET /ping, GET /version, GET /metrics)",
                               "not_found", ""},
                              req.keep_alive);
   if (req.method != "POST") return not_allowed("POST");
-  const auto ep = chat         ? wire::openai::endpoint::chat
-                  : embeddings ? wire::openai::endpoint::embeddings
-                  : rerank     ? wire::openai::endpoint::rerank
-                  : score      ? wire::openai::endpoint::score
-                               : wire::openai::endpoint::completion;
-  const std::string id = next_http_id(st, chat ? "chatcmpl-" : embeddings ? "embd-" : rerank ? "rerank-" : score ? "score-" : "cmpl-");
-  auto parsed = wire::openai::parse_request(ep, req.body, st.models, id);
-  if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
   const tokenizer* tok = st.ctx->tok.get();
-  h.reply.emplace(ep, parsed, static_cast<int64_t>(std::time(nullptr)), [tok](int32_t t) {
+  auto token_bytes = [tok](int32_t t) {
     if (!tok) return "token_id:" + std::to_string(t);
     try {
       return std::string(tok->token_bytes(t));
     } catch (const std::exception&) {
       return std::string();
     }
-  });
-  if (parsed.echo) {  // each prompt as text and as ids, whichever form it came in
-    const auto& g = *parsed.req;
-    const auto echo = [&](size_t p, wire::prompt_kind kind, std::string text, std::vector<int32_t> ids) {
-      try {
-        if (tok && kind == wire::prompt_kind::ids) text = tok->decode(ids);
-        if (tok && kind == wire::prompt_kind::text) ids = tok->encode(text);
-      } catch (const std::exception&) {  // ids past the vocabulary: the request fails with its own error
-      }
-      h.reply->set_echo_prompt(p, std::move(text), std::move(ids));
-    };
-    if (g.prompts.empty()) echo(0, g.kind, g.prompt, g.prompt_ids);
-    for (size_t p = 0; p < g.prompts.size(); ++p) echo(p, g.prompts[p].kind, g.prompts[p].text, g.prompts[p].ids);
+  };
+  const auto now = static_cast<int64_t>(std::time(nullptr));
+  std::string id;
+  wire::generate_request g;
+  if (responses) {
+    id = next_http_id(st, "resp_");
+    auto parsed = wire::openai::parse_responses(req.body, st.models, id);
+    if (!parsed.ok()) return http_answer_error(self, hdl, parsed.chat.error, req.keep_alive);
+    // </think> closes Qwen3's thinking: the tokens up to it are the usage's reasoning_tokens.
+    const int32_t think_end = tok ? tok->token_to_id("</think>").value_or(-1) : -1;
+    h.reply = std::make_unique<wire::openai::responses_builder>(parsed, now, token_bytes, think_end);
+    g = std::move(*parsed.chat.req);
+  } else {
+    const auto ep = chat         ? wire::openai::endpoint::chat
+                    : embeddings ? wire::openai::endpoint::embeddings
+                    : rerank     ? wire::openai::endpoint::rerank
+                    : score      ? wire::openai::endpoint::score
+                                 : wire::openai::endpoint::completion;
+    id = next_http_id(st, chat ? "chatcmpl-" : embeddings ? "embd-" : rerank ? "rerank-" : score ? "score-" : "cmpl-");
+    auto parsed = wire::openai::parse_request(ep, req.body, st.models, id);
+    if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
+    auto reply = std::make_unique<wire::openai::response_builder>(ep, parsed, now, token_bytes);
+    if (parsed.echo) {  // each prompt as text and as ids, whichever form it came in
+      const auto& pg = *parsed.req;
+      const auto echo = [&](size_t p, wire::prompt_kind kind, std::string text, std::vector<int32_t> ids) {
+        try {
+          if (tok && kind == wire::prompt_kind::ids) text = tok->decode(ids);
+          if (tok && kind == wire::prompt_kind::text) ids = tok->encode(text);
+        } catch (const std::exception&) {  // ids past the vocabulary: the request fails with its own error
+        }
+        reply->set_echo_prompt(p, std::move(text), std::move(ids));
+      };
+      if (pg.prompts.empty()) echo(0, pg.kind, pg.prompt, pg.prompt_ids);
+      for (size_t p = 0; p < pg.prompts.size(); ++p) echo(p, pg.prompts[p].kind, pg.prompts[p].text, pg.prompts[p].ids);
+    }
+    h.reply = std::move(reply);
+    g = std::move(*parsed.req);
   }
   h.client_id = id;
   h.head_sent = false;
-  on_request(self, hdl, wire::request{std::move(*parsed.req)});
+  on_request(self, hdl, wire::request{std::move(g)});
 }
 
 // Starts the connection's next complete request unless one is being answered. Requests answered

@@ -17,6 +17,7 @@
 #include "runtime/wire/frame.hpp"
 #include "runtime/wire/http.hpp"
 #include "runtime/wire/openai.hpp"
+#include "runtime/wire/openai_responses.hpp"
 
 namespace troupe::actors::gateway_detail {
 
@@ -33,13 +34,13 @@ struct running_generate {
 struct http_conn {
   explicit http_conn(size_t max_body) : parser(16384, max_body) {}
   wire::http_request_parser parser;
-  std::optional<wire::openai::response_builder> reply;  // the generate being answered
+  std::unique_ptr<wire::openai::reply_builder> reply;  // the generate being answered
   struct tokenize_answer {
     bool token_strs = false;  // return_token_strs
   };
   std::optional<tokenize_answer> tokenize;  // or the /tokenize (its worker's reply ends it)
   std::string client_id;                    // its id
-  bool busy() const noexcept { return reply.has_value() || tokenize.has_value(); }
+  bool busy() const noexcept { return reply != nullptr || tokenize.has_value(); }
   std::string cors;  // the CORS header lines of the request being answered (cors.hpp), or ""
   bool head_sent = false;                                // a streamed response has begun
   bool keep_alive = true;

@@ -364,7 +364,7 @@ std::string server::banner() const {
   b += "  listening on " + c.host + ":" + std::to_string(m.port) + " (protocol v1, docs/protocol.md)\n";
   if (m.http_port)
     b += "  OpenAI-compatible API on http://" + c.host + ":" + std::to_string(m.http_port) +
-         "/v1 (chat/completions, completions, models; docs/openai_api.md)" +
+         "/v1 (chat/completions, completions, responses, embeddings, rerank, score, models; docs/openai_api.md)" +
          (c.api_key.empty() ? std::string() : "; API key required") + "\n";
   if (m.metrics_port) b += "  metrics on http://" + c.host + ":" + std::to_string(m.metrics_port) + "/metrics\n";
   return b;

@@ -308,6 +308,93 @@ BOOST_AUTO_TEST_CASE(chat_gives_the_protocols_text) {
   BOOST_TEST(reasoning == ref.reasoning);
 }
 
+// POST /v1/responses: a conversation given as Responses input items (instructions, a function
+// call and its output) gets exactly the answer chat completions give the same turns, whole and
+// streamed, with the same usage.
+BOOST_AUTO_TEST_CASE(responses_give_the_chat_answer) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  http_client c(srv->http_port());
+  // Key order matters: Qwen3's template prints each tool as JSON, as the client ordered it
+  // (OpenAI's SDK: "type" first), so the bodies keep theirs.
+  using ojson = nlohmann::ordered_json;
+  const ojson params = ojson::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}})");
+  const ojson chat_body = {
+      {"messages", ojson::parse(R"([{"role": "system", "content": "Be brief."},
+          {"role": "user", "content": "Weather in Paris?"},
+          {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+              "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+          {"role": "tool", "tool_call_id": "c1", "content": "20 C"}])")},
+      {"tools", {{{"type", "function"}, {"function", {{"name", "weather"}, {"parameters", params}}}}}},
+      {"max_tokens", 14}, {"ignore_eos", true}, {"temperature", 0}};
+  c.post("/v1/chat/completions", chat_body.dump());
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const auto chat = json::parse(r.body);
+  const std::string content = chat["choices"][0]["message"].value("content", "");
+  const std::string reasoning = chat["choices"][0]["message"].value("reasoning_content", "");
+  BOOST_TEST(!(content + reasoning).empty());
+
+  ojson body = {{"model", "e2e-full-vocab"}, {"instructions", "Be brief."},
+                {"input", ojson::parse(R"([{"role": "user", "content": [{"type": "input_text", "text": "Weather in Paris?"}]},
+                    {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{\"city\": \"Paris\"}"},
+                    {"type": "function_call_output", "call_id": "c1", "output": "20 C"}])")},
+                {"tools", {{{"type", "function"}, {"name", "weather"}, {"parameters", params}}}},
+                {"max_output_tokens", 14}, {"ignore_eos", true}, {"temperature", 0}};
+  c.post("/v1/responses", body.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const auto whole = json::parse(r.body);
+  BOOST_TEST(whole["object"] == "response");
+  BOOST_TEST(whole["id"].get<std::string>().rfind("resp_", 0) == 0);
+  BOOST_TEST(whole["status"] == "incomplete");  // ignore_eos: it ran to max_output_tokens
+  BOOST_TEST(whole["incomplete_details"]["reason"] == "max_output_tokens");
+  std::string text, thought;
+  for (const auto& item : whole["output"]) {
+    if (item["type"] == "message") text += item["content"][0]["text"].get<std::string>();
+    if (item["type"] == "reasoning") thought += item["content"][0]["text"].get<std::string>();
+  }
+  BOOST_TEST(text == content);
+  BOOST_TEST(thought == reasoning);
+  BOOST_TEST(whole["usage"]["input_tokens"] == chat["usage"]["prompt_tokens"]);
+  BOOST_TEST(whole["usage"]["output_tokens"] == chat["usage"]["completion_tokens"]);
+  // The chat request's prompt blocks serve it: the turns render to the same prompt.
+  BOOST_TEST(whole["usage"]["input_tokens_details"]["cached_tokens"].get<int64_t>() >=
+             whole["usage"]["input_tokens"].get<int64_t>() - 16);
+
+  body["stream"] = true;
+  c.post("/v1/responses", body.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  BOOST_TEST(r.head.find("Content-Type: text/event-stream") != std::string::npos);
+  BOOST_TEST(r.body.find("event: response.created\n") != std::string::npos);
+  const auto ev = sse_events(r.body);
+  BOOST_TEST_REQUIRE(!ev.empty());
+  std::string streamed, streamed_thought;
+  for (const auto& e : ev) {
+    if (e["type"] == "response.output_text.delta") streamed += e["delta"].get<std::string>();
+    if (e["type"] == "response.reasoning_text.delta") streamed_thought += e["delta"].get<std::string>();
+  }
+  BOOST_TEST(streamed == content);
+  BOOST_TEST(streamed_thought == reasoning);
+  BOOST_TEST(ev.back()["type"] == "response.completed");
+  const auto without_ids = [](json items) {  // each response names its items after itself
+    for (auto& item : items) item.erase("id");
+    return items;
+  };
+  BOOST_TEST(without_ids(ev.back()["response"]["output"]) == without_ids(whole["output"]));
+  BOOST_TEST(ev.back()["response"]["usage"]["output_tokens"] == whole["usage"]["output_tokens"]);
+  // The same prompt: all of it but its last partial block comes from the prefix cache now.
+  BOOST_TEST(ev.back()["response"]["usage"]["input_tokens_details"]["cached_tokens"].get<int64_t>() >=
+             whole["usage"]["input_tokens"].get<int64_t>() - 16);
+
+  // A refusal names the Responses API's field, in OpenAI's error shape.
+  c.post("/v1/responses", R"({"input": "q", "previous_response_id": "resp_1"})");
+  r = c.read();
+  BOOST_TEST(r.status == 400);
+  BOOST_TEST(json::parse(r.body)["error"]["param"] == "previous_response_id");
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
 // vLLM's /tokenize and /detokenize: a text gives the tokenizer's ids, chat messages the ids the
 // msgpack protocol's tokenize gives (the same chat template), with each token's vocabulary string
 // when asked; ids come back as the same text; bad ids and fields get OpenAI's error shape.

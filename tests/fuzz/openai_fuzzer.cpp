@@ -6,7 +6,10 @@
 //      (status 400/404, a message, JSON error body); an accepted one, answered with text events
 //      made from the input and a done per completion, gives parseable JSON (every SSE event, or
 //      the whole body) and completes;
-//   3: a /tokenize or /detokenize body: a request (whose answer is JSON) or an OpenAI error.
+//   3: a /tokenize or /detokenize body: a request (whose answer is JSON) or an OpenAI error;
+//   4: a /v1/responses body: a generate request or an OpenAI error; an accepted one, answered
+//      with thinking, text and a done made from the input, gives a parseable response (whole, or
+//      every event of the stream, the last response.completed or response.failed).
 // Not part of ctest (it runs until stopped): tools/fuzz.sh openai.
 #include <algorithm>
 #include <cstdint>
@@ -17,6 +20,7 @@
 #include "runtime/wire/cors.hpp"
 #include "runtime/wire/http.hpp"
 #include "runtime/wire/openai.hpp"
+#include "runtime/wire/openai_responses.hpp"
 #include "runtime/wire/openai_tokenize.hpp"
 
 namespace {
@@ -138,6 +142,54 @@ void fuzz_body(openai::endpoint ep, std::string_view body) {
   check(out.size() >= 14 && out.compare(out.size() - 14, 14, "data: [DONE]\n\n") == 0);
 }
 
+void fuzz_responses(std::string_view body) {
+  const openai::served_models models{"m", {"lora-a"}, 128};
+  auto p = openai::parse_responses(body, models, "resp_1");
+  if (!p.ok()) {
+    check(p.chat.error.status == 400 || p.chat.error.status == 404);
+    check(!p.chat.error.message.empty() && !p.chat.error.code.empty());
+    (void)nlohmann::json::parse(openai::error_body(p.chat.error));
+    return;
+  }
+  check(p.chat.req->n == 1);
+  openai::responses_builder b(p, 1, [](int32_t id) { return std::string(1, static_cast<char>(id)); }, 4);
+  std::string out;
+  const std::string any(body.substr(0, 16));  // may be any bytes: the writer must keep JSON valid
+  for (int32_t i = 0; i < 6; ++i) {
+    token_event t;
+    t.id = p.chat.req->id;
+    t.ids = {i};
+    t.logprobs = logprob_info{-1.0, {{i, -1.0}}};
+    if (i < 3) t.reasoning = any;  // thinking, </think> (id 4), then the answer and a call's start
+    else t.text = i == 5 ? "<tool_call>" + any : any;
+    out += b.feed(t);
+  }
+  done_event d;
+  d.id = p.chat.req->id;
+  d.reason = body.size() % 3 == 0 ? finish_reason::length : finish_reason::stop;
+  d.has_output = !p.chat.req->stream;
+  d.text = any + "<tool_call>";
+  d.reasoning = any;
+  d.ids = {1, 4, 5};
+  d.logprobs = {{-1.0, {}}, {-1.0, {}}, {-1.0, {}}};
+  if (body.size() % 2) d.tool_calls = {{any, "{}"}};
+  out += b.feed(d);
+  check(b.complete());
+  if (!b.streaming()) {
+    (void)nlohmann::json::parse(out);
+    return;
+  }
+  size_t at = 0;
+  std::string last;
+  while ((at = out.find("data: ", at)) != std::string::npos) {
+    auto end = out.find("\n\n", at);
+    check(end != std::string::npos);
+    last = nlohmann::json::parse(out.substr(at + 6, end - at - 6))["type"];
+    at = end + 2;
+  }
+  check(last == "response.completed" || last == "response.failed");
+}
+
 void check_error(const openai::api_error& e) {
   check(e.status == 400 || e.status == 404);
   check(!e.message.empty() && !e.code.empty());
@@ -165,10 +217,11 @@ void fuzz_tokenize(std::string_view body) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0: fuzz_http(in); break;
     case 1: fuzz_body(openai::endpoint::chat, in); break;
     case 3: fuzz_tokenize(in); break;
+    case 4: fuzz_responses(in); break;
     default: fuzz_body(openai::endpoint::completion, in); break;
   }
   return 0;

@@ -1,0 +1,665 @@
+#include "runtime/wire/openai_responses.hpp"
+
+#include <algorithm>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "runtime/wire/openai_detail.hpp"
+
+namespace troupe::wire::openai {
+
+using namespace detail;
+
+namespace {
+
+// vLLM's sampling and output fields beyond OpenAI's, passed to the chat parser as they are.
+bool chat_extra(const std::string& k) {
+  static constexpr std::string_view extras[] = {
+      "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "stop",
+      "stop_token_ids", "min_tokens", "ignore_eos", "allowed_token_ids", "bad_words", "logit_bias", "priority",
+      "structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
+      "include_stop_str_in_output", "truncate_prompt_tokens", "chat_template_kwargs"};
+  return std::find(std::begin(extras), std::end(extras), k) != std::end(extras);
+}
+
+void only_keys(const ojson& o, const std::string& where, std::initializer_list<std::string_view> keys) {
+  for (const auto& [k, v] : o.items())
+    if (std::find(keys.begin(), keys.end(), k) == keys.end())
+      refuse("unknown_field", where + "." + k, "unknown field '" + where + "." + k + "'");
+}
+
+const ojson& need(const ojson& o, const std::string& where, const char* key) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null())
+    refuse("missing_field", where + "." + key, "field '" + where + "' needs '" + key + "'");
+  return *it;
+}
+
+std::string need_string(const ojson& o, const std::string& where, const char* key) {
+  const ojson& v = need(o, where, key);
+  want(v, v.is_string(), where + "." + key, "a string");
+  return v.get<std::string>();
+}
+
+// A message's or a call output's content: a string, or a list of text parts (joined). Qwen3
+// reads text only: images, files and audio are refused naming the part.
+std::string content_text(const ojson& c, const std::string& where) {
+  if (c.is_string()) return c.get<std::string>();
+  want(c, c.is_array(), where, "a string or an array of content parts");
+  std::string text;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const auto& part = c[i];
+    const std::string pw = where + "[" + std::to_string(i) + "]";
+    want(part, part.is_object(), pw, "an object");
+    const std::string type = need_string(part, pw, "type");
+    if (type == "input_text" || type == "output_text" || type == "text") {
+      // A response's own output parts come back as they were sent: annotations and logprobs too.
+      only_keys(part, pw, {"type", "text", "annotations", "logprobs"});
+      text += need_string(part, pw, "text");
+    } else if (type == "refusal") {
+      only_keys(part, pw, {"type", "refusal"});
+      text += need_string(part, pw, "refusal");
+    } else {
+      refuse("unsupported", pw + ".type", "content parts of type '" + type + "' are not supported: Qwen3 reads text only");
+    }
+  }
+  return text;
+}
+
+// `input` as chat messages (OpenAI's chat form), after `instructions` as the system turn.
+// Function calls join the assistant turn before them (or open one); their outputs become tool
+// turns; a reasoning item's text becomes the next assistant turn's reasoning_content, which
+// Qwen3's template keeps for the turns after the last user message (a tool-calling loop).
+ojson input_messages(const ojson& input, const ojson* instructions) {
+  ojson msgs = ojson::array();
+  if (instructions) msgs.push_back({{"role", "system"}, {"content", instructions->get<std::string>()}});
+  if (input.is_string()) {
+    msgs.push_back({{"role", "user"}, {"content", input}});
+    return msgs;
+  }
+  want(input, input.is_array(), "input", "a string or an array of input items");
+  if (input.empty()) refuse("invalid_value", "input", "field 'input' must not be empty");
+  std::string reasoning;  // a reasoning item's text, for the next assistant turn
+  bool in_assistant = false;  // the last message is an assistant turn calls may join
+  const auto assistant_turn = [&](std::string content) {
+    ojson m = {{"role", "assistant"}, {"content", std::move(content)}};
+    if (!reasoning.empty()) m["reasoning_content"] = std::exchange(reasoning, {});
+    msgs.push_back(std::move(m));
+    in_assistant = true;
+  };
+  for (size_t i = 0; i < input.size(); ++i) {
+    const auto& it = input[i];
+    const std::string where = "input[" + std::to_string(i) + "]";
+    want(it, it.is_object(), where, "an object");
+    const auto t = it.find("type");
+    if (t != it.end()) want(*t, t->is_string(), where + ".type", "a string");
+    const std::string type = t != it.end() ? t->get<std::string>() : "message";
+    if (type == "message") {
+      only_keys(it, where, {"type", "role", "content", "id", "status", "phase"});
+      const std::string role = need_string(it, where, "role");
+      if (role != "user" && role != "system" && role != "developer" && role != "assistant")
+        refuse("invalid_value", where + ".role",
+               "field '" + where + ".role' is '" + role + "'; expected user, system, developer or assistant");
+      std::string text = content_text(need(it, where, "content"), where + ".content");
+      if (role == "assistant") {
+        assistant_turn(std::move(text));
+      } else {
+        msgs.push_back({{"role", role}, {"content", std::move(text)}});
+        in_assistant = false;
+      }
+    } else if (type == "function_call") {
+      only_keys(it, where, {"type", "call_id", "name", "arguments", "id", "status"});
+      ojson call = {{"id", need_string(it, where, "call_id")},
+                    {"type", "function"},
+                    {"function", {{"name", need_string(it, where, "name")}, {"arguments", need_string(it, where, "arguments")}}}};
+      if (!in_assistant) assistant_turn("");
+      auto& m = msgs.back();
+      if (!m.contains("tool_calls")) m["tool_calls"] = ojson::array();
+      m["tool_calls"].push_back(std::move(call));
+    } else if (type == "function_call_output") {
+      only_keys(it, where, {"type", "call_id", "output", "id", "status"});
+      need_string(it, where, "call_id");
+      msgs.push_back({{"role", "tool"}, {"content", content_text(need(it, where, "output"), where + ".output")}});
+      in_assistant = false;
+    } else if (type == "reasoning") {
+      only_keys(it, where, {"type", "id", "summary", "content", "encrypted_content", "status"});
+      if (auto c = it.find("content"); c != it.end() && !c->is_null()) {
+        want(*c, c->is_array(), where + ".content", "an array");
+        for (size_t k = 0; k < c->size(); ++k) {
+          const std::string cw = where + ".content[" + std::to_string(k) + "]";
+          want((*c)[k], (*c)[k].is_object(), cw, "an object");
+          only_keys((*c)[k], cw, {"type", "text"});
+          reasoning += need_string((*c)[k], cw, "text");
+        }
+      }
+    } else if (type == "item_reference") {
+      refuse("unsupported", where + ".type", "item_reference needs a stored response; this server stores none: send the item itself");
+    } else {
+      refuse("unsupported", where + ".type",
+             "input items of type '" + type + "' are not supported (served: message, function_call, function_call_output, reasoning)");
+    }
+  }
+  return msgs;
+}
+
+// Flat Responses function tools ({"type": "function", "name", "parameters", ...}) in chat's form.
+ojson chat_tools(const ojson& tools) {
+  want(tools, tools.is_array(), "tools", "an array");
+  ojson out = ojson::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const auto& t = tools[i];
+    const std::string where = "tools[" + std::to_string(i) + "]";
+    want(t, t.is_object(), where, "an object");
+    const std::string type = need_string(t, where, "type");
+    if (type != "function")
+      refuse("unsupported", where + ".type",
+             "tools of type '" + type + "' are not supported: only function tools are served (the client runs them)");
+    only_keys(t, where, {"type", "name", "description", "parameters", "strict"});
+    ojson f = {{"name", need_string(t, where, "name")}};
+    if (auto d = t.find("description"); d != t.end() && !d->is_null()) f["description"] = *d;
+    if (auto p = t.find("parameters"); p != t.end() && !p->is_null()) f["parameters"] = *p;
+    out.push_back({{"type", "function"}, {"function", std::move(f)}});
+  }
+  return out;
+}
+
+ojson chat_tool_choice(const ojson& v) {
+  if (v.is_string()) return v;  // "auto", "none", "required"; the chat parser judges others
+  want(v, v.is_object(), "tool_choice", "a string or an object");
+  const std::string type = need_string(v, "tool_choice", "type");
+  if (type != "function")
+    refuse("unsupported", "tool_choice.type", "tool_choice of type '" + type + "' is not supported (served: a function)");
+  only_keys(v, "tool_choice", {"type", "name"});
+  return {{"type", "function"}, {"function", {{"name", need_string(v, "tool_choice", "name")}}}};
+}
+
+// text.format as chat's response_format.
+ojson chat_response_format(const ojson& text) {
+  want(text, text.is_object(), "text", "an object");
+  only_keys(text, "text", {"format", "verbosity"});
+  auto f = text.find("format");
+  if (f == text.end() || f->is_null()) return nullptr;
+  want(*f, f->is_object(), "text.format", "an object");
+  const std::string type = need_string(*f, "text.format", "type");
+  if (type == "text") return nullptr;
+  if (type == "json_object") {
+    only_keys(*f, "text.format", {"type"});
+    return {{"type", "json_object"}};
+  }
+  if (type != "json_schema")
+    refuse("invalid_value", "text.format.type",
+           "field 'text.format.type' is '" + type + "'; expected text, json_object or json_schema");
+  only_keys(*f, "text.format", {"type", "name", "schema", "strict", "description"});
+  ojson js = {{"name", need_string(*f, "text.format", "name")}, {"schema", need(*f, "text.format", "schema")}};
+  if (auto s = f->find("strict"); s != f->end() && !s->is_null()) js["strict"] = *s;
+  return {{"type", "json_schema"}, {"json_schema", std::move(js)}};
+}
+
+// The chat parser names chat's fields; the client sent the Responses API's.
+void name_responses_fields(api_error& e) {
+  static const std::pair<std::string_view, std::string_view> renamed[] = {
+      {"max_tokens", "max_output_tokens"}, {"response_format", "text.format"}};
+  for (const auto& [from, to] : renamed) {
+    if (e.param.rfind(from, 0) == 0) e.param = std::string(to) + e.param.substr(from.size());
+    for (size_t at = e.message.find(from); at != std::string::npos; at = e.message.find(from, at + to.size()))
+      e.message.replace(at, from.size(), to);
+  }
+  if (e.param.rfind("messages", 0) == 0) e.message += " (in the chat turns made from instructions and input)";
+}
+
+}  // namespace
+
+parsed_responses parse_responses(std::string_view body, const served_models& models, const std::string& id) {
+  parsed_responses out;
+  out.chat.model = models.base;
+  try {
+    const ojson b = parse_body(body);
+    ojson c = ojson::object();  // the chat request
+    ojson echo = {{"instructions", nullptr}, {"max_output_tokens", nullptr}, {"metadata", ojson::object()},
+                  {"parallel_tool_calls", true}, {"temperature", nullptr}, {"top_p", nullptr},
+                  {"tool_choice", "auto"}, {"tools", ojson::array()}, {"text", {{"format", {{"type", "text"}}}}},
+                  {"reasoning", nullptr}, {"store", false}, {"truncation", "disabled"}, {"user", nullptr},
+                  {"service_tier", "auto"}, {"previous_response_id", nullptr}, {"background", false},
+                  {"top_logprobs", 0}, {"max_tool_calls", nullptr}};
+    const ojson* instructions = nullptr;
+    const ojson* input = nullptr;
+    bool thinking_off = false;
+    for (const auto& [k, v] : b.items()) {
+      if (v.is_null()) continue;
+      if (k == "model") {
+        c[k] = v;
+      } else if (k == "input") {
+        input = &v;
+      } else if (k == "instructions") {
+        want(v, v.is_string(), k, "a string");
+        instructions = &v;
+        echo[k] = v;
+      } else if (k == "max_output_tokens") {
+        want(v, v.is_number_integer(), k, "an integer");
+        if (v.get<int64_t>() < 1)
+          refuse("invalid_value", k, "field 'max_output_tokens' must be at least 1, not " + v.dump());
+        c["max_tokens"] = v;
+        echo[k] = v;
+      } else if (k == "temperature" || k == "top_p" || k == "parallel_tool_calls") {
+        c[k] = v;
+        echo[k] = v;
+      } else if (k == "stream") {
+        c[k] = v;
+      } else if (k == "tools") {
+        c[k] = chat_tools(v);
+        echo[k] = v;
+      } else if (k == "tool_choice") {
+        c[k] = chat_tool_choice(v);
+        echo[k] = v;
+      } else if (k == "text") {
+        if (auto rf = chat_response_format(v); !rf.is_null()) c["response_format"] = std::move(rf);
+        echo[k] = v;
+      } else if (k == "reasoning") {
+        // Qwen3 thinks or does not: effort "none" turns thinking off (enable_thinking false);
+        // other efforts and summaries change nothing.
+        want(v, v.is_object(), k, "an object");
+        only_keys(v, k, {"effort", "summary", "generate_summary"});
+        if (auto e = v.find("effort"); e != v.end() && !e->is_null()) {
+          want(*e, e->is_string(), "reasoning.effort", "a string");
+          thinking_off = *e == "none";
+        }
+        echo[k] = v;
+      } else if (k == "store") {
+        want(v, v.is_boolean(), k, "a boolean");  // nothing is stored (see previous_response_id)
+      } else if (k == "metadata") {
+        want(v, v.is_object() && v.size() <= 16, k, "an object of at most 16 keys");
+        for (const auto& [mk, mv] : v.items()) want(mv, mv.is_string(), "metadata." + mk, "a string");
+        echo[k] = v;
+      } else if (k == "user" || k == "safety_identifier") {
+        want(v, v.is_string(), k, "a string");
+        c["user"] = v;  // the tenant fair-share policies share by
+        echo[k] = v;
+      } else if (k == "prompt_cache_key") {
+        want(v, v.is_string(), k, "a string");  // prefix caching needs no key
+        echo[k] = v;
+      } else if (k == "service_tier") {
+        want(v, v.is_string(), k, "a string");
+        echo[k] = v;
+      } else if (k == "include") {
+        want(v, v.is_array(), k, "an array of strings");
+        for (const auto& x : v) {
+          want(x, x.is_string(), k, "an array of strings");
+          if (x == "message.output_text.logprobs") out.logprobs = true;
+        }
+      } else if (k == "top_logprobs") {
+        c[k] = v;
+        echo[k] = v;
+      } else if (k == "truncation") {
+        want(v, v.is_string(), k, "a string");
+        if (v != "disabled")
+          refuse("unsupported", k, "truncation '" + v.get<std::string>() + "' is not supported (served: disabled)");
+      } else if (k == "background") {
+        want(v, v.is_boolean(), k, "a boolean");
+        if (v == true) refuse("unsupported", k, "background responses are not supported: this server stores no responses");
+      } else if (k == "previous_response_id" || k == "conversation") {
+        refuse("unsupported", k, k + " is not supported: this server stores no responses (as vLLM by default); "
+                                     "send the whole conversation as 'input'");
+      } else if (k == "prompt") {
+        refuse("unsupported", k, "stored prompt templates are not supported: send 'instructions' and 'input'");
+      } else if (k == "max_tool_calls") {
+        refuse("unsupported", k, "max_tool_calls is not supported: the client runs the calls and may stop after any");
+      } else if (k == "stream_options") {
+        want(v, v.is_object(), k, "an object");
+        only_keys(v, k, {"include_obfuscation"});  // no obfuscation padding is sent
+      } else if (chat_extra(k)) {
+        c[k] = v;
+      } else {
+        refuse("unknown_field", k,
+               "unknown field '" + k + "' for /v1/responses (docs/openai_api.md lists the fields served)");
+      }
+    }
+    if (!input) refuse("missing_field", "input", "a response needs field 'input'");
+    c["messages"] = input_messages(*input, instructions);
+    if (thinking_off) {
+      if (!c.contains("chat_template_kwargs")) c["chat_template_kwargs"] = ojson::object();
+      if (c["chat_template_kwargs"].is_object() && !c["chat_template_kwargs"].contains("enable_thinking"))
+        c["chat_template_kwargs"]["enable_thinking"] = false;
+    }
+    if (out.logprobs) c["logprobs"] = true;
+    if (c.contains("top_logprobs") && !out.logprobs)
+      refuse("invalid_value", "top_logprobs", "top_logprobs needs include: [\"message.output_text.logprobs\"]");
+    out.echo_json = dump(echo);
+    parse_generate(endpoint::chat, c, models, id, out.chat);
+    if (!out.chat.ok()) name_responses_fields(out.chat.error);
+  } catch (const refusal& r) {
+    out.chat.error = r.e;
+    name_responses_fields(out.chat.error);
+  } catch (const std::exception& e) {
+    out.chat.error = {400, std::string("the request body cannot be read: ") + e.what(), "malformed", ""};
+  }
+  return out;
+}
+
+// ---- the response ---------------------------------------------------------------------------
+
+namespace {
+
+const char* status_of(finish_reason r) {
+  switch (r) {
+    case finish_reason::stop: return "completed";
+    case finish_reason::length: return "incomplete";
+    case finish_reason::cancelled:
+    case finish_reason::deadline: return "cancelled";
+    case finish_reason::error: return "failed";
+  }
+  return "completed";
+}
+
+ojson bytes_of(const std::string& s) {
+  ojson a = ojson::array();
+  for (unsigned char ch : s) a.push_back(ch);
+  return a;
+}
+
+}  // namespace
+
+responses_builder::responses_builder(const parsed_responses& p, int64_t created, token_bytes_fn token_bytes,
+                                     int32_t think_end)
+    : id_(p.chat.req->id),
+      model_(p.chat.model),
+      echo_json_(p.echo_json),
+      created_(created),
+      stream_(p.chat.req->stream),
+      has_tools_(!p.chat.req->tools_json.empty()),
+      want_logprobs_(p.logprobs),
+      forced_(p.chat.forced_tools),
+      token_bytes_(std::move(token_bytes)),
+      think_end_(think_end) {
+  // A forced call's output is all call: streamed, it is held back whole, as a <tool_call> block is.
+  in_calls_ = forced_.has_value();
+}
+
+std::string responses_builder::item_id(const char* prefix, size_t index) const {
+  // "resp_<hex>" -> "<prefix>_<hex>_<index>": unique within the response and across responses.
+  return std::string(prefix) + "_" + id_.substr(id_.find('_') + 1) + "_" + std::to_string(index);
+}
+
+ojson responses_builder::logprob_json(const std::pair<int32_t, logprob_info>& lp) const {
+  const std::string tok = token_bytes_(lp.first);
+  ojson top = ojson::array();
+  for (const auto& [id, v] : lp.second.top) {
+    const std::string t = token_bytes_(id);
+    top.push_back({{"token", t}, {"logprob", v}, {"bytes", bytes_of(t)}});
+  }
+  return {{"token", tok}, {"logprob", lp.second.logprob}, {"bytes", bytes_of(tok)}, {"top_logprobs", std::move(top)}};
+}
+
+ojson responses_builder::item_json(const item& it) const {
+  const char* status = !it.done ? "in_progress" : it.cut ? "incomplete" : "completed";
+  switch (it.k) {
+    case item::kind::reasoning:
+      return {{"id", it.id},
+              {"type", "reasoning"},
+              {"summary", ojson::array()},
+              {"content", it.done ? ojson::array({{{"type", "reasoning_text"}, {"text", it.text}}}) : ojson::array()},
+              {"encrypted_content", nullptr},
+              {"status", status}};
+    case item::kind::message: {
+      ojson content = ojson::array();
+      if (it.done) content.push_back(part_json(it));
+      return {{"id", it.id}, {"type", "message"}, {"role", "assistant"}, {"status", status}, {"content", std::move(content)}};
+    }
+    case item::kind::call:
+      return {{"id", it.id},
+              {"type", "function_call"},
+              {"call_id", it.call_id},
+              {"name", it.name},
+              {"arguments", it.done ? it.text : std::string()},
+              {"status", status}};
+  }
+  return nullptr;
+}
+
+ojson responses_builder::part_json(const item& it) const {
+  ojson part = {{"type", "output_text"}, {"text", it.done ? it.text : std::string()}, {"annotations", ojson::array()}};
+  if (want_logprobs_) {
+    ojson lps = ojson::array();
+    if (it.done)
+      for (const auto& lp : it.logprobs) lps.push_back(logprob_json(lp));
+    part["logprobs"] = std::move(lps);
+  }
+  return part;
+}
+
+ojson responses_builder::response_json(const char* status) const {
+  ojson j = {{"id", id_}, {"object", "response"}, {"created_at", created_}, {"status", status}, {"error", nullptr},
+             {"incomplete_details", nullptr}, {"model", model_}};
+  const ojson echo = ojson::parse(echo_json_);  // (items() of a temporary would dangle)
+  for (const auto& [k, v] : echo.items()) j[k] = v;
+  ojson output = ojson::array();
+  for (const auto& it : items_) output.push_back(item_json(it));
+  j["output"] = std::move(output);
+  if (finished_) {
+    j["usage"] = {{"input_tokens", usage_.prompt_tokens},
+                  {"input_tokens_details", {{"cached_tokens", usage_.cached_prompt_tokens}}},
+                  {"output_tokens", usage_.completion_tokens},
+                  {"output_tokens_details", {{"reasoning_tokens", reasoning_tokens()}}},
+                  {"total_tokens", usage_.prompt_tokens + usage_.completion_tokens}};
+  } else {
+    j["usage"] = nullptr;
+  }
+  return j;
+}
+
+std::string responses_builder::sse(const char* type, ojson fields) {
+  ojson j = {{"type", type}, {"sequence_number", seq_++}};
+  for (auto& [k, v] : fields.items()) j[k] = std::move(v);
+  return std::string("event: ") + type + "\ndata: " + dump(j) + "\n\n";
+}
+
+int64_t responses_builder::reasoning_tokens() const {
+  // The tokens up to and including </think>; all of them when thinking was cut off.
+  if (think_end_ < 0 || !saw_reasoning_) return 0;
+  return thought_ids_;
+}
+
+void responses_builder::count_id(int32_t id) {
+  if (!in_thought_) return;
+  ++thought_ids_;
+  if (id == think_end_) {
+    in_thought_ = false;
+    pending_logprobs_.clear();  // the thinking's: only the answer's tokens carry logprobs
+  }
+}
+
+std::string responses_builder::begin() {
+  if (begun_ || !stream_) return {};
+  begun_ = true;
+  std::string out = sse("response.created", {{"response", response_json("in_progress")}});
+  out += sse("response.in_progress", {{"response", response_json("in_progress")}});
+  return out;
+}
+
+std::string responses_builder::open(item::kind k) {
+  std::string out;
+  if (!items_.empty() && !items_.back().done) {
+    if (items_.back().k == k) return out;
+    out += close_open();
+  }
+  item it;
+  it.k = k;
+  const size_t index = items_.size();
+  it.id = item_id(k == item::kind::reasoning ? "rs" : k == item::kind::message ? "msg" : "fc", index);
+  items_.push_back(std::move(it));
+  if (!stream_) return out;
+  const auto& added = items_.back();
+  out += sse("response.output_item.added", {{"output_index", index}, {"item", item_json(added)}});
+  if (k == item::kind::reasoning)
+    out += sse("response.content_part.added", {{"item_id", added.id}, {"output_index", index}, {"content_index", 0},
+                                                {"part", {{"type", "reasoning_text"}, {"text", ""}}}});
+  else if (k == item::kind::message)
+    out += sse("response.content_part.added",
+               {{"item_id", added.id}, {"output_index", index}, {"content_index", 0}, {"part", part_json(added)}});
+  return out;
+}
+
+std::string responses_builder::close_open() {
+  if (items_.empty() || items_.back().done) return {};
+  auto& it = items_.back();
+  it.done = true;
+  if (!stream_) return {};
+  const size_t index = items_.size() - 1;
+  std::string out;
+  const ojson where = {{"item_id", it.id}, {"output_index", index}};
+  auto with = [&](ojson extra) {
+    ojson j = where;
+    for (auto& [k, v] : extra.items()) j[k] = std::move(v);
+    return j;
+  };
+  if (it.k == item::kind::reasoning) {
+    out += sse("response.reasoning_text.done", with({{"content_index", 0}, {"text", it.text}}));
+    out += sse("response.content_part.done",
+               with({{"content_index", 0}, {"part", {{"type", "reasoning_text"}, {"text", it.text}}}}));
+  } else if (it.k == item::kind::message) {
+    ojson lps = ojson::array();
+    for (const auto& lp : it.logprobs) lps.push_back(logprob_json(lp));
+    out += sse("response.output_text.done", with({{"content_index", 0}, {"text", it.text}, {"logprobs", lps}}));
+    out += sse("response.content_part.done", with({{"content_index", 0}, {"part", part_json(it)}}));
+  } else {
+    out += sse("response.function_call_arguments.done", with({{"arguments", it.text}}));
+  }
+  out += sse("response.output_item.done", {{"output_index", index}, {"item", item_json(it)}});
+  return out;
+}
+
+std::string responses_builder::on_token(const token_event& t) {
+  if (t.index.value_or(0) != 0) return {};
+  std::string out = begin();
+  if (t.logprobs && !t.ids.empty()) pending_logprobs_.emplace_back(t.ids[0], *t.logprobs);
+  for (int32_t id : t.ids) count_id(id);
+  if (t.reasoning && !t.reasoning->empty()) {
+    saw_reasoning_ = true;
+    out += open(item::kind::reasoning);
+    auto& it = items_.back();
+    it.text += *t.reasoning;
+    if (stream_)
+      out += sse("response.reasoning_text.delta", {{"item_id", it.id}, {"output_index", items_.size() - 1},
+                                                    {"content_index", 0}, {"delta", *t.reasoning}});
+  }
+  // With tools, text from "<tool_call>" on is held back; done turns it into calls.
+  const std::string text = has_tools_ || forced_ ? release_before_calls(held_, in_calls_, t.text) : t.text;
+  if (!text.empty()) out += add_text(text);
+  return out;
+}
+
+std::string responses_builder::add_text(const std::string& text) {
+  std::string out = open(item::kind::message);
+  auto& it = items_.back();
+  it.text += text;
+  ojson lps = ojson::array();
+  for (auto& lp : pending_logprobs_) {
+    if (want_logprobs_) lps.push_back(logprob_json(lp));
+    it.logprobs.push_back(std::move(lp));
+  }
+  pending_logprobs_.clear();
+  if (stream_) {
+    ojson fields = {{"item_id", it.id}, {"output_index", items_.size() - 1}, {"content_index", 0}, {"delta", text}};
+    fields["logprobs"] = std::move(lps);
+    out += sse("response.output_text.delta", std::move(fields));
+  }
+  return out;
+}
+
+std::string responses_builder::on_error(const wire_error& e) {
+  complete_ = true;
+  if (!begun_) {
+    status_ = http_status(e.code);
+    return error_body(from_wire(e));
+  }
+  // Mid-stream: OpenAI's error event, then the response as failed.
+  std::string out = sse("error", {{"code", std::string(to_string(e.code))}, {"message", e.message}, {"param", nullptr}});
+  finished_ = true;
+  ojson r = response_json("failed");
+  r["error"] = {{"code", std::string(to_string(e.code))}, {"message", e.message}};
+  return out + sse("response.failed", {{"response", std::move(r)}});
+}
+
+std::string responses_builder::on_done(done_event&& d) {
+  if (d.index.value_or(0) != 0) return {};
+  if (d.reason == finish_reason::error && d.error && !begun_) return on_error(*d.error);
+  std::string out = begin();
+  usage_ = d.usage;
+  std::vector<tool_call> calls = std::move(d.tool_calls);
+  if (!stream_ && d.has_output) {
+    // The whole output rides on done: the same items a stream would have made (from scratch:
+    // token events, which a whole request does not get, would only repeat it).
+    items_.clear();
+    pending_logprobs_.clear();
+    in_thought_ = true;
+    saw_reasoning_ = false;
+    thought_ids_ = 0;
+    for (size_t i = 0; i < d.ids.size(); ++i) {
+      if (i < d.logprobs.size()) pending_logprobs_.emplace_back(d.ids[i], d.logprobs[i]);
+      count_id(d.ids[i]);
+    }
+    if (d.reasoning && !d.reasoning->empty()) {
+      saw_reasoning_ = true;
+      open(item::kind::reasoning);
+      items_.back().text = *d.reasoning;
+    }
+    held_ = d.text;
+  }
+  if (forced_ && d.reason != finish_reason::error) {
+    // The output is the call's JSON: it replaces the text (unless it was cut short).
+    if (auto forced = forced_tool_calls(*forced_, held_); !forced.empty()) {
+      calls = std::move(forced);
+      held_.clear();
+    }
+  }
+  if (!stream_ && !calls.empty()) held_ = content_before_calls(held_);
+  else if (!calls.empty()) held_.clear();  // the block itself, now calls
+  if (!held_.empty()) out += add_text(std::exchange(held_, {}));
+  // A response always says something: an empty answer is an empty message.
+  if (calls.empty() && items_.empty()) out += open(item::kind::message);
+  if (!items_.empty() && !items_.back().done && calls.empty())
+    items_.back().cut = d.reason != finish_reason::stop;
+  out += close_open();
+  for (auto& call : calls) {
+    item it;
+    it.k = item::kind::call;
+    it.id = item_id("fc", items_.size());
+    it.call_id = "call_" + it.id.substr(3);
+    it.name = std::move(call.name);
+    it.text = std::move(call.arguments);
+    items_.push_back(std::move(it));
+    if (stream_) {
+      // Added with empty arguments (the identity, call_id and name, set); they follow whole.
+      const auto& c = items_.back();
+      const size_t index = items_.size() - 1;
+      out += sse("response.output_item.added", {{"output_index", index}, {"item", item_json(c)}});
+      out += sse("response.function_call_arguments.delta", {{"item_id", c.id}, {"output_index", index}, {"delta", c.text}});
+    }
+    out += close_open();
+  }
+  finished_ = true;
+  complete_ = true;
+  const char* status = status_of(d.reason);
+  ojson r = response_json(status);
+  if (d.reason == finish_reason::length) r["incomplete_details"] = {{"reason", "max_output_tokens"}};
+  if (d.reason == finish_reason::error && d.error)
+    r["error"] = {{"code", std::string(to_string(d.error->code))}, {"message", d.error->message}};
+  if (!stream_) return dump(r);
+  // As vLLM: the last event is response.completed whatever the status (an incomplete or cancelled
+  // response too: OpenAI's SDK gives a stream's final response only from that event), except a
+  // failure.
+  const char* event = d.reason == finish_reason::error ? "response.failed" : "response.completed";
+  if (d.reason == finish_reason::error && d.error)
+    out += sse("error", {{"code", std::string(to_string(d.error->code))}, {"message", d.error->message}, {"param", nullptr}});
+  return out + sse(event, {{"response", std::move(r)}});
+}
+
+std::string responses_builder::feed(const event& e) {
+  if (complete_) return {};
+  if (const auto* t = std::get_if<token_event>(&e)) return on_token(*t);
+  if (const auto* d = std::get_if<done_event>(&e)) return on_done(done_event(*d));
+  if (const auto* err = std::get_if<wire_error>(&e)) return on_error(*err);
+  return {};
+}
+
+}  // namespace troupe::wire::openai

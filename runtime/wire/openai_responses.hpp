@@ -1,0 +1,92 @@
+// OpenAI's Responses API (POST /v1/responses), as vLLM serves it without a response store: the
+// request's `input` (a text, or a list of messages, function calls, their outputs and reasoning
+// items), `instructions`, flat function `tools`, `text.format` and `max_output_tokens` become a
+// chat completion's fields and run through the chat parser (so every limit and refusal of
+// /v1/chat/completions holds); the generate's events become a `response` object, or its typed
+// server-sent events (response.created ... response.completed). Agent frameworks and coding
+// agents written against OpenAI (the Agents SDK, Codex) speak this API rather than chat.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/wire/openai.hpp"
+
+namespace troupe::wire::openai {
+
+struct parsed_responses {
+  parsed_request chat;  // the request as /v1/chat/completions would take it (chat.ok(): parsed)
+  // The request's settings a response object repeats (instructions, tools, temperature, ...), as
+  // a JSON object's text.
+  std::string echo_json = "{}";
+  bool logprobs = false;  // include has "message.output_text.logprobs"
+  bool ok() const noexcept { return chat.ok(); }
+};
+
+// `id` ("resp_...") becomes the generate's id and the response's. Never throws.
+parsed_responses parse_responses(std::string_view body, const served_models& models, const std::string& id);
+
+// The response to one parsed Responses request, fed its generate's events in order (one
+// completion: the API has no `n`). `think_end`: the id of the token that closes Qwen3's thinking
+// (</think>), or -1: the tokens up to it count as usage.output_tokens_details.reasoning_tokens,
+// and only those after it carry the answer's logprobs.
+class responses_builder final : public reply_builder {
+ public:
+  responses_builder(const parsed_responses& p, int64_t created, token_bytes_fn token_bytes, int32_t think_end);
+
+  std::string feed(const event& e) override;
+  bool complete() const noexcept override { return complete_; }
+  int status() const noexcept override { return status_; }
+  bool streaming() const noexcept override { return stream_ && status_ == 200; }
+
+ private:
+  // One output item: reasoning, the answer message, or a function call (in output order).
+  struct item {
+    enum class kind : uint8_t { reasoning, message, call } k = kind::message;
+    std::string id;
+    std::string text;           // the reasoning, the message's text, or the call's arguments
+    std::string name, call_id;  // a call's
+    std::vector<std::pair<int32_t, logprob_info>> logprobs;  // a message's tokens
+    bool done = false;
+    bool cut = false;  // ended by the response's end (max_output_tokens, cancel), not by its own
+  };
+  std::string on_token(const token_event& t);
+  std::string on_done(done_event&& d);
+  std::string on_error(const wire_error& e);
+  std::string begin();                      // streaming: response.created and .in_progress, once
+  std::string open(item::kind k);           // ends the open item unless it is a `k`, opens a `k`
+  std::string close_open();                 // ends the open item, if any
+  std::string add_text(const std::string& text);  // the answer's text (and its tokens' logprobs)
+  void count_id(int32_t id);                // an output token: thinking until </think>
+  int64_t reasoning_tokens() const;
+  std::string item_id(const char* prefix, size_t index) const;
+  // One server-sent event of `type` (the JSON's type and sequence_number added to `fields`).
+  std::string sse(const char* type, nlohmann::ordered_json fields);
+  nlohmann::ordered_json response_json(const char* status) const;  // with the output so far
+  nlohmann::ordered_json item_json(const item& it) const;
+  nlohmann::ordered_json part_json(const item& it) const;  // a message's output_text part
+  nlohmann::ordered_json logprob_json(const std::pair<int32_t, logprob_info>& lp) const;
+
+  std::string id_, model_, echo_json_;
+  int64_t created_;
+  bool stream_, has_tools_, want_logprobs_;
+  std::optional<forced_tool_choice> forced_;
+  token_bytes_fn token_bytes_;
+  int32_t think_end_;
+  std::vector<item> items_;  // the last one is open until done
+  std::string held_;         // text that may be (or is) a tool call, held back
+  bool in_calls_ = false;    // a <tool_call> block began (or a forced call: all of it)
+  std::vector<std::pair<int32_t, logprob_info>> pending_logprobs_;  // tokens whose text is not out yet
+  bool in_thought_ = true;     // no </think> yet
+  bool saw_reasoning_ = false;
+  int64_t thought_ids_ = 0;    // tokens up to </think>
+  usage_info usage_;
+  int64_t seq_ = 0;            // sequence_number of the next event
+  bool begun_ = false, finished_ = false, complete_ = false;
+  int status_ = 200;
+};
+
+}  // namespace troupe::wire::openai
