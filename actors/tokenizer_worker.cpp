@@ -138,6 +138,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
                                       br.reasoning_opened_in_prompt, prompt_logprobs};
             if (indexed) rules.index = i;
             rules.include_stop_str_in_output = br.include_stop_str_in_output;
+            rules.skip_special_tokens = br.skip_special_tokens;
             st.live.emplace(rid, serve::response(r.id, r.stream, st.ctx->facts.tok, std::move(rules),
                                                  static_cast<int64_t>(br.prompt.size()), m.received));
             auto s = submit_for(self, m, i, br.prompt);

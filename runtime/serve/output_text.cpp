@@ -5,11 +5,11 @@
 namespace troupe::serve {
 
 output_text::output_text(const tokenizer* tok, std::vector<std::string> stop_strings, int32_t min_tokens,
-                         bool include_stop)
+                         bool include_stop, bool skip_special)
     : stop_(std::move(stop_strings)), min_tokens_(min_tokens), include_stop_(include_stop) {
   // vLLM's default: special tokens (<|im_end|>, <|endoftext|>) are not part of the text.
   if (tok) {
-    dec_.emplace(*tok, /*skip_special_tokens=*/true);
+    dec_.emplace(*tok, skip_special);
     id_limit_ = tok->id_limit();
   }
 }

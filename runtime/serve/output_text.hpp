@@ -18,8 +18,9 @@ class output_text {
   // strings are looked for from the min_tokens-th token on, in the text that token and later
   // ones add (vLLM's min_tokens); text before it is released as it comes. `include_stop`: the
   // text ends after the matched stop string instead of before it (vLLM's include_stop_str_in_output).
+  // `skip_special`: special tokens (<|im_end|>, ...) have no text (vLLM's skip_special_tokens).
   output_text(const tokenizer* tok, std::vector<std::string> stop_strings, int32_t min_tokens = 0,
-              bool include_stop = false);
+              bool include_stop = false, bool skip_special = true);
 
   struct delta {
     std::string text;      // safe to send now

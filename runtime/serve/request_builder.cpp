@@ -361,6 +361,7 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
   }
   b.stop = r.stop;
   b.include_stop_str_in_output = r.include_stop_str_in_output;
+  b.skip_special_tokens = r.skip_special_tokens;
   b.logprobs = r.logprobs.value_or(-1);
   b.prompt_logprobs = r.prompt_logprobs.value_or(-1);
   if (r.separate_reasoning) {

@@ -59,6 +59,7 @@ struct built_request {
   std::vector<int32_t> stop_ids;
   std::vector<std::string> stop;
   bool include_stop_str_in_output = false;  // a matched stop string ends the text (vLLM's)
+  bool skip_special_tokens = true;          // special tokens have no text (vLLM's default)
   int32_t min_tokens = 0;  // stop strings are not looked for before this many tokens
   int32_t logprobs = -1;  // top alternatives to report per token; -1: no logprobs
   int32_t prompt_logprobs = -1;  // the same for every prompt token; -1: none

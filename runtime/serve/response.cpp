@@ -9,7 +9,7 @@ response::response(std::string client_id, bool stream, const tokenizer* tok, out
                    int64_t prompt_tokens, clock::time_point received)
     : id_(std::move(client_id)),
       stream_(stream),
-      text_(tok, std::move(rules.stop), rules.min_tokens, rules.include_stop_str_in_output),
+      text_(tok, std::move(rules.stop), rules.min_tokens, rules.include_stop_str_in_output, rules.skip_special_tokens),
       prompt_tokens_(prompt_tokens),
       received_(received),
       find_tool_calls_(rules.find_tool_calls),

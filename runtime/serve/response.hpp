@@ -32,6 +32,7 @@ struct output_rules {
   // A rerank document: the one value set_embedding receives is its score (done's `score`).
   bool rerank = false;
   bool include_stop_str_in_output = false;  // a matched stop string stays at the text's end
+  bool skip_special_tokens = true;          // false: special tokens' text is part of the output
 };
 
 class response {

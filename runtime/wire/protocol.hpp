@@ -138,6 +138,7 @@ struct generate_request {
   std::optional<int32_t> max_tokens;   // absent: the server's default_max_tokens
   std::vector<std::string> stop;
   bool include_stop_str_in_output = false;  // vLLM's: a matched stop string stays at the text's end
+  bool skip_special_tokens = true;  // vLLM's: false keeps special tokens' text (<|im_end|>) in the output
   std::vector<int32_t> stop_ids;
   bool ignore_eos = false;
   bool stream = true;

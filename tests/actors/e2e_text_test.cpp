@@ -160,6 +160,26 @@ BOOST_AUTO_TEST_CASE(stop_strings_and_stop_ids) {
              boost::test_tools::per_element());
 }
 
+// vLLM's skip_special_tokens: an output held to special tokens (allowed_token_ids) has no text by
+// default, and their text with skip_special_tokens false; the ids are the same either way.
+BOOST_AUTO_TEST_CASE(special_tokens_are_text_only_when_asked) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  auto r = text_request("sp", "Once upon a time", 6);
+  r.allowed_token_ids = {*qwen3().token_to_id("<|im_start|>"), *qwen3().token_to_id("<|im_end|>")};
+  r.ignore_eos = true;
+  const auto skipped = cl.complete(r);
+  BOOST_TEST_REQUIRE(skipped.ids.size() == 6u);
+  BOOST_TEST(skipped.text == "");
+  r.id = "sp2";
+  r.skip_special_tokens = false;
+  const auto kept = cl.complete(r);
+  BOOST_TEST(kept.ids == skipped.ids, boost::test_tools::per_element());
+  BOOST_TEST(kept.text == qwen3().decode(kept.ids));
+  BOOST_TEST(kept.text.find("<|im_") == 0u);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
 BOOST_AUTO_TEST_CASE(chat_messages_use_the_model_chat_template) {
   // The first reference case of tests/data/chat_template/cases.jsonl (system + user, generation
   // prompt, thinking left at its default).

@@ -105,6 +105,29 @@ BOOST_AUTO_TEST_CASE(stop_strings_cut_before_the_first_match) {
   }
 }
 
+// vLLM's skip_special_tokens: special tokens (<|im_end|>, <|endoftext|>) have no text by
+// default; false keeps theirs, where a stop string can match it. <think> is not special in
+// Qwen3's tokenizer: its text is there either way.
+BOOST_AUTO_TEST_CASE(special_tokens_have_text_only_when_asked) {
+  const auto ids = qwen3().encode_with_special_tokens("Hi<|im_end|>\n<|im_start|>user<think>");
+  BOOST_TEST_REQUIRE(qwen3().is_special(*qwen3().token_to_id("<|im_end|>")));
+  const auto run = [&](output_text o) {
+    std::string text;
+    for (int32_t id : ids) text += o.push(id).text;
+    return text + o.finish();
+  };
+  BOOST_TEST(run(output_text(&qwen3(), {})) == "Hi\nuser<think>");
+  BOOST_TEST(run(output_text(&qwen3(), {}, 0, false, false)) == "Hi<|im_end|>\n<|im_start|>user<think>");
+  auto o = output_text(&qwen3(), {"<|im_start|>"}, 0, false, false);
+  std::string text;
+  for (int32_t id : ids) {
+    auto d = o.push(id);
+    text += d.text;
+    if (d.stopped) break;
+  }
+  BOOST_TEST(text == "Hi<|im_end|>\n");
+}
+
 BOOST_AUTO_TEST_CASE(text_that_may_start_a_stop_string_is_held_back_then_released) {
   output_text o(&qwen3(), {"Hello world"});
   auto ids = qwen3().encode("Hello there");

@@ -665,6 +665,11 @@ BOOST_AUTO_TEST_CASE(truncate_prompt_tokens_passes_through) {
   auto inc = completion(R"({"prompt": "a", "stop": ["x"], "include_stop_str_in_output": true})");
   BOOST_TEST_REQUIRE(inc.ok(), inc.error.message);
   BOOST_TEST(inc.req->include_stop_str_in_output);
+  BOOST_TEST(inc.req->skip_special_tokens);  // vLLM's default
+  auto keep = chat(R"({"messages": [{"role": "user", "content": "q"}], "skip_special_tokens": false})");
+  BOOST_TEST_REQUIRE(keep.ok(), keep.error.message);
+  BOOST_TEST(!keep.req->skip_special_tokens);
+  BOOST_TEST(completion(R"({"prompt": "a", "skip_special_tokens": 0})").error.code == "wrong_type");
   auto zero = completion(R"({"prompt": [1, 2, 3], "truncate_prompt_tokens": 0})");
   BOOST_TEST(zero.error.code == "invalid_value");
   auto rerank = oa::parse_request(oa::endpoint::rerank, R"({"query": "q", "documents": ["a"], "truncate_prompt_tokens": 8})",

@@ -99,6 +99,7 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.logit_bias = {{151645, -100.0}, {7, 2.5}};
   g.n = 4;
   g.include_stop_str_in_output = true;
+  g.skip_special_tokens = false;
   g.truncate_prompt_tokens = 100;
   auto d = decode_request(encode_request(g));
   BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
