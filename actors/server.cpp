@@ -11,6 +11,7 @@
 #include <future>
 
 #include "actors/gateway.hpp"
+#include "actors/stats_logger.hpp"
 #include "actors/messages.hpp"
 #include "actors/supervisor.hpp"
 #include "runtime/core/error.hpp"
@@ -30,7 +31,7 @@ struct server::impl {
   std::shared_ptr<server_context> ctx;
   std::unique_ptr<caf::actor_system_config> sys_cfg;
   std::unique_ptr<caf::actor_system> sys;
-  caf::actor supervisor, gateway, metrics_http;
+  caf::actor supervisor, gateway, metrics_http, stats_logger;
   uint16_t port = 0, metrics_port = 0, http_port = 0;
   bool max_len_clamped = false;
   bool stopped = false;
@@ -264,6 +265,11 @@ server::server(server_options opts) : impl_(std::make_unique<impl>()) {
       m.metrics_http = spawn_metrics_http(*m.sys, ctx, &mp);
       m.metrics_port = wait_bound(mp).port;
     }
+    if (m.ctx->cfg.log_stats_interval_ms > 0) {
+      auto sink = opts.stats_sink ? opts.stats_sink
+                                  : [](const std::string& line) { std::fprintf(stderr, "troupe serve: %s\n", line.c_str()); };
+      m.stats_logger = spawn_stats_logger(*m.sys, ctx, std::move(sink));
+    }
   } catch (...) {
     shutdown(std::chrono::milliseconds(0));
     throw;
@@ -285,7 +291,7 @@ void server::shutdown(std::chrono::milliseconds grace) {
       std::fprintf(stderr, "troupe serve: in-flight requests did not end in time; stopping anyway\n");
     });
   }
-  for (const auto& a : {m.gateway, m.metrics_http, m.supervisor})
+  for (const auto& a : {m.gateway, m.metrics_http, m.stats_logger, m.supervisor})
     if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   m.sys->await_all_actors_done();
 }

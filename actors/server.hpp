@@ -26,6 +26,9 @@ struct server_options {
   std::function<std::unique_ptr<serve::step_backend>(std::shared_ptr<const checkpoint>, int32_t num_blocks,
                                                      int32_t block_size)>
       cuda_backend;
+  // Where the periodic stats line ([server] log_stats_interval_ms) goes; null: stderr, after
+  // "troupe serve: ".
+  std::function<void(const std::string&)> stats_sink;
 };
 
 class server {

@@ -135,6 +135,18 @@ int64_t metrics::waiting() const {
   std::lock_guard lock(mu_);
   return waiting_;
 }
+stats_sample metrics::stats() const {
+  std::lock_guard lock(mu_);
+  stats_sample s;
+  s.prompt_tokens = prompt_tokens_;
+  s.generation_tokens = generation_tokens_;
+  s.preemptions = preemptions_;
+  s.running = running_;
+  s.waiting = waiting_;
+  s.kv_cache_usage = kv_usage_;
+  return s;
+}
+
 int64_t metrics::finished() const {
   std::lock_guard lock(mu_);
   int64_t n = 0;

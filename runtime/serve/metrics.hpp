@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/serve/stats_log.hpp"
+
 namespace troupe::serve {
 
 class histogram {
@@ -64,6 +66,9 @@ class metrics {
   int64_t waiting() const;
   // Requests finished for any reason since start.
   int64_t finished() const;
+  // The counters and gauges the periodic log line reports (stats_log.hpp); its time and prefix
+  // cache fields are left for the caller.
+  stats_sample stats() const;
 
  private:
   mutable std::mutex mu_;

@@ -27,6 +27,9 @@ struct server_config {
   // A connection with nothing running that sends no complete request for this long is closed
   // (idle_timeout); 0 = never. Frees the slots of clients that connect and go quiet.
   int32_t idle_timeout_ms = 0;
+  // The stats line (vLLM's log_stats: throughput, running/waiting, KV usage, prefix hit rate) is
+  // printed this often while the server is busy; 0 = never (--disable-log-stats).
+  int32_t log_stats_interval_ms = 10000;
   int32_t tokenizer_workers = 2;
   int32_t actor_threads = 2;
   // CAF's scheduler for them: "sharing" (idle workers block) or "stealing" (idle workers poll;

@@ -28,6 +28,7 @@ inline serve::server_config test_config() {
   c.max_num_seqs = 32;
   c.max_num_batched_tokens = 256;
   c.shutdown_grace_ms = 0;
+  c.log_stats_interval_ms = 0;  // quiet test output (e2e_lifecycle checks the stats line)
   return c;
 }
 

@@ -5,6 +5,7 @@
 #include "runtime/wire/frame.hpp"
 #include "runtime/wire/request_codec.hpp"
 
+#include <mutex>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -29,6 +30,52 @@ BOOST_AUTO_TEST_CASE(a_request_sent_as_the_server_starts_is_answered) {
     BOOST_REQUIRE(std::holds_alternative<wire::wire_error>(*ev));
     BOOST_TEST(std::get<wire::wire_error>(*ev).message.find("max_model_len") != std::string::npos);
   }
+}
+
+// vLLM's periodic stats line ([server] log_stats_interval_ms): while a request runs the line shows
+// it and its tokens/s, one line says the load ended, then the log stays quiet.
+BOOST_AUTO_TEST_CASE(the_stats_line_follows_the_load) {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  actors::server_options o;
+  o.cfg = test_config();
+  o.cfg.log_stats_interval_ms = 40;
+  o.model_dir = tiny_dense_dir;
+  o.stats_sink = [&](const std::string& line) {
+    std::lock_guard lock(mu);
+    lines.push_back(line);
+  };
+  auto srv = std::make_unique<actors::server>(o);
+  auto count = [&] {
+    std::lock_guard lock(mu);
+    return lines.size();
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  BOOST_TEST(count() == 0u);  // idle since start
+  client::client cl("127.0.0.1", srv->port());
+  auto r = ids_request("s", {5, 6, 7, 8}, 60);
+  r.ignore_eos = true;
+  const auto got = cl.complete(r);
+  BOOST_TEST(got.ids.size() == 60u);
+  BOOST_TEST(eventually([&] {  // the idle line after the load
+    std::lock_guard lock(mu);
+    return !lines.empty() && lines.back().find("Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 "
+                                               "tokens/s, Running: 0 reqs, Waiting: 0 reqs") == 0u;
+  }));
+  {
+    std::lock_guard lock(mu);
+    // The interval in which its 60 tokens came shows them.
+    bool generated = false;
+    for (const auto& l : lines)
+      generated = generated || l.find("Avg generation throughput: 0.0 tokens/s") == std::string::npos;
+    BOOST_TEST(generated, lines.front());
+    BOOST_TEST(lines.front().find("Avg prompt throughput: ") == 0u, lines.front());
+    BOOST_TEST(lines.front().find("KV cache usage: ") != std::string::npos);
+    BOOST_TEST(lines.front().find("Prefix cache hit rate: ") != std::string::npos);
+  }
+  const auto after = count();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  BOOST_TEST(count() == after);  // quiet again
 }
 
 BOOST_AUTO_TEST_CASE(cancel_mid_stream_ends_with_cancelled_and_frees_the_blocks) {
