@@ -1,20 +1,52 @@
 #include "runtime/serve/chat_renderer.hpp"
 
+#include <stdexcept>
+#include <string>
+
 #include "runtime/core/json_in_order.hpp"
 
 namespace troupe::serve {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// As vLLM before it applies a template: each call's `arguments`, JSON text in OpenAI's API, becomes
+// the value it holds (empty: {}), since templates iterate it (Qwen3-Coder's: `arguments|items`) or
+// print it with tojson (Qwen3's, which then spaces it as transformers does).
+void arguments_as_values(ojson& calls, size_t message) {
+  if (!calls.is_array()) return;
+  for (size_t k = 0; k < calls.size(); ++k) {
+    ojson& call = calls[k];
+    if (!call.is_object()) continue;
+    ojson& f = call.contains("function") && call["function"].is_object() ? call["function"] : call;
+    auto a = f.find("arguments");
+    if (a == f.end() || !a->is_string()) continue;
+    const std::string text = a->get<std::string>();
+    try {
+      *a = text.empty() ? ojson::object() : parse_json_in_order(text);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("messages[" + std::to_string(message) + "].tool_calls[" + std::to_string(k) +
+                                  "] arguments are not JSON: " + e.what());
+    }
+  }
+}
+
+}  // namespace
 
 chat_renderer make_chat_renderer(std::shared_ptr<const chat_template> tmpl) {
   return [tmpl](const std::vector<wire::chat_message>& msgs, const std::string& tools, const chat_options& o) {
     // The wire decoder wrote tools and tool calls as JSON text with the client's key order, which
     // the template prints as it is (tojson): ordered_json keeps it. parse_json_in_order, not
     // ordered_json::parse, whose key search is quadratic (80,000 keys: 20 s in this worker).
-    using ojson = nlohmann::ordered_json;
     ojson m = ojson::array();
     for (const auto& x : msgs) {
       ojson j{{"role", x.role}, {"content", x.content}};
       if (!x.reasoning_content.empty()) j["reasoning_content"] = x.reasoning_content;
-      if (!x.tool_calls_json.empty()) j["tool_calls"] = parse_json_in_order(x.tool_calls_json);
+      if (!x.tool_calls_json.empty()) {
+        j["tool_calls"] = parse_json_in_order(x.tool_calls_json);
+        arguments_as_values(j["tool_calls"], m.size());
+      }
       m.push_back(std::move(j));
     }
     const ojson t = tools.empty() ? ojson(nullptr) : parse_json_in_order(tools);
