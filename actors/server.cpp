@@ -108,6 +108,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
     try {
       auto tmpl = std::make_shared<const chat_template>(chat_template::from_directory(tok_dir, custom));
       f.chat = serve::make_chat_renderer(tmpl);
+      f.tool_format = serve::tool_call_format_for(tmpl->source());
     } catch (const troupe::error& e) {
       // A template asked for that cannot be used stops the start.
       if (!custom.empty()) throw troupe::error(e.code(), std::string("model.chat_template (--chat-template): ") + e.what());
@@ -115,6 +116,10 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
       std::fprintf(stderr, "troupe serve: no chat template (%s): chat requests are refused\n", e.what());
     }
   }
+
+  if (ctx->cfg.tool_call_parser != "auto")
+    f.tool_format = ctx->cfg.tool_call_parser == "qwen3_coder" ? serve::tool_call_format::qwen3_coder
+                                                                : serve::tool_call_format::hermes;
 
   int32_t bs = ctx->cfg.block_size;
   // The budget covers what the group stores: a KV head replicated on several ranks counts each time.
@@ -345,6 +350,7 @@ std::string server::banner() const {
     b += "  EMBEDDINGS ONLY: the checkpoint has no lm_head.weight; embed requests (/v1/embeddings) are served, "
          "generation is refused\n";
   b += "  tokenizer: " + std::string(f.tok ? f.tok->model_dir() : "none (prompt_ids only)") + "\n";
+  if (f.chat) b += "  tool calls: " + std::string(serve::to_string(f.tool_format)) + " format\n";
   if (const rope_scaling& r = m.ctx->ckpt->config.rope; r.type != rope_scaling_type::none) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "  RoPE scaling: %s x%g (context %lld tokens)\n", rope_scaling_name(r.type), r.factor,

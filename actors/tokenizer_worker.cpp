@@ -139,6 +139,8 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
             if (indexed) rules.index = i;
             rules.include_stop_str_in_output = br.include_stop_str_in_output;
             rules.skip_special_tokens = br.skip_special_tokens;
+            rules.tool_format = st.ctx->facts.tool_format;
+            if (rules.tool_format != serve::tool_call_format::hermes) rules.tools_json = r.tools_json;
             st.live.emplace(rid, serve::response(r.id, r.stream, st.ctx->facts.tok, std::move(rules),
                                                  static_cast<int64_t>(br.prompt.size()), m.received));
             auto s = submit_for(self, m, i, br.prompt);

@@ -125,6 +125,8 @@ printf '\x06<think>\nplan: call it\n</think>\n\n<tool_call>\n{"name": "get_weath
 printf '\x03thinking on\n</think>\n\nThe answer.' > "$1/opened"
 printf '\x00<think>\n\n</think>\n\n<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>\n<tool_call>\n{"name": "b"' \
   > "$1/open-call"
+printf '\x00Checking.\n<tool_call>\n<function=f>\n<parameter=i>\n2\n</parameter>\n<parameter=n>\n1.5e3\n</parameter>\n<parameter=b>\nTrue\n</parameter>\n<parameter=o>\n{"k": [1]}\n</parameter>\n<parameter=s>\nnull\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=g>\n<parameter=a>\n[1' \
+  > "$1/coder-call"
 }
 
 # Requests over HTTP, and bodies of both endpoints (the first byte picks which).
@@ -161,7 +163,7 @@ case "$target" in
   chat_template) sources="$tokenizer_sources $tokenizer_libs"; max_len=8192 ;;
   openai)
     sources="runtime/wire/http.cpp runtime/wire/openai.cpp runtime/wire/openai_responses.cpp runtime/wire/openai_tokenize.cpp
-      runtime/wire/openai_tool_choice.cpp       runtime/wire/cors.cpp runtime/wire/request_codec.cpp runtime/wire/json_msgpack.cpp
+      runtime/wire/openai_tool_choice.cpp runtime/wire/cors.cpp runtime/wire/request_codec.cpp runtime/wire/json_msgpack.cpp
       runtime/wire/utf8.cpp runtime/wire/protocol.cpp runtime/core/json_in_order.cpp runtime/core/error.cpp" ;;
   model_output)
     sources="runtime/serve/tool_calls.cpp runtime/serve/reasoning_split.cpp $tokenizer_sources $tokenizer_libs" ;;

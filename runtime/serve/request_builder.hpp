@@ -12,6 +12,7 @@
 #include "runtime/engine/embedding.hpp"
 #include "runtime/grammar/automaton_cache.hpp"
 #include "runtime/model/config.hpp"
+#include "runtime/serve/tool_calls.hpp"
 #include "runtime/sampling/sampler.hpp"
 #include "runtime/serve/rerank.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
@@ -41,6 +42,8 @@ struct model_facts {
   generation_defaults generation;
   const tokenizer* tok = nullptr;  // null: only prompt_ids are served
   chat_renderer chat;              // empty: no chat template available
+  // How the model writes tool calls ([model] tool_call_parser; auto: from the chat template).
+  tool_call_format tool_format = tool_call_format::hermes;
   // Structured output's grammars over the vocabulary (token_table::from_tokenizer of tok),
   // shared by requests with the same format; null: structured output is refused.
   std::shared_ptr<grammar::automaton_cache> grammars;

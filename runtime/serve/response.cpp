@@ -13,6 +13,8 @@ response::response(std::string client_id, bool stream, const tokenizer* tok, out
       prompt_tokens_(prompt_tokens),
       received_(received),
       find_tool_calls_(rules.find_tool_calls),
+      tool_format_(rules.tool_format),
+      tools_json_(std::move(rules.tools_json)),
       index_(rules.index),
       rerank_(rules.rerank) {
   if (rules.reasoning_opened_in_prompt) split_.emplace(*rules.reasoning_opened_in_prompt);
@@ -89,7 +91,7 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
     d.score = embedding_->front();
   else if (!rerank_)
     d.embedding = std::move(embedding_);
-  if (find_tool_calls_ && !err) d.tool_calls = parse_tool_calls(all_text_);
+  if (find_tool_calls_ && !err) d.tool_calls = parse_tool_calls(all_text_, tool_format_, tools_json_);
   if (err) {
     d.error = std::move(err);
     d.error->id = id_;

@@ -12,6 +12,7 @@
 #include "runtime/sampling/logprobs.hpp"
 #include "runtime/serve/output_text.hpp"
 #include "runtime/serve/reasoning_split.hpp"
+#include "runtime/serve/tool_calls.hpp"
 #include "runtime/wire/protocol.hpp"
 
 namespace troupe::serve {
@@ -33,6 +34,10 @@ struct output_rules {
   bool rerank = false;
   bool include_stop_str_in_output = false;  // a matched stop string stays at the text's end
   bool skip_special_tokens = true;          // false: special tokens' text is part of the output
+  // With find_tool_calls: the format the model writes calls in, and (qwen3_coder) the request's
+  // tools, whose schemas type the values.
+  tool_call_format tool_format = tool_call_format::hermes;
+  std::string tools_json = {};
 };
 
 class response {
@@ -79,6 +84,8 @@ class response {
   std::optional<reasoning_split> split_;
   std::string all_reasoning_;  // when not streaming and separating reasoning
   bool find_tool_calls_;
+  tool_call_format tool_format_;
+  std::string tools_json_;
   std::optional<int32_t> index_;
   bool rerank_;
   bool done_ = false;

@@ -57,6 +57,7 @@ const std::vector<knob>& knobs() {
       {"server", "allow_credentials", &server_config::allow_credentials},
       {"model", "served_model_name", &server_config::served_model_name},
       {"model", "chat_template", &server_config::chat_template},
+      {"model", "tool_call_parser", &server_config::tool_call_parser},
       {"model", "max_model_len", &server_config::max_model_len, 0, i32max},
       {"model", "default_max_tokens", &server_config::default_max_tokens, 1, i32max},
       {"model", "quantization", &server_config::quantization},
@@ -266,6 +267,8 @@ void validate(const server_config& c) {
     if (e.code() != errc::invalid_argument) throw;
     bad2(e.what());
   }
+  if (c.tool_call_parser != "auto" && c.tool_call_parser != "hermes" && c.tool_call_parser != "qwen3_coder")
+    bad2("model.tool_call_parser = '" + c.tool_call_parser + "'; expected auto, hermes or qwen3_coder");
   if (c.device != "cpu" && c.device != "cuda") bad2("model.device = '" + c.device + "'; expected cpu or cuda");
   // What the CUDA runner does not do (cuda_limits.hpp), named by its key.
   if (c.device == "cuda") {

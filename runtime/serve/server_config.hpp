@@ -49,6 +49,9 @@ struct server_config {
   // vLLM's --chat-template: a template file, or the template itself, instead of the model's
   // (chat_template::from_directory); "" = the model's.
   std::string chat_template;
+  // How the model writes tool calls (vLLM's --tool-call-parser): "auto" (from the chat template:
+  // qwen3_coder when it teaches Qwen3-Coder's XML calls, else hermes), "hermes" or "qwen3_coder".
+  std::string tool_call_parser = "auto";
   int32_t max_model_len = 0;       // 0 = the model's context length (model_config::context_length)
   int32_t default_max_tokens = 256;
   std::string quantization = "none";  // quantize float weights on load: none, int8, fp8 (docs/quantization.md)

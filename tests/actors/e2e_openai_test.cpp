@@ -231,6 +231,47 @@ BOOST_AUTO_TEST_CASE(forced_tool_calls_are_answered_as_calls) {
   }
 }
 
+// A server told its model writes Qwen3-Coder's XML calls (tool_call_parser qwen3_coder) answers
+// them as tool_calls, each value typed by the tool's schema. The random model is held to such a
+// call by a regex (structured output), whole and streamed.
+BOOST_AUTO_TEST_CASE(qwen3_coder_calls_are_answered_as_calls) {
+  auto cfg = test_config();
+  cfg.tool_call_parser = "qwen3_coder";
+  auto srv = start(cfg, full_vocab_dir, tokenizer_dir);
+  http_client c(srv->http_port());
+  json body = {{"messages", {{{"role", "user"}, {"content", "Weather?"}}}},
+               {"tools", json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters":
+                   {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}])")},
+               {"guided_regex", "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+                                "<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>"},
+               {"chat_template_kwargs", {{"enable_thinking", false}}}, {"max_tokens", 150}, {"temperature", 0}};
+  c.post("/v1/chat/completions", body.dump());
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  auto j = json::parse(r.body);
+  BOOST_TEST(j["choices"][0]["finish_reason"] == "tool_calls", r.body);  // the regex, then the end token
+  const auto& calls = j["choices"][0]["message"]["tool_calls"];
+  BOOST_TEST_REQUIRE(calls.size() == 1u, r.body);
+  BOOST_TEST(calls[0]["function"]["name"] == "get_weather");
+  BOOST_TEST(json::parse(calls[0]["function"]["arguments"].get<std::string>()) == json({{"city", "Paris"}, {"days", 2}}));
+  BOOST_TEST(j["choices"][0]["message"]["content"].is_null());
+  body["stream"] = true;
+  c.post("/v1/chat/completions", body.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  json streamed;
+  std::string content;
+  for (const auto& e : sse_events(r.body)) {
+    if (e == "[DONE]") continue;
+    const auto& d = e["choices"][0]["delta"];
+    if (d.contains("tool_calls")) streamed = d["tool_calls"];
+    content += d.value("content", "");
+  }
+  BOOST_TEST_REQUIRE(streamed.size() == 1u);
+  BOOST_TEST(streamed[0]["function"]["arguments"] == calls[0]["function"]["arguments"]);
+  BOOST_TEST(content.find("<tool_call>") == std::string::npos);  // held back, never sent as text
+}
+
 BOOST_AUTO_TEST_CASE(echo_scores_a_prompt_as_prompt_logprobs_do) {
   // What eval harnesses send to score a text: echo, logprobs, max_tokens 0.
   auto srv = start(test_config());

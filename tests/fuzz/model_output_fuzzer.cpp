@@ -1,11 +1,13 @@
 // libFuzzer harness for what the server reads out of model output, which a prompt can steer:
-// the tool-call parser must take any text without crashing, and the reasoning split must give the
+// the tool-call parsers (hermes JSON, and Qwen3-Coder's XML with values typed by a schema) must
+// take any text without crashing, every call's arguments JSON, and the reasoning split must give the
 // same reasoning and content however the text is streamed to it (the whole at once, or in pieces
 // of 1-8 bytes chosen by the first byte), as a client streaming the reply would see it. Not part
 // of ctest: tools/fuzz.sh model_output.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -34,6 +36,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t piece = 1 + (data[0] >> 1) % 8;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   troupe::serve::parse_tool_calls(text);
+  static const std::string tools =
+      R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"i": {"type": "integer"},
+      "n": {"type": "number"}, "b": {"type": "boolean"}, "o": {"type": "object"}, "a": {"type": "array"}, "s": {"type": "string"}}}}}])";
+  for (const auto& c : troupe::serve::parse_tool_calls(text, troupe::serve::tool_call_format::qwen3_coder, tools))
+    if (!nlohmann::json::accept(c.arguments)) {
+      std::fprintf(stderr, "qwen3_coder call arguments are not JSON: %s\n", c.arguments.c_str());
+      std::abort();
+    }
   const auto whole = split(text, opened, text.size() + 1), pieces = split(text, opened, piece);
   if (whole.reasoning != pieces.reasoning || whole.content != pieces.content) {
     std::fprintf(stderr, "reasoning split differs when streamed in pieces of %zu bytes\n", piece);

@@ -41,7 +41,8 @@ int run_serve(int argc, char** argv) {
   std::string config_file;
   std::vector<std::string> sets;
   std::optional<std::string> host, api_key, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
-      rope_scaling, device, allowed_origins, allowed_methods, allowed_headers, served_model_name, chat_template;
+      rope_scaling, device, allowed_origins, allowed_methods, allowed_headers, served_model_name, chat_template,
+      tool_call_parser;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
       speculative_tokens, tensor_parallel_size, threads;
   std::optional<int64_t> kv_bytes;
@@ -55,6 +56,9 @@ int run_serve(int argc, char** argv) {
   app.add_option("--chat-template", chat_template,
                  "a chat template file, or the template itself, instead of the model's (model.chat_template; "
                  "vLLM's flag)");
+  app.add_option("--tool-call-parser", tool_call_parser,
+                 "how the model writes tool calls: auto (from the chat template), hermes (Qwen3) or qwen3_coder "
+                 "(Qwen3-Coder's XML) (model.tool_call_parser; vLLM's flag)");
   app.add_option("--config", config_file, "TOML config file (see config/troupe.toml)");
   app.add_option("--host", host, "address to listen on (default 127.0.0.1)");
   app.add_option("--port", port, "client protocol port (0 = any free port)");
@@ -154,6 +158,7 @@ int run_serve(int argc, char** argv) {
   if (rope_scaling) c.rope_scaling = *rope_scaling;
   if (served_model_name) c.served_model_name = *served_model_name;
   if (chat_template) c.chat_template = *chat_template;
+  if (tool_call_parser) c.tool_call_parser = *tool_call_parser;
   for (const auto& l : loras) {
     if (!c.lora_modules.empty()) c.lora_modules += ',';
     c.lora_modules += l;

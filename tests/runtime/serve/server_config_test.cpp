@@ -91,6 +91,10 @@ BOOST_AUTO_TEST_CASE(bad_input_names_the_key) {
   expect_error([&] { validate(c); }, "server.actor_scheduling = 'polling'; expected sharing or stealing");
   apply_override(c, "server.actor_scheduling=stealing");
   validate(c);
+  apply_override(c, "model.tool_call_parser=mistral");
+  expect_error([&] { validate(c); }, "model.tool_call_parser = 'mistral'; expected auto, hermes or qwen3_coder");
+  apply_override(c, "model.tool_call_parser=qwen3_coder");
+  validate(c);
 }
 
 BOOST_AUTO_TEST_CASE(speculative_keys_and_their_errors) {

@@ -142,6 +142,63 @@ BOOST_AUTO_TEST_CASE(tool_calls_in_a_completion) {
   BOOST_TEST(parse_tool_calls("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\"").empty());
 }
 
+// Qwen3-Coder's XML calls (vLLM's qwen3_coder parser): each value typed by the offered tool's schema,
+// the text itself where it does not read as that type or the schema does not name the parameter.
+BOOST_AUTO_TEST_CASE(qwen3_coder_calls_in_a_completion) {
+  const std::string tools = R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}, "days": {"type": "integer"}, "opts": {"type": "object"},
+      "ratio": {"type": "number"}, "whole": {"type": "number"}, "flag": {"type": "boolean"},
+      "tags": {"type": "array"}, "zip": {"type": "string"}, "bad_int": {"type": "integer"}}}}},
+      {"type": "function", "function": {"name": "noop"}}])";
+  const std::string text =
+      "I'll check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+      "<parameter=days>\n2\n</parameter>\n<parameter=opts>\n{\"a\": true}\n</parameter>\n"
+      "<parameter=ratio>\n1.5\n</parameter>\n<parameter=whole>\n3.0\n</parameter>\n<parameter=flag>\nTrue\n</parameter>\n"
+      "<parameter=tags>\n[\"x\", \"y\"]\n</parameter>\n<parameter=zip>\n00123\n</parameter>\n"
+      "<parameter=bad_int>\ntwo\n</parameter>\n<parameter=note>\nline1\nline2\n</parameter>\n"
+      "<parameter=gone>\nnull\n</parameter>\n</function>\n</tool_call>\n"
+      "<tool_call>\n<function=noop>\n</function>\n</tool_call>";
+  auto calls = parse_tool_calls(text, tool_call_format::qwen3_coder, tools);
+  BOOST_REQUIRE_EQUAL(calls.size(), 2u);
+  BOOST_TEST(calls[0].name == "get_weather");
+  BOOST_TEST(calls[0].arguments ==
+             R"({"city":"Paris","days":2,"opts":{"a":true},"ratio":1.5,"whole":3,"flag":true,"tags":["x","y"],)"
+             R"("zip":"00123","bad_int":"two","note":"line1\nline2","gone":null})");
+  BOOST_TEST(calls[1].name == "noop");
+  BOOST_TEST(calls[1].arguments == "{}");
+  // Read as hermes JSON, the same text has no calls; a Qwen3-Coder parse of hermes JSON neither.
+  BOOST_TEST(parse_tool_calls(text).empty());
+  BOOST_TEST(parse_tool_calls("<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>",
+                              tool_call_format::qwen3_coder, tools)
+                 .empty());
+  // A call cut off by max_tokens still counts, its last value as far as it came; a parameter not
+  // closed before the next; no tools offered: every value a string.
+  calls = parse_tool_calls("<tool_call>\n<function=f>\n<parameter=a>\n1\n<parameter=b>\nx",
+                           tool_call_format::qwen3_coder, "");
+  BOOST_REQUIRE_EQUAL(calls.size(), 1u);
+  BOOST_TEST(calls[0].arguments == R"({"a":"1","b":"x"})");
+  // Malformed: a block without a function, a function without a name.
+  BOOST_TEST(parse_tool_calls("<tool_call>\nhello\n</tool_call>", tool_call_format::qwen3_coder, tools).empty());
+  BOOST_TEST(parse_tool_calls("<tool_call><function=>\n</function></tool_call>", tool_call_format::qwen3_coder, tools).empty());
+  // The format a chat template teaches: Qwen3's is hermes; one printing <parameter= is Qwen3-Coder's.
+  BOOST_TEST((tool_call_format_for(chat_template::from_directory(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer").source()) ==
+              tool_call_format::hermes));
+  BOOST_TEST((tool_call_format_for("{{- '<tool_call>\\n<function=' + name + '>\\n<parameter=' + p + '>' }}") ==
+              tool_call_format::qwen3_coder));
+  // On a request's done event, with the request's tools.
+  const tokenizer& tok = *qwen_facts().tok;
+  output_rules rules{.find_tool_calls = true};
+  rules.tool_format = tool_call_format::qwen3_coder;
+  rules.tools_json = tools;
+  response r("c1", false, &tok, rules, 12, clock::now());
+  std::string bytes;
+  for (int32_t id : tok.encode(text)) r.add_token(id, clock::now(), bytes);
+  r.finish(wire::finish_reason::stop, std::nullopt, clock::now(), bytes);
+  const auto& done = std::get<wire::done_event>(events_of(bytes).back());
+  BOOST_REQUIRE_EQUAL(done.tool_calls.size(), 2u);
+  BOOST_TEST(done.tool_calls[0].arguments.find(R"("days":2)") != std::string::npos);
+}
+
 // Qwen3's <tool_call> tokens are ordinary added tokens: their text streams like any other, and
 // the done event of a request with tools lists the calls (streamed or not).
 BOOST_AUTO_TEST_CASE(done_event_carries_the_calls) {
