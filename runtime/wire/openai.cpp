@@ -311,7 +311,7 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
   ojson w = {{"v", protocol_version}, {"type", "generate"}, {"id", id}, {"stream", false}};
   if (chat) w["separate_reasoning"] = true;
   ojson so = ojson::object();
-  bool logprobs_on = false, drop_tools = false;
+  bool logprobs_on = false, drop_tools = false, thinking_off = false;
   std::optional<ojson> forced_choice;  // tool_choice "required" or a named function
   bool parallel_calls = true;
   std::optional<ojson> top_logprobs;
@@ -340,6 +340,19 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
       w["stop_ids"] = v;
     } else if (k == "user") {
       w["tenant"] = v;  // fair-share policies share by tenant (docs/plugins.md)
+    } else if (chat && k == "safety_identifier") {
+      want(v, v.is_string(), k, "a string");
+      if (!b.contains("user") || b["user"].is_null()) w["tenant"] = v;  // OpenAI's successor of `user`
+    } else if (chat && k == "reasoning_effort") {
+      // Qwen3 thinks or does not: "none" turns thinking off; other efforts change nothing.
+      want(v, v.is_string(), k, "a string");
+      thinking_off = v == "none";
+    } else if (chat && (k == "store" || k == "metadata" || k == "service_tier" || k == "prompt_cache_key" ||
+                        k == "verbosity")) {
+      // OpenAI's fields that change nothing here: nothing is stored, there is one tier, prefix
+      // caching needs no key, and Qwen3 has no verbosity setting.
+      want(v, k == "store" ? v.is_boolean() : k == "metadata" ? v.is_object() : v.is_string(), k,
+           k == "store" ? "a boolean" : k == "metadata" ? "an object" : "a string");
     } else if (const char* g = guided_key(k)) {
       so[g] = v;
     } else if (chat && k == "messages") {
@@ -399,6 +412,7 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
   if (chat && !b.contains("messages")) refuse("missing_field", "messages", "a chat completion needs field 'messages'");
   if (!chat && !b.contains("prompt")) refuse("missing_field", "prompt", "a completion needs field 'prompt'");
   if (drop_tools) w.erase("tools");
+  if (thinking_off && !w.contains("enable_thinking")) w["enable_thinking"] = false;
   if (forced_choice) {
     // The call's JSON is the output: structured output's schema, which a format of the
     // request's own would contradict.

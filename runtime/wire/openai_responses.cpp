@@ -224,7 +224,6 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
                   {"top_logprobs", 0}, {"max_tool_calls", nullptr}};
     const ojson* instructions = nullptr;
     const ojson* input = nullptr;
-    bool thinking_off = false;
     for (const auto& [k, v] : b.items()) {
       if (v.is_null()) continue;
       if (k == "model") {
@@ -256,13 +255,12 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
         if (auto rf = chat_response_format(v); !rf.is_null()) c["response_format"] = std::move(rf);
         echo[k] = v;
       } else if (k == "reasoning") {
-        // Qwen3 thinks or does not: effort "none" turns thinking off (enable_thinking false);
-        // other efforts and summaries change nothing.
+        // As chat's reasoning_effort: "none" turns Qwen3's thinking off; summaries change nothing.
         want(v, v.is_object(), k, "an object");
         only_keys(v, k, {"effort", "summary", "generate_summary"});
         if (auto e = v.find("effort"); e != v.end() && !e->is_null()) {
           want(*e, e->is_string(), "reasoning.effort", "a string");
-          thinking_off = *e == "none";
+          c["reasoning_effort"] = *e;
         }
         echo[k] = v;
       } else if (k == "store") {
@@ -272,8 +270,7 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
         for (const auto& [mk, mv] : v.items()) want(mv, mv.is_string(), "metadata." + mk, "a string");
         echo[k] = v;
       } else if (k == "user" || k == "safety_identifier") {
-        want(v, v.is_string(), k, "a string");
-        c["user"] = v;  // the tenant fair-share policies share by
+        c[k] = v;  // the tenant fair-share policies share by
         echo[k] = v;
       } else if (k == "prompt_cache_key") {
         want(v, v.is_string(), k, "a string");  // prefix caching needs no key
@@ -316,11 +313,6 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
     }
     if (!input) refuse("missing_field", "input", "a response needs field 'input'");
     c["messages"] = input_messages(*input, instructions);
-    if (thinking_off) {
-      if (!c.contains("chat_template_kwargs")) c["chat_template_kwargs"] = ojson::object();
-      if (c["chat_template_kwargs"].is_object() && !c["chat_template_kwargs"].contains("enable_thinking"))
-        c["chat_template_kwargs"]["enable_thinking"] = false;
-    }
     if (out.logprobs) c["logprobs"] = true;
     if (c.contains("top_logprobs") && !out.logprobs)
       refuse("invalid_value", "top_logprobs", "top_logprobs needs include: [\"message.output_text.logprobs\"]");

@@ -201,6 +201,30 @@ BOOST_AUTO_TEST_CASE(bad_requests_name_what_is_wrong) {
   }
 }
 
+// OpenAI's newer chat fields: reasoning_effort "none" turns Qwen3's thinking off (unless
+// chat_template_kwargs says otherwise); safety_identifier is the tenant unless `user` is given;
+// store, metadata, service_tier, prompt_cache_key and verbosity are accepted and change nothing.
+BOOST_AUTO_TEST_CASE(newer_chat_fields) {
+  const std::string q = R"("messages": [{"role": "user", "content": "q"}])";
+  auto p = chat("{" + q + R"(, "reasoning_effort": "none", "safety_identifier": "team-a", "store": false,
+      "metadata": {"k": "v"}, "service_tier": "auto", "prompt_cache_key": "k", "verbosity": "low"})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST((p.req->enable_thinking == std::optional<bool>(false)));
+  BOOST_TEST(p.req->tenant == "team-a");
+  p = chat("{" + q + R"(, "reasoning_effort": "high", "user": "u", "safety_identifier": "s"})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(!p.req->enable_thinking.has_value());
+  BOOST_TEST(p.req->tenant == "u");
+  p = chat("{" + q + R"(, "reasoning_effort": "none", "chat_template_kwargs": {"enable_thinking": true}})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST((p.req->enable_thinking == std::optional<bool>(true)));
+  for (const char* bad : {R"("reasoning_effort": 1)", R"("store": "yes")", R"("metadata": [])", R"("verbosity": 2)"}) {
+    auto b = chat("{" + q + ", " + bad + "}");
+    BOOST_TEST(b.error.code == "wrong_type", bad);
+  }
+  BOOST_TEST(completion(R"({"prompt": "a", "reasoning_effort": "none"})").error.code == "unknown_field");
+}
+
 BOOST_AUTO_TEST_CASE(non_streaming_chat_body) {
   auto p = chat(R"({"messages": [{"role": "user", "content": "q"}]})");
   BOOST_TEST_REQUIRE(p.ok());
