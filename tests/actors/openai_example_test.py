@@ -5,6 +5,8 @@ POST /v1/chat/completions returns; an unknown model is reported with the server'
 non-zero exit. examples/python/openai_embeddings.py ranks texts by the dot products of the float
 vectors a plain POST /v1/embeddings returns (its base64 decodes to the same floats), and
 examples/python/openai_rerank.py prints the results of a plain POST /v1/rerank in its order.
+examples/python/openai_agent.py runs its loop over POST /v1/responses: a forced calculator call is
+run and its result sent back with the model's own output items, and the next turn answers.
 
 usage: openai_example_test.py TROUPE_BINARY SOURCE_DIR
 """
@@ -21,6 +23,7 @@ tokenizer = os.path.join(source, "models", "qwen3-tokenizer")
 example = os.path.join(source, "examples", "python", "openai_chat.py")
 embeddings_example = os.path.join(source, "examples", "python", "openai_embeddings.py")
 rerank_example = os.path.join(source, "examples", "python", "openai_rerank.py")
+agent_example = os.path.join(source, "examples", "python", "openai_agent.py")
 failures = []
 
 
@@ -76,6 +79,11 @@ try:
     want = [f"{r['relevance_score']:.4f}  {r['document']['text']}" for r in results]
     check(ranked.returncode == 0 and len(want) == 2 and ranked.stdout.splitlines() == want,
           "rerank example prints the plain POST's results: " + repr(ranked.stdout) + ranked.stderr)
+    agent = subprocess.run([sys.executable, agent_example, "--base-url", base, "--force-tool", "--no-think",
+                            "--max-tokens", "120", "--temperature", "0", "What is 2 ** 10?"],
+                           capture_output=True, text=True, timeout=120)
+    check(agent.returncode == 0 and "[tool] calculator(" in agent.stderr and " -> " in agent.stderr,
+          "agent example: a call run, its result sent back, an answer: " + agent.stderr[-400:])
 finally:
     server.terminate()
     server.wait(timeout=30)
