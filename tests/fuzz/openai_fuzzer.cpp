@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/wire/cors.hpp"
 #include "runtime/wire/http.hpp"
@@ -90,6 +92,19 @@ void fuzz_http(std::string_view in) {
   }
 }
 
+// The data of each server-sent event in a response (each must end with a blank line).
+std::vector<std::string> sse_data(const std::string& out) {
+  std::vector<std::string> data;
+  size_t at = 0;
+  while ((at = out.find("data: ", at)) != std::string::npos) {
+    auto end = out.find("\n\n", at);
+    check(end != std::string::npos);
+    data.push_back(out.substr(at + 6, end - at - 6));
+    at = end + 2;
+  }
+  return data;
+}
+
 void fuzz_body(openai::endpoint ep, std::string_view body) {
   const openai::served_models models{"m", {"lora-a"}, 128};
   auto p = openai::parse_request(ep, body, models, "id-1");
@@ -131,14 +146,8 @@ void fuzz_body(openai::endpoint ep, std::string_view body) {
     (void)nlohmann::json::parse(out);
     return;
   }
-  size_t at = 0;
-  while ((at = out.find("data: ", at)) != std::string::npos) {
-    auto end = out.find("\n\n", at);
-    check(end != std::string::npos);
-    auto data = out.substr(at + 6, end - at - 6);
+  for (const auto& data : sse_data(out))
     if (data != "[DONE]") (void)nlohmann::json::parse(data);
-    at = end + 2;
-  }
   check(out.size() >= 14 && out.compare(out.size() - 14, 14, "data: [DONE]\n\n") == 0);
 }
 
@@ -179,14 +188,8 @@ void fuzz_responses(std::string_view body) {
     (void)nlohmann::json::parse(out);
     return;
   }
-  size_t at = 0;
   std::string last;
-  while ((at = out.find("data: ", at)) != std::string::npos) {
-    auto end = out.find("\n\n", at);
-    check(end != std::string::npos);
-    last = nlohmann::json::parse(out.substr(at + 6, end - at - 6))["type"];
-    at = end + 2;
-  }
+  for (const auto& data : sse_data(out)) last = nlohmann::json::parse(data)["type"];
   check(last == "response.completed" || last == "response.failed");
 }
 
