@@ -72,6 +72,8 @@ struct server_context {
   prefix_settings prefix;
   std::shared_ptr<prefix::prefix_metrics> prefix_metrics;
   std::shared_ptr<prefix::cost_model> prefix_cost;
+  // Where the stats line and the request log go (server_options::log_sink; stderr by default).
+  std::function<void(const std::string&)> log;
 };
 
 using context_ptr = std::shared_ptr<const server_context>;

@@ -60,6 +60,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   auto ctx = std::make_shared<server_context>();
   ctx->cfg = o.cfg;
   serve::validate(ctx->cfg);
+  ctx->log = o.log_sink ? o.log_sink : [](const std::string& line) { std::fprintf(stderr, "troupe serve: %s\n", line.c_str()); };
   if (ctx->cfg.device == "cuda" && !o.cuda_backend)
     throw_error(errc::unsupported, "model.device = 'cuda' (--device cuda): this troupe was built without CUDA "
                                    "(nvcc was not found when it was configured; docs/cuda.md)");
@@ -270,11 +271,7 @@ server::server(server_options opts) : impl_(std::make_unique<impl>()) {
       m.metrics_http = spawn_metrics_http(*m.sys, ctx, &mp);
       m.metrics_port = wait_bound(mp).port;
     }
-    if (m.ctx->cfg.log_stats_interval_ms > 0) {
-      auto sink = opts.stats_sink ? opts.stats_sink
-                                  : [](const std::string& line) { std::fprintf(stderr, "troupe serve: %s\n", line.c_str()); };
-      m.stats_logger = spawn_stats_logger(*m.sys, ctx, std::move(sink));
-    }
+    if (m.ctx->cfg.log_stats_interval_ms > 0) m.stats_logger = spawn_stats_logger(*m.sys, ctx, ctx->log);
   } catch (...) {
     shutdown(std::chrono::milliseconds(0));
     throw;

@@ -26,9 +26,9 @@ struct server_options {
   std::function<std::unique_ptr<serve::step_backend>(std::shared_ptr<const checkpoint>, int32_t num_blocks,
                                                      int32_t block_size)>
       cuda_backend;
-  // Where the periodic stats line ([server] log_stats_interval_ms) goes; null: stderr, after
-  // "troupe serve: ".
-  std::function<void(const std::string&)> stats_sink;
+  // Where the periodic stats line ([server] log_stats_interval_ms) and the request log
+  // ([server] log_requests) go, a line at a time; null: stderr, after "troupe serve: ".
+  std::function<void(const std::string&)> log_sink;
 };
 
 class server {

@@ -8,6 +8,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/scheduler_actor.hpp"
+#include "runtime/serve/request_log.hpp"
 #include "runtime/serve/response.hpp"
 #include "runtime/wire/event_codec.hpp"
 
@@ -141,6 +142,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
             rules.skip_special_tokens = br.skip_special_tokens;
             rules.tool_format = st.ctx->facts.tool_format;
             if (rules.tool_format != serve::tool_call_format::hermes) rules.tools_json = r.tools_json;
+            if (st.ctx->cfg.log_requests) st.ctx->log(serve::received_line(r.id, rules.index, br, r.adapter));
             st.live.emplace(rid, serve::response(r.id, r.stream, st.ctx->facts.tok, std::move(rules),
                                                  static_cast<int64_t>(br.prompt.size()), m.received));
             auto s = submit_for(self, m, i, br.prompt);
@@ -206,6 +208,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
           }
           if (u.finished && !resp.done()) resp.finish(*u.finished, u.error, now, item.bytes);
           item.final = resp.done();
+          if (item.final && st.ctx->cfg.log_requests) st.ctx->log(serve::finished_line(resp.outcome()));
           if (item.final) st.live.erase(it);
           if (!item.bytes.empty() || item.final) items.push_back(std::move(item));
         }

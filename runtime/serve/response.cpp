@@ -97,6 +97,13 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
     d.error->id = id_;
   }
   wire::append_event_frame(out, d);
+  // What the request log says of it: the done event without its output.
+  outcome_.id = d.id;
+  outcome_.reason = d.reason;
+  outcome_.index = d.index;
+  outcome_.usage = d.usage;
+  outcome_.timings = d.timings;
+  outcome_.error = std::move(d.error);
 }
 
 }  // namespace troupe::serve

@@ -62,6 +62,8 @@ class response {
   void set_cached_prompt_tokens(int64_t n) noexcept { cached_prompt_tokens_ = n; }
 
   bool done() const noexcept { return done_; }
+  // Once done: the done event's reason, usage, timings and error (not its output).
+  const wire::done_event& outcome() const noexcept { return outcome_; }
   int64_t completion_tokens() const noexcept { return static_cast<int64_t>(ids_.size()); }
   const std::string& client_id() const noexcept { return id_; }
   std::optional<int32_t> index() const noexcept { return index_; }
@@ -89,6 +91,7 @@ class response {
   std::optional<int32_t> index_;
   bool rerank_;
   bool done_ = false;
+  wire::done_event outcome_;
 };
 
 }  // namespace troupe::serve

@@ -30,6 +30,9 @@ struct server_config {
   // The stats line (vLLM's log_stats: throughput, running/waiting, KV usage, prefix hit rate) is
   // printed this often while the server is busy; 0 = never (--disable-log-stats).
   int32_t log_stats_interval_ms = 10000;
+  // vLLM's --enable-log-requests: a line per completion admitted (prompt length and sampling, never
+  // the text) and per completion ended (reason, tokens, timings). Off by default.
+  bool log_requests = false;
   int32_t tokenizer_workers = 2;
   int32_t actor_threads = 2;
   // CAF's scheduler for them: "sharing" (idle workers block) or "stealing" (idle workers poll;

@@ -41,7 +41,7 @@ BOOST_AUTO_TEST_CASE(the_stats_line_follows_the_load) {
   o.cfg = test_config();
   o.cfg.log_stats_interval_ms = 40;
   o.model_dir = tiny_dense_dir;
-  o.stats_sink = [&](const std::string& line) {
+  o.log_sink = [&](const std::string& line) {
     std::lock_guard lock(mu);
     lines.push_back(line);
   };
@@ -76,6 +76,42 @@ BOOST_AUTO_TEST_CASE(the_stats_line_follows_the_load) {
   const auto after = count();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   BOOST_TEST(count() == after);  // quiet again
+}
+
+// vLLM's request log ([server] log_requests): a line when each completion is admitted, one when it
+// ends, with its reason and tokens; a cancelled one says so.
+BOOST_AUTO_TEST_CASE(the_request_log_follows_each_request) {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  actors::server_options o;
+  o.cfg = test_config();
+  o.cfg.log_requests = true;
+  o.model_dir = tiny_dense_dir;
+  o.log_sink = [&](const std::string& line) {
+    std::lock_guard lock(mu);
+    lines.push_back(line);
+  };
+  auto srv = std::make_unique<actors::server>(o);
+  client::client cl("127.0.0.1", srv->port());
+  auto r = ids_request("logged", {5, 6, 7, 8}, 5);
+  r.ignore_eos = true;
+  BOOST_TEST(cl.complete(r).ids.size() == 5u);
+  client::connection conn("127.0.0.1", srv->port());
+  auto c = ids_request("gone", {5, 6, 7, 8}, 200);
+  c.ignore_eos = true;
+  conn.send(c);
+  BOOST_TEST_REQUIRE(conn.next_event(std::chrono::seconds(20)).has_value());  // running
+  conn.send(wire::cancel_request{"gone"});
+  auto has = [&](const std::string& s) {
+    std::lock_guard lock(mu);
+    for (const auto& l : lines)
+      if (l.find(s) == 0) return true;
+    return false;
+  };
+  BOOST_TEST(eventually([&] { return has("Finished request gone: cancelled, prompt 4 tokens"); }));
+  BOOST_TEST(has("Received request logged: prompt 4 tokens, max_tokens 5, temperature "));
+  BOOST_TEST(has("Finished request logged: length, prompt 4 tokens, output 5 tokens, queue "));
+  BOOST_TEST(has("Received request gone: prompt 4 tokens, max_tokens 200"));
 }
 
 BOOST_AUTO_TEST_CASE(cancel_mid_stream_ends_with_cancelled_and_frees_the_blocks) {
