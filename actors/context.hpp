@@ -58,7 +58,6 @@ struct server_context {
   serve::server_config cfg;
   std::shared_ptr<const checkpoint> ckpt;
   std::unique_ptr<tokenizer> tok;  // null: ids-only model
-  std::vector<std::shared_ptr<const lora_adapter>> adapters;  // model.lora_modules, in slot order
   serve::model_facts facts;        // facts.tok == tok.get()
   sched::sched_config sched;
   int32_t num_blocks = 0;

@@ -181,7 +181,7 @@ void on_request(self_ptr self, connection_handle hdl, wire::request&& req) {
   } else if (std::holds_alternative<wire::models_request>(req)) {
     const auto& f = st.ctx->facts;
     wire::models_event e{id, {{f.name, f.max_model_len, f.vocab_size, {}}}};
-    for (const auto& a : f.adapters) e.models.push_back({a.name, f.max_model_len, f.vocab_size, f.name});
+    for (const auto& a : f.adapters->names()) e.models.push_back({a, f.max_model_len, f.vocab_size, f.name});
     write_event(self, hdl, std::move(e));
   } else {
     write_error(self, hdl, wire::error_code::unsupported,
@@ -265,7 +265,6 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
     st.http_id_prefix = hex;
     st.models = {ctx->facts.name, {}, ctx->facts.max_model_len};
     st.cors = serve::cors_policy_of(ctx->cfg);  // validate() has checked it
-    for (const auto& a : ctx->facts.adapters) st.models.adapters.push_back(a.name);
   }
   bound->set_value({res->second, {}, st.http_port});
   if (ctx->cfg.idle_timeout_ms > 0) sweep_idle(self);
@@ -347,6 +346,7 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
         st.routes.clear();
         if (st.drain_listener) self->send(st.drain_listener, drained_atom::value);
       },
+      [=](lora_answer_msg& m) { on_lora_answer(self, m); },
       [=](worker_changed& m) {
         // The worker's requests died with it: end each with a reason, and make sure the
         // scheduler forgets them (the cancel goes through the new worker).

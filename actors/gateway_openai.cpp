@@ -3,6 +3,7 @@
 // generate goes through the msgpack side's on_request (the same limits and routes) and its events
 // come back through wire::openai::response_builder.
 #include <caf/actor_system.hpp>
+#include <caf/blocking_actor.hpp>
 #include <cstdio>
 #include <ctime>
 
@@ -10,6 +11,7 @@
 #include "runtime/core/version.hpp"
 #include "runtime/tokenizer/byte_level.hpp"
 #include "runtime/wire/event_codec.hpp"
+#include "runtime/wire/openai_lora.hpp"
 #include "runtime/wire/openai_tokenize.hpp"
 
 namespace troupe::actors::gateway_detail {
@@ -121,6 +123,86 @@ void http_deliver_frames(self_ptr self, connection_handle hdl, const std::string
   }
 }
 
+// POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's, with
+// [server] allow_runtime_lora_updating). Loading reads and checks the adapter's files on a
+// thread of its own, has the executor take it between two steps (through a tokenizer worker and
+// the scheduler, which orders it with the steps), then makes the name visible; the connection
+// waits for that answer. Unloading hides the name at once; the scheduler empties the slot once
+// its running requests have finished.
+void on_lora_request(self_ptr self, connection_handle hdl, const wire::http_request& req, bool load) {
+  auto& st = self->state;
+  auto& h = *st.conns.at(hdl).http;
+  if (req.method != "POST")
+    return http_answer_error(self, hdl, {405, "use POST for " + std::string(req.path()), "method_not_allowed", ""},
+                             req.keep_alive);
+  if (!st.ctx->cfg.allow_runtime_lora_updating)
+    return http_answer_error(self, hdl,
+                             {404, "loading and unloading LoRA adapters while the server runs is off: start it with "
+                                   "--allow-runtime-lora-updating ([server] allow_runtime_lora_updating)",
+                              "not_found", ""},
+                             req.keep_alive);
+  auto r = wire::openai::parse_lora_request(req.body, load, st.ctx->facts.name);
+  if (!r.ok()) return http_answer_error(self, hdl, r.error, req.keep_alive);
+  const auto& registry = st.ctx->facts.adapters;
+  if (!load) {
+    if (!registry->retire(r.name))
+      return http_answer_error(self, hdl,
+                               {404, "the LoRA adapter '" + r.name + "' cannot be found", "not_found", "lora_name"},
+                               req.keep_alive);
+    if (!st.workers.empty()) self->send(st.workers.front(), lora_retired_msg{});
+    return http_answer(self, hdl, 200, "text/plain; charset=utf-8", wire::openai::lora_unloaded_text(r.name),
+                       req.keep_alive);
+  }
+  if (registry->find(r.name))
+    return http_answer_error(self, hdl,
+                             {400, "the LoRA adapter '" + r.name + "' has already been loaded", "invalid_value", "lora_name"},
+                             req.keep_alive);
+  h.lora_load = true;
+  auto gateway = caf::actor_cast<caf::actor>(self);
+  caf::actor worker = st.workers.empty() ? caf::actor() : st.workers.front();
+  self->spawn([ctx = st.ctx, gateway, worker, hdl, name = r.name, dir = r.path](caf::blocking_actor* a) {
+    auto error = [&](int status, const std::string& code, const std::string& msg) {
+      a->send(gateway, lora_answer_msg{hdl, status, wire::openai::error_body({status, msg, code, "lora_path"})});
+    };
+    std::shared_ptr<const lora_adapter> adapter;
+    try {
+      adapter = std::make_shared<const lora_adapter>(load_lora_adapter(dir, ctx->ckpt->config, name));
+    } catch (const troupe::error& e) {
+      return error(e.code() == errc::io_error ? 404 : 400, e.code() == errc::unsupported ? "unsupported" : "invalid_value",
+                   e.what());
+    }
+    int32_t slot = -1;
+    try {
+      slot = ctx->facts.adapters->reserve(adapter);
+    } catch (const troupe::error& e) {
+      return error(400, "invalid_value", e.what());
+    }
+    std::string failure;
+    a->request(worker, std::chrono::seconds(60), lora_install_msg{slot, adapter})
+        .receive([&](lora_install_reply& rep) { failure = rep.ok ? std::string() : rep.error; },
+                 [&](caf::error& e) { failure = "the executor did not take the adapter: " + caf::to_string(e); });
+    if (!failure.empty()) {
+      ctx->facts.adapters->release(slot);
+      return error(400, "unsupported", failure);
+    }
+    ctx->facts.adapters->publish(slot);
+    a->send(gateway, lora_answer_msg{hdl, 200, wire::openai::lora_loaded_text(name)});
+  });
+}
+
+void on_lora_answer(self_ptr self, lora_answer_msg& m) {
+  auto c = self->state.conns.find(m.hdl);
+  if (c == self->state.conns.end() || !c->second.http) return;  // the client left; the adapter stays loaded
+  auto& h = *c->second.http;
+  h.lora_load = false;
+  const bool ok = m.status == 200;
+  write_bytes(self, m.hdl,
+              wire::http_response(m.status, ok ? "text/plain; charset=utf-8" : "application/json", m.body, h.keep_alive,
+                                  h.cors));
+  if (!h.keep_alive) return drop_connection(self, m.hdl, true);
+  http_pump(self, m.hdl);
+}
+
 void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& req) {
   auto& st = self->state;
   auto& h = *st.conns.at(hdl).http;
@@ -154,6 +236,9 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
                                 "invalid_api_key", ""},
                                req.keep_alive);
   }
+  st.models.adapters = st.ctx->facts.adapters->names();  // adapters come and go at run time
+  if (path == "/v1/load_lora_adapter" || path == "/v1/unload_lora_adapter")
+    return on_lora_request(self, hdl, req, path == "/v1/load_lora_adapter");
   if (path == "/v1/models") {
     if (req.method != "GET") return not_allowed("GET");
     return http_answer(self, hdl, 200, "application/json",

@@ -39,8 +39,9 @@ struct http_conn {
     bool token_strs = false;  // return_token_strs
   };
   std::optional<tokenize_answer> tokenize;  // or the /tokenize (its worker's reply ends it)
+  bool lora_load = false;                   // or a /v1/load_lora_adapter (its loader's answer ends it)
   std::string client_id;                    // its id
-  bool busy() const noexcept { return reply != nullptr || tokenize.has_value(); }
+  bool busy() const noexcept { return reply != nullptr || tokenize.has_value() || lora_load; }
   std::string cors;  // the CORS header lines of the request being answered (cors.hpp), or ""
   bool head_sent = false;                                // a streamed response has begun
   bool keep_alive = true;
@@ -98,9 +99,19 @@ void apply_backpressure(self_ptr self, connection_handle hdl);
 void on_request(self_ptr self, connection_handle hdl, wire::request&& req);
 bool same_secret(std::string_view given, const std::string& want);
 
+// A /v1/load_lora_adapter's answer, from the loader that read the adapter off the gateway's thread.
+struct lora_answer_msg {
+  connection_handle hdl;
+  int status = 200;
+  std::string body;  // vLLM's success text, or an OpenAI error body
+};
+
 // gateway_openai.cpp
+void on_lora_answer(self_ptr self, lora_answer_msg& m);
 void http_deliver(self_ptr self, connection_handle hdl, const std::string& client_id, const wire::event& e);
 void http_deliver_frames(self_ptr self, connection_handle hdl, const std::string& client_id, const std::string& bytes);
 void on_http_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf);
 
 }  // namespace troupe::actors::gateway_detail
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::gateway_detail::lora_answer_msg)

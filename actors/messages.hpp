@@ -106,6 +106,20 @@ struct set_policy_reply {
   std::string policy, previous, error;
 };
 
+// ---- LoRA adapters loaded and unloaded while the server runs (serve::adapter_registry) ----------
+// The loader -> a tokenizer worker -> the scheduler -> the executor (delegated): `adapter` into
+// `slot` (null: the slot emptied, which only the scheduler sends, after the slot drained).
+struct lora_install_msg {
+  int32_t slot = -1;
+  std::shared_ptr<const lora_adapter> adapter;
+};
+struct lora_install_reply {
+  bool ok = false;
+  std::string error;
+};
+// The gateway -> a tokenizer worker -> the scheduler: an adapter was retired; its slot drains.
+struct lora_retired_msg {};
+
 // ---- supervisor -> others: a restarted actor's new handle ------------------------------------
 struct executor_changed {
   caf::actor executor;
@@ -142,3 +156,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::workers_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::gateway_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::set_policy_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::set_policy_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::lora_install_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::lora_install_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::lora_retired_msg)

@@ -91,27 +91,46 @@ void flush(self_ptr self) {
   }
 }
 
+// Unloaded adapters (adapter_registry::retire) whose slot no sequence names any more: the
+// executor empties the slot, after every step sent before (this actor sends them all), and the
+// weights go.
+void release_drained_adapters(self_ptr self) {
+  auto& st = self->state;
+  if (st.in_flight || !st.executor) return;
+  for (int32_t slot : st.ctx->facts.adapters->draining()) {
+    bool used = false;
+    for (const auto& ids : {st.core->running_ids(), st.core->waiting_ids()})
+      for (int64_t id : ids) used = used || st.core->adapter_of(id) == slot;
+    if (used) continue;
+    self->send(st.executor, lora_install_msg{slot, nullptr});
+    st.ctx->facts.adapters->free(slot);
+  }
+}
+
 void publish_gauges(self_ptr self) {
   auto& st = self->state;
   auto s = st.core->stats();
   st.ctx->metrics->set_queue_sizes(s.num_running, s.num_waiting);
   st.ctx->metrics->set_kv_cache_usage(st.core->allocator().usage());
-  if (const auto& adapters = st.ctx->facts.adapters; !adapters.empty()) {
-    // The names of the adapters with requests in each queue, in slot order.
+  if (const auto& reg = st.ctx->facts.adapters; reg && reg->size() > 0) {
+    // The names of the adapters with requests in each queue, in slot order (a draining one too).
+    const auto slots = reg->slots();
     auto names = [&](const std::vector<int64_t>& ids) {
-      std::vector<bool> seen(adapters.size());
+      std::vector<bool> seen(slots.size());
       for (int64_t id : ids)
-        if (int32_t a = st.core->adapter_of(id); a >= 0) seen[static_cast<size_t>(a)] = true;
+        if (int32_t a = st.core->adapter_of(id); a >= 0 && static_cast<size_t>(a) < seen.size())
+          seen[static_cast<size_t>(a)] = true;
       std::string out;
-      for (size_t a = 0; a < adapters.size(); ++a)
-        if (seen[a]) {
+      for (size_t a = 0; a < slots.size(); ++a)
+        if (seen[a] && slots[a]) {
           if (!out.empty()) out += ',';
-          out += adapters[a].name;
+          out += slots[a]->name;
         }
       return out;
     };
-    st.ctx->metrics->set_lora_requests(static_cast<int64_t>(adapters.size()), names(st.core->running_ids()),
+    st.ctx->metrics->set_lora_requests(static_cast<int64_t>(reg->live().size()), names(st.core->running_ids()),
                                        names(st.core->waiting_ids()));
+    release_drained_adapters(self);
   }
   if (const auto* pc = st.core->prefix_cache()) st.ctx->prefix_metrics->set_local(pc->stats());
 }
@@ -401,6 +420,8 @@ caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::a
           flush(self);
         };
         if (st.draining) return reject(wire::error_code::shutting_down, "the server is shutting down");
+        if (m.spec.adapter >= 0 && !st.ctx->facts.adapters->is_live(m.spec.adapter))
+          return reject(wire::error_code::invalid_value, "the LoRA adapter this request names was unloaded");
         int64_t prompt = static_cast<int64_t>(m.spec.prompt.size());
         auto a = st.core->add(std::move(m.spec));
         switch (a.status) {
@@ -457,6 +478,15 @@ caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::a
         kick(self);
       },
       [=](prefix_changed& m) { self->state.prefix = std::move(m.handles); },
+      // An adapter loaded while the server runs: into the executor between two steps; its reply
+      // goes to the loader.
+      [=](lora_install_msg& m) { return self->delegate(self->state.executor, std::move(m)); },
+      [=](lora_retired_msg&) {
+        publish_gauges(self);  // releases the slot now if nothing names it
+      },
+      [=](lora_install_reply& r) {  // the executor emptied a drained slot
+        if (!r.ok) std::fprintf(stderr, "troupe serve: emptying a LoRA adapter slot failed: %s\n", r.error.c_str());
+      },
       [=](worker_changed& m) { self->state.workers.at(static_cast<size_t>(m.index)) = m.worker; },
       // Admin: between two steps (a step in flight only reads its own plan); no request moves.
       [=](set_policy_msg& m) {

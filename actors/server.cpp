@@ -50,9 +50,11 @@ backend_source::factory backend_factory(const server_options& o, const server_co
     return [make = o.cuda_backend, ckpt = ctx.ckpt, n = ctx.num_blocks, bs = c.block_size] { return make(ckpt, n, bs); };
   }
   const model_runner_options ro{parse_compute_dtype(c.compute_dtype, "model.compute_dtype")};
-  return [ckpt = ctx.ckpt, n = ctx.num_blocks, bs = c.block_size, kv = ctx.kv_type, ro, adapters = ctx.adapters,
+  // The adapters as the registry holds them when the backend is made (a restart's too: those
+  // loaded since start-up, and the draining ones sequences may still name).
+  return [ckpt = ctx.ckpt, n = ctx.num_blocks, bs = c.block_size, kv = ctx.kv_type, ro, adapters = ctx.facts.adapters,
           par = parallel_config{c.tensor_parallel_size, c.enable_expert_parallel, c.threads}] {
-    return serve::make_cpu_backend(ckpt, n, bs, kv, ro, adapters, par);
+    return serve::make_cpu_backend(ckpt, n, bs, kv, ro, adapters->slots(), par);
   };
 }
 
@@ -86,11 +88,10 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   f.generation = ctx->ckpt->generation;
   f.tok = ctx->tok.get();
   // LoRA adapters: loaded (and checked against the model) now, so a bad one stops the start.
-  for (auto& [name, dir] : serve::parse_lora_modules(ctx->cfg.lora_modules)) {
-    auto a = std::make_shared<const lora_adapter>(load_lora_adapter(dir, mc, name));
-    f.adapters.push_back({a->name, a->identity});
-    ctx->adapters.push_back(std::move(a));
-  }
+  std::vector<std::shared_ptr<const lora_adapter>> adapters;
+  for (auto& [name, dir] : serve::parse_lora_modules(ctx->cfg.lora_modules))
+    adapters.push_back(std::make_shared<const lora_adapter>(load_lora_adapter(dir, mc, name)));
+  f.adapters = std::make_shared<serve::adapter_registry>(std::move(adapters));
   // Tensor parallelism: a model the group cannot split stops the start, with the field named.
   check_shardable(*ctx->ckpt, {ctx->cfg.tensor_parallel_size, ctx->cfg.enable_expert_parallel, ctx->cfg.threads});
   // A Qwen3Model export with untied embeddings (Qwen3-Embedding-8B) has no lm_head: served for
@@ -354,8 +355,8 @@ std::string server::banner() const {
                   static_cast<long long>(m.ctx->ckpt->config.context_length()));
     b += buf;
   }
-  for (const auto& a : m.ctx->adapters)
-    b += "  LoRA adapter '" + a->name + "': " + a->dir + " (r " + std::to_string(a->r) + ", " +
+  for (const auto& a : m.ctx->facts.adapters->slots())
+    if (a) b += "  LoRA adapter '" + a->name + "': " + a->dir + " (r " + std::to_string(a->r) + ", " +
          std::to_string(a->pairs) + " projections, " + mib(double(a->bytes())) + ")\n";
   b += "  KV pool: " + std::to_string(m.ctx->num_blocks) + " blocks x " + std::to_string(c.block_size) + " tokens (" +
        std::string(kv_cache::kv_dtype_name(m.ctx->kv_type)) + ", " + mib(pool_bytes) + "); max_num_seqs " + std::to_string(c.max_num_seqs) + ", max_num_batched_tokens " +

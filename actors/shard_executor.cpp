@@ -39,6 +39,16 @@ caf::behavior shard_executor(caf::event_based_actor* self, context_ptr ctx) {
         // run() catches engine and sampler errors itself; nothing escapes the mailbox.
         return step_done_msg{std::make_shared<serve::step_outcome>(ex->run(*m.job))};
       },
+      // Between steps: an adapter loaded while the server runs, or a drained slot emptied.
+      [=](lora_install_msg& m) -> lora_install_reply {
+        if (!ex) return {false, broken};
+        try {
+          ex->set_adapter(m.slot, std::move(m.adapter));
+          return {true, {}};
+        } catch (const std::exception& e) {
+          return {false, e.what()};
+        }
+      },
   };
 }
 

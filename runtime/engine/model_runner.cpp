@@ -58,6 +58,10 @@ void model_runner::all_reduce(float* buf, int64_t count) {
 
 void model_runner::validate(std::span<const step_sequence> batch) const {
   validate_step(batch, cfg_, kv_.num_blocks(), kv_.block_size(), num_adapters());
+  for (const auto& sq : batch)
+    if (sq.adapter >= 0 && !adapters_[static_cast<size_t>(sq.adapter)])
+      throw_error(errc::out_of_range, "step: sequence " + std::to_string(sq.seq_id) + " asks for LoRA adapter slot " +
+                                          std::to_string(sq.adapter) + ", which is empty (its adapter was unloaded)");
   if (ckpt_.no_lm_head)
     for (const auto& sq : batch)
       if (sq.logits == logits_mode::last || sq.logits == logits_mode::all)
@@ -67,12 +71,22 @@ void model_runner::validate(std::span<const step_sequence> batch) const {
 }
 
 int32_t model_runner::add_adapter(std::shared_ptr<const lora_adapter> adapter) {
-  if (!adapter || static_cast<int64_t>(adapter->layers.size()) != cfg_.num_hidden_layers)
-    throw_error(errc::invalid_argument, "model_runner: LoRA adapter '" + (adapter ? adapter->name : std::string()) +
+  if (!adapter)
+    throw_error(errc::invalid_argument, "model_runner: LoRA adapter '' was not loaded for this model's " +
+                                            std::to_string(cfg_.num_hidden_layers) + " layers");
+  const auto slot = static_cast<int32_t>(adapters_.size());
+  set_adapter(slot, std::move(adapter));
+  return slot;
+}
+
+void model_runner::set_adapter(int32_t slot, std::shared_ptr<const lora_adapter> adapter) {
+  if (slot < 0) throw_error(errc::invalid_argument, "model_runner: LoRA adapter slot " + std::to_string(slot));
+  if (adapter && static_cast<int64_t>(adapter->layers.size()) != cfg_.num_hidden_layers)
+    throw_error(errc::invalid_argument, "model_runner: LoRA adapter '" + adapter->name +
                                             "' was not loaded for this model's " +
                                             std::to_string(cfg_.num_hidden_layers) + " layers");
-  adapters_.push_back(std::move(adapter));
-  return static_cast<int32_t>(adapters_.size() - 1);
+  if (static_cast<size_t>(slot) >= adapters_.size()) adapters_.resize(static_cast<size_t>(slot) + 1);
+  adapters_[static_cast<size_t>(slot)] = std::move(adapter);
 }
 
 // Rows of one adapter are gathered and run as one batch per matrix: matmul gives each row the same

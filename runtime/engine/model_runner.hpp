@@ -52,6 +52,10 @@ class model_runner {
   // Holds a LoRA adapter for sequences that name the returned slot (0, 1, ...) in
   // step_sequence::adapter. Throws invalid_argument if it was loaded for another layer count.
   int32_t add_adapter(std::shared_ptr<const lora_adapter> adapter);
+  // Puts `adapter` in `slot` (the slots before it, if new, stay empty), or empties the slot
+  // (null): a sequence naming an empty slot is refused (out_of_range). A server loading and
+  // unloading adapters while it runs (serve::adapter_registry) says which slot.
+  void set_adapter(int32_t slot, std::shared_ptr<const lora_adapter> adapter);
   int64_t num_adapters() const noexcept { return static_cast<int64_t>(adapters_.size()); }
 
   const model_config& config() const noexcept { return cfg_; }

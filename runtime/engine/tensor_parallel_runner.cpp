@@ -50,6 +50,18 @@ int32_t tensor_parallel_runner::add_adapter(std::shared_ptr<const lora_adapter> 
   return slot;
 }
 
+void tensor_parallel_runner::set_adapter(int32_t slot, std::shared_ptr<const lora_adapter> adapter) {
+  if (tp_size() == 1 || !adapter) {
+    for (auto& r : runners_) r->set_adapter(slot, adapter);
+    return;
+  }
+  std::vector<std::shared_ptr<const lora_adapter>> shares;  // all made before any rank takes one
+  for (int32_t r = 0; r < tp_size(); ++r)
+    shares.push_back(std::make_shared<const lora_adapter>(shard_lora_adapter(*adapter, ckpt_.config, r, tp_size())));
+  for (int32_t r = 0; r < tp_size(); ++r)
+    runners_[static_cast<size_t>(r)]->set_adapter(slot, std::move(shares[static_cast<size_t>(r)]));
+}
+
 int64_t tensor_parallel_runner::num_adapters() const noexcept { return runners_[0]->num_adapters(); }
 
 int32_t tensor_parallel_runner::threads_per_rank() const noexcept {

@@ -40,6 +40,8 @@ class tensor_parallel_runner {
   // A LoRA adapter for sequences that name the returned slot; over a group each rank holds its
   // share (runtime/lora/lora_shard.hpp), so every slot means the same adapter on every rank.
   int32_t add_adapter(std::shared_ptr<const lora_adapter> adapter);
+  // model_runner::set_adapter on every rank (each its share).
+  void set_adapter(int32_t slot, std::shared_ptr<const lora_adapter> adapter);
   int64_t num_adapters() const noexcept;
 
   int32_t tp_size() const noexcept { return static_cast<int32_t>(runners_.size()); }

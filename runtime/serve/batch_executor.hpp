@@ -92,6 +92,10 @@ class batch_executor {
   // The payload layout of a block as the prefix cache stores it (the whole model's heads).
   prefix::kv_layout kv_layout() const { return backend_->kv_layout(); }
   const step_backend& backend() const noexcept { return *backend_; }
+  // step_backend::set_adapter, between steps.
+  void set_adapter(int32_t slot, std::shared_ptr<const lora_adapter> adapter) {
+    backend_->set_adapter(slot, std::move(adapter));
+  }
 
  private:
   std::unique_ptr<step_backend> backend_;

@@ -275,16 +275,14 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
   }
   built_request b;
   if (!r.adapter.empty()) {
-    for (size_t i = 0; i < m.adapters.size() && b.adapter < 0; ++i)
-      if (m.adapters[i].name == r.adapter) {
-        b.adapter = static_cast<int32_t>(i);
-        b.adapter_identity = m.adapters[i].identity;
-      }
-    if (b.adapter < 0) {
+    if (auto a = m.adapters ? m.adapters->find(r.adapter) : std::nullopt) {
+      b.adapter = a->slot;
+      b.adapter_identity = a->identity;
+    } else {
       std::string served;
-      for (const auto& a : m.adapters) {
+      for (const auto& name : m.adapters ? m.adapters->names() : std::vector<std::string>{}) {
         if (!served.empty()) served += ", ";
-        served += a.name;
+        served += name;
       }
       res.error = err(wire::error_code::invalid_value,
                       "adapter '" + r.adapter + "' is not served here; " +

@@ -12,6 +12,7 @@
 #include "runtime/engine/embedding.hpp"
 #include "runtime/grammar/automaton_cache.hpp"
 #include "runtime/model/config.hpp"
+#include "runtime/serve/adapter_registry.hpp"
 #include "runtime/serve/tool_calls.hpp"
 #include "runtime/sampling/sampler.hpp"
 #include "runtime/serve/rerank.hpp"
@@ -47,12 +48,9 @@ struct model_facts {
   // Structured output's grammars over the vocabulary (token_table::from_tokenizer of tok),
   // shared by requests with the same format; null: structured output is refused.
   std::shared_ptr<grammar::automaton_cache> grammars;
-  // LoRA adapters (troupe serve --lora), by name; a request's `adapter` picks one, its index the
-  // executor's adapter slot.
-  struct adapter_fact {
-    std::string name, identity;  // identity: lora_adapter::identity (the prefix cache's key part)
-  };
-  std::vector<adapter_fact> adapters;
+  // LoRA adapters (troupe serve --lora, and those loaded while it runs), by name; a request's
+  // `adapter` picks one, its slot the executor's. Null: none.
+  std::shared_ptr<adapter_registry> adapters;
 };
 
 struct built_request {
@@ -68,7 +66,7 @@ struct built_request {
   int32_t prompt_logprobs = -1;  // the same for every prompt token; -1: none
   // separate_reasoning: whether the prompt already opened a <think> block; nullopt: not asked.
   std::optional<bool> reasoning_opened_in_prompt;
-  int32_t adapter = -1;          // index into model_facts::adapters; -1: the base model
+  int32_t adapter = -1;          // the adapter's slot (model_facts::adapters); -1: the base model
   std::string adapter_identity;  // its identity (prefix caching keys its blocks apart)
 };
 

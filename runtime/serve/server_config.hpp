@@ -33,6 +33,10 @@ struct server_config {
   // vLLM's --enable-log-requests: a line per completion admitted (prompt length and sampling, never
   // the text) and per completion ended (reason, tokens, timings). Off by default.
   bool log_requests = false;
+  // vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING: POST /v1/load_lora_adapter and /v1/unload_lora_adapter
+  // load and unload LoRA adapters while the server runs (a path on the server's disk: keep the API
+  // key set where clients are not trusted). Off: those paths are 404.
+  bool allow_runtime_lora_updating = false;
   int32_t tokenizer_workers = 2;
   int32_t actor_threads = 2;
   // CAF's scheduler for them: "sharing" (idle workers block) or "stealing" (idle workers poll;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/core/error.hpp"
 #include "runtime/engine/model_runner.hpp"
 #include "runtime/engine/step.hpp"
 #include "runtime/engine/step_engine.hpp"
@@ -31,7 +32,15 @@ class step_backend : public step_engine {
   virtual void save_block(block_id b, std::string& out) const = 0;
   virtual void load_block(block_id b, std::string_view payload) = 0;
   virtual prefix::kv_layout kv_layout() const = 0;
+  // A LoRA adapter into `slot` (null: the slot emptied), between steps: adapters loaded and
+  // unloaded while the server runs (adapter_registry). Throws troupe::error: unsupported where
+  // the backend runs no adapters (the CUDA runner), invalid_argument for one of another model.
+  virtual void set_adapter(int32_t slot, std::shared_ptr<const lora_adapter> adapter);
 };
+
+inline void step_backend::set_adapter(int32_t, std::shared_ptr<const lora_adapter>) {
+  throw_error(errc::unsupported, "LoRA adapters run on the CPU engine only");
+}
 
 // The CPU engine (tensor_parallel_runner: one model_runner, or a group of `parallel.size` shards)
 // over a pool of num_blocks blocks of kv_type, with the LoRA adapters in slot order.

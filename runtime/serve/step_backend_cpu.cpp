@@ -15,7 +15,11 @@ class cpu_backend final : public step_backend {
               model_runner_options ro, const std::vector<std::shared_ptr<const lora_adapter>>& adapters,
               parallel_config parallel)
       : ckpt_(std::move(ckpt)), engine_(*ckpt_, num_blocks, block_size, kv_type, ro, parallel) {
-    for (const auto& a : adapters) engine_.add_adapter(a);
+    for (size_t i = 0; i < adapters.size(); ++i) engine_.set_adapter(static_cast<int32_t>(i), adapters[i]);
+  }
+
+  void set_adapter(int32_t slot, std::shared_ptr<const lora_adapter> adapter) override {
+    engine_.set_adapter(slot, std::move(adapter));
   }
 
   void step(std::span<const step_sequence> batch, step_result& out) override { engine_.step(batch, out); }

@@ -5,6 +5,9 @@
 #include "tests/actors/e2e_fixture.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/lora/lora_adapter.hpp"
+#include "tests/actors/http_client.hpp"
+
+#include <nlohmann/json.hpp>
 
 using namespace troupe;
 using namespace troupe::e2e;
@@ -137,6 +140,88 @@ BOOST_AUTO_TEST_CASE(bad_lora_modules_stop_the_start_with_a_clear_error) {
   expect("peft", "model.lora_modules (--lora): 'peft' is not NAME=DIR");
   expect("a=" + peft_dir + ",a=" + rs_dir, "adapter name 'a' is given twice");
   expect("a=/nowhere", "/nowhere/adapter_config.json");
+}
+
+// vLLM's runtime LoRA updating (server.allow_runtime_lora_updating): an adapter loaded while the
+// server runs serves requests exactly as one given at start-up; unloading it refuses new requests
+// at once while a running one finishes with its own tokens, and then the slot's weights go; it
+// loads again; bad requests get their status; a server without the setting has no such paths.
+BOOST_AUTO_TEST_CASE(adapters_load_and_unload_while_the_server_runs) {
+  using json = nlohmann::json;
+  auto cfg = test_config();
+  cfg.allow_runtime_lora_updating = true;
+  auto srv = start(cfg);
+  http_client h(srv->http_port());
+  auto post = [&](const std::string& path, const json& body) {
+    h.post(path, body.dump());
+    return h.read();
+  };
+  auto r = post("/v1/load_lora_adapter", {{"lora_name", "peft"}, {"lora_path", peft_dir}});
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  BOOST_TEST(r.body == "Success: LoRA adapter 'peft' added successfully.");
+  h.get("/v1/models");
+  BOOST_TEST(h.read().body.find("\"peft\"") != std::string::npos);
+  client::client cl("127.0.0.1", srv->port());
+  auto q = ids_request("q", {5, 6, 7, 8, 9}, 8);
+  q.adapter = "peft";
+  BOOST_TEST(cl.complete(q).ids == lora_reference(q), boost::test_tools::per_element());
+
+  // Bad requests: the same name again, a path with no adapter, a missing field, the model's name.
+  r = post("/v1/load_lora_adapter", {{"lora_name", "peft"}, {"lora_path", rs_dir}});
+  BOOST_TEST(r.status == 400);
+  BOOST_TEST(r.body.find("already been loaded") != std::string::npos, r.body);
+  r = post("/v1/load_lora_adapter", {{"lora_name", "x"}, {"lora_path", "/no/such/adapter"}});
+  BOOST_TEST(r.status == 404, r.body);
+  BOOST_TEST(r.body.find("/no/such/adapter") != std::string::npos, r.body);
+  r = post("/v1/load_lora_adapter", {{"lora_name", "x"}});
+  BOOST_TEST(r.status == 400);
+  BOOST_TEST(json::parse(r.body)["error"]["param"] == "lora_path");
+  r = post("/v1/load_lora_adapter", {{"lora_name", "tiny-dense"}, {"lora_path", rs_dir}});
+  BOOST_TEST(r.status == 400, r.body);
+  r = post("/v1/unload_lora_adapter", {{"lora_name", "nope"}});
+  BOOST_TEST(r.status == 404);
+
+  // Unloading while a request of the adapter runs: it finishes with its own tokens; new ones are
+  // refused; the slot empties once it is done.
+  auto long_req = ids_request("long", {1, 2, 3}, 200);
+  long_req.adapter = "peft";
+  long_req.ignore_eos = true;
+  auto s = cl.generate(long_req);
+  std::vector<int32_t> streamed;
+  const auto first = s.next();
+  BOOST_REQUIRE(first.has_value());
+  streamed = first->ids;
+  r = post("/v1/unload_lora_adapter", {{"lora_name", "peft"}});
+  BOOST_TEST(r.status == 200, r.body);
+  BOOST_TEST(r.body == "Success: LoRA adapter 'peft' removed successfully.");
+  auto after = q;
+  after.id = "after";
+  BOOST_CHECK_THROW(cl.complete(after), client::request_error);  // the name is gone
+  while (auto t = s.next()) streamed.insert(streamed.end(), t->ids.begin(), t->ids.end());
+  BOOST_TEST(streamed == lora_reference(long_req), boost::test_tools::per_element());
+  BOOST_TEST(eventually([&] { return srv->model().adapters->draining().empty(); }));
+  BOOST_TEST(srv->model().adapters->slots()[0] == nullptr);  // its weights went
+
+  // Loaded again (a new slot), and the other adapter beside it.
+  r = post("/v1/load_lora_adapter", {{"lora_name", "peft"}, {"lora_path", peft_dir}});
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  r = post("/v1/load_lora_adapter", {{"lora_name", "rs"}, {"lora_path", rs_dir}});
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  auto again = q, other = q;
+  again.id = "again";
+  other.id = "other";
+  other.adapter = "rs";
+  BOOST_TEST(cl.complete(again).ids == lora_reference(again), boost::test_tools::per_element());
+  BOOST_TEST(cl.complete(other).ids == lora_reference(other), boost::test_tools::per_element());
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+
+  // Off by default: no such paths.
+  auto plain = start(test_config());
+  http_client p(plain->http_port());
+  p.post("/v1/load_lora_adapter", json({{"lora_name", "peft"}, {"lora_path", peft_dir}}).dump());
+  r = p.read();
+  BOOST_TEST(r.status == 404);
+  BOOST_TEST(r.body.find("--allow-runtime-lora-updating") != std::string::npos, r.body);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -47,7 +47,7 @@ int run_serve(int argc, char** argv) {
       speculative_tokens, tensor_parallel_size, threads;
   std::optional<int64_t> kv_bytes;
   bool static_batching = false, no_prefix_cache = false, no_mmap = false, expert_parallel = false, allow_credentials = false;
-  bool disable_log_stats = false, enable_log_requests = false;
+  bool disable_log_stats = false, enable_log_requests = false, runtime_lora = false;
   app.add_option("--model", opts.model_dir, "Hugging Face Qwen3 checkpoint directory (default: a demo model)");
   app.add_option("--tokenizer", opts.tokenizer_dir, "directory with tokenizer.json (default: the model's)");
   app.add_option("--served-model-name", served_model_name,
@@ -87,6 +87,9 @@ int run_serve(int argc, char** argv) {
   app.add_flag("--static-batching", static_batching, "baseline mode: no continuous batching");
   app.add_flag("--disable-log-stats", disable_log_stats,
                "no periodic stats line on stderr (server.log_stats_interval_ms = 0; vLLM's flag)");
+  app.add_flag("--allow-runtime-lora-updating", runtime_lora,
+               "serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter (server.allow_runtime_lora_updating; "
+               "vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING)");
   app.add_flag("--enable-log-requests", enable_log_requests,
                "a stderr line per request admitted and ended (server.log_requests; vLLM's flag)");
   app.add_option("--policy", policy,
@@ -148,6 +151,7 @@ int run_serve(int argc, char** argv) {
   if (static_batching) c.static_batching = true;
   if (disable_log_stats) c.log_stats_interval_ms = 0;
   if (enable_log_requests) c.log_requests = true;
+  if (runtime_lora) c.allow_runtime_lora_updating = true;
   if (expert_parallel) c.enable_expert_parallel = true;
   if (policy) c.policy = *policy;
   if (policy_config) c.policy_config = *policy_config;

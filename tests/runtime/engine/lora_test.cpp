@@ -143,3 +143,35 @@ BOOST_AUTO_TEST_CASE(lora_unknown_adapter_slots_are_refused) {
   // An adapter loaded for a model with another layer count is refused.
   BOOST_CHECK_THROW(runner.add_adapter(std::make_shared<lora_adapter>(lora_adapter{})), troupe::error);
 }
+
+// Adapters put into slots while a server runs (set_adapter): a slot set past the end leaves the
+// ones before it empty, an emptied slot is refused naming why, and an adapter in a later slot
+// gives, bit for bit, what it gives in slot 0.
+BOOST_AUTO_TEST_CASE(lora_adapters_set_and_emptied_by_slot) {
+  auto ck = golden_checkpoint("tiny-dense");
+  kv_cache kv(ck->config, 8);
+  model_runner one(*ck, kv), other(*ck, kv);
+  const auto a = adapter("tiny-dense-lora", ck->config);
+  one.add_adapter(a);
+  other.set_adapter(3, a);
+  BOOST_TEST(other.num_adapters() == 4);
+  auto table = identity_table(4);
+  const std::vector<int32_t> ids{1, 2, 3};
+  step_result r1, r2;
+  step_sequence in0{7, ids, 0, table, logits_mode::last, 0}, in3{7, ids, 0, table, logits_mode::last, 3};
+  one.step(std::span<const step_sequence>(&in0, 1), r1);
+  other.step(std::span<const step_sequence>(&in3, 1), r2);
+  BOOST_TEST(r1.logits == r2.logits);
+  for (int32_t empty : {1, 3}) {
+    if (empty == 3) other.set_adapter(3, nullptr);
+    step_sequence sq{7, ids, 0, table, logits_mode::last, empty};
+    try {
+      other.step(std::span<const step_sequence>(&sq, 1), r2);
+      BOOST_ERROR("empty slot " << empty << " accepted");
+    } catch (const troupe::error& e) {
+      BOOST_TEST(to_string(e.code()) == to_string(errc::out_of_range));
+      BOOST_TEST(std::string(e.what()).find("which is empty") != std::string::npos, e.what());
+    }
+  }
+  BOOST_CHECK_THROW(other.set_adapter(-1, a), troupe::error);
+}

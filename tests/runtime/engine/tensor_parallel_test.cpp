@@ -269,6 +269,16 @@ BOOST_AUTO_TEST_CASE(lora_mixed_adapters_over_two_ranks_are_bitwise_invariant) {
   bad.adapter = 1;
   runner.step(std::span<const step_sequence>(&bad, 1), r);  // the group runs on
   BOOST_TEST(r.num_rows[0] == 1);
+  // Set into a slot while serving (each rank its share), the adapter gives what it gave in slot 1;
+  // emptied, its slot is refused.
+  const auto logits = r.logits;
+  runner.set_adapter(3, std::make_shared<const lora_adapter>(
+                            load_lora_adapter(golden_dir("tiny-dense-lora-rs") + "/adapter", ck->config)));
+  bad.adapter = 3;
+  runner.step(std::span<const step_sequence>(&bad, 1), r);
+  BOOST_TEST(r.logits == logits);
+  runner.set_adapter(3, nullptr);
+  expect_error([&] { runner.step(std::span<const step_sequence>(&bad, 1), r); }, errc::out_of_range, "which is empty");
 }
 
 // Each rank's pool holds its KV heads; a bad batch is refused before any rank runs, with

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include "runtime/wire/openai_lora.hpp"
 #include "runtime/wire/openai_tokenize.hpp"
 
 namespace oa = troupe::wire::openai;
@@ -108,6 +109,41 @@ BOOST_AUTO_TEST_CASE(answers_have_vllms_shape) {
   BOOST_TEST(json::parse(oa::detokenize_body("a \"b\"\n"))["prompt"] == "a \"b\"\n");
   // A partial UTF-8 character (ids cut inside one) comes back as U+FFFD, never an exception.
   BOOST_TEST(json::parse(oa::detokenize_body("\xe4\xbd"))["prompt"] == "\xef\xbf\xbd");
+}
+
+// vLLM's runtime LoRA bodies: load needs lora_name and lora_path, unload lora_name (lora_int_id
+// accepted); other fields, an empty or ill-typed name, the served model's name are refused naming
+// the field; vLLM's success texts.
+BOOST_AUTO_TEST_CASE(lora_load_and_unload_bodies) {
+  auto l = oa::parse_lora_request(R"({"lora_name": "sql", "lora_path": "/a/b"})", true, "qwen3");
+  BOOST_TEST_REQUIRE(l.ok());
+  BOOST_TEST(l.name == "sql");
+  BOOST_TEST(l.path == "/a/b");
+  auto u = oa::parse_lora_request(R"({"lora_name": "sql", "lora_int_id": 3})", false, "qwen3");
+  BOOST_TEST_REQUIRE(u.ok());
+  BOOST_TEST(u.name == "sql");
+  struct bad {
+    std::string body;
+    bool load;
+    std::string code, param;
+  };
+  for (const auto& b : std::vector<bad>{{R"({"lora_path": "/a"})", true, "missing_field", "lora_name"},
+                                        {R"({"lora_name": "x"})", true, "missing_field", "lora_path"},
+                                        {R"({"lora_name": ""})", false, "wrong_type", "lora_name"},
+                                        {R"({"lora_name": 3})", false, "wrong_type", "lora_name"},
+                                        {R"({"lora_name": "x", "lora_path": "/a"})", false, "unknown_field", "lora_path"},
+                                        {R"({"lora_name": "x", "lora_path": "/a", "colour": 1})", true, "unknown_field", "colour"},
+                                        {R"({"lora_name": "x", "lora_path": "/a", "load_inplace": true})", true, "unsupported", "load_inplace"},
+                                        {R"({"lora_name": "qwen3", "lora_path": "/a"})", true, "invalid_value", "lora_name"},
+                                        {R"({"lora_name": )", true, "malformed", ""}}) {
+    auto p = oa::parse_lora_request(b.body, b.load, "qwen3");
+    BOOST_TEST(!p.ok(), b.body);
+    BOOST_TEST(p.error.code == b.code, b.body << ": " << p.error.code);
+    BOOST_TEST(p.error.param == b.param, b.body << ": " << p.error.param);
+    BOOST_TEST(p.error.status == 400);
+  }
+  BOOST_TEST(oa::lora_loaded_text("sql") == "Success: LoRA adapter 'sql' added successfully.");
+  BOOST_TEST(oa::lora_unloaded_text("sql") == "Success: LoRA adapter 'sql' removed successfully.");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
