@@ -142,6 +142,7 @@ printf '\x01{"messages": [{"role": "user", "content": "q"}], "tools": [{"type": 
 printf '\x01{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "{"}], "add_generation_prompt": false, "continue_final_message": true, "truncate_prompt_tokens": 8, "stop": ["}"], "include_stop_str_in_output": true}' > "$1/prefill"
 printf '\x03{"model": "m", "tokens": [1, 2, 151643]}' > "$1/detokenize"
 printf '\x04{"model": "m", "instructions": "Be brief.", "input": [{"role": "user", "content": [{"type": "input_text", "text": "q"}]}, {"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "t"}]}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}, {"type": "function_call_output", "call_id": "c", "output": "1"}], "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}], "stream": true, "max_output_tokens": 9, "include": ["message.output_text.logprobs"], "top_logprobs": 1, "reasoning": {"effort": "none"}, "metadata": {"a": "b"}}' > "$1/responses"
+printf '\x05{"lora_name": "sql", "lora_path": "/adapters/sql", "lora_int_id": 1}' > "$1/lora"
 printf '\x04{"input": "q", "tool_choice": {"type": "function", "name": "f"}, "tools": [{"type": "function", "name": "f"}], "text": {"format": {"type": "json_object"}}}' > "$1/responses-forced"
 printf '\x00OPTIONS /v1/chat/completions HTTP/1.1\r\nOrigin: https://a.example\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: authorization, x-b\r\n\r\nGET /health HTTP/1.1\r\nOrigin: https://b.example\r\n\r\n' > "$1/cors"
 }
@@ -162,7 +163,8 @@ case "$target" in
       runtime/core/mapped_file.cpp runtime/core/dtype.cpp runtime/core/error.cpp" ;;
   chat_template) sources="$tokenizer_sources $tokenizer_libs"; max_len=8192 ;;
   openai)
-    sources="runtime/wire/http.cpp runtime/wire/openai.cpp runtime/wire/openai_responses.cpp runtime/wire/openai_tokenize.cpp
+    sources="runtime/wire/http.cpp runtime/wire/openai.cpp runtime/wire/openai_responses.cpp runtime/wire/openai_lora.cpp
+      runtime/wire/openai_tokenize.cpp
       runtime/wire/openai_tool_choice.cpp runtime/wire/cors.cpp runtime/wire/request_codec.cpp runtime/wire/json_msgpack.cpp
       runtime/wire/utf8.cpp runtime/wire/protocol.cpp runtime/core/json_in_order.cpp runtime/core/error.cpp" ;;
   model_output)

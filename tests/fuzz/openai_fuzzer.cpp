@@ -9,7 +9,8 @@
 //   3: a /tokenize or /detokenize body: a request (whose answer is JSON) or an OpenAI error;
 //   4: a /v1/responses body: a generate request or an OpenAI error; an accepted one, answered
 //      with thinking, text and a done made from the input, gives a parseable response (whole, or
-//      every event of the stream, the last response.completed or response.failed).
+//      every event of the stream, the last response.completed or response.failed);
+//   5: a /v1/load_lora_adapter or /v1/unload_lora_adapter body: names and a path, or an error.
 // Not part of ctest (it runs until stopped): tools/fuzz.sh openai.
 #include <algorithm>
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include "runtime/wire/cors.hpp"
 #include "runtime/wire/http.hpp"
 #include "runtime/wire/openai.hpp"
+#include "runtime/wire/openai_lora.hpp"
 #include "runtime/wire/openai_responses.hpp"
 #include "runtime/wire/openai_tokenize.hpp"
 
@@ -193,6 +195,19 @@ void fuzz_responses(std::string_view body) {
   check(last == "response.completed" || last == "response.failed");
 }
 
+void check_error(const openai::api_error& e);
+
+void fuzz_lora(std::string_view body) {
+  for (bool load : {true, false}) {
+    auto r = openai::parse_lora_request(body, load, "m");
+    if (!r.ok()) {
+      check_error(r.error);
+      continue;
+    }
+    check(r.name != "m" && (!load || !r.path.empty()));
+  }
+}
+
 void check_error(const openai::api_error& e) {
   check(e.status == 400 || e.status == 404);
   check(!e.message.empty() && !e.code.empty());
@@ -220,11 +235,12 @@ void fuzz_tokenize(std::string_view body) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 5) {
+  switch (data[0] % 6) {
     case 0: fuzz_http(in); break;
     case 1: fuzz_body(openai::endpoint::chat, in); break;
     case 3: fuzz_tokenize(in); break;
     case 4: fuzz_responses(in); break;
+    case 5: fuzz_lora(in); break;
     default: fuzz_body(openai::endpoint::completion, in); break;
   }
   return 0;
