@@ -118,6 +118,12 @@ std::string release_before_calls(std::string& held, bool& in_calls, const std::s
   return text;
 }
 
+ojson bytes_json(const std::string& s) {
+  ojson a = ojson::array();
+  for (unsigned char c : s) a.push_back(c);
+  return a;
+}
+
 std::string content_before_calls(const std::string& text) {
   auto s = text.substr(0, text.find(call_open));
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -515,12 +521,6 @@ ojson usage_json(const usage_info& u) {
           {"completion_tokens", u.completion_tokens},
           {"total_tokens", u.prompt_tokens + u.completion_tokens},
           {"prompt_tokens_details", {{"cached_tokens", u.cached_prompt_tokens}}}};
-}
-
-ojson bytes_json(const std::string& s) {
-  ojson a = ojson::array();
-  for (unsigned char c : s) a.push_back(c);
-  return a;
 }
 
 }  // namespace

@@ -47,6 +47,9 @@ std::optional<request> decode_wire(const ojson& w, api_error& error);
 // for the done event to turn into tool calls.
 std::string release_before_calls(std::string& held, bool& in_calls, const std::string& incoming);
 
+// A token's raw bytes as logprobs carry them (`bytes`: an array of 0..255).
+ojson bytes_json(const std::string& s);
+
 // The answer text before the first tool call (what vLLM's hermes parser returns as content).
 std::string content_before_calls(const std::string& text);
 

@@ -343,12 +343,6 @@ const char* status_of(finish_reason r) {
   return "completed";
 }
 
-ojson bytes_of(const std::string& s) {
-  ojson a = ojson::array();
-  for (unsigned char ch : s) a.push_back(ch);
-  return a;
-}
-
 }  // namespace
 
 responses_builder::responses_builder(const parsed_responses& p, int64_t created, token_bytes_fn token_bytes,
@@ -377,9 +371,9 @@ ojson responses_builder::logprob_json(const std::pair<int32_t, logprob_info>& lp
   ojson top = ojson::array();
   for (const auto& [id, v] : lp.second.top) {
     const std::string t = token_bytes_(id);
-    top.push_back({{"token", t}, {"logprob", v}, {"bytes", bytes_of(t)}});
+    top.push_back({{"token", t}, {"logprob", v}, {"bytes", bytes_json(t)}});
   }
-  return {{"token", tok}, {"logprob", lp.second.logprob}, {"bytes", bytes_of(tok)}, {"top_logprobs", std::move(top)}};
+  return {{"token", tok}, {"logprob", lp.second.logprob}, {"bytes", bytes_json(tok)}, {"top_logprobs", std::move(top)}};
 }
 
 ojson responses_builder::item_json(const item& it) const {
