@@ -355,6 +355,8 @@ std::string server::banner() const {
                   static_cast<long long>(m.ctx->ckpt->config.context_length()));
     b += buf;
   }
+  if (c.allow_runtime_lora_updating)
+    b += "  LoRA adapters: loaded and unloaded at run time too (POST /v1/load_lora_adapter, /v1/unload_lora_adapter)\n";
   for (const auto& a : m.ctx->facts.adapters->slots())
     if (a) b += "  LoRA adapter '" + a->name + "': " + a->dir + " (r " + std::to_string(a->r) + ", " +
          std::to_string(a->pairs) + " projections, " + mib(double(a->bytes())) + ")\n";

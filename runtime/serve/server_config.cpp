@@ -275,7 +275,8 @@ void validate(const server_config& c) {
   // What the CUDA runner does not do (cuda_limits.hpp), named by its key.
   if (c.device == "cuda") {
     const auto refused = first_cpu_only({c.tensor_parallel_size, parse_kv_cache_dtype(c.kv_cache_dtype),
-                                         parse_compute_dtype(c.compute_dtype), !c.lora_modules.empty(),
+                                         parse_compute_dtype(c.compute_dtype),
+                                         !c.lora_modules.empty() || c.allow_runtime_lora_updating,
                                          quant::parse_method(c.quantization, "model.quantization")});
     if (refused) {
       std::string key;
@@ -283,7 +284,9 @@ void validate(const server_config& c) {
         case cpu_only::tensor_parallel_size: key = "model.tensor_parallel_size = " + std::to_string(c.tensor_parallel_size); break;
         case cpu_only::kv_cache_dtype: key = "kv_cache.kv_cache_dtype = '" + c.kv_cache_dtype + "'"; break;
         case cpu_only::compute_dtype: key = "model.compute_dtype = '" + c.compute_dtype + "'"; break;
-        case cpu_only::lora: key = "model.lora_modules"; break;
+        case cpu_only::lora:
+          key = c.lora_modules.empty() ? "server.allow_runtime_lora_updating" : "model.lora_modules";
+          break;
         case cpu_only::quantization: key = "model.quantization = '" + c.quantization + "'"; break;
       }
       bad2(key + " (" + refused->why + "): with model.device = 'cuda' (--device cuda) this runs on the CPU only");

@@ -174,6 +174,7 @@ BOOST_AUTO_TEST_CASE(device_and_what_cuda_refuses) {
       {"kv_cache.kv_cache_dtype=fp8", "kv_cache.kv_cache_dtype = 'fp8' (the device pool is float32)"},
       {"model.compute_dtype=bf16", "model.compute_dtype = 'bf16' (the device computes float32)"},
       {"model.lora_modules=a=/x", "model.lora_modules (LoRA adapters)"},
+      {"server.allow_runtime_lora_updating=true", "server.allow_runtime_lora_updating (LoRA adapters)"},
       {"model.quantization=int8", "model.quantization = 'int8' (the device takes fp8)"},
   };
   for (const auto& [set, what] : cpu_only) {
