@@ -224,4 +224,53 @@ BOOST_AUTO_TEST_CASE(adapters_load_and_unload_while_the_server_runs) {
   BOOST_TEST(r.body.find("--allow-runtime-lora-updating") != std::string::npos, r.body);
 }
 
+// Loads and unloads racing traffic: each round loads an adapter, starts requests for it and for
+// the base model on several connections, and unloads it while they run. Every request either ends
+// with exactly its reference tokens (admitted before the unload) or is refused naming the adapter
+// (built after it); none hangs; afterwards every slot has drained and emptied, and every KV block
+// is free.
+BOOST_AUTO_TEST_CASE(loads_and_unloads_race_running_requests) {
+  using json = nlohmann::json;
+  auto cfg = test_config();
+  cfg.allow_runtime_lora_updating = true;
+  auto srv = start(cfg);
+  http_client h(srv->http_port());
+  std::mt19937 rng(33);
+  int finished = 0, refused = 0;
+  for (int round = 0; round < 4; ++round) {
+    const std::string name = round % 2 ? "rs" : "peft";
+    h.post("/v1/load_lora_adapter", json({{"lora_name", name}, {"lora_path", round % 2 ? rs_dir : peft_dir}}).dump());
+    BOOST_TEST_REQUIRE(h.read().status == 200);
+    std::vector<std::unique_ptr<client::client>> conns;
+    std::vector<wire::generate_request> reqs;
+    std::vector<std::optional<client::stream>> streams;
+    for (int i = 0; i < 6; ++i) {
+      auto r = ids_request("r" + std::to_string(round) + "-" + std::to_string(i), random_prompt(rng, 30), 12 + 8 * (i % 3));
+      r.ignore_eos = true;
+      r.adapter = i % 3 == 2 ? "" : name;
+      conns.push_back(std::make_unique<client::client>("127.0.0.1", srv->port()));
+      streams.emplace_back(conns.back()->generate(r));
+      reqs.push_back(std::move(r));
+    }
+    h.post("/v1/unload_lora_adapter", json({{"lora_name", name}}).dump());
+    BOOST_TEST_REQUIRE(h.read().status == 200);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      std::vector<int32_t> ids;
+      try {
+        while (auto t = streams[i]->next()) ids.insert(ids.end(), t->ids.begin(), t->ids.end());
+        BOOST_TEST(ids == lora_reference(reqs[i]), boost::test_tools::per_element());
+        ++finished;
+      } catch (const client::request_error& e) {
+        BOOST_TEST(!reqs[i].adapter.empty(), e.what());  // only an adapter's request may be refused
+        ++refused;
+      }
+    }
+  }
+  BOOST_TEST(finished >= 8);  // the base model's at least
+  BOOST_TEST_MESSAGE(finished << " finished, " << refused << " refused");
+  BOOST_TEST(eventually([&] { return srv->model().adapters->draining().empty(); }));
+  for (const auto& a : srv->model().adapters->slots()) BOOST_TEST(a == nullptr);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
