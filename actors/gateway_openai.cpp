@@ -306,12 +306,16 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     }
   };
   const auto now = static_cast<int64_t>(std::time(nullptr));
+  // Qwen3's JSON calls stream their arguments as they are written; Qwen3-Coder's typed values
+  // need the whole call first.
+  const bool stream_arguments = st.ctx->facts.tool_format == serve::tool_call_format::hermes;
   std::string id;
   wire::generate_request g;
   if (responses) {
     id = next_http_id(st, "resp_");
     auto parsed = wire::openai::parse_responses(req.body, st.models, id);
     if (!parsed.ok()) return http_answer_error(self, hdl, parsed.chat.error, req.keep_alive);
+    parsed.chat.stream_tool_arguments = stream_arguments;
     // </think> closes Qwen3's thinking: the tokens up to it are the usage's reasoning_tokens.
     const int32_t think_end = tok ? tok->token_to_id("</think>").value_or(-1) : -1;
     h.reply = std::make_unique<wire::openai::responses_builder>(parsed, now, token_bytes, think_end);
@@ -325,6 +329,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     id = next_http_id(st, chat ? "chatcmpl-" : embeddings ? "embd-" : rerank ? "rerank-" : score ? "score-" : "cmpl-");
     auto parsed = wire::openai::parse_request(ep, req.body, st.models, id);
     if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
+    parsed.stream_tool_arguments = stream_arguments;
     auto reply = std::make_unique<wire::openai::response_builder>(ep, parsed, now, token_bytes);
     if (parsed.echo) {  // each prompt as text and as ids, whichever form it came in
       const auto& pg = *parsed.req;

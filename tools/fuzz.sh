@@ -11,7 +11,7 @@
 #   tokenizer_json a checkpoint's tokenizer.json: loads and tokenizes, or troupe::error
 #   checkpoint     safetensors files, config.json, generation_config.json: load or troupe::error
 #   chat_template  a checkpoint's Jinja chat template: renders a conversation or troupe::error
-#   model_output   tool calls parse; the reasoning split does not depend on how text is streamed
+#   model_output   tool calls parse; streamed calls and the reasoning split do not depend on how text is streamed
 #   openai         the OpenAI-compatible API: HTTP/1.1 requests cut anywhere, and request bodies
 #                  (chat, completions, responses): a request or an OpenAI error; the response to an
 #                  accepted one is valid JSON / SSE;
@@ -164,11 +164,12 @@ case "$target" in
   chat_template) sources="$tokenizer_sources $tokenizer_libs"; max_len=8192 ;;
   openai)
     sources="runtime/wire/http.cpp runtime/wire/openai.cpp runtime/wire/openai_responses.cpp runtime/wire/openai_lora.cpp
-      runtime/wire/openai_tokenize.cpp
+      runtime/wire/tool_call_stream.cpp runtime/wire/openai_tokenize.cpp
       runtime/wire/openai_tool_choice.cpp runtime/wire/cors.cpp runtime/wire/request_codec.cpp runtime/wire/json_msgpack.cpp
       runtime/wire/utf8.cpp runtime/wire/protocol.cpp runtime/core/json_in_order.cpp runtime/core/error.cpp" ;;
   model_output)
-    sources="runtime/serve/tool_calls.cpp runtime/serve/reasoning_split.cpp $tokenizer_sources $tokenizer_libs" ;;
+    sources="runtime/serve/tool_calls.cpp runtime/serve/reasoning_split.cpp runtime/wire/tool_call_stream.cpp
+      $tokenizer_sources $tokenizer_libs" ;;
   *)
     echo "usage: $0 TARGET [SECONDS]; TARGET: request grammar tokenizer tokenizer_json checkpoint chat_template model_output openai" >&2
     exit 2 ;;

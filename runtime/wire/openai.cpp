@@ -550,6 +550,8 @@ response_builder::response_builder(endpoint ep, const parsed_request& p, int64_t
   // A forced call's output is all call: streamed, it is held back whole, as a <tool_call> block is.
   if (forced_)
     for (auto& ch : choices_) ch.in_calls = true;
+  else if (stream_ && has_tools_ && p.stream_tool_arguments)
+    for (auto& ch : choices_) ch.calls.emplace();
 }
 
 void response_builder::set_echo_prompt(size_t p, std::string text, std::vector<int32_t> ids) {
@@ -603,12 +605,17 @@ ojson response_builder::logprobs_json(const std::vector<int32_t>& ids, const std
   return completion_logprobs(ids, each);
 }
 
-ojson response_builder::tool_calls_json(const std::vector<tool_call>& calls, size_t index, bool streamed) const {
+std::string response_builder::call_id(size_t choice, size_t k) const {
+  return "call_" + id_ + "_" + std::to_string(choice) + "_" + std::to_string(k);
+}
+
+ojson response_builder::tool_calls_json(const std::vector<tool_call>& calls, size_t index, bool streamed,
+                                        size_t first) const {
   ojson tc = ojson::array();
   for (size_t k = 0; k < calls.size(); ++k) {
     ojson call = ojson::object();
-    if (streamed) call["index"] = k;
-    call["id"] = "call_" + id_ + "_" + std::to_string(index) + "_" + std::to_string(k);
+    if (streamed) call["index"] = first + k;
+    call["id"] = call_id(index, first + k);
     call["type"] = "function";
     call["function"] = {{"name", calls[k].name}, {"arguments", calls[k].arguments}};
     tc.push_back(std::move(call));
@@ -633,6 +640,24 @@ std::string response_builder::chunk(int32_t index, ojson delta, ojson logprobs, 
   return "data: " + dump(j) + "\n\n";
 }
 
+std::string response_builder::call_chunk(int32_t index, choice& ch, const tool_call_stream::call_piece& c) {
+  ojson delta = ojson::object();
+  if (!ch.role_sent) delta["role"] = "assistant";
+  ch.role_sent = true;
+  ojson call = {{"index", c.index}};
+  if (c.begins) {
+    call["id"] = call_id(static_cast<size_t>(index), c.index);
+    call["type"] = "function";
+    call["function"] = {{"name", c.name}, {"arguments", c.arguments}};
+  } else {
+    call["function"] = {{"arguments", c.arguments}};
+  }
+  ojson calls = ojson::array();
+  calls.push_back(std::move(call));
+  delta["tool_calls"] = std::move(calls);
+  return chunk(index, std::move(delta), nullptr, nullptr);
+}
+
 std::string response_builder::on_token(const token_event& t) {
   const auto i = t.index.value_or(0);
   if (i < 0 || i >= n_) return {};
@@ -644,8 +669,17 @@ std::string response_builder::on_token(const token_event& t) {
     if (t.reasoning) ch.reasoning += *t.reasoning;
     return {};
   }
-  // Streaming with tools: text from "<tool_call>" on is held back; done turns it into tool_calls.
-  const std::string text = has_tools_ ? release_before_calls(ch.held, ch.in_calls, t.text) : t.text;
+  // Streaming with tools: text from "<tool_call>" on is held back; done turns it into tool_calls
+  // (or, with stream_tool_arguments, each call streams as it is written).
+  std::string text;
+  std::vector<tool_call_stream::call_piece> pieces;
+  if (ch.calls) {
+    auto p = ch.calls->push(t.text);
+    text = std::move(p.content);
+    pieces = std::move(p.calls);
+  } else {
+    text = has_tools_ ? release_before_calls(ch.held, ch.in_calls, t.text) : t.text;
+  }
   const std::string reasoning = include_reasoning_ && t.reasoning ? *t.reasoning : std::string();
   ojson lp = want_logprobs_ && !lps.empty()
                  ? logprobs_json({t.ids.begin(), t.ids.begin() + std::min<size_t>(1, t.ids.size())}, lps)
@@ -654,13 +688,19 @@ std::string response_builder::on_token(const token_event& t) {
     if (text.empty() && lp.is_null()) return {};
     return chunk(i, text, std::move(lp), nullptr);
   }
-  if (text.empty() && reasoning.empty() && lp.is_null() && ch.role_sent) return {};
-  ojson delta = ojson::object();
-  if (!ch.role_sent) delta["role"] = "assistant";
-  ch.role_sent = true;
-  if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
-  if (!text.empty() || reasoning.empty()) delta["content"] = text;
-  return chunk(i, std::move(delta), std::move(lp), nullptr);
+  std::string out;
+  // The text first (it came before any call in this token's text), then the calls' pieces; a
+  // first chunk that would carry only the role leaves it to the first call piece.
+  if (!(text.empty() && reasoning.empty() && lp.is_null() && (ch.role_sent || !pieces.empty()))) {
+    ojson delta = ojson::object();
+    if (!ch.role_sent) delta["role"] = "assistant";
+    ch.role_sent = true;
+    if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
+    if (!text.empty() || reasoning.empty()) delta["content"] = text;
+    out = chunk(i, std::move(delta), std::move(lp), nullptr);
+  }
+  for (const auto& c : pieces) out += call_chunk(i, ch, c);
+  return out;
 }
 
 std::string response_builder::on_error(const wire_error& e) {
@@ -721,7 +761,8 @@ std::string response_builder::on_done(done_event&& d) {
     }
   }
   std::string out;
-  const bool calls = !d.tool_calls.empty();
+  const size_t streamed_calls = ch.calls ? ch.calls->begun() : 0;  // already sent piece by piece
+  const bool calls = !d.tool_calls.empty() || streamed_calls > 0;
   if (!stream_) {
     if (d.has_output) {
       ch.text = d.text;
@@ -743,10 +784,13 @@ std::string response_builder::on_done(done_event&& d) {
     ojson delta = ojson::object();
     if (!ch.role_sent) delta["role"] = "assistant";
     ch.role_sent = true;
-    if (calls) {
-      delta["tool_calls"] = tool_calls_json(d.tool_calls, static_cast<size_t>(i), true);
-    } else if (!ch.held.empty()) {
-      delta["content"] = ch.held;  // held back as a possible tool call, and it was none
+    const std::string& held = ch.calls ? ch.calls->held() : ch.held;
+    if (d.tool_calls.size() > streamed_calls) {  // the calls not streamed, whole
+      const std::vector<tool_call> rest(d.tool_calls.begin() + static_cast<std::ptrdiff_t>(streamed_calls),
+                                        d.tool_calls.end());
+      delta["tool_calls"] = tool_calls_json(rest, static_cast<size_t>(i), true, streamed_calls);
+    } else if (!calls && !held.empty()) {
+      delta["content"] = held;  // held back as a possible tool call, and it was none
     }
     ch.held.clear();
     out += chunk(i, std::move(delta), nullptr, reason);

@@ -15,6 +15,7 @@
 
 #include "runtime/wire/openai_tool_choice.hpp"
 #include "runtime/wire/protocol.hpp"
+#include "runtime/wire/tool_call_stream.hpp"
 
 namespace troupe::wire::openai {
 
@@ -53,6 +54,10 @@ struct parsed_request {
   // chat: tool_choice "required" or a named function (openai_tool_choice.hpp): the output is the
   // calls' JSON, answered as tool_calls.
   std::optional<forced_tool_choice> forced_tools;
+  // Streamed chat with tools: each call's arguments stream as the model writes them
+  // (tool_call_stream.hpp), which only Qwen3's JSON calls allow; the gateway sets it when the
+  // server reads that format (model_facts::tool_format). Otherwise calls come whole at the end.
+  bool stream_tool_arguments = false;
   std::string model;  // the name to answer with
   bool ok() const noexcept { return req.has_value(); }
 };
@@ -109,6 +114,7 @@ class response_builder final : public reply_builder {
     std::vector<float> embedding;  // embeddings: this input's
     double score = 0;              // rerank: this document's
     bool in_calls = false;     // streaming with tools: a <tool_call> block began
+    std::optional<tool_call_stream> calls;  // streaming with stream_tool_arguments: instead of held
     done_event last;
   };
   using json = nlohmann::ordered_json;
@@ -128,8 +134,12 @@ class response_builder final : public reply_builder {
   json logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps) const;
   // The completions form over ids whose logprobs may be missing (null: the first prompt token).
   json completion_logprobs(const std::vector<int32_t>& ids, const std::vector<const logprob_info*>& lps) const;
-  // Choice `index`'s calls as OpenAI's tool_calls; a streamed delta numbers them with `index`.
-  json tool_calls_json(const std::vector<tool_call>& calls, size_t index, bool streamed) const;
+  // Choice `index`'s calls as OpenAI's tool_calls, the first being call `first` of the choice; a
+  // streamed delta numbers them with `index`.
+  json tool_calls_json(const std::vector<tool_call>& calls, size_t index, bool streamed, size_t first = 0) const;
+  std::string call_id(size_t choice, size_t k) const;
+  // A streamed call's piece (tool_call_stream) as a chunk's delta.
+  std::string call_chunk(int32_t index, choice& ch, const tool_call_stream::call_piece& c);
 
   endpoint ep_;
   std::string id_, model_;

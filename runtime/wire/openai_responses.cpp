@@ -359,6 +359,7 @@ responses_builder::responses_builder(const parsed_responses& p, int64_t created,
       think_end_(think_end) {
   // A forced call's output is all call: streamed, it is held back whole, as a <tool_call> block is.
   in_calls_ = forced_.has_value();
+  if (stream_ && has_tools_ && !forced_ && p.chat.stream_tool_arguments) calls_.emplace();
 }
 
 std::string responses_builder::item_id(const char* prefix, size_t index) const {
@@ -528,9 +529,43 @@ std::string responses_builder::on_token(const token_event& t) {
       out += sse("response.reasoning_text.delta", {{"item_id", it.id}, {"output_index", items_.size() - 1},
                                                     {"content_index", 0}, {"delta", *t.reasoning}});
   }
-  // With tools, text from "<tool_call>" on is held back; done turns it into calls.
-  const std::string text = has_tools_ || forced_ ? release_before_calls(held_, in_calls_, t.text) : t.text;
+  // With tools, text from "<tool_call>" on is held back; done turns it into calls (or, with
+  // stream_tool_arguments, each call streams as it is written).
+  std::string text;
+  std::vector<tool_call_stream::call_piece> pieces;
+  if (calls_) {
+    auto p = calls_->push(t.text);
+    text = std::move(p.content);
+    pieces = std::move(p.calls);
+  } else {
+    text = has_tools_ || forced_ ? release_before_calls(held_, in_calls_, t.text) : t.text;
+  }
   if (!text.empty()) out += add_text(text);
+  for (const auto& c : pieces) out += add_call_piece(c);
+  // A streamed call whose arguments are whole ends now (an earlier one ended when the next began).
+  if (calls_ && calls_->complete() == calls_->begun() && !items_.empty() && !items_.back().done &&
+      items_.back().k == item::kind::call)
+    out += close_open();
+  return out;
+}
+
+std::string responses_builder::add_call_piece(const tool_call_stream::call_piece& c) {
+  std::string out;
+  if (c.begins) {
+    out += close_open();
+    item it;
+    it.k = item::kind::call;
+    it.id = item_id("fc", items_.size());
+    it.call_id = "call_" + it.id.substr(3);
+    it.name = c.name;
+    items_.push_back(std::move(it));
+    out += sse("response.output_item.added", {{"output_index", items_.size() - 1}, {"item", item_json(items_.back())}});
+  }
+  auto& it = items_.back();
+  it.text += c.arguments;
+  if (!c.arguments.empty())
+    out += sse("response.function_call_arguments.delta",
+               {{"item_id", it.id}, {"output_index", items_.size() - 1}, {"delta", c.arguments}});
   return out;
 }
 
@@ -572,6 +607,8 @@ std::string responses_builder::on_done(done_event&& d) {
   std::string out = begin();
   usage_ = d.usage;
   std::vector<tool_call> calls = std::move(d.tool_calls);
+  const size_t streamed = calls_ ? calls_->begun() : 0;  // calls already items, streamed
+  if (calls_ && streamed == 0) held_ = calls_->held();
   if (!stream_ && d.has_output) {
     // The whole output rides on done: the same items a stream would have made (from scratch:
     // token events, which a whole request does not get, would only repeat it).
@@ -599,14 +636,20 @@ std::string responses_builder::on_done(done_event&& d) {
     }
   }
   if (!stream_ && !calls.empty()) held_ = content_before_calls(held_);
-  else if (!calls.empty()) held_.clear();  // the block itself, now calls
+  else if (!calls.empty() || streamed > 0) held_.clear();  // the block itself, now calls
   if (!held_.empty()) out += add_text(std::exchange(held_, {}));
   // A response always says something: an empty answer is an empty message.
-  if (calls.empty() && items_.empty()) out += open(item::kind::message);
-  if (!items_.empty() && !items_.back().done && calls.empty())
-    items_.back().cut = d.reason != finish_reason::stop;
+  if (calls.empty() && streamed == 0 && items_.empty()) out += open(item::kind::message);
+  if (!items_.empty() && !items_.back().done) {
+    auto& last = items_.back();
+    if (last.k == item::kind::call)  // a streamed call: cut when its arguments never closed
+      last.cut = calls_->complete() < calls_->begun();
+    else if (calls.empty() && streamed == 0)
+      last.cut = d.reason != finish_reason::stop;
+  }
   out += close_open();
-  for (auto& call : calls) {
+  for (size_t k = streamed; k < calls.size(); ++k) {
+    auto& call = calls[k];
     item it;
     it.k = item::kind::call;
     it.id = item_id("fc", items_.size());

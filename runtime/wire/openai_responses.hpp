@@ -60,6 +60,7 @@ class responses_builder final : public reply_builder {
   std::string open(item::kind k);           // ends the open item unless it is a `k`, opens a `k`
   std::string close_open();                 // ends the open item, if any
   std::string add_text(const std::string& text);  // the answer's text (and its tokens' logprobs)
+  std::string add_call_piece(const tool_call_stream::call_piece& c);  // a streamed call's piece
   void count_id(int32_t id);                // an output token: thinking until </think>
   int64_t reasoning_tokens() const;
   std::string item_id(const char* prefix, size_t index) const;
@@ -78,6 +79,7 @@ class responses_builder final : public reply_builder {
   int32_t think_end_;
   std::vector<item> items_;  // the last one is open until done
   std::string held_;         // text that may be (or is) a tool call, held back
+  std::optional<tool_call_stream> calls_;  // instead, with stream_tool_arguments
   bool in_calls_ = false;    // a <tool_call> block began (or a forced call: all of it)
   std::vector<std::pair<int32_t, logprob_info>> pending_logprobs_;  // tokens whose text is not out yet
   bool in_thought_ = true;     // no </think> yet

@@ -272,6 +272,67 @@ BOOST_AUTO_TEST_CASE(qwen3_coder_calls_are_answered_as_calls) {
   BOOST_TEST(content.find("<tool_call>") == std::string::npos);  // held back, never sent as text
 }
 
+// Qwen3's JSON calls stream their arguments as the model writes them, on chat and on the
+// Responses API: the pieces add up to the call the whole answer carries. The random model is held
+// to such a call by a regex.
+BOOST_AUTO_TEST_CASE(call_arguments_stream_as_they_are_written) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  http_client c(srv->http_port());
+  const json want = {{"city", "Paris"}, {"days", 2}};
+  const std::string regex = R"(<tool_call>\n\{"name": "get_weather", "arguments": \{"city": "Paris", "days": 2\}\}\n</tool_call>)";
+  const json params = json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}})");
+  json body = {{"messages", {{{"role", "user"}, {"content", "Weather?"}}}},
+               {"tools", {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", params}}}}}},
+               {"guided_regex", regex}, {"chat_template_kwargs", {{"enable_thinking", false}}}, {"max_tokens", 150},
+               {"temperature", 0}, {"stream", true}};
+  c.post("/v1/chat/completions", body.dump());
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  std::string args, name, finish;
+  int pieces = 0;
+  for (const auto& e : sse_events(r.body)) {
+    if (e == "[DONE]") continue;
+    const auto& ch = e["choices"][0];
+    for (const auto& tc : ch["delta"].value("tool_calls", json::array())) {
+      if (tc["function"].contains("name")) name = tc["function"]["name"];
+      args += tc["function"].value("arguments", "");
+      ++pieces;
+    }
+    if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+  }
+  BOOST_TEST(name == "get_weather");
+  BOOST_TEST(json::parse(args) == want, args);
+  BOOST_TEST(pieces > 2);  // not whole at the end
+  BOOST_TEST(finish == "tool_calls");
+  body.erase("stream");
+  c.post("/v1/chat/completions", body.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const auto whole = json::parse(r.body)["choices"][0]["message"]["tool_calls"][0]["function"];
+  BOOST_TEST(json::parse(whole["arguments"].get<std::string>()) == want);
+
+  json resp = {{"input", "Weather?"}, {"tools", {{{"type", "function"}, {"name", "get_weather"}, {"parameters", params}}}},
+               {"guided_regex", regex}, {"reasoning", {{"effort", "none"}}}, {"max_output_tokens", 150},
+               {"temperature", 0}, {"stream", true}};
+  c.post("/v1/responses", resp.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  std::string deltas;
+  int n = 0;
+  json final_output;
+  for (const auto& e : sse_events(r.body)) {
+    if (e["type"] == "response.function_call_arguments.delta") {
+      deltas += e["delta"].get<std::string>();
+      ++n;
+    }
+    if (e["type"] == "response.completed") final_output = e["response"]["output"];
+  }
+  BOOST_TEST(n > 2);
+  BOOST_TEST(json::parse(deltas) == want, deltas);
+  BOOST_TEST_REQUIRE(final_output.size() == 1u, final_output.dump());
+  BOOST_TEST(final_output[0]["arguments"] == deltas);
+}
+
 BOOST_AUTO_TEST_CASE(echo_scores_a_prompt_as_prompt_logprobs_do) {
   // What eval harnesses send to score a text: echo, logprobs, max_tokens 0.
   auto srv = start(test_config());

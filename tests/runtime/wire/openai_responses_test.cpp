@@ -352,6 +352,53 @@ BOOST_AUTO_TEST_CASE(tool_calls_become_function_call_items) {
   BOOST_TEST(w["output"][1]["arguments"] == "{\"city\": \"Paris\"}");
 }
 
+// With stream_tool_arguments, a call's item is added once its name is whole and its arguments
+// stream as function_call_arguments.delta events, ending with the arguments the model wrote; a
+// call shaped otherwise is added whole at the end.
+BOOST_AUTO_TEST_CASE(streamed_call_arguments_come_piece_by_piece) {
+  auto p = parse(R"({"input": "q", "stream": true, "tools": [{"type": "function", "name": "f"},
+      {"type": "function", "name": "g"}]})");
+  BOOST_TEST_REQUIRE(p.ok());
+  p.chat.stream_tool_arguments = true;
+  auto b = builder(p);
+  const std::string args = R"({"path": "a.c", "text": "{ nested } \"quoted\""})";
+  const std::string text = "Writing.\n<tool_call>\n{\"name\": \"f\", \"arguments\": " + args +
+                           "}\n</tool_call>\n<tool_call>\n{\"arguments\": {}, \"name\": \"g\"}\n</tool_call>";
+  std::string s;
+  for (size_t i = 0; i < text.size(); i += 5) s += b.feed(tok(5, text.substr(i, 5)));
+  auto d = done(wire::finish_reason::stop);
+  d.tool_calls = {{"f", nlohmann::json::parse(args).dump()}, {"g", "{}"}};
+  s += b.feed(d);
+  const auto ev = events(s);
+  std::string streamed, message;
+  std::vector<std::string> order;
+  for (const auto& e : ev) {
+    if (e["type"] == "response.function_call_arguments.delta" && e["output_index"] == 1) streamed += e["delta"].get<std::string>();
+    if (e["type"] == "response.output_text.delta") message += e["delta"].get<std::string>();
+    if (e["output_index"] == 1) order.push_back(e["type"]);
+  }
+  BOOST_TEST(message == "Writing.\n");
+  BOOST_TEST(streamed == args);
+  BOOST_TEST_REQUIRE(order.size() > 3u);
+  BOOST_TEST(order.front() == "response.output_item.added");
+  BOOST_TEST(order[order.size() - 2] == "response.function_call_arguments.done");
+  BOOST_TEST(order.back() == "response.output_item.done");
+  const auto& out = ev.back()["response"]["output"];
+  BOOST_TEST_REQUIRE(out.size() == 3u, out.dump());
+  BOOST_TEST(out[1]["name"] == "f");
+  BOOST_TEST(out[1]["arguments"] == args);
+  BOOST_TEST(out[1]["status"] == "completed");
+  BOOST_TEST(out[2]["name"] == "g");
+  BOOST_TEST(out[2]["arguments"] == "{}");
+  BOOST_TEST(out[1]["call_id"] != out[2]["call_id"]);
+  // The item added first names the call it becomes (OpenAI's SDK checks the identity).
+  for (const auto& e : ev)
+    if (e["type"] == "response.output_item.added" && e["output_index"] == 1) {
+      BOOST_TEST(e["item"]["call_id"] == out[1]["call_id"]);
+      BOOST_TEST(e["item"]["name"] == "f");
+    }
+}
+
 BOOST_AUTO_TEST_CASE(a_forced_call_is_the_whole_output) {
   auto p = parse(R"({"input": "q", "stream": true, "tool_choice": {"type": "function", "name": "unit"},
       "tools": [{"type": "function", "name": "unit", "parameters": {"type": "object"}}]})");

@@ -1,6 +1,7 @@
 // The OpenAI-compatible API's translation: request bodies into generate requests (through the
 // protocol's own decoder) and generate events into OpenAI's JSON bodies and server-sent events.
 #include <boost/test/unit_test.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "runtime/wire/openai.hpp"
@@ -610,6 +611,56 @@ BOOST_AUTO_TEST_CASE(streamed_tool_calls_are_held_back_from_content) {
   for (const auto& e : sse_events(s2))
     if (e != "[DONE]" && e["choices"][0]["delta"].contains("content")) content += e["choices"][0]["delta"]["content"].get<std::string>();
   BOOST_TEST(content == "a <toolbox <tool_call>oops");
+}
+
+// With stream_tool_arguments (a server reading Qwen3's JSON calls), each call streams as vLLM
+// streams it: a first piece with its id, type and name, then its arguments in pieces that add up to
+// the arguments the model wrote (the same JSON value as the whole call's); calls shaped otherwise
+// come whole at the end; the finish reason is tool_calls.
+BOOST_AUTO_TEST_CASE(streamed_tool_call_arguments_come_piece_by_piece) {
+  auto p = chat(R"({"messages": [{"role": "user", "content": "q"}], "stream": true,
+                    "tools": [{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "g"}}]})");
+  BOOST_TEST_REQUIRE(p.ok());
+  p.stream_tool_arguments = true;
+  const std::string args = R"({"path": "a.c", "text": "int main() { return 0; }\n"})";
+  const std::string text = "Sure.\n<tool_call>\n{\"name\": \"f\", \"arguments\": " + args +
+                           "}\n</tool_call>\n<tool_call>\n{\"arguments\": {\"x\": 1}, \"name\": \"g\"}\n</tool_call>";
+  oa::response_builder b(oa::endpoint::chat, p, 5, token_text);
+  std::string s;
+  for (size_t i = 0; i < text.size(); i += 4) s += b.feed(tok(text.substr(i, 4), 1));
+  auto d = done(wire::finish_reason::stop, 6, 5);
+  d.tool_calls = {{"f", json::parse(args).dump()}, {"g", R"({"x":1})"}};
+  s += b.feed(d);
+  std::string content, finish;
+  std::map<int, json> calls;  // by index: id, name, arguments as streamed
+  int pieces = 0;
+  for (const auto& e : sse_events(s)) {
+    if (e == "[DONE]") continue;
+    const auto& c = e["choices"][0];
+    if (c["delta"].contains("content")) content += c["delta"]["content"].get<std::string>();
+    for (const auto& tc : c["delta"].value("tool_calls", json::array())) {
+      auto& call = calls[tc["index"].get<int>()];
+      if (tc.contains("id")) {
+        BOOST_TEST(!call.contains("id"));  // announced once
+        call["id"] = tc["id"];
+        call["name"] = tc["function"]["name"];
+        call["arguments"] = "";
+      }
+      call["arguments"] = call["arguments"].get<std::string>() + tc["function"]["arguments"].get<std::string>();
+      ++pieces;
+    }
+    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+  }
+  BOOST_TEST(content == "Sure.\n");
+  BOOST_TEST_REQUIRE(calls.size() == 2u);
+  BOOST_TEST(calls[0]["name"] == "f");
+  BOOST_TEST(calls[0]["arguments"] == args);  // as the model wrote it
+  BOOST_TEST(json::parse(calls[0]["arguments"].get<std::string>()) == json::parse(d.tool_calls[0].arguments));
+  BOOST_TEST(calls[1]["name"] == "g");  // shaped otherwise: whole, at the end
+  BOOST_TEST(calls[1]["arguments"] == R"({"x":1})");
+  BOOST_TEST(calls[0]["id"] != calls[1]["id"]);
+  BOOST_TEST(pieces > 3);
+  BOOST_TEST(finish == "tool_calls");
 }
 
 BOOST_AUTO_TEST_CASE(an_error_before_output_is_an_http_error) {
