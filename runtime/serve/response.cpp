@@ -47,7 +47,11 @@ bool response::add_token(int32_t id, clock::time_point now, std::string& out, co
   }
   std::optional<wire::logprob_info> lp;
   if (logprobs) lp = wire::logprob_info{logprobs->logprob, logprobs->top};
-  if (stream_) wire::append_event_frame(out, wire::token_event{id_, d.text, {id}, std::move(lp), std::move(reasoning), index_});
+  if (stream_) {
+    wire::token_event t{id_, d.text, {id}, std::move(lp), std::move(reasoning), index_, std::nullopt};
+    if (ids_.size() == 1) t.prompt_tokens = prompt_tokens_;  // the first: usage can be counted as it goes
+    wire::append_event_frame(out, t);
+  }
   else if (lp) logprobs_.push_back(std::move(*lp));
   if (!stream_ || find_tool_calls_) all_text_ += d.text;
   if (!stream_ && reasoning) all_reasoning_ += *reasoning;
@@ -69,7 +73,7 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
     all_reasoning_ += *rest_reasoning;
   }
   if (stream_ && (!rest.empty() || (rest_reasoning && !rest_reasoning->empty())))
-    wire::append_event_frame(out, wire::token_event{id_, rest, {}, std::nullopt, rest_reasoning, index_});
+    wire::append_event_frame(out, wire::token_event{id_, rest, {}, std::nullopt, rest_reasoning, index_, std::nullopt});
   wire::done_event d;
   d.id = id_;
   d.reason = why;

@@ -47,10 +47,15 @@ struct event_packer {
     }
   }
   void operator()(const token_event& e) {
-    pack_header(pk, 5 + (e.reasoning ? 1 : 0) + (e.logprobs ? 1 : 0) + (e.index ? 1 : 0), "token", e.id);
+    pack_header(pk, 5 + (e.reasoning ? 1 : 0) + (e.logprobs ? 1 : 0) + (e.index ? 1 : 0) + (e.prompt_tokens ? 1 : 0),
+                "token", e.id);
     if (e.index) {
       pack_str(pk, "index");
       pk.pack(*e.index);
+    }
+    if (e.prompt_tokens) {
+      pack_str(pk, "prompt_tokens");
+      pk.pack(*e.prompt_tokens);
     }
     pack_str(pk, "text");
     pack_str(pk, e.text);
@@ -291,6 +296,7 @@ event decode_body(const reader& r) {
     if (const auto* l = r.find("logprobs")) t.logprobs = read_logprobs(reader(*l));
     if (r.find("index")) t.index = static_cast<int32_t>(r.integer("index"));
     if (r.find("reasoning")) t.reasoning = r.str("reasoning");
+    if (r.find("prompt_tokens")) t.prompt_tokens = r.integer("prompt_tokens");
     return t;
   }
   if (kind == "done") {

@@ -332,9 +332,10 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
     } else if (k == "stream_options") {
       want(v, v.is_object(), k, "an object");
       for (const auto& [sk, sv] : v.items()) {
-        if (sk != "include_usage") refuse("unknown_field", k + "." + sk, "unknown field 'stream_options." + sk + "'");
-        want(sv, sv.is_boolean(), "stream_options.include_usage", "a boolean");
-        out.include_usage = sv.get<bool>();
+        if (sk != "include_usage" && sk != "continuous_usage_stats")
+          refuse("unknown_field", k + "." + sk, "unknown field 'stream_options." + sk + "'");
+        want(sv, sv.is_boolean(), "stream_options." + sk, "a boolean");
+        (sk == "include_usage" ? out.include_usage : out.continuous_usage) = sv.get<bool>();
       }
     } else if (passes_through(k)) {
       w[k] = v;
@@ -532,6 +533,7 @@ response_builder::response_builder(endpoint ep, const parsed_request& p, int64_t
       created_(created),
       stream_(p.req->stream),
       include_usage_(p.include_usage),
+      continuous_usage_(p.include_usage && p.continuous_usage),
       include_reasoning_(p.include_reasoning),
       has_tools_(!p.req->tools_json.empty()),
       want_logprobs_(p.req->logprobs.has_value()),
@@ -635,7 +637,14 @@ std::string response_builder::chunk(int32_t index, ojson delta, ojson logprobs, 
   c["finish_reason"] = finish_reason ? ojson(finish_reason) : ojson(nullptr);
   ojson j = head(chat ? "chat.completion.chunk" : "text_completion");
   j["choices"] = ojson::array({std::move(c)});
-  if (include_usage_) j["usage"] = nullptr;
+  if (continuous_usage_) {
+    const auto& ch = choices_[static_cast<size_t>(index)];
+    j["usage"] = {{"prompt_tokens", ch.prompt_tokens},
+                  {"completion_tokens", ch.tokens},
+                  {"total_tokens", ch.prompt_tokens + ch.tokens}};
+  } else if (include_usage_) {
+    j["usage"] = nullptr;
+  }
   started_ = true;
   return "data: " + dump(j) + "\n\n";
 }
@@ -669,6 +678,8 @@ std::string response_builder::on_token(const token_event& t) {
     if (t.reasoning) ch.reasoning += *t.reasoning;
     return {};
   }
+  if (t.prompt_tokens) ch.prompt_tokens = *t.prompt_tokens;
+  ch.tokens += static_cast<int64_t>(t.ids.size());
   // Streaming with tools: text from "<tool_call>" on is held back; done turns it into tool_calls
   // (or, with stream_tool_arguments, each call streams as it is written).
   std::string text;
@@ -778,6 +789,8 @@ std::string response_builder::on_done(done_event&& d) {
     return {};
   }
   const char* reason = finish_name(d.reason, calls && !forced_);  // a forced call ends as "stop" (OpenAI, vLLM)
+  ch.prompt_tokens = d.usage.prompt_tokens;  // the last chunk's usage: done's
+  ch.tokens = d.usage.completion_tokens;
   if (ep_ == endpoint::completion) {
     out += chunk(i, "", nullptr, reason);
   } else {

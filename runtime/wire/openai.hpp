@@ -44,6 +44,9 @@ struct parsed_request {
   std::optional<generate_request> req;  // set on success
   api_error error;
   bool include_usage = false;  // stream_options.include_usage: a last chunk carries the usage
+  // stream_options.continuous_usage_stats (vLLM's; with include_usage): every chunk carries its
+  // choice's usage so far.
+  bool continuous_usage = false;
   bool include_reasoning = true;  // chat: the thinking comes back as reasoning_content
   // completions: `echo`: the prompt comes back ahead of the completion (and its tokens' logprobs
   // with `logprobs`); with max_tokens 0 (scoring a text) the one token generated is left out.
@@ -115,6 +118,7 @@ class response_builder final : public reply_builder {
     double score = 0;              // rerank: this document's
     bool in_calls = false;     // streaming with tools: a <tool_call> block began
     std::optional<tool_call_stream> calls;  // streaming with stream_tool_arguments: instead of held
+    int64_t prompt_tokens = 0, tokens = 0;   // continuous usage: the prompt's, and generated so far
     done_event last;
   };
   using json = nlohmann::ordered_json;
@@ -144,7 +148,7 @@ class response_builder final : public reply_builder {
   endpoint ep_;
   std::string id_, model_;
   int64_t created_;
-  bool stream_, include_usage_, include_reasoning_, has_tools_, want_logprobs_, echo_, prompt_only_, base64_;
+  bool stream_, include_usage_, continuous_usage_, include_reasoning_, has_tools_, want_logprobs_, echo_, prompt_only_, base64_;
   std::vector<std::string> echo_text_;          // by prompt
   std::vector<std::vector<int32_t>> echo_ids_;  // by prompt
   int32_t n_;           // completions in all (generate_request::sequences)

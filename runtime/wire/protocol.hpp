@@ -240,6 +240,9 @@ struct token_event {
   std::optional<logprob_info> logprobs;  // requests with `logprobs`: of ids[0]
   std::optional<std::string> reasoning;  // requests with separate_reasoning: the thinking delta
   std::optional<int32_t> index;          // requests with n > 1: which completion
+  // The completion's first token event: its prompt's tokens (what done's usage.prompt_tokens will
+  // say), so a client can count usage as the stream goes (OpenAI's continuous_usage_stats).
+  std::optional<int64_t> prompt_tokens;
   friend bool operator==(const token_event&, const token_event&) = default;
 };
 

@@ -85,6 +85,27 @@ BOOST_AUTO_TEST_CASE(completions_give_the_reference_tokens) {
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
+// continuous_usage_stats over real TCP: the prompt's tokens come with the first token event
+// (the protocol's prompt_tokens), so every chunk counts usage as the stream goes.
+BOOST_AUTO_TEST_CASE(continuous_usage_counts_as_the_stream_goes) {
+  auto srv = start(test_config());
+  http_client c(srv->http_port());
+  // (A model without a tokenizer has no text: logprobs make a chunk of every token.)
+  c.post("/v1/completions", json({{"prompt", {5, 6, 7, 8, 9}}, {"max_tokens", 4}, {"ignore_eos", true}, {"stream", true},
+                                  {"logprobs", 0},
+                                  {"stream_options", {{"include_usage", true}, {"continuous_usage_stats", true}}}})
+                                .dump());
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  std::vector<int64_t> completion;
+  for (const auto& e : sse_events(r.body)) {
+    if (e == "[DONE]") continue;
+    BOOST_TEST(e["usage"]["prompt_tokens"] == 5);
+    if (!e["choices"].empty()) completion.push_back(e["usage"]["completion_tokens"]);
+  }
+  BOOST_TEST(completion == (std::vector<int64_t>{1, 2, 3, 4, 4}), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(n_completions_in_one_response) {
   auto srv = start(test_config());
   auto r = ids_request("n", {5, 6, 7, 8}, 6, 42);

@@ -21,7 +21,7 @@ BOOST_AUTO_TEST_CASE(golden_token_event) {
       "\xa2id\xa2r1"
       "\xa4text\xa2Hi"
       "\xa3ids\x92\x01\xcd\x01\x00"s;  // [1, 256]
-  BOOST_TEST(test::hex(encode_event(token_event{"r1", "Hi", {1, 256}, std::nullopt, std::nullopt, std::nullopt})) == test::hex(expected));
+  BOOST_TEST(test::hex(encode_event(token_event{"r1", "Hi", {1, 256}, std::nullopt, std::nullopt, std::nullopt, std::nullopt})) == test::hex(expected));
 }
 
 BOOST_AUTO_TEST_CASE(golden_token_event_with_reasoning) {
@@ -34,7 +34,7 @@ BOOST_AUTO_TEST_CASE(golden_token_event_with_reasoning) {
       "\xa4text\xa0"
       "\xa9reasoning\xa2Hm"
       "\xa3ids\x91\x07"s;
-  BOOST_TEST(test::hex(encode_event(token_event{"r1", "", {7}, std::nullopt, std::string("Hm"), std::nullopt})) == test::hex(expected));
+  BOOST_TEST(test::hex(encode_event(token_event{"r1", "", {7}, std::nullopt, std::string("Hm"), std::nullopt, std::nullopt})) == test::hex(expected));
 }
 
 BOOST_AUTO_TEST_CASE(golden_done_event) {
@@ -74,8 +74,8 @@ BOOST_AUTO_TEST_CASE(golden_error_event_without_id) {
 
 BOOST_AUTO_TEST_CASE(framed_event_has_its_length_prefix) {
   std::string out = "prefix";
-  append_event_frame(out, token_event{"r1", "Hi", {1, 256}, std::nullopt, std::nullopt, std::nullopt});
-  auto payload = encode_event(token_event{"r1", "Hi", {1, 256}, std::nullopt, std::nullopt, std::nullopt});
+  append_event_frame(out, token_event{"r1", "Hi", {1, 256}, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+  auto payload = encode_event(token_event{"r1", "Hi", {1, 256}, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
   std::string header;
   append_frame_header(header, static_cast<uint32_t>(payload.size()));
   BOOST_TEST(out == "prefix" + header + payload);
@@ -96,9 +96,10 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
   full.logprobs = {{-0.5, {{5, -0.5}}}, {-1.75, {}}};
   full.prompt_logprobs = std::vector<logprob_info>{{-3.25, {{9, -0.125}}}, {-0.5, {}}};
   std::vector<event> events = {
-      token_event{"a", "", {}, std::nullopt, std::nullopt, std::nullopt},
-      token_event{"a", "x", {7}, logprob_info{-0.25, {{7, -0.25}, {3, -2.5}}}, std::nullopt, std::nullopt},
-      token_event{"a", "", {8}, std::nullopt, std::string("step 1: 2 + 2"), std::nullopt},
+      token_event{"a", "", {}, std::nullopt, std::nullopt, std::nullopt, std::nullopt},
+      token_event{"a", "x", {7}, logprob_info{-0.25, {{7, -0.25}, {3, -2.5}}}, std::nullopt, std::nullopt, std::nullopt},
+      token_event{"a", "", {8}, std::nullopt, std::string("step 1: 2 + 2"), std::nullopt, std::nullopt},
+      token_event{"a", "y", {9}, std::nullopt, std::nullopt, 2, 143},  // a completion's first: its prompt's tokens
       full,
       wire_error{error_code::unknown_field, "unknown field 'x'", "b"},
       tokenize_event{"t", {1, 2, 3}},
@@ -115,10 +116,12 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
   BOOST_TEST((std::get<token_event>(*decode_event(encode_event(events[1])).ev) == std::get<token_event>(events[1])));
   BOOST_TEST((std::get<token_event>(*decode_event(encode_event(events[2])).ev) == std::get<token_event>(events[2])));
   BOOST_TEST(!std::get<token_event>(*decode_event(encode_event(events[1])).ev).reasoning.has_value());
-  auto h = std::get<health_event>(*decode_event(encode_event(events[6])).ev);
+  BOOST_TEST((std::get<token_event>(*decode_event(encode_event(events[3])).ev) == std::get<token_event>(events[3])));
+  BOOST_TEST(!std::get<token_event>(*decode_event(encode_event(events[2])).ev).prompt_tokens.has_value());
+  auto h = std::get<health_event>(*decode_event(encode_event(events[7])).ev);
   BOOST_TEST(h.status == "draining");
   BOOST_TEST(h.waiting == 7);
-  auto m = std::get<models_event>(*decode_event(encode_event(events[7])).ev);
+  auto m = std::get<models_event>(*decode_event(encode_event(events[8])).ev);
   BOOST_TEST(m.models.at(0).vocab_size == 151936);
   BOOST_TEST(m.models.at(0).parent.empty());
   BOOST_TEST(m.models.at(1).name == "sql-lora");
@@ -169,7 +172,7 @@ BOOST_AUTO_TEST_CASE(a_score_rides_on_done_exactly) {
 
 // Requests with n > 1: token and done events name their completion; others carry no index.
 BOOST_AUTO_TEST_CASE(index_of_a_completion_round_trips) {
-  token_event t{"n", "x", {7}, std::nullopt, std::nullopt, 3};
+  token_event t{"n", "x", {7}, std::nullopt, std::nullopt, 3, std::nullopt};
   auto back = std::get<token_event>(*decode_event(encode_event(t)).ev);
   BOOST_TEST((back == t));
   BOOST_TEST(back.index.value() == 3);

@@ -663,6 +663,39 @@ BOOST_AUTO_TEST_CASE(streamed_tool_call_arguments_come_piece_by_piece) {
   BOOST_TEST(finish == "tool_calls");
 }
 
+// vLLM's stream_options.continuous_usage_stats (with include_usage): every chunk carries its
+// choice's usage so far (the prompt's tokens from the first token event), the last one done's.
+BOOST_AUTO_TEST_CASE(continuous_usage_in_every_chunk) {
+  auto p = completion(R"({"prompt": "a", "stream": true, "n": 2,
+                          "stream_options": {"include_usage": true, "continuous_usage_stats": true}})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(p.continuous_usage);
+  oa::response_builder b(oa::endpoint::completion, p, 5, token_text);
+  std::string s;
+  for (int i = 0; i < 3; ++i)
+    for (int32_t c = 0; c < 2; ++c) {
+      auto t = tok("x", 5, c);
+      if (i == 0) t.prompt_tokens = 7;
+      s += b.feed(t);
+    }
+  for (int32_t c = 0; c < 2; ++c) s += b.feed(done(wire::finish_reason::length, 7, 3, c));
+  std::map<int, std::vector<int64_t>> seen;  // completion tokens in each choice's chunks
+  for (const auto& e : sse_events(s)) {
+    if (e == "[DONE]" || e["choices"].empty()) continue;
+    BOOST_TEST_REQUIRE(e["usage"].is_object());
+    BOOST_TEST(e["usage"]["prompt_tokens"] == 7);
+    BOOST_TEST(e["usage"]["total_tokens"] == 7 + e["usage"]["completion_tokens"].get<int64_t>());
+    seen[e["choices"][0]["index"].get<int>()].push_back(e["usage"]["completion_tokens"]);
+  }
+  for (int c = 0; c < 2; ++c) BOOST_TEST(seen[c] == (std::vector<int64_t>{1, 2, 3, 3}), boost::test_tools::per_element());
+  // Without include_usage it asks for nothing (as vLLM); a non-boolean is refused.
+  auto q = completion(R"({"prompt": "a", "stream": true, "stream_options": {"continuous_usage_stats": true}})");
+  BOOST_TEST_REQUIRE(q.ok());
+  oa::response_builder b2(oa::endpoint::completion, q, 5, token_text);
+  BOOST_TEST(!sse_events(b2.feed(tok("x", 5)))[0].contains("usage"));
+  BOOST_TEST(completion(R"({"prompt": "a", "stream_options": {"continuous_usage_stats": 1}})").error.code == "wrong_type");
+}
+
 BOOST_AUTO_TEST_CASE(an_error_before_output_is_an_http_error) {
   auto p = chat(R"({"messages": [{"role": "user", "content": "q"}], "stream": true})");
   BOOST_TEST_REQUIRE(p.ok());
