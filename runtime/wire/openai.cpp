@@ -97,27 +97,6 @@ namespace {
 constexpr std::string_view call_open = "<tool_call>";
 }  // namespace
 
-std::string release_before_calls(std::string& held, bool& in_calls, const std::string& incoming) {
-  held += incoming;
-  if (in_calls) return {};
-  if (auto at = held.find(call_open); at != std::string::npos) {
-    std::string text = held.substr(0, at);
-    held.erase(0, at);
-    in_calls = true;
-    return text;
-  }
-  // Keep back the longest tail that could begin "<tool_call>".
-  size_t keep = 0;
-  for (size_t l = std::min(call_open.size() - 1, held.size()); l > 0; --l)
-    if (held.compare(held.size() - l, l, call_open.substr(0, l)) == 0) {
-      keep = l;
-      break;
-    }
-  std::string text = held.substr(0, held.size() - keep);
-  held.erase(0, held.size() - keep);
-  return text;
-}
-
 ojson bytes_json(const std::string& s) {
   ojson a = ojson::array();
   for (unsigned char c : s) a.push_back(c);

@@ -42,11 +42,6 @@ void chat_template_kwargs(const ojson& v, ojson& w);
 // API refuses exactly what the protocol refuses, in its words. Empty, with `error` set, if refused.
 std::optional<request> decode_wire(const ojson& w, api_error& error);
 
-// Streaming with tools: `incoming` text joins `held`; what cannot be part of a <tool_call> block
-// comes back to be sent now. From the block's start on everything stays held (`in_calls` set),
-// for the done event to turn into tool calls.
-std::string release_before_calls(std::string& held, bool& in_calls, const std::string& incoming);
-
 // A token's raw bytes as logprobs carry them (`bytes`: an array of 0..255).
 ojson bytes_json(const std::string& s);
 

@@ -349,7 +349,7 @@ responses_builder::responses_builder(const parsed_responses& p, int64_t created,
                                      int32_t think_end)
     : id_(p.chat.req->id),
       model_(p.chat.model),
-      echo_json_(p.echo_json),
+      echo_(std::make_shared<const ojson>(ojson::parse(p.echo_json))),
       created_(created),
       stream_(p.chat.req->stream),
       has_tools_(!p.chat.req->tools_json.empty()),
@@ -417,8 +417,7 @@ ojson responses_builder::part_json(const item& it) const {
 ojson responses_builder::response_json(const char* status) const {
   ojson j = {{"id", id_}, {"object", "response"}, {"created_at", created_}, {"status", status}, {"error", nullptr},
              {"incomplete_details", nullptr}, {"model", model_}};
-  const ojson echo = ojson::parse(echo_json_);  // (items() of a temporary would dangle)
-  for (const auto& [k, v] : echo.items()) j[k] = v;
+  for (const auto& [k, v] : echo_->items()) j[k] = v;
   ojson output = ojson::array();
   for (const auto& it : items_) output.push_back(item_json(it));
   j["output"] = std::move(output);

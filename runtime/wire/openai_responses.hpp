@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,7 +72,8 @@ class responses_builder final : public reply_builder {
   nlohmann::ordered_json part_json(const item& it) const;  // a message's output_text part
   nlohmann::ordered_json logprob_json(const std::pair<int32_t, logprob_info>& lp) const;
 
-  std::string id_, model_, echo_json_;
+  std::string id_, model_;
+  std::shared_ptr<const nlohmann::ordered_json> echo_;  // parsed_responses::echo_json, parsed once
   int64_t created_;
   bool stream_, has_tools_, want_logprobs_;
   std::optional<forced_tool_choice> forced_;

@@ -1,5 +1,7 @@
 #include "runtime/wire/tool_call_stream.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace troupe::wire {
@@ -90,27 +92,35 @@ match tail(std::string_view s, size_t& next) {
 
 }  // namespace
 
+std::string release_before_calls(std::string& held, bool& in_calls, std::string_view incoming) {
+  held += incoming;
+  if (in_calls) return {};
+  if (auto at = held.find(open_tag); at != std::string::npos) {
+    std::string text = held.substr(0, at);
+    held.erase(0, at);
+    in_calls = true;
+    return text;
+  }
+  // Keep back the longest tail that could begin "<tool_call>".
+  size_t keep = 0;
+  for (size_t l = std::min(open_tag.size() - 1, held.size()); l > 0; --l)
+    if (held.compare(held.size() - l, l, open_tag.substr(0, l)) == 0) {
+      keep = l;
+      break;
+    }
+  std::string text = held.substr(0, held.size() - keep);
+  held.erase(0, held.size() - keep);
+  return text;
+}
+
 tool_call_stream::piece tool_call_stream::push(std::string_view text) {
   piece out;
-  held_ += text;
-  if (!in_calls_) {
-    if (const auto at = held_.find(open_tag); at != std::string::npos) {
-      out.content = held_.substr(0, at);
-      held_.erase(0, at);
-      in_calls_ = true;
-      block_ = open_tag.size();
-    } else {
-      // Keep back the longest tail that could begin "<tool_call>".
-      size_t keep = 0;
-      for (size_t l = std::min(open_tag.size() - 1, held_.size()); l > 0; --l)
-        if (held_.compare(held_.size() - l, l, open_tag.substr(0, l)) == 0) {
-          keep = l;
-          break;
-        }
-      out.content = held_.substr(0, held_.size() - keep);
-      held_.erase(0, held_.size() - keep);
-      return out;
-    }
+  if (in_calls_) {
+    held_ += text;
+  } else {
+    out.content = release_before_calls(held_, in_calls_, text);
+    if (!in_calls_) return out;
+    block_ = open_tag.size();  // held_ begins with the tag
   }
   scan(out);
   return out;

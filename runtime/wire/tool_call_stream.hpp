@@ -14,6 +14,11 @@
 
 namespace troupe::wire {
 
+// Streaming with tools: `incoming` text joins `held`; what cannot be part of a <tool_call> block
+// comes back to be sent now. From the block's start on everything stays held (`in_calls` set),
+// for the done event to turn into tool calls (or tool_call_stream to stream).
+std::string release_before_calls(std::string& held, bool& in_calls, std::string_view incoming);
+
 class tool_call_stream {
  public:
   struct call_piece {
