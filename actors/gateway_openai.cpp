@@ -167,6 +167,7 @@ void on_lora_request(self_ptr self, connection_handle hdl, const wire::http_requ
     std::shared_ptr<const lora_adapter> adapter;
     try {
       adapter = std::make_shared<const lora_adapter>(load_lora_adapter(dir, ctx->ckpt->config, name));
+      check_lora_rank(*adapter, ctx->cfg.max_lora_rank, serve::kMaxLoraRank);
     } catch (const troupe::error& e) {
       return error(e.code() == errc::io_error ? 404 : 400, e.code() == errc::unsupported ? "unsupported" : "invalid_value",
                    e.what());

@@ -128,7 +128,9 @@ void publish_gauges(self_ptr self) {
         }
       return out;
     };
-    st.ctx->metrics->set_lora_requests(static_cast<int64_t>(reg->live().size()), names(st.core->running_ids()),
+    // max_lora: vLLM's label is its max_loras; without a cap, every loaded adapter may run.
+    const int32_t cap = st.core->config().max_loras;
+    st.ctx->metrics->set_lora_requests(cap > 0 ? cap : static_cast<int64_t>(reg->live().size()), names(st.core->running_ids()),
                                        names(st.core->waiting_ids()));
     release_drained_adapters(self);
   }

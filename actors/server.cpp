@@ -89,8 +89,10 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   f.tok = ctx->tok.get();
   // LoRA adapters: loaded (and checked against the model) now, so a bad one stops the start.
   std::vector<std::shared_ptr<const lora_adapter>> adapters;
-  for (auto& [name, dir] : serve::parse_lora_modules(ctx->cfg.lora_modules))
+  for (auto& [name, dir] : serve::parse_lora_modules(ctx->cfg.lora_modules)) {
     adapters.push_back(std::make_shared<const lora_adapter>(load_lora_adapter(dir, mc, name)));
+    check_lora_rank(*adapters.back(), ctx->cfg.max_lora_rank, serve::kMaxLoraRank);
+  }
   f.adapters = std::make_shared<serve::adapter_registry>(std::move(adapters));
   // Tensor parallelism: a model the group cannot split stops the start, with the field named.
   check_shardable(*ctx->ckpt, {ctx->cfg.tensor_parallel_size, ctx->cfg.enable_expert_parallel, ctx->cfg.threads});
@@ -159,6 +161,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   s.max_prefill_tokens_while_decoding = ctx->cfg.max_prefill_tokens_while_decoding;
   s.max_waiting = ctx->cfg.max_waiting;
   s.static_batching = ctx->cfg.static_batching;
+  s.max_loras = ctx->cfg.max_loras;
   s.speculative = {ctx->cfg.num_speculative_tokens, ctx->cfg.prompt_lookup_min, ctx->cfg.prompt_lookup_max};
   set_prefix_caching(*ctx);
   plugin_host::policy_settings ps;
@@ -355,6 +358,8 @@ std::string server::banner() const {
                   static_cast<long long>(m.ctx->ckpt->config.context_length()));
     b += buf;
   }
+  if (c.max_loras > 0)
+    b += "  LoRA adapters: at most " + std::to_string(c.max_loras) + " running at once (max_loras)\n";
   if (c.allow_runtime_lora_updating)
     b += "  LoRA adapters: loaded and unloaded at run time too (POST /v1/load_lora_adapter, /v1/unload_lora_adapter)\n";
   for (const auto& a : m.ctx->facts.adapters->slots())

@@ -1,5 +1,6 @@
 #include "runtime/lora/lora_adapter.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -56,6 +57,20 @@ size_t lora_adapter::bytes() const noexcept {
   for (const auto& layer : layers)
     for (const auto& p : layer) n += (p.a.size() + p.b.size()) * sizeof(float);
   return n;
+}
+
+int64_t lora_adapter::max_rank() const noexcept {
+  int64_t r = 0;
+  for (const auto& layer : layers)
+    for (const auto& p : layer) r = std::max(r, p.rank);
+  return r;
+}
+
+void check_lora_rank(const lora_adapter& a, int64_t max_rank, std::string_view setting) {
+  if (max_rank <= 0 || a.max_rank() <= max_rank) return;
+  throw_error(errc::invalid_argument, "LoRA adapter '" + a.name + "' (" + a.dir + ") has rank " +
+                                          std::to_string(a.max_rank()) + ", above " + std::string(setting) + " " +
+                                          std::to_string(max_rank));
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct lora_adapter {
   std::vector<std::array<lora_pair, kLoraTargets>> layers;  // [num_hidden_layers]
   int64_t pairs = 0;                                        // pairs present
   size_t bytes() const noexcept;                            // float32 bytes held
+  int64_t max_rank() const noexcept;                        // the highest rank of its pairs (rank_pattern too)
 
   const lora_pair* pair(int64_t layer, lora_target t) const noexcept {
     const lora_pair& p = layers[static_cast<size_t>(layer)][static_cast<size_t>(t)];
@@ -57,5 +59,9 @@ std::vector<std::array<std::pair<int64_t, int64_t>, kLoraTargets>> lora_target_s
 // without its B; unsupported for what Troupe does not apply (DoRA, bias, modules_to_save,
 // alpha_pattern, layer_replication, fan_in_fan_out, LoRA on embeddings, lm_head or MoE experts).
 lora_adapter load_lora_adapter(const std::string& dir, const model_config& cfg, std::string name = {});
+
+// vLLM's max_lora_rank: throws troupe::error(invalid_argument) naming the adapter, its rank and the
+// limit when a pair's rank exceeds max_rank (0 = any). `setting` names the limit in the message.
+void check_lora_rank(const lora_adapter& a, int64_t max_rank, std::string_view setting);
 
 }  // namespace troupe

@@ -29,6 +29,7 @@ scheduler::scheduler(const sched_config& cfg, int32_t num_blocks, int32_t block_
     bad("long_prefill_token_threshold must be >= 0; got " + std::to_string(cfg.long_prefill_token_threshold));
   if (cfg.max_prefill_tokens_while_decoding < 0)
     bad("max_prefill_tokens_while_decoding must be >= 0; got " + std::to_string(cfg.max_prefill_tokens_while_decoding));
+  if (cfg.max_loras < 0) bad("max_loras must be >= 0; got " + std::to_string(cfg.max_loras));
   if (cfg.max_waiting < 1) bad("max_waiting must be >= 1; got " + std::to_string(cfg.max_waiting));
   int64_t pool_tokens = int64_t{num_blocks} * block_size;
   if (pool_tokens < cfg.max_model_len)
@@ -266,6 +267,13 @@ step_plan scheduler::schedule() {
   //    With prefix caching a sequence starts after its cached prefix; one still waiting for its
   //    shared-store look-up is not offered (the look-up answers within its budget).
   bool may_admit = plan.preempted.empty() && !(cfg_.static_batching && batch_decoding);
+  // max_loras: the distinct adapters running, which admission may grow up to the cap.
+  std::vector<int32_t> loras;
+  if (cfg_.max_loras > 0)
+    for (int64_t id : running_)
+      if (int32_t a = seqs_.at(id).spec.adapter; a >= 0 && std::find(loras.begin(), loras.end(), a) == loras.end())
+        loras.push_back(a);
+  bool hold_adapters = false;  // an adapter sequence ahead in the order is waiting for room
   std::vector<int64_t> eligible;
   if (prefix_ && may_admit)
     for (int64_t id : waiting_)
@@ -281,6 +289,12 @@ step_plan scheduler::schedule() {
       auto pos = std::find(waiting_.begin(), waiting_.end(), id);
       TROUPE_ASSERT(pos != waiting_.end());  // a policy answers with waiting ids only
       auto& s = seqs_.at(id);
+      const int32_t a = s.spec.adapter;
+      const bool new_lora = cfg_.max_loras > 0 && a >= 0 && std::find(loras.begin(), loras.end(), a) == loras.end();
+      if (a >= 0 && (hold_adapters || (new_lora && static_cast<int32_t>(loras.size()) >= cfg_.max_loras))) {
+        hold_adapters = true;
+        continue;
+      }
       prefix::prefix_cache::hit hit;
       if (prefix_) hit = prefix_->match(id, s.tokens);
       s.num_computed = hit.num_tokens(alloc_.block_size());
@@ -294,6 +308,7 @@ step_plan scheduler::schedule() {
         break;
       }
       if (prefix_) prefix_->admitted(id, hit, alloc_.block_table(id), s.num_prompt);
+      if (new_lora) loras.push_back(a);
       waiting_.erase(pos);
       s.running = true;
       insert_sorted(running_, id);
@@ -505,6 +520,13 @@ void scheduler::check_invariants() const {
   for (int64_t id : waiting_) {
     const auto& s = seqs_.at(id);
     TROUPE_ASSERT(!s.running && s.num_computed == 0 && !alloc_.has(id));
+  }
+  if (cfg_.max_loras > 0) {
+    std::vector<int32_t> loras;
+    for (int64_t id : running_)
+      if (int32_t a = seqs_.at(id).spec.adapter; a >= 0 && std::find(loras.begin(), loras.end(), a) == loras.end())
+        loras.push_back(a);
+    TROUPE_ASSERT(static_cast<int32_t>(loras.size()) <= cfg_.max_loras);
   }
   for (size_t i = 1; i < running_.size(); ++i) TROUPE_ASSERT(!before(running_[i], running_[i - 1]));
   for (size_t i = 1; i < waiting_.size(); ++i) TROUPE_ASSERT(!before(waiting_[i], waiting_[i - 1]));

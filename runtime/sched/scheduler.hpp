@@ -50,6 +50,12 @@ struct sched_config {
   // Speculative decoding by prompt lookup (num_tokens > 0): a decode carries up to num_tokens
   // drafts after its last token, verified in the same step (see scheduled_seq::num_draft).
   ngram_options speculative;
+  // vLLM's max_loras: at most this many distinct LoRA adapters among the running sequences
+  // (0 = no cap). A waiting sequence whose adapter would be one too many is not admitted, and
+  // neither is any adapter sequence the policy orders after it (base-model ones still are): the
+  // running adapters drain so that it gets in, where vLLM lets later requests of running adapters
+  // pass it (under steady traffic for those, forever).
+  int32_t max_loras = 0;
 };
 
 enum class finish_reason : uint8_t { stop, length, cancelled, deadline, error };

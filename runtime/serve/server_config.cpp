@@ -67,6 +67,8 @@ const std::vector<knob>& knobs() {
       {"model", "use_mmap", &server_config::use_mmap},
       {"model", "rope_scaling", &server_config::rope_scaling},
       {"model", "lora_modules", &server_config::lora_modules},
+      {"model", "max_loras", &server_config::max_loras, 0, i32max},
+      {"model", "max_lora_rank", &server_config::max_lora_rank, 0, i32max},
       {"model", "tensor_parallel_size", &server_config::tensor_parallel_size, 1, 256},
       {"model", "enable_expert_parallel", &server_config::enable_expert_parallel},
       {"model", "threads", &server_config::threads, 0, 4096},

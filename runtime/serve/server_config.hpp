@@ -66,6 +66,8 @@ struct server_config {
   bool use_mmap = true;               // false (--no-mmap): weights read into 2 MB pages (docs/engine.md)
   std::string rope_scaling;           // "" = config.json's; else a JSON object (or null) replacing it (docs/engine.md)
   std::string lora_modules;           // "NAME=DIR,NAME=DIR": PEFT LoRA adapters requests name (docs/lora.md); --lora
+  int32_t max_loras = 0;      // distinct adapters among the running requests (vLLM's --max-loras); 0 = no cap
+  int32_t max_lora_rank = 0;  // adapters of a higher rank are refused at load (vLLM's --max-lora-rank); 0 = any
   int32_t tensor_parallel_size = 1;   // CPU shards the step is split over (docs/engine.md); --tensor-parallel-size
   bool enable_expert_parallel = false;  // MoE layers: whole experts per shard (docs/engine.md); --enable-expert-parallel
   int32_t threads = 0;  // the step's CPU threads, shared among the shards; 0 = OMP_NUM_THREADS, else every core; --threads
@@ -109,6 +111,9 @@ struct server_config {
   int32_t redis_backoff_initial_ms = 100;
   int32_t redis_backoff_max_ms = 5000;
 };
+
+// How errors name model.max_lora_rank (check_lora_rank's `setting`).
+inline constexpr std::string_view kMaxLoraRank = "model.max_lora_rank (--max-lora-rank)";
 
 // Overlays the TOML text on `cfg` (only the keys present change). `origin` names the file in errors.
 void apply_toml(server_config& cfg, std::string_view toml_text, const std::string& origin);

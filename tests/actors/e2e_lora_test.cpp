@@ -76,6 +76,28 @@ BOOST_AUTO_TEST_CASE(adapters_and_the_base_model_share_batches_and_each_gets_its
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
+// vLLM's max_loras: with room for one adapter, concurrent requests over both adapters and the base
+// model all finish with their own tokens (each adapter's requests run while the other's wait), and
+// the gauge's max_lora label is the cap.
+BOOST_AUTO_TEST_CASE(max_loras_one_serves_both_adapters_in_turn) {
+  auto cfg = lora_config();
+  cfg.max_loras = 1;
+  auto srv = start(cfg);
+  std::mt19937 rng(23);
+  std::vector<wire::generate_request> reqs;
+  const char* adapters[] = {"peft", "rs", ""};
+  for (int i = 0; i < 9; ++i) {
+    auto r = ids_request("m" + std::to_string(i), random_prompt(rng, 30), 8);
+    r.adapter = adapters[i % 3];
+    reqs.push_back(std::move(r));
+  }
+  client::client cl("127.0.0.1", srv->port());
+  const auto got = stream_all(cl, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) BOOST_TEST(got[i] == lora_reference(reqs[i]), boost::test_tools::per_element());
+  BOOST_TEST(eventually([&] { return srv->metrics().render().find("max_lora=\"1\"") != std::string::npos; }));
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
 BOOST_AUTO_TEST_CASE(the_prefix_cache_keeps_adapters_apart) {
   auto srv = start(lora_config());
   std::mt19937 rng(22);
@@ -140,6 +162,18 @@ BOOST_AUTO_TEST_CASE(bad_lora_modules_stop_the_start_with_a_clear_error) {
   expect("peft", "model.lora_modules (--lora): 'peft' is not NAME=DIR");
   expect("a=" + peft_dir + ",a=" + rs_dir, "adapter name 'a' is given twice");
   expect("a=/nowhere", "/nowhere/adapter_config.json");
+  // vLLM's max_lora_rank: rs's rank is 4.
+  auto c = test_config();
+  c.lora_modules = "rs=" + rs_dir;
+  c.max_lora_rank = 3;
+  try {
+    start(c);
+    BOOST_ERROR("started with an adapter above max_lora_rank");
+  } catch (const troupe::error& e) {
+    BOOST_TEST(std::string(e.what()).find("LoRA adapter 'rs' (" + rs_dir +
+                                          ") has rank 4, above model.max_lora_rank (--max-lora-rank) 3") != std::string::npos,
+               e.what());
+  }
 }
 
 // vLLM's runtime LoRA updating (server.allow_runtime_lora_updating): an adapter loaded while the
@@ -180,6 +214,17 @@ BOOST_AUTO_TEST_CASE(adapters_load_and_unload_while_the_server_runs) {
   BOOST_TEST(r.status == 400, r.body);
   r = post("/v1/unload_lora_adapter", {{"lora_name", "nope"}});
   BOOST_TEST(r.status == 404);
+  {  // a rank above max_lora_rank: 400 naming it (rs's rank is 4)
+    auto capped = cfg;
+    capped.max_lora_rank = 2;
+    auto small = start(capped);
+    http_client hs(small->http_port());
+    hs.post("/v1/load_lora_adapter", json({{"lora_name", "rs"}, {"lora_path", rs_dir}}).dump());
+    const auto refused = hs.read();
+    BOOST_TEST(refused.status == 400);
+    BOOST_TEST(refused.body.find("has rank 4, above model.max_lora_rank (--max-lora-rank) 2") != std::string::npos,
+               refused.body);
+  }
 
   // Unloading while a request of the adapter runs: it finishes with its own tokens; new ones are
   // refused; the slot empties once it is done.

@@ -44,7 +44,7 @@ int run_serve(int argc, char** argv) {
       rope_scaling, device, allowed_origins, allowed_methods, allowed_headers, served_model_name, chat_template,
       tool_call_parser;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
-      speculative_tokens, tensor_parallel_size, threads;
+      speculative_tokens, tensor_parallel_size, threads, max_loras, max_lora_rank;
   std::optional<int64_t> kv_bytes;
   bool static_batching = false, no_prefix_cache = false, no_mmap = false, expert_parallel = false, allow_credentials = false;
   bool disable_log_stats = false, enable_log_requests = false, runtime_lora = false;
@@ -118,6 +118,10 @@ int run_serve(int argc, char** argv) {
   app.add_option("--lora", loras,
                  "serve a PEFT LoRA adapter as NAME=DIR (repeatable; requests pick it with `adapter`; "
                  "model.lora_modules; docs/lora.md)");
+  app.add_option("--max-loras", max_loras,
+                 "at most this many LoRA adapters among the running requests (model.max_loras; 0 = no cap; vLLM's flag)");
+  app.add_option("--max-lora-rank", max_lora_rank,
+                 "refuse LoRA adapters of a higher rank (model.max_lora_rank; 0 = any; vLLM's flag)");
   app.add_option("--set", sets, "override any config key: section.key=value (repeatable)");
   try {
     app.parse(argc, argv);
@@ -146,6 +150,8 @@ int run_serve(int argc, char** argv) {
   if (tensor_parallel_size)
     serve::apply_override(c, "model.tensor_parallel_size=" + std::to_string(*tensor_parallel_size));
   if (threads) serve::apply_override(c, "model.threads=" + std::to_string(*threads));
+  if (max_loras) serve::apply_override(c, "model.max_loras=" + std::to_string(*max_loras));
+  if (max_lora_rank) serve::apply_override(c, "model.max_lora_rank=" + std::to_string(*max_lora_rank));
   if (speculative_tokens)
     serve::apply_override(c, "speculative.num_tokens=" + std::to_string(*speculative_tokens));
   if (static_batching) c.static_batching = true;

@@ -119,6 +119,23 @@ BOOST_AUTO_TEST_CASE(rslora_rank_pattern_and_bf16_tensors) {
   BOOST_TEST(a.identity == load_lora_adapter(adapter_of("tiny-dense-lora-rs"), cfg, "other name").identity);
 }
 
+// vLLM's max_lora_rank counts the highest rank of any pair (rank_pattern's included).
+BOOST_AUTO_TEST_CASE(max_lora_rank_refuses_higher_ranks_by_name) {
+  const auto cfg = config_of("tiny-dense");
+  const lora_adapter rs = load_lora_adapter(adapter_of("tiny-dense-lora-rs"), cfg, "rs");  // ranks 4 and 2
+  BOOST_TEST(rs.max_rank() == 4);
+  check_lora_rank(rs, 0, "max_lora_rank");
+  check_lora_rank(rs, 4, "max_lora_rank");
+  try {
+    check_lora_rank(rs, 3, "model.max_lora_rank (--max-lora-rank)");
+    BOOST_FAIL("expected an error");
+  } catch (const troupe::error& e) {
+    BOOST_TEST((e.code() == troupe::errc::invalid_argument));
+    BOOST_TEST(std::string(e.what()) == "LoRA adapter 'rs' (" + adapter_of("tiny-dense-lora-rs") +
+                                            ") has rank 4, above model.max_lora_rank (--max-lora-rank) 3");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(identity_follows_the_values) {
   adapter_copy c;
   const std::string before = c.load().identity;

@@ -465,6 +465,40 @@ BOOST_AUTO_TEST_CASE(priority_policy_orders_admission_and_picks_the_victim) {
   BOOST_CHECK_THROW(make_policy("lottery"), troupe::error);
 }
 
+// max_loras: a sequence whose adapter would be one adapter too many waits, and so do the adapter
+// sequences the policy orders after it (base-model ones are admitted), until a running adapter has
+// drained; then it runs with the sequences of its own adapter.
+BOOST_AUTO_TEST_CASE(max_loras_caps_the_running_adapters_and_lets_nobody_overtake) {
+  auto c = cfg(8, 64);
+  c.max_loras = 1;
+  sim t(c, 32, 4);
+  auto with = [](request_spec r, int32_t adapter) {
+    r.adapter = adapter;
+    return r;
+  };
+  t.add(with(req(1, 2, 3), 0));
+  t.add(with(req(2, 2, 1), 0));   // the same adapter: joins
+  t.add(with(req(3, 2, 1), 1));   // another: waits for adapter 0 to drain
+  t.add(with(req(4, 2, 1), 0));   // adapter 0 again, but ordered after 3: waits too (then for 3)
+  t.add(req(5, 2, 1));            // the base model: no adapter slot, admitted
+  expect_steps(t.run(), {"1:0+2* 2:0+2* 5:0+2*", "1:2+1*", "1:3+1*", "3:0+2*", "4:0+2*"});
+}
+
+BOOST_AUTO_TEST_CASE(max_loras_two_admits_a_second_adapter_beside_the_first) {
+  auto c = cfg(8, 64);
+  c.max_loras = 2;
+  sim t(c, 32, 4);
+  for (int64_t id = 1; id <= 4; ++id) {
+    auto r = req(id, 2, id == 1 ? 3 : 1);
+    r.adapter = static_cast<int32_t>(id - 1) % 3;  // adapters 0, 1, 2, 0
+    t.add(r);
+  }
+  expect_steps(t.run(), {"1:0+2* 2:0+2*", "1:2+1* 3:0+2* 4:0+2*", "1:3+1*"});
+  auto bad = cfg(4, 16);
+  bad.max_loras = -1;
+  BOOST_CHECK_THROW(scheduler(bad, 16, 4), troupe::error);
+}
+
 BOOST_AUTO_TEST_CASE(random_workloads_keep_invariants_and_outputs) {
   int64_t total_preemptions = 0;
   for (int seed = 0; seed < 20; ++seed) {
@@ -474,6 +508,9 @@ BOOST_AUTO_TEST_CASE(random_workloads_keep_invariants_and_outputs) {
     c.static_batching = rng() % 5 == 0;
     int32_t bs = 1 + static_cast<int32_t>(rng() % 8);
     int32_t blocks = (32 + bs - 1) / bs + static_cast<int32_t>(rng() % 12);
+    // LoRA adapters under a cap (its own generator: the workloads above stay as they were).
+    std::mt19937 lora_rng(static_cast<unsigned>(seed) + 1000);
+    c.max_loras = static_cast<int32_t>(lora_rng() % 3);
     sim t(c, blocks, bs, seed % 2 ? make_policy("priority") : nullptr);
     std::map<int64_t, request_spec> reqs;
     int64_t next = 1;
@@ -483,6 +520,7 @@ BOOST_AUTO_TEST_CASE(random_workloads_keep_invariants_and_outputs) {
         auto r = req(next, 1 + static_cast<int32_t>(rng() % 25), 1 + static_cast<int32_t>(rng() % 12),
                      static_cast<int32_t>(rng() % 3));
         if (rng() % 4 == 0) r.stop_ids = {alone(r).back()};
+        r.adapter = static_cast<int32_t>(lora_rng() % 4) - 1;
         reqs[next] = r;
         t.add(r);
         ++next;

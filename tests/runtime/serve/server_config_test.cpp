@@ -133,6 +133,12 @@ BOOST_AUTO_TEST_CASE(lora_modules_and_their_errors) {
     c.lora_modules = bad;
     expect_error([&] { validate(c); }, "config: model.lora_modules (--lora): " + why);
   }
+  c = server_config{};
+  BOOST_TEST((c.max_loras == 0 && c.max_lora_rank == 0));  // no cap, any rank
+  apply_toml(c, "[model]\nmax_loras = 2\nmax_lora_rank = 16\n", "t.toml");
+  BOOST_TEST((c.max_loras == 2 && c.max_lora_rank == 16));
+  expect_error([&] { apply_override(c, "model.max_loras=-1"); }, "model.max_loras = -1 is out of range");
+  expect_error([&] { apply_override(c, "model.max_lora_rank=-8"); }, "model.max_lora_rank = -8 is out of range");
 }
 
 // CORS: off by default (no origins; vLLM's "*" for methods and headers), lists in either form, and
