@@ -20,6 +20,7 @@
 #include "runtime/serve/metrics.hpp"
 #include "runtime/serve/request_builder.hpp"
 #include "runtime/serve/server_config.hpp"
+#include "runtime/wire/response_store.hpp"
 #include "runtime/serve/step_backend.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 
@@ -71,6 +72,9 @@ struct server_context {
   prefix_settings prefix;
   std::shared_ptr<prefix::prefix_metrics> prefix_metrics;
   std::shared_ptr<prefix::cost_model> prefix_cost;
+  // The Responses API's stored responses (server.responses_store_bytes; null when 0). Here rather
+  // than in the gateway's state so that a restarted gateway still finds them.
+  std::shared_ptr<wire::openai::response_store> responses;
   // Where the stats line and the request log go (server_options::log_sink; stderr by default).
   std::function<void(const std::string&)> log;
 };

@@ -6,6 +6,8 @@
 #include <caf/blocking_actor.hpp>
 #include <cstdio>
 #include <ctime>
+#include <nlohmann/json.hpp>
+#include <random>
 
 #include "actors/gateway_state.hpp"
 #include "runtime/core/version.hpp"
@@ -37,6 +39,16 @@ static std::string next_http_id(gateway_state& st, const char* kind) {
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(++st.next_http_id));
   return kind + st.http_id_prefix + hex;
+}
+
+// A stored response is read and deleted by its id alone, so the id is 128 random bits, not a
+// counter another client could count on.
+static std::string random_response_id() {
+  std::random_device rd;
+  char hex[33];
+  std::snprintf(hex, sizeof hex, "%08x%08x%08x%08x", static_cast<unsigned>(rd()), static_cast<unsigned>(rd()),
+                static_cast<unsigned>(rd()), static_cast<unsigned>(rd()));
+  return std::string("resp_") + hex;
 }
 
 // The response to the connection's generate is complete: its other completions (an error ended it
@@ -204,6 +216,41 @@ void on_lora_answer(self_ptr self, lora_answer_msg& m) {
   http_pump(self, m.hdl);
 }
 
+// GET /v1/responses/{id}: a stored response as it was sent; DELETE: it is forgotten (OpenAI's).
+static void on_stored_response(self_ptr self, connection_handle hdl, const wire::http_request& req, std::string_view id) {
+  auto& st = self->state;
+  if (id.empty() || id.find('/') != std::string_view::npos)
+    return http_answer_error(self, hdl,
+                             {404, "no endpoint " + std::string(req.path()) +
+                                       " (served: GET and DELETE /v1/responses/{id}; background responses, their "
+                                       "cancel and input_items are not)",
+                              "not_found", ""},
+                             req.keep_alive);
+  if (req.method != "GET" && req.method != "DELETE")
+    return http_answer_error(self, hdl, {405, "use GET or DELETE for " + std::string(req.path()), "method_not_allowed", ""},
+                             req.keep_alive);
+  const auto& store = st.ctx->responses;
+  const std::string key(id);
+  auto missing = [&] {
+    http_answer_error(self, hdl,
+                      {404,
+                       store ? "no response '" + key + "' is stored here (never stored, deleted, or dropped to keep the "
+                                                       "store within server.responses_store_bytes)"
+                             : "no response '" + key + "' is stored here: this server stores none (server.responses_store_bytes = 0)",
+                       "not_found", "response_id"},
+                      req.keep_alive);
+  };
+  if (req.method == "DELETE") {
+    if (!store || !store->erase(key)) return missing();
+    return http_answer(self, hdl, 200, "application/json",
+                       nlohmann::ordered_json{{"id", key}, {"object", "response.deleted"}, {"deleted", true}}.dump(),
+                       req.keep_alive);
+  }
+  auto found = store ? store->get(key) : std::nullopt;
+  if (!found) return missing();
+  http_answer(self, hdl, 200, "application/json", *found->response, req.keep_alive);
+}
+
 void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& req) {
   auto& st = self->state;
   auto& h = *st.conns.at(hdl).http;
@@ -240,6 +287,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   st.models.adapters = st.ctx->facts.adapters->names();  // adapters come and go at run time
   if (path == "/v1/load_lora_adapter" || path == "/v1/unload_lora_adapter")
     return on_lora_request(self, hdl, req, path == "/v1/load_lora_adapter");
+  if (path.rfind("/v1/responses/", 0) == 0) return on_stored_response(self, hdl, req, path.substr(14));
   if (path == "/v1/models") {
     if (req.method != "GET") return not_allowed("GET");
     return http_answer(self, hdl, 200, "application/json",
@@ -292,6 +340,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     return http_answer_error(self, hdl,
                              {404, "no endpoint " + std::string(path) +
                                        " (served: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, "
+                                       "GET and DELETE /v1/responses/{id}, "
                                        "POST /v1/embeddings, POST /v1/rerank, POST /v1/score, GET /v1/models, "
                                        "POST /tokenize, POST /detokenize, GET /health, GET /ping, GET /version, GET /metrics)",
                               "not_found", ""},
@@ -313,13 +362,18 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   std::string id;
   wire::generate_request g;
   if (responses) {
-    id = next_http_id(st, "resp_");
-    auto parsed = wire::openai::parse_responses(req.body, st.models, id);
+    id = random_response_id();
+    auto parsed = wire::openai::parse_responses(req.body, st.models, id, st.ctx->responses.get());
     if (!parsed.ok()) return http_answer_error(self, hdl, parsed.chat.error, req.keep_alive);
     parsed.chat.stream_tool_arguments = stream_arguments;
     // </think> closes Qwen3's thinking: the tokens up to it are the usage's reasoning_tokens.
     const int32_t think_end = tok ? tok->token_to_id("</think>").value_or(-1) : -1;
-    h.reply = std::make_unique<wire::openai::responses_builder>(parsed, now, token_bytes, think_end);
+    auto reply = std::make_unique<wire::openai::responses_builder>(parsed, now, token_bytes, think_end);
+    if (parsed.store)  // kept with its conversation and output, for previous_response_id and GET
+      reply->set_on_final([store = st.ctx->responses, items = parsed.conversation, id](const nlohmann::ordered_json& r) {
+        wire::openai::keep_response(*store, id, *items, r);
+      });
+    h.reply = std::move(reply);
     g = std::move(*parsed.chat.req);
   } else {
     const auto ep = chat         ? wire::openai::endpoint::chat

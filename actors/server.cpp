@@ -175,6 +175,8 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   sched::scheduler probe(s, ctx->num_blocks, bs, ctx->policy->initial());
   ctx->backends = std::make_shared<backend_source>(backend_factory(o, *ctx));
   ctx->metrics = std::make_shared<serve::metrics>(f.name);
+  if (ctx->cfg.responses_store_bytes > 0)
+    ctx->responses = std::make_shared<wire::openai::response_store>(static_cast<size_t>(ctx->cfg.responses_store_bytes));
   ctx->metrics->add_renderer([pc = ctx->policy](std::string& out, const std::string& labels) { pc->render(out, labels); });
   if (ctx->prefix_metrics)
     ctx->metrics->add_renderer(

@@ -37,6 +37,10 @@ struct server_config {
   // load and unload LoRA adapters while the server runs (a path on the server's disk: keep the API
   // key set where clients are not trusted). Off: those paths are 404.
   bool allow_runtime_lora_updating = false;
+  // The Responses API's store (OpenAI's `store`, vLLM's VLLM_ENABLE_RESPONSES_API_STORE): responses
+  // kept in memory for previous_response_id and GET /v1/responses/{id}, the least recently used
+  // dropped beyond this many bytes; 0 = none kept.
+  int64_t responses_store_bytes = int64_t{64} << 20;
   int32_t tokenizer_workers = 2;
   int32_t actor_threads = 2;
   // CAF's scheduler for them: "sharing" (idle workers block) or "stealing" (idle workers poll;

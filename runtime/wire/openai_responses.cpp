@@ -71,15 +71,11 @@ std::string content_text(const ojson& c, const std::string& where) {
 // Function calls join the assistant turn before them (or open one); their outputs become tool
 // turns; a reasoning item's text becomes the next assistant turn's reasoning_content, which
 // Qwen3's template keeps for the turns after the last user message (a tool-calling loop).
-ojson input_messages(const ojson& input, const ojson* instructions) {
+// `input` is the items array: the first `num_previous` come from previous_response_id's stored
+// conversation (already checked when they were stored; named as such should one fail).
+ojson input_messages(const ojson& input, const ojson* instructions, size_t num_previous) {
   ojson msgs = ojson::array();
   if (instructions) msgs.push_back({{"role", "system"}, {"content", instructions->get<std::string>()}});
-  if (input.is_string()) {
-    msgs.push_back({{"role", "user"}, {"content", input}});
-    return msgs;
-  }
-  want(input, input.is_array(), "input", "a string or an array of input items");
-  if (input.empty()) refuse("invalid_value", "input", "field 'input' must not be empty");
   std::string reasoning;  // a reasoning item's text, for the next assistant turn
   bool in_assistant = false;  // the last message is an assistant turn calls may join
   const auto assistant_turn = [&](std::string content) {
@@ -90,7 +86,8 @@ ojson input_messages(const ojson& input, const ojson* instructions) {
   };
   for (size_t i = 0; i < input.size(); ++i) {
     const auto& it = input[i];
-    const std::string where = "input[" + std::to_string(i) + "]";
+    const std::string where = i < num_previous ? "previous_response_id's input[" + std::to_string(i) + "]"
+                                               : "input[" + std::to_string(i - num_previous) + "]";
     want(it, it.is_object(), where, "an object");
     const auto t = it.find("type");
     if (t != it.end()) want(*t, t->is_string(), where + ".type", "a string");
@@ -134,7 +131,7 @@ ojson input_messages(const ojson& input, const ojson* instructions) {
         }
       }
     } else if (type == "item_reference") {
-      refuse("unsupported", where + ".type", "item_reference needs a stored response; this server stores none: send the item itself");
+      refuse("unsupported", where + ".type", "item_reference is not supported: send the item itself, or previous_response_id");
     } else {
       refuse("unsupported", where + ".type",
              "input items of type '" + type + "' are not supported (served: message, function_call, function_call_output, reasoning)");
@@ -210,7 +207,16 @@ void name_responses_fields(api_error& e) {
 
 }  // namespace
 
-parsed_responses parse_responses(std::string_view body, const served_models& models, const std::string& id) {
+// `input` as an items array (a text is one user message).
+ojson input_items(const ojson& input) {
+  if (input.is_string()) return ojson::array({ojson{{"type", "message"}, {"role", "user"}, {"content", input}}});
+  want(input, input.is_array(), "input", "a string or an array of input items");
+  if (input.empty()) refuse("invalid_value", "input", "field 'input' must not be empty");
+  return input;
+}
+
+parsed_responses parse_responses(std::string_view body, const served_models& models, const std::string& id,
+                                 response_store* store) {
   parsed_responses out;
   out.chat.model = models.base;
   try {
@@ -224,6 +230,8 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
                   {"top_logprobs", 0}, {"max_tool_calls", nullptr}};
     const ojson* instructions = nullptr;
     const ojson* input = nullptr;
+    const ojson* previous = nullptr;
+    bool want_store = true;  // OpenAI's default
     for (const auto& [k, v] : b.items()) {
       if (v.is_null()) continue;
       if (k == "model") {
@@ -264,7 +272,8 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
         }
         echo[k] = v;
       } else if (k == "store") {
-        want(v, v.is_boolean(), k, "a boolean");  // nothing is stored (see previous_response_id)
+        want(v, v.is_boolean(), k, "a boolean");
+        want_store = v.get<bool>();
       } else if (k == "metadata") {
         want(v, v.is_object() && v.size() <= 16, k, "an object of at most 16 keys");
         for (const auto& [mk, mv] : v.items()) want(mv, mv.is_string(), "metadata." + mk, "a string");
@@ -293,10 +302,14 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
           refuse("unsupported", k, "truncation '" + v.get<std::string>() + "' is not supported (served: disabled)");
       } else if (k == "background") {
         want(v, v.is_boolean(), k, "a boolean");
-        if (v == true) refuse("unsupported", k, "background responses are not supported: this server stores no responses");
-      } else if (k == "previous_response_id" || k == "conversation") {
-        refuse("unsupported", k, k + " is not supported: this server stores no responses (as vLLM by default); "
-                                     "send the whole conversation as 'input'");
+        if (v == true) refuse("unsupported", k, "background responses are not supported: ask without background and wait");
+      } else if (k == "previous_response_id") {
+        want(v, v.is_string(), k, "a string");
+        previous = &v;
+        echo[k] = v;
+      } else if (k == "conversation") {
+        refuse("unsupported", k, "conversation objects are not supported: continue with previous_response_id, "
+                                 "or send the whole conversation as 'input'");
       } else if (k == "prompt") {
         refuse("unsupported", k, "stored prompt templates are not supported: send 'instructions' and 'input'");
       } else if (k == "max_tool_calls") {
@@ -312,7 +325,27 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
       }
     }
     if (!input) refuse("missing_field", "input", "a response needs field 'input'");
-    c["messages"] = input_messages(*input, instructions);
+    ojson items = ojson::array();
+    size_t num_previous = 0;
+    if (previous) {
+      // As OpenAI's: the earlier conversation (its instructions not included) comes first.
+      const std::string prev = previous->get<std::string>();
+      auto found = store ? store->get(prev) : std::nullopt;
+      if (!found)
+        refuse("not_found", "previous_response_id",
+               store ? "no response '" + prev + "' is stored here (never stored, deleted, or dropped to keep the "
+                                                "store within server.responses_store_bytes)"
+                     : "no response '" + prev + "' is stored here: this server stores none "
+                                                "(server.responses_store_bytes = 0); send the whole conversation as 'input'",
+               404);
+      items = *found->items;
+      num_previous = items.size();
+    }
+    for (const auto& it : input_items(*input)) items.push_back(it);
+    c["messages"] = input_messages(items, instructions, num_previous);
+    out.store = want_store && store != nullptr;
+    echo["store"] = out.store;
+    if (out.store) out.conversation = std::make_shared<const ojson>(std::move(items));
     if (out.logprobs) c["logprobs"] = true;
     if (c.contains("top_logprobs") && !out.logprobs)
       refuse("invalid_value", "top_logprobs", "top_logprobs needs include: [\"message.output_text.logprobs\"]");
@@ -672,6 +705,7 @@ std::string responses_builder::on_done(done_event&& d) {
   if (d.reason == finish_reason::length) r["incomplete_details"] = {{"reason", "max_output_tokens"}};
   if (d.reason == finish_reason::error && d.error)
     r["error"] = {{"code", std::string(to_string(d.error->code))}, {"message", d.error->message}};
+  if (on_final_ && d.reason != finish_reason::error) on_final_(r);
   if (!stream_) return dump(r);
   // As vLLM: the last event is response.completed whatever the status (an incomplete or cancelled
   // response too: OpenAI's SDK gives a stream's final response only from that event), except a
@@ -680,6 +714,14 @@ std::string responses_builder::on_done(done_event&& d) {
   if (d.reason == finish_reason::error && d.error)
     out += sse("error", {{"code", std::string(to_string(d.error->code))}, {"message", d.error->message}, {"param", nullptr}});
   return out + sse(event, {{"response", std::move(r)}});
+}
+
+void keep_response(response_store& store, const std::string& id, const ojson& conversation, const ojson& response) {
+  std::string text = dump(response);
+  ojson all = conversation;
+  ojson seen = ojson::parse(text);  // named: a range-for over a temporary's member would dangle
+  for (auto& it : seen.at("output")) all.push_back(std::move(it));
+  store.put(id, std::move(all), std::move(text));
 }
 
 std::string responses_builder::feed(const event& e) {

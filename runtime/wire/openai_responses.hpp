@@ -1,13 +1,16 @@
-// OpenAI's Responses API (POST /v1/responses), as vLLM serves it without a response store: the
+// OpenAI's Responses API (POST /v1/responses), as vLLM serves it (with its store on): the
 // request's `input` (a text, or a list of messages, function calls, their outputs and reasoning
 // items), `instructions`, flat function `tools`, `text.format` and `max_output_tokens` become a
 // chat completion's fields and run through the chat parser (so every limit and refusal of
 // /v1/chat/completions holds); the generate's events become a `response` object, or its typed
 // server-sent events (response.created ... response.completed). Agent frameworks and coding
-// agents written against OpenAI (the Agents SDK, Codex) speak this API rather than chat.
+// agents written against OpenAI (the Agents SDK, Codex) speak this API rather than chat. With a
+// response_store, `store: true` (OpenAI's default) keeps the response, and `previous_response_id`
+// continues a stored one's conversation.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "runtime/wire/openai.hpp"
+#include "runtime/wire/response_store.hpp"
 
 namespace troupe::wire::openai {
 
@@ -24,11 +28,23 @@ struct parsed_responses {
   // a JSON object's text.
   std::string echo_json = "{}";
   bool logprobs = false;  // include has "message.output_text.logprobs"
+  // `store` asked for (the default) and a store given: the response is to be kept, with
+  // `conversation`, the input items it answers (a previous response's conversation first).
+  bool store = false;
+  std::shared_ptr<const nlohmann::ordered_json> conversation;
   bool ok() const noexcept { return chat.ok(); }
 };
 
-// `id` ("resp_...") becomes the generate's id and the response's. Never throws.
-parsed_responses parse_responses(std::string_view body, const served_models& models, const std::string& id);
+// `id` ("resp_...") becomes the generate's id and the response's. `store`: where responses are
+// kept (null: nowhere; `previous_response_id` is then 404 as every unknown id). Never throws.
+parsed_responses parse_responses(std::string_view body, const served_models& models, const std::string& id,
+                                 response_store* store = nullptr);
+
+// Keeps a finished response (set_on_final's) in `store` under `id`: the conversation it answered
+// and its output items as the client saw them (its JSON text read back, so a token's broken UTF-8
+// is U+FFFD there too and every item is valid input again), and that text for GET.
+void keep_response(response_store& store, const std::string& id, const nlohmann::ordered_json& conversation,
+                   const nlohmann::ordered_json& response);
 
 // The response to one parsed Responses request, fed its generate's events in order (one
 // completion: the API has no `n`). `think_end`: the id of the token that closes Qwen3's thinking
@@ -42,6 +58,9 @@ class responses_builder final : public reply_builder {
   bool complete() const noexcept override { return complete_; }
   int status() const noexcept override { return status_; }
   bool streaming() const noexcept override { return stream_ && status_ == 200; }
+  // Called once with the final response object when the response ends (completed, incomplete or
+  // cancelled; not when it failed): where the gateway stores it.
+  void set_on_final(std::function<void(const nlohmann::ordered_json&)> f) { on_final_ = std::move(f); }
 
  private:
   // One output item: reasoning, the answer message, or a function call (in output order).
@@ -73,6 +92,7 @@ class responses_builder final : public reply_builder {
   nlohmann::ordered_json logprob_json(const std::pair<int32_t, logprob_info>& lp) const;
 
   std::string id_, model_;
+  std::function<void(const nlohmann::ordered_json&)> on_final_;
   std::shared_ptr<const nlohmann::ordered_json> echo_;  // parsed_responses::echo_json, parsed once
   int64_t created_;
   bool stream_, has_tools_, want_logprobs_;

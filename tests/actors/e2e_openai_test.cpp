@@ -511,11 +511,114 @@ BOOST_AUTO_TEST_CASE(responses_give_the_chat_answer) {
              whole["usage"]["input_tokens"].get<int64_t>() - 16);
 
   // A refusal names the Responses API's field, in OpenAI's error shape.
-  c.post("/v1/responses", R"({"input": "q", "previous_response_id": "resp_1"})");
+  c.post("/v1/responses", R"({"input": "q", "truncation": "auto"})");
   r = c.read();
   BOOST_TEST(r.status == 400);
-  BOOST_TEST(json::parse(r.body)["error"]["param"] == "previous_response_id");
+  BOOST_TEST(json::parse(r.body)["error"]["param"] == "truncation");
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+// The Responses API's store: a response is kept (OpenAI's default `store: true`); GET gives it as
+// it was sent; previous_response_id continues its conversation, which gives the same prompt (the
+// prefix cache serves it) and the same answer as the whole conversation sent at once; DELETE
+// forgets it; `store: false` keeps nothing; a server without a store says so.
+BOOST_AUTO_TEST_CASE(responses_continue_a_stored_conversation) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  http_client c(srv->http_port());
+  using ojson = nlohmann::ordered_json;
+  const ojson tools = ojson::parse(R"([{"type": "function", "name": "weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}])");
+  ojson first_body = {{"instructions", "Be brief."}, {"input", "Weather in Paris?"}, {"tools", tools},
+                      {"max_output_tokens", 6}, {"ignore_eos", true}, {"temperature", 0}};
+  c.post("/v1/responses", first_body.dump());
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const std::string first_text = r.body;
+  const auto first = json::parse(r.body);
+  const std::string first_id = first["id"];
+  BOOST_TEST(first["store"] == true);
+  BOOST_TEST(first_id.size() == 37u);  // resp_ and 128 random bits
+  c.get("/v1/responses/" + first_id);
+  r = c.read();
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(r.body == first_text);  // byte for byte what the client got
+
+  const ojson output = ojson::parse(first["output"].dump());
+  const ojson call_output = {{"type", "function_call_output"}, {"call_id", "c1"}, {"output", "20 C"}};
+  ojson second_body = {{"previous_response_id", first_id}, {"instructions", "Be brief."},
+                       {"input", ojson::array({call_output})}, {"tools", tools}, {"max_output_tokens", 8},
+                       {"ignore_eos", true}, {"temperature", 0}, {"stream", true}};
+  c.post("/v1/responses", second_body.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const auto ev = sse_events(r.body);
+  BOOST_TEST_REQUIRE(!ev.empty());
+  BOOST_TEST_REQUIRE(ev.back()["type"] == "response.completed");
+  const auto second = ev.back()["response"];
+  BOOST_TEST(second["previous_response_id"] == first_id);
+  c.get("/v1/responses/" + second["id"].get<std::string>());
+  r = c.read();
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(json::parse(r.body) == second);  // a streamed response is kept as its last event had it
+
+  // The whole conversation at once: the first's input, its output items, the call's output.
+  ojson items = ojson::array({ojson{{"role", "user"}, {"content", "Weather in Paris?"}}});
+  for (const auto& it : output) items.push_back(it);
+  items.push_back(call_output);
+  ojson at_once_body = {{"instructions", "Be brief."}, {"input", items}, {"tools", tools}, {"max_output_tokens", 8},
+                        {"ignore_eos", true}, {"temperature", 0}, {"store", false}};
+  c.post("/v1/responses", at_once_body.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const auto at_once = json::parse(r.body);
+  BOOST_TEST(at_once["store"] == false);
+  const auto without_ids = [](json its) {
+    for (auto& item : its) item.erase("id");
+    return its;
+  };
+  BOOST_TEST(without_ids(at_once["output"]) == without_ids(second["output"]));
+  BOOST_TEST(at_once["usage"]["input_tokens"] == second["usage"]["input_tokens"]);
+  BOOST_TEST(at_once["usage"]["input_tokens_details"]["cached_tokens"].get<int64_t>() >=
+             at_once["usage"]["input_tokens"].get<int64_t>() - 16);  // the same prompt
+  c.get("/v1/responses/" + at_once["id"].get<std::string>());
+  BOOST_TEST(c.read().status == 404);  // store: false
+
+  // DELETE forgets it: GET and previous_response_id are then 404.
+  c.del("/v1/responses/" + first_id);
+  r = c.read();
+  BOOST_TEST(r.status == 200, r.body);
+  BOOST_TEST(json::parse(r.body)["deleted"] == true);
+  c.get("/v1/responses/" + first_id);
+  BOOST_TEST(c.read().status == 404);
+  c.post("/v1/responses", second_body.dump());
+  r = c.read();
+  BOOST_TEST(r.status == 404);
+  BOOST_TEST(json::parse(r.body)["error"]["param"] == "previous_response_id");
+  c.del("/v1/responses/" + first_id);
+  BOOST_TEST(c.read().status == 404);
+  c.post("/v1/responses/" + first_id, "{}");
+  BOOST_TEST(c.read().status == 405);
+  c.get("/v1/responses/" + first_id + "/input_items");
+  BOOST_TEST(c.read().status == 404);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+
+  // No store: nothing kept, and previous_response_id says why.
+  auto cfg = test_config();
+  cfg.responses_store_bytes = 0;
+  auto bare = start(cfg, full_vocab_dir, tokenizer_dir);
+  http_client b(bare->http_port());
+  first_body["max_output_tokens"] = 2;
+  b.post("/v1/responses", first_body.dump());
+  r = b.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  BOOST_TEST(json::parse(r.body)["store"] == false);
+  b.get("/v1/responses/" + json::parse(r.body)["id"].get<std::string>());
+  BOOST_TEST(b.read().status == 404);
+  second_body["previous_response_id"] = json::parse(r.body)["id"];
+  b.post("/v1/responses", second_body.dump());
+  r = b.read();
+  BOOST_TEST(r.status == 404);
+  BOOST_TEST(r.body.find("responses_store_bytes = 0") != std::string::npos, r.body);
 }
 
 // vLLM's /tokenize and /detokenize: a text gives the tokenizer's ids, chat messages the ids the

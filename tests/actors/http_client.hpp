@@ -54,6 +54,7 @@ class http_client {
          std::to_string(json.size()) + "\r\n\r\n" + json);
   }
   void get(const std::string& path) { send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n"); }
+  void del(const std::string& path) { send("DELETE " + path + " HTTP/1.1\r\nHost: x\r\n\r\n"); }
 
   // The next whole response; throws std::runtime_error on a timeout or an early close.
   http_reply read(std::chrono::milliseconds timeout = std::chrono::seconds(60)) {

@@ -156,7 +156,10 @@ void fuzz_body(openai::endpoint ep, std::string_view body) {
 
 void fuzz_responses(std::string_view body) {
   const openai::served_models models{"m", {"lora-a"}, 128};
-  auto p = openai::parse_responses(body, models, "resp_1");
+  // A store holding one response, so that previous_response_id "resp_0" continues it.
+  openai::response_store store(1 << 20);
+  store.put("resp_0", nlohmann::ordered_json::array({{{"role", "user"}, {"content", "hi"}}}), "{}");
+  auto p = openai::parse_responses(body, models, "resp_1", &store);
   if (!p.ok()) {
     check(p.chat.error.status == 400 || p.chat.error.status == 404);
     check(!p.chat.error.message.empty() && !p.chat.error.code.empty());
@@ -166,6 +169,12 @@ void fuzz_responses(std::string_view body) {
   check(p.chat.req->n == 1);
   p.chat.stream_tool_arguments = body.size() % 4 < 2;
   openai::responses_builder b(p, 1, [](int32_t id) { return std::string(1, static_cast<char>(id)); }, 4);
+  bool kept = false;
+  if (p.store)
+    b.set_on_final([&](const nlohmann::ordered_json& r) {
+      openai::keep_response(store, "resp_1", *p.conversation, r);
+      kept = true;
+    });
   std::string out;
   const std::string any(body.substr(0, 16));  // may be any bytes: the writer must keep JSON valid
   for (int32_t i = 0; i < 6; ++i) {
@@ -188,6 +197,11 @@ void fuzz_responses(std::string_view body) {
   if (body.size() % 2) d.tool_calls = {{any, "{}"}};
   out += b.feed(d);
   check(b.complete());
+  if (kept) {
+    // Whatever the model wrote, a stored response continues: its items are valid input again.
+    auto next = openai::parse_responses(R"({"previous_response_id": "resp_1", "input": "more"})", models, "resp_2", &store);
+    check(next.ok() || next.chat.error.param.rfind("messages", 0) == 0);
+  }
   if (!b.streaming()) {
     (void)nlohmann::json::parse(out);
     return;

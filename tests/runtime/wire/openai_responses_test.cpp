@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(fields_map_onto_the_generate) {
   BOOST_TEST(echo["max_output_tokens"] == 50);
   BOOST_TEST(echo["metadata"]["k"] == "v");
   BOOST_TEST(echo["tools"][0]["name"] == "f");
-  BOOST_TEST(echo["store"] == false);  // nothing is stored, whatever was asked
+  BOOST_TEST(echo["store"] == false);  // asked not to (and no store given here anyway)
 
   // Without max_output_tokens an answer may run to the end of the context, as chat's does.
   p = parse(R"({"input": "q"})");
@@ -185,7 +185,9 @@ BOOST_AUTO_TEST_CASE(bad_requests_name_the_responses_field) {
       {R"({"input": "x", "tool_choice": {"type": "function", "name": "nope"}, )" + tools + "}", 400, "invalid_value",
        "tool_choice"},
       {R"({"input": "x", "tool_choice": {"type": "file_search"}, )" + tools + "}", 400, "unsupported", "tool_choice.type"},
-      {R"({"input": "x", "previous_response_id": "resp_1"})", 400, "unsupported", "previous_response_id"},
+      {R"({"input": "x", "previous_response_id": "resp_1"})", 404, "not_found", "previous_response_id"},
+      {R"({"input": "x", "previous_response_id": 1})", 400, "wrong_type", "previous_response_id"},
+      {R"({"input": "x", "store": "yes"})", 400, "wrong_type", "store"},
       {R"({"input": "x", "conversation": "conv_1"})", 400, "unsupported", "conversation"},
       {R"({"input": "x", "background": true})", 400, "unsupported", "background"},
       {R"({"input": "x", "truncation": "auto"})", 400, "unsupported", "truncation"},
@@ -466,6 +468,124 @@ BOOST_AUTO_TEST_CASE(how_a_response_ends) {
   BOOST_TEST_REQUIRE(r["output"].size() == 1u);
   BOOST_TEST(r["output"][0]["content"][0]["text"] == "");
   BOOST_TEST(r["usage"]["output_tokens_details"]["reasoning_tokens"] == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The store (OpenAI's `store: true`, the default): a response is kept with the conversation it
+// answered and its output; previous_response_id puts that conversation (not its instructions) ahead
+// of the new input, so the chat turns are those of the whole conversation sent at once.
+BOOST_AUTO_TEST_SUITE(openai_responses_store)
+
+BOOST_AUTO_TEST_CASE(previous_response_id_continues_the_stored_conversation) {
+  oa::response_store store(1 << 20);
+  auto first = oa::parse_responses(R"({"instructions": "Be brief.", "input": "Weather in Paris?",
+      "tools": [{"type": "function", "name": "weather"}]})", models, "resp_1", &store);
+  BOOST_TEST_REQUIRE(first.ok(), first.chat.error.message);
+  BOOST_TEST(first.store);
+  BOOST_TEST(json::parse(first.echo_json)["store"] == true);
+  auto b = builder(first);
+  std::string stored_response;
+  b.set_on_final([&](const nlohmann::ordered_json& r) {
+    oa::keep_response(store, "resp_1", *first.conversation, r);
+    stored_response = *store.get("resp_1")->response;
+  });
+  auto d = done(wire::finish_reason::stop);
+  d.has_output = true;
+  d.reasoning = "Call it.";
+  d.tool_calls = {{"weather", R"({"city": "Paris"})"}};
+  const std::string body = b.feed(d);
+  BOOST_TEST(body == stored_response);  // what GET answers is what the client got
+  BOOST_TEST(store.size() == 1u);
+
+  auto second = oa::parse_responses(R"({"previous_response_id": "resp_1", "input": [
+      {"type": "function_call_output", "call_id": "call_00", "output": "20 C"}]})", models, "resp_2", &store);
+  BOOST_TEST_REQUIRE(second.ok(), second.chat.error.message);
+  const auto& m = second.chat.req->messages;
+  BOOST_TEST_REQUIRE(m.size() == 3u);  // no system turn: instructions are not carried over
+  BOOST_TEST(m[0].role == "user");
+  BOOST_TEST(m[0].content == "Weather in Paris?");
+  BOOST_TEST(m[1].role == "assistant");
+  BOOST_TEST(m[1].reasoning_content == "Call it.");
+  const auto calls = json::parse(m[1].tool_calls_json);
+  BOOST_TEST_REQUIRE(calls.size() == 1u);
+  BOOST_TEST(calls[0]["function"]["name"] == "weather");
+  BOOST_TEST(m[2].role == "tool");
+  BOOST_TEST(m[2].content == "20 C");
+  BOOST_TEST(json::parse(second.echo_json)["previous_response_id"] == "resp_1");
+  // Its conversation, kept in turn, is the first's plus its own input.
+  BOOST_TEST(second.conversation->size() == first.conversation->size() + 2 + 1);
+
+  // The same turns as the whole conversation sent at once (the first's output items as input).
+  auto whole = json::parse(R"({"input": []})");
+  for (const auto& it : *store.get("resp_1")->items) whole["input"].push_back(json::parse(it.dump()));
+  whole["input"].push_back({{"type", "function_call_output"}, {"call_id", "call_00"}, {"output", "20 C"}});
+  auto at_once = oa::parse_responses(whole.dump(), models, "resp_3", nullptr);
+  BOOST_TEST_REQUIRE(at_once.ok(), at_once.chat.error.message);
+  BOOST_TEST_REQUIRE(at_once.chat.req->messages.size() == m.size());
+  for (size_t i = 0; i < m.size(); ++i) {
+    BOOST_TEST(at_once.chat.req->messages[i].role == m[i].role);
+    BOOST_TEST(at_once.chat.req->messages[i].content == m[i].content);
+    BOOST_TEST(at_once.chat.req->messages[i].tool_calls_json == m[i].tool_calls_json);
+  }
+  BOOST_TEST(!at_once.store);  // no store given
+}
+
+BOOST_AUTO_TEST_CASE(unknown_or_unkept_responses_are_404_and_store_false_keeps_nothing) {
+  oa::response_store store(1 << 20);
+  auto p = oa::parse_responses(R"({"input": "q", "previous_response_id": "resp_nope"})", models, "resp_1", &store);
+  BOOST_TEST(p.chat.error.status == 404);
+  BOOST_TEST(p.chat.error.message.find("no response 'resp_nope' is stored here") != std::string::npos);
+  p = oa::parse_responses(R"({"input": "q", "previous_response_id": "resp_nope"})", models, "resp_1", nullptr);
+  BOOST_TEST(p.chat.error.status == 404);
+  BOOST_TEST(p.chat.error.message.find("responses_store_bytes = 0") != std::string::npos, p.chat.error.message);
+  p = oa::parse_responses(R"({"input": "q", "store": false})", models, "resp_1", &store);
+  BOOST_TEST_REQUIRE(p.ok());
+  BOOST_TEST(!p.store);
+  BOOST_TEST(json::parse(p.echo_json)["store"] == false);
+  // A failed response is not kept.
+  p = oa::parse_responses(R"({"input": "q"})", models, "resp_1", &store);
+  auto b = builder(p);
+  bool called = false;
+  b.set_on_final([&](const nlohmann::ordered_json&) { called = true; });
+  auto d = done(wire::finish_reason::error);
+  d.error = wire::wire_error{wire::error_code::internal, "boom", "x"};
+  b.feed(d);
+  BOOST_TEST(!called);
+}
+
+BOOST_AUTO_TEST_CASE(the_store_drops_the_least_recently_used_beyond_its_bytes) {
+  const std::string big(300, 'x');
+  auto items = [&] { return nlohmann::ordered_json::array({big}); };
+  oa::response_store store(1000);  // room for one entry of ~606 bytes
+  store.put("a", items(), big);
+  BOOST_TEST(store.size() == 1u);
+  const size_t one = store.bytes();
+  BOOST_TEST(one > 600u);
+  store.put("b", items(), big);  // a goes
+  BOOST_TEST(store.size() == 1u);
+  BOOST_TEST(!store.get("a"));
+  BOOST_TEST(store.get("b").has_value());
+
+  oa::response_store roomy(3 * one);
+  roomy.put("a", items(), big);
+  roomy.put("b", items(), big);
+  roomy.put("c", items(), big);
+  BOOST_TEST(roomy.size() == 3u);
+  BOOST_TEST(roomy.get("a").has_value());  // a is now the most recent: b is dropped next
+  roomy.put("d", items(), big);
+  BOOST_TEST(!roomy.get("b"));
+  BOOST_TEST((roomy.get("a") && roomy.get("c") && roomy.get("d")));
+  BOOST_TEST(roomy.bytes() <= 3 * one);
+  roomy.put("a", items(), "short");  // replaced, not added
+  BOOST_TEST(roomy.size() == 3u);
+  BOOST_TEST(*roomy.get("a")->response == "short");
+  BOOST_TEST(roomy.erase("a"));
+  BOOST_TEST(!roomy.erase("a"));
+  BOOST_TEST(roomy.size() == 2u);
+  roomy.put("huge", nlohmann::ordered_json::array({std::string(4 * one, 'y')}), "");  // over the budget alone
+  BOOST_TEST(!roomy.get("huge"));
+  BOOST_TEST(roomy.size() == 2u);  // and nothing else was dropped for it
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,55 @@
+// The Responses API's store (OpenAI's `store: true`, vLLM's VLLM_ENABLE_RESPONSES_API_STORE): each
+// stored response keeps its whole conversation as input items (what `previous_response_id` puts
+// ahead of a later request's input: the earlier input, the earlier ones' too, and the response's
+// output items) and the response object (what GET /v1/responses/{id} answers). Bounded by bytes:
+// the least recently used responses go first, so a server that runs for months holds at most
+// max_bytes of them. Lives in memory only: a restart forgets every response. Thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace troupe::wire::openai {
+
+class response_store {
+ public:
+  struct entry {
+    std::shared_ptr<const nlohmann::ordered_json> items;  // the conversation, as input items
+    std::shared_ptr<const std::string> response;          // the response object's JSON text
+  };
+
+  explicit response_store(size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // Stores (or replaces) `id`, then drops the least recently used until the total fits. An entry
+  // larger than max_bytes alone is not kept.
+  void put(const std::string& id, nlohmann::ordered_json items, std::string response);
+  // The entry, now the most recently used; nothing when unknown or dropped.
+  std::optional<entry> get(const std::string& id);
+  bool erase(const std::string& id);  // false when unknown
+
+  size_t bytes() const;
+  size_t size() const;
+  size_t max_bytes() const noexcept { return max_bytes_; }
+
+ private:
+  struct slot {
+    entry e;
+    size_t bytes = 0;
+    std::list<std::string>::iterator lru;  // its place in lru_ (front: most recent)
+  };
+  void drop(std::unordered_map<std::string, slot>::iterator it);
+
+  const size_t max_bytes_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, slot> map_;
+  std::list<std::string> lru_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace troupe::wire::openai
