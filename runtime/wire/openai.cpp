@@ -86,6 +86,7 @@ ojson message_content(const ojson& c, const std::string& where) {
     auto x = part.find("text");
     if (x == part.end()) refuse("missing_field", pw + ".text", "field '" + pw + "' needs 'text'");
     want(*x, x->is_string(), pw + ".text", "a string");
+    if (i > 0) text += '\n';  // vLLM joins a message's text parts so ("\n".join: chat_utils.py)
     text += x->get<std::string>();
   }
   return text;

@@ -42,8 +42,9 @@ std::string need_string(const ojson& o, const std::string& where, const char* ke
   return v.get<std::string>();
 }
 
-// A message's or a call output's content: a string, or a list of text parts (joined). Qwen3
-// reads text only: images, files and audio are refused naming the part.
+// A message's or a call output's content: a string, or a list of text parts (joined by "\n", as
+// vLLM joins a chat message's parts). Qwen3 reads text only: images, files and audio are refused
+// naming the part.
 std::string content_text(const ojson& c, const std::string& where) {
   if (c.is_string()) return c.get<std::string>();
   want(c, c.is_array(), where, "a string or an array of content parts");
@@ -53,6 +54,7 @@ std::string content_text(const ojson& c, const std::string& where) {
     const std::string pw = where + "[" + std::to_string(i) + "]";
     want(part, part.is_object(), pw, "an object");
     const std::string type = need_string(part, pw, "type");
+    if (i > 0) text += '\n';
     if (type == "input_text" || type == "output_text" || type == "text") {
       // A response's own output parts come back as they were sent: annotations and logprobs too.
       only_keys(part, pw, {"type", "text", "annotations", "logprobs"});
