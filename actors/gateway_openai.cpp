@@ -12,6 +12,7 @@
 #include "actors/gateway_state.hpp"
 #include "runtime/core/version.hpp"
 #include "runtime/tokenizer/byte_level.hpp"
+#include "runtime/wire/anthropic_messages.hpp"
 #include "runtime/wire/event_codec.hpp"
 #include "runtime/wire/openai_lora.hpp"
 #include "runtime/wire/openai_tokenize.hpp"
@@ -85,12 +86,17 @@ void http_deliver(self_ptr self, connection_handle hdl, const std::string& clien
         for (int32_t id : t->ids) strs.push_back(troupe::tok::byte_level::get().encode(tok->token_bytes(id)));
       write_bytes(self, hdl,
                   wire::http_response(200, "application/json",
-                                      wire::openai::tokenize_body(t->ids, self->state.ctx->facts.max_model_len,
-                                                                  h.tokenize->token_strs ? &strs : nullptr),
+                                      h.tokenize->anthropic_count
+                                          ? wire::anthropic::count_body(t->ids.size())
+                                          : wire::openai::tokenize_body(t->ids, self->state.ctx->facts.max_model_len,
+                                                                        h.tokenize->token_strs ? &strs : nullptr),
                                       h.keep_alive, h.cors));
     } else if (const auto* err = std::get_if<wire::wire_error>(&e)) {
       const auto a = wire::openai::from_wire(*err);
-      write_bytes(self, hdl, wire::http_response(a.status, "application/json", wire::openai::error_body(a), h.keep_alive, h.cors));
+      write_bytes(self, hdl,
+                  wire::http_response(a.status, "application/json",
+                                      h.tokenize->anthropic_count ? wire::anthropic::error_body(a) : wire::openai::error_body(a),
+                                      h.keep_alive, h.cors));
     } else {
       return;
     }
@@ -267,7 +273,8 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   const bool chat = path == "/v1/chat/completions", completion = path == "/v1/completions",
              embeddings = path == "/v1/embeddings",
              rerank = path == "/v1/rerank" || path == "/rerank" || path == "/v2/rerank",  // vLLM's three
-             score = path == "/v1/score" || path == "/score", responses = path == "/v1/responses";
+             score = path == "/v1/score" || path == "/score", responses = path == "/v1/responses",
+             messages = path == "/v1/messages";  // Anthropic's
   auto not_allowed = [&](const char* method) {
     http_answer_error(self, hdl,
                       {405, "use " + std::string(method) + " for " + std::string(path), "method_not_allowed", ""},
@@ -276,11 +283,15 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   // The key guards /v1 and the aliases outside it that run the model (vLLM's guard /v1 only).
   if (const auto& key = st.ctx->cfg.api_key; !key.empty() && (path.rfind("/v1/", 0) == 0 || rerank || score)) {
     const std::string* auth = req.header("authorization");
+    const std::string* x_api_key = req.header("x-api-key");  // Anthropic's clients send the key so
     constexpr std::string_view bearer = "Bearer ";
-    if (!auth || auth->compare(0, bearer.size(), bearer) != 0 ||
-        !same_secret(std::string_view(*auth).substr(bearer.size()), key))
+    const bool bearer_ok = auth && auth->compare(0, bearer.size(), bearer) == 0 &&
+                           same_secret(std::string_view(*auth).substr(bearer.size()), key);
+    if (!bearer_ok && !(x_api_key && same_secret(*x_api_key, key)))
       return http_answer_error(self, hdl,
-                               {401, auth ? "wrong API key" : "this server needs an API key: 'Authorization: Bearer KEY'",
+                               {401, auth || x_api_key ? "wrong API key"
+                                                       : "this server needs an API key: 'Authorization: Bearer KEY' "
+                                                         "(or Anthropic's 'x-api-key: KEY')",
                                 "invalid_api_key", ""},
                                req.keep_alive);
   }
@@ -288,6 +299,19 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   if (path == "/v1/load_lora_adapter" || path == "/v1/unload_lora_adapter")
     return on_lora_request(self, hdl, req, path == "/v1/load_lora_adapter");
   if (path.rfind("/v1/responses/", 0) == 0) return on_stored_response(self, hdl, req, path.substr(14));
+  if (path == "/v1/messages/count_tokens") {  // Anthropic's
+    if (req.method != "POST") return not_allowed("POST");
+    const std::string id = next_http_id(st, "count-");
+    auto parsed = wire::anthropic::parse_messages(req.body, st.models, id, true);
+    if (!parsed.ok())
+      return http_answer(self, hdl, parsed.error.status, "application/json", wire::anthropic::error_body(parsed.error),
+                         req.keep_alive);
+    http_conn::tokenize_answer answer;
+    answer.anthropic_count = true;
+    h.tokenize.emplace(answer);
+    h.client_id = id;
+    return on_request(self, hdl, wire::request{std::move(*parsed.count)});
+  }
   if (path == "/v1/models") {
     if (req.method != "GET") return not_allowed("GET");
     return http_answer(self, hdl, 200, "application/json",
@@ -336,11 +360,11 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     }
     return http_answer(self, hdl, 200, "application/json", wire::openai::detokenize_body(text), req.keep_alive);
   }
-  if (!chat && !completion && !embeddings && !rerank && !score && !responses)
+  if (!chat && !completion && !embeddings && !rerank && !score && !responses && !messages)
     return http_answer_error(self, hdl,
                              {404, "no endpoint " + std::string(path) +
                                        " (served: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, "
-                                       "GET and DELETE /v1/responses/{id}, "
+                                       "GET and DELETE /v1/responses/{id}, POST /v1/messages, POST /v1/messages/count_tokens, "
                                        "POST /v1/embeddings, POST /v1/rerank, POST /v1/score, GET /v1/models, "
                                        "POST /tokenize, POST /detokenize, GET /health, GET /ping, GET /version, GET /metrics)",
                               "not_found", ""},
@@ -361,7 +385,16 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   const bool stream_arguments = st.ctx->facts.tool_format == serve::tool_call_format::hermes;
   std::string id;
   wire::generate_request g;
-  if (responses) {
+  if (messages) {
+    id = next_http_id(st, "msg_");
+    auto parsed = wire::anthropic::parse_messages(req.body, st.models, id);
+    if (!parsed.ok())
+      return http_answer(self, hdl, parsed.error.status, "application/json", wire::anthropic::error_body(parsed.error),
+                         req.keep_alive);
+    parsed.chat.stream_tool_arguments = stream_arguments;
+    h.reply = std::make_unique<wire::anthropic::messages_builder>(parsed);
+    g = std::move(*parsed.chat.req);
+  } else if (responses) {
     id = random_response_id();
     auto parsed = wire::openai::parse_responses(req.body, st.models, id, st.ctx->responses.get());
     if (!parsed.ok()) return http_answer_error(self, hdl, parsed.chat.error, req.keep_alive);

@@ -37,6 +37,7 @@ struct http_conn {
   std::unique_ptr<wire::openai::reply_builder> reply;  // the generate being answered
   struct tokenize_answer {
     bool token_strs = false;  // return_token_strs
+    bool anthropic_count = false;  // /v1/messages/count_tokens: {"input_tokens"}, Anthropic's errors
   };
   std::optional<tokenize_answer> tokenize;  // or the /tokenize (its worker's reply ends it)
   bool lora_load = false;                   // or a /v1/load_lora_adapter (its loader's answer ends it)

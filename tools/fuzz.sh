@@ -13,7 +13,7 @@
 #   chat_template  a checkpoint's Jinja chat template: renders a conversation or troupe::error
 #   model_output   tool calls parse; streamed calls and the reasoning split do not depend on how text is streamed
 #   openai         the OpenAI-compatible API: HTTP/1.1 requests cut anywhere, and request bodies
-#                  (chat, completions, responses): a request or an OpenAI error; the response to an
+#                  (chat, completions, responses, Anthropic's messages): a request or an error; the response to an
 #                  accepted one is valid JSON / SSE;
 #                  /tokenize and /detokenize bodies alike
 set -euo pipefail
@@ -144,6 +144,8 @@ printf '\x03{"model": "m", "tokens": [1, 2, 151643]}' > "$1/detokenize"
 printf '\x04{"model": "m", "instructions": "Be brief.", "input": [{"role": "user", "content": [{"type": "input_text", "text": "q"}]}, {"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "t"}]}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}, {"type": "function_call_output", "call_id": "c", "output": "1"}], "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}], "stream": true, "max_output_tokens": 9, "include": ["message.output_text.logprobs"], "top_logprobs": 1, "reasoning": {"effort": "none"}, "metadata": {"a": "b"}}' > "$1/responses"
 printf '\x05{"lora_name": "sql", "lora_path": "/adapters/sql", "lora_int_id": 1}' > "$1/lora"
 printf '\x04{"input": "q", "tool_choice": {"type": "function", "name": "f"}, "tools": [{"type": "function", "name": "f"}], "text": {"format": {"type": "json_object"}}}' > "$1/responses-forced"
+printf '\x06{"model": "m", "max_tokens": 9, "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}], "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s"}, {"type": "text", "text": "a"}, {"type": "tool_use", "id": "t1", "name": "f", "input": {"x": 1}}]}, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "1"}]}, {"type": "text", "text": "more"}]}], "tools": [{"name": "f", "input_schema": {"type": "object"}}], "stream": true, "stop_sequences": ["END"], "thinking": {"type": "enabled", "budget_tokens": 1024}, "metadata": {"user_id": "u"}}' > "$1/anthropic"
+printf '\x06{"max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "tools": [{"name": "f", "input_schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}], "tool_choice": {"type": "any", "disable_parallel_tool_use": true}}' > "$1/anthropic-forced"
 printf '\x00OPTIONS /v1/chat/completions HTTP/1.1\r\nOrigin: https://a.example\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: authorization, x-b\r\n\r\nGET /health HTTP/1.1\r\nOrigin: https://b.example\r\n\r\n' > "$1/cors"
 }
 
@@ -163,7 +165,7 @@ case "$target" in
       runtime/core/mapped_file.cpp runtime/core/dtype.cpp runtime/core/error.cpp" ;;
   chat_template) sources="$tokenizer_sources $tokenizer_libs"; max_len=8192 ;;
   openai)
-    sources="runtime/wire/http.cpp runtime/wire/openai.cpp runtime/wire/openai_responses.cpp runtime/wire/response_store.cpp runtime/wire/openai_lora.cpp
+    sources="runtime/wire/http.cpp runtime/wire/openai.cpp runtime/wire/openai_responses.cpp runtime/wire/response_store.cpp runtime/wire/anthropic_messages.cpp runtime/wire/openai_lora.cpp
       runtime/wire/tool_call_stream.cpp runtime/wire/openai_tokenize.cpp
       runtime/wire/openai_tool_choice.cpp runtime/wire/cors.cpp runtime/wire/request_codec.cpp runtime/wire/json_msgpack.cpp
       runtime/wire/utf8.cpp runtime/wire/protocol.cpp runtime/core/json_in_order.cpp runtime/core/error.cpp" ;;

@@ -1,6 +1,7 @@
 // What the OpenAI-compatible endpoints' parsers share (runtime/wire/openai.cpp,
-// openai_tokenize.cpp): refusals as exceptions caught at each parser's edge, the JSON helpers
-// and the model-name check. Not for other users.
+// openai_tokenize.cpp, openai_responses.cpp, and anthropic_messages.cpp, which translates into
+// chat too): refusals as exceptions caught at each parser's edge, the JSON helpers and the
+// model-name check. Not for other users.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -518,6 +518,92 @@ BOOST_AUTO_TEST_CASE(responses_give_the_chat_answer) {
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
+// Anthropic's Messages API: the same conversation as chat's (a tool call and its result as
+// tool_use / tool_result blocks) renders to the same prompt and gets chat's answer, whole and
+// streamed, its thinking as a thinking block; count_tokens counts that prompt; Anthropic's
+// clients' x-api-key header carries the API key; errors come in Anthropic's shape.
+BOOST_AUTO_TEST_CASE(anthropic_messages_give_the_chat_answer) {
+  auto cfg = test_config();
+  cfg.api_key = "sekrit";
+  auto srv = start(cfg, full_vocab_dir, tokenizer_dir);
+  http_client c(srv->http_port());
+  using ojson = nlohmann::ordered_json;
+  auto post = [&](const std::string& path, const std::string& body, const std::string& auth_header) {
+    c.send("POST " + path + " HTTP/1.1\r\nHost: x\r\n" + auth_header + "Content-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body);
+    return c.read();
+  };
+  const std::string bearer = "Authorization: Bearer sekrit\r\n", x_key = "x-api-key: sekrit\r\n";
+  const ojson params = ojson::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}})");
+  const ojson chat_body = {
+      {"messages", ojson::parse(R"([{"role": "system", "content": "Be brief."},
+          {"role": "user", "content": "Weather in Paris?"},
+          {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+              "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+          {"role": "tool", "tool_call_id": "c1", "content": "20 C"}])")},
+      {"tools", {{{"type", "function"}, {"function", {{"name", "weather"}, {"parameters", params}}}}}},
+      {"max_tokens", 14}, {"temperature", 0}};
+  auto r = post("/v1/chat/completions", chat_body.dump(), bearer);
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const auto chat = json::parse(r.body);
+  const std::string content = chat["choices"][0]["message"].value("content", "");
+  const std::string reasoning = chat["choices"][0]["message"].value("reasoning_content", "");
+
+  ojson body = {{"model", "e2e-full-vocab"}, {"max_tokens", 14}, {"temperature", 0}, {"system", "Be brief."},
+                {"messages", ojson::parse(R"([{"role": "user", "content": "Weather in Paris?"},
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "weather",
+                        "input": {"city": "Paris"}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "20 C"}]}])")},
+                {"tools", {{{"name", "weather"}, {"input_schema", params}}}}};
+  r = post("/v1/messages", body.dump(), x_key);
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const auto m = json::parse(r.body);
+  BOOST_TEST(m["type"] == "message");
+  BOOST_TEST(m["id"].get<std::string>().rfind("msg_", 0) == 0);
+  std::string text, thought;
+  for (const auto& b : m["content"]) {
+    if (b["type"] == "text") text += b["text"].get<std::string>();
+    if (b["type"] == "thinking") thought += b["thinking"].get<std::string>();
+  }
+  BOOST_TEST(text == content);
+  BOOST_TEST(thought == reasoning);
+  BOOST_TEST(m["stop_reason"] == (chat["choices"][0]["finish_reason"] == "length" ? "max_tokens" : "end_turn"));
+  const int64_t prompt = chat["usage"]["prompt_tokens"];
+  BOOST_TEST(m["usage"]["input_tokens"].get<int64_t>() + m["usage"]["cache_read_input_tokens"].get<int64_t>() == prompt);
+  BOOST_TEST(m["usage"]["cache_read_input_tokens"].get<int64_t>() >= prompt - 16);  // chat's prompt blocks served it
+
+  body["stream"] = true;
+  r = post("/v1/messages", body.dump(), bearer);
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  BOOST_TEST(r.head.find("Content-Type: text/event-stream") != std::string::npos);
+  BOOST_TEST(r.body.find("event: message_start\n") != std::string::npos);
+  std::string streamed, streamed_thought, last;
+  for (const auto& e : sse_events(r.body)) {
+    if (e["type"] == "content_block_delta" && e["delta"]["type"] == "text_delta") streamed += e["delta"]["text"].get<std::string>();
+    if (e["type"] == "content_block_delta" && e["delta"]["type"] == "thinking_delta")
+      streamed_thought += e["delta"]["thinking"].get<std::string>();
+    last = e["type"];
+  }
+  BOOST_TEST(streamed == text);
+  BOOST_TEST(streamed_thought == thought);
+  BOOST_TEST(last == "message_stop");
+
+  body.erase("stream");
+  body.erase("max_tokens");
+  body.erase("temperature");
+  r = post("/v1/messages/count_tokens", body.dump(), x_key);
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  BOOST_TEST(json::parse(r.body) == json({{"input_tokens", prompt}}));
+
+  r = post("/v1/messages", R"({"messages": [{"role": "user", "content": "q"}]})", x_key);
+  BOOST_TEST(r.status == 400);
+  BOOST_TEST(json::parse(r.body)["error"]["type"] == "invalid_request_error");
+  BOOST_TEST(json::parse(r.body)["error"]["message"].get<std::string>().find("max_tokens") != std::string::npos);
+  r = post("/v1/messages", body.dump(), "x-api-key: wrong\r\n");
+  BOOST_TEST(r.status == 401);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
 // The Responses API's store: a response is kept (OpenAI's default `store: true`); GET gives it as
 // it was sent; previous_response_id continues its conversation, which gives the same prompt (the
 // prefix cache serves it) and the same answer as the whole conversation sent at once; DELETE

@@ -10,7 +10,10 @@
 //   4: a /v1/responses body: a generate request or an OpenAI error; an accepted one, answered
 //      with thinking, text and a done made from the input, gives a parseable response (whole, or
 //      every event of the stream, the last response.completed or response.failed);
-//   5: a /v1/load_lora_adapter or /v1/unload_lora_adapter body: names and a path, or an error.
+//   5: a /v1/load_lora_adapter or /v1/unload_lora_adapter body: names and a path, or an error;
+//   6: a /v1/messages (or count_tokens) body: a generate (or tokenize) request or an Anthropic
+//      error; an accepted one, answered with thinking, text, a call and a done made from the
+//      input, gives a parseable message (whole, or every event, the last message_stop or error).
 // Not part of ctest (it runs until stopped): tools/fuzz.sh openai.
 #include <algorithm>
 #include <cstdint>
@@ -24,6 +27,7 @@
 #include "runtime/wire/http.hpp"
 #include "runtime/wire/openai.hpp"
 #include "runtime/wire/openai_lora.hpp"
+#include "runtime/wire/anthropic_messages.hpp"
 #include "runtime/wire/openai_responses.hpp"
 #include "runtime/wire/openai_tokenize.hpp"
 
@@ -211,6 +215,46 @@ void fuzz_responses(std::string_view body) {
   check(last == "response.completed" || last == "response.failed");
 }
 
+void fuzz_anthropic(std::string_view body) {
+  const openai::served_models models{"m", {"lora-a"}, 128};
+  auto p = anthropic::parse_messages(body, models, "msg_1", body.size() % 5 == 0);
+  if (!p.ok()) {
+    check(p.error.status == 400 || p.error.status == 404);
+    check(!p.error.message.empty() && !p.error.code.empty());
+    (void)nlohmann::json::parse(anthropic::error_body(p.error));
+    return;
+  }
+  if (p.count) return;
+  p.chat.stream_tool_arguments = body.size() % 4 < 2;
+  anthropic::messages_builder b(p);
+  std::string out;
+  const std::string any(body.substr(0, 16));
+  for (int32_t i = 0; i < 6; ++i) {
+    token_event t;
+    t.id = p.chat.req->id;
+    t.ids = {i};
+    if (i < 2) t.reasoning = any;
+    else t.text = i == 5 ? "<tool_call>{\"name\": \"f\", \"arguments\": {" + any : any;
+    out += b.feed(t);
+  }
+  done_event d;
+  d.id = p.chat.req->id;
+  d.reason = body.size() % 3 == 0 ? finish_reason::length : finish_reason::stop;
+  d.has_output = !p.chat.req->stream;
+  d.text = any + (p.stop_sequences.empty() ? std::string() : p.stop_sequences[0]);
+  d.reasoning = any;
+  if (body.size() % 2) d.tool_calls = {{any, "{}"}};
+  out += b.feed(d);
+  check(b.complete());
+  if (!b.streaming()) {
+    (void)nlohmann::json::parse(out);
+    return;
+  }
+  std::string last;
+  for (const auto& data : sse_data(out)) last = nlohmann::json::parse(data)["type"];
+  check(last == "message_stop" || last == "error");
+}
+
 void check_error(const openai::api_error& e);
 
 void fuzz_lora(std::string_view body) {
@@ -251,12 +295,13 @@ void fuzz_tokenize(std::string_view body) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 6) {
+  switch (data[0] % 7) {
     case 0: fuzz_http(in); break;
     case 1: fuzz_body(openai::endpoint::chat, in); break;
     case 3: fuzz_tokenize(in); break;
     case 4: fuzz_responses(in); break;
     case 5: fuzz_lora(in); break;
+    case 6: fuzz_anthropic(in); break;
     default: fuzz_body(openai::endpoint::completion, in); break;
   }
   return 0;
