@@ -154,7 +154,7 @@ ojson chat_tools(const ojson& tools) {
              "tools of type '" + ty->get<std::string>() + "' run on Anthropic's servers and are not served here: "
              "give client tools (name, description, input_schema)");
     }
-    only_keys(t, where, {"type", "name", "description", "input_schema", "cache_control"});
+    only_keys(t, where, {"type", "name", "description", "input_schema", "cache_control", "strict"});
     ojson f = {{"name", need_string(t, where, "name")}};
     if (auto d = t.find("description"); d != t.end() && !d->is_null()) f["description"] = *d;
     f["parameters"] = need(t, where, "input_schema");
@@ -245,7 +245,9 @@ parsed_messages parse_messages(std::string_view body, const openai::served_model
         if (auto u = v.find("user_id"); u != v.end() && !u->is_null()) c["user"] = *u;  // the fair-share tenant
       } else if (k == "service_tier") {
         want(v, v.is_string(), k, "a string");  // one tier here
-      } else if (k == "container" || k == "mcp_servers" || k == "context_management") {
+      } else if (k == "context_management") {
+        want(v, v.is_object(), k, "an object");  // server-side context editing: the context is kept whole
+      } else if (k == "container" || k == "mcp_servers") {
         refuse("unsupported", k, "'" + k + "' needs Anthropic's servers and is not served here");
       } else {
         refuse("unknown_field", k, "unknown field '" + k + "' for /v1/messages (docs/anthropic_api.md lists the fields served)");

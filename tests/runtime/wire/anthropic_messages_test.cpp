@@ -76,7 +76,8 @@ BOOST_AUTO_TEST_CASE(messages_become_chat_turns) {
           {"type": "text", "text": "Thanks"}, {"type": "text", "text": "Bye"}]}],
     "tools": [{"name": "weather", "description": "d", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}],
     "tool_choice": {"type": "any", "disable_parallel_tool_use": true}, "thinking": {"type": "disabled"},
-    "stop_sequences": ["END"], "temperature": 0.5, "top_k": 4, "metadata": {"user_id": "team-a"}, "stream": true})");
+    "stop_sequences": ["END"], "temperature": 0.5, "top_k": 4, "metadata": {"user_id": "team-a"}, "stream": true,
+    "context_management": {"edits": []}})");
   BOOST_TEST_REQUIRE(p.ok(), p.error.message);
   const auto& r = *p.chat.req;
   BOOST_TEST(r.id == "msg_00ab");
