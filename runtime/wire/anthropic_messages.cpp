@@ -14,24 +14,6 @@ using openai::api_error;
 
 namespace {
 
-void only_keys(const ojson& o, const std::string& where, std::initializer_list<std::string_view> keys) {
-  for (const auto& [k, v] : o.items())
-    if (std::find(keys.begin(), keys.end(), k) == keys.end())
-      refuse("unknown_field", where + "." + k, "unknown field '" + where + "." + k + "'");
-}
-
-const ojson& need(const ojson& o, const std::string& where, const char* key) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) refuse("missing_field", where + "." + key, "field '" + where + "' needs '" + key + "'");
-  return *it;
-}
-
-std::string need_string(const ojson& o, const std::string& where, const char* key) {
-  const ojson& v = need(o, where, key);
-  want(v, v.is_string(), where + "." + key, "a string");
-  return v.get<std::string>();
-}
-
 std::string block_type(const ojson& b, const std::string& where) {
   want(b, b.is_object(), where, "an object");
   return need_string(b, where, "type");
@@ -155,10 +137,7 @@ ojson chat_tools(const ojson& tools) {
              "give client tools (name, description, input_schema)");
     }
     only_keys(t, where, {"type", "name", "description", "input_schema", "cache_control", "strict"});
-    ojson f = {{"name", need_string(t, where, "name")}};
-    if (auto d = t.find("description"); d != t.end() && !d->is_null()) f["description"] = *d;
-    f["parameters"] = need(t, where, "input_schema");
-    out.push_back({{"type", "function"}, {"function", std::move(f)}});
+    out.push_back(chat_function_tool(t, where, "input_schema", true));
   }
   return out;
 }

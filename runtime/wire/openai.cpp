@@ -17,6 +17,33 @@ void refuse(std::string code, std::string param, std::string message, int status
 
 std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
+void only_keys(const ojson& o, const std::string& where, std::initializer_list<std::string_view> keys) {
+  for (const auto& [k, v] : o.items())
+    if (std::find(keys.begin(), keys.end(), k) == keys.end())
+      refuse("unknown_field", where + "." + k, "unknown field '" + where + "." + k + "'");
+}
+
+const ojson& need(const ojson& o, const std::string& where, const char* key) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null())
+    refuse("missing_field", where + "." + key, "field '" + where + "' needs '" + key + "'");
+  return *it;
+}
+
+std::string need_string(const ojson& o, const std::string& where, const char* key) {
+  const ojson& v = need(o, where, key);
+  want(v, v.is_string(), where + "." + key, "a string");
+  return v.get<std::string>();
+}
+
+ojson chat_function_tool(const ojson& t, const std::string& where, const char* schema_key, bool schema_required) {
+  ojson f = {{"name", need_string(t, where, "name")}};
+  if (auto d = t.find("description"); d != t.end() && !d->is_null()) f["description"] = *d;
+  if (schema_required) f["parameters"] = need(t, where, schema_key);
+  else if (auto p = t.find(schema_key); p != t.end() && !p->is_null()) f["parameters"] = *p;
+  return {{"type", "function"}, {"function", std::move(f)}};
+}
+
 void want(const ojson& v, bool ok, const std::string& field, const char* expected) {
   if (!ok)
     refuse("wrong_type", field,

@@ -4,6 +4,7 @@
 // model-name check. Not for other users.
 #pragma once
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -28,6 +29,17 @@ std::string dump(const ojson& j);
 
 // Refuses `field` with wrong_type unless ok.
 void want(const ojson& v, bool ok, const std::string& field, const char* expected);
+
+// An object's fields, checked by name: any key outside `keys` is refused (unknown_field naming
+// where.key); a missing or null `key` is refused (missing_field); need_string wants a string too.
+void only_keys(const ojson& o, const std::string& where, std::initializer_list<std::string_view> keys);
+const ojson& need(const ojson& o, const std::string& where, const char* key);
+std::string need_string(const ojson& o, const std::string& where, const char* key);
+
+// A function tool in chat's form, {"type": "function", "function": {name, description,
+// parameters}}, from a flat tool object `t` (the Responses API's, Anthropic's) whose schema is at
+// `schema_key` (required or not).
+ojson chat_function_tool(const ojson& t, const std::string& where, const char* schema_key, bool schema_required);
 
 // The request body as a JSON object, or a `malformed` refusal.
 ojson parse_body(std::string_view body);

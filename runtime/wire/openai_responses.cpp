@@ -23,25 +23,6 @@ bool chat_extra(const std::string& k) {
   return std::find(std::begin(extras), std::end(extras), k) != std::end(extras);
 }
 
-void only_keys(const ojson& o, const std::string& where, std::initializer_list<std::string_view> keys) {
-  for (const auto& [k, v] : o.items())
-    if (std::find(keys.begin(), keys.end(), k) == keys.end())
-      refuse("unknown_field", where + "." + k, "unknown field '" + where + "." + k + "'");
-}
-
-const ojson& need(const ojson& o, const std::string& where, const char* key) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null())
-    refuse("missing_field", where + "." + key, "field '" + where + "' needs '" + key + "'");
-  return *it;
-}
-
-std::string need_string(const ojson& o, const std::string& where, const char* key) {
-  const ojson& v = need(o, where, key);
-  want(v, v.is_string(), where + "." + key, "a string");
-  return v.get<std::string>();
-}
-
 // A message's or a call output's content: a string, or a list of text parts (joined by "\n", as
 // vLLM joins a chat message's parts). Qwen3 reads text only: images, files and audio are refused
 // naming the part.
@@ -155,10 +136,7 @@ ojson chat_tools(const ojson& tools) {
       refuse("unsupported", where + ".type",
              "tools of type '" + type + "' are not supported: only function tools are served (the client runs them)");
     only_keys(t, where, {"type", "name", "description", "parameters", "strict"});
-    ojson f = {{"name", need_string(t, where, "name")}};
-    if (auto d = t.find("description"); d != t.end() && !d->is_null()) f["description"] = *d;
-    if (auto p = t.find("parameters"); p != t.end() && !p->is_null()) f["parameters"] = *p;
-    out.push_back({{"type", "function"}, {"function", std::move(f)}});
+    out.push_back(chat_function_tool(t, where, "parameters", false));
   }
   return out;
 }

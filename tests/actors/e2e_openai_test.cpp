@@ -32,6 +32,27 @@ std::string completion_body(const wire::generate_request& r, bool stream, int n 
   return b.dump();
 }
 
+// A weather tool's parameters, and a chat conversation that called it and got its result: what
+// the Responses and Messages tests send in their own API's form. Key order matters: Qwen3's
+// template prints each tool as JSON, as the client ordered it (OpenAI's SDK: "type" first).
+nlohmann::ordered_json weather_params() {
+  return nlohmann::ordered_json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}})");
+}
+
+nlohmann::ordered_json weather_chat_body(bool ignore_eos) {
+  using ojson = nlohmann::ordered_json;
+  ojson b = {{"messages", ojson::parse(R"([{"role": "system", "content": "Be brief."},
+                 {"role": "user", "content": "Weather in Paris?"},
+                 {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                     "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+                 {"role": "tool", "tool_call_id": "c1", "content": "20 C"}])")},
+             {"tools", {{{"type", "function"}, {"function", {{"name", "weather"}, {"parameters", weather_params()}}}}}},
+             {"max_tokens", 14}};
+  if (ignore_eos) b["ignore_eos"] = true;
+  b["temperature"] = 0;
+  return b;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(e2e_openai)
@@ -437,18 +458,10 @@ BOOST_AUTO_TEST_CASE(chat_gives_the_protocols_text) {
 BOOST_AUTO_TEST_CASE(responses_give_the_chat_answer) {
   auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
   http_client c(srv->http_port());
-  // Key order matters: Qwen3's template prints each tool as JSON, as the client ordered it
-  // (OpenAI's SDK: "type" first), so the bodies keep theirs.
+  // Key order matters (see weather_chat_body), so the bodies keep theirs.
   using ojson = nlohmann::ordered_json;
-  const ojson params = ojson::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}})");
-  const ojson chat_body = {
-      {"messages", ojson::parse(R"([{"role": "system", "content": "Be brief."},
-          {"role": "user", "content": "Weather in Paris?"},
-          {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
-              "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}]},
-          {"role": "tool", "tool_call_id": "c1", "content": "20 C"}])")},
-      {"tools", {{{"type", "function"}, {"function", {{"name", "weather"}, {"parameters", params}}}}}},
-      {"max_tokens", 14}, {"ignore_eos", true}, {"temperature", 0}};
+  const ojson params = weather_params();
+  const ojson chat_body = weather_chat_body(true);
   c.post("/v1/chat/completions", chat_body.dump());
   auto r = c.read();
   BOOST_TEST_REQUIRE(r.status == 200, r.body);
@@ -534,15 +547,8 @@ BOOST_AUTO_TEST_CASE(anthropic_messages_give_the_chat_answer) {
     return c.read();
   };
   const std::string bearer = "Authorization: Bearer sekrit\r\n", x_key = "x-api-key: sekrit\r\n";
-  const ojson params = ojson::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}})");
-  const ojson chat_body = {
-      {"messages", ojson::parse(R"([{"role": "system", "content": "Be brief."},
-          {"role": "user", "content": "Weather in Paris?"},
-          {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
-              "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}]},
-          {"role": "tool", "tool_call_id": "c1", "content": "20 C"}])")},
-      {"tools", {{{"type", "function"}, {"function", {{"name", "weather"}, {"parameters", params}}}}}},
-      {"max_tokens", 14}, {"temperature", 0}};
+  const ojson params = weather_params();
+  const ojson chat_body = weather_chat_body(false);
   auto r = post("/v1/chat/completions", chat_body.dump(), bearer);
   BOOST_TEST_REQUIRE(r.status == 200, r.body);
   const auto chat = json::parse(r.body);

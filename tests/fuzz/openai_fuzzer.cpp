@@ -158,6 +158,31 @@ void fuzz_body(openai::endpoint ep, std::string_view body) {
   check(out.size() >= 14 && out.compare(out.size() - 14, 14, "data: [DONE]\n\n") == 0);
 }
 
+// A model's output made from the input's bytes (`any`), fed as token events: thinking, </think>
+// (id 4), then the answer and a tool call's start.
+std::string feed_model_output(openai::reply_builder& b, const std::string& id, const std::string& any) {
+  std::string out;
+  for (int32_t i = 0; i < 6; ++i) {
+    token_event t;
+    t.id = id;
+    t.ids = {i};
+    t.logprobs = logprob_info{-1.0, {{i, -1.0}}};
+    if (i < 3) t.reasoning = any;
+    else t.text = i == 5 ? "<tool_call>{\"name\": \"f\", \"arguments\": {" + any : any;
+    out += b.feed(t);
+  }
+  return out;
+}
+
+// Its done event: length or stop as the input's size says; `whole` when the request did not stream.
+done_event model_done(const std::string& id, std::string_view body, bool whole) {
+  done_event d;
+  d.id = id;
+  d.reason = body.size() % 3 == 0 ? finish_reason::length : finish_reason::stop;
+  d.has_output = whole;
+  return d;
+}
+
 void fuzz_responses(std::string_view body) {
   const openai::served_models models{"m", {"lora-a"}, 128};
   // A store holding one response, so that previous_response_id "resp_0" continues it.
@@ -179,21 +204,9 @@ void fuzz_responses(std::string_view body) {
       openai::keep_response(store, "resp_1", *p.conversation, r);
       kept = true;
     });
-  std::string out;
   const std::string any(body.substr(0, 16));  // may be any bytes: the writer must keep JSON valid
-  for (int32_t i = 0; i < 6; ++i) {
-    token_event t;
-    t.id = p.chat.req->id;
-    t.ids = {i};
-    t.logprobs = logprob_info{-1.0, {{i, -1.0}}};
-    if (i < 3) t.reasoning = any;  // thinking, </think> (id 4), then the answer and a call's start
-    else t.text = i == 5 ? "<tool_call>{\"name\": \"f\", \"arguments\": {" + any : any;
-    out += b.feed(t);
-  }
-  done_event d;
-  d.id = p.chat.req->id;
-  d.reason = body.size() % 3 == 0 ? finish_reason::length : finish_reason::stop;
-  d.has_output = !p.chat.req->stream;
+  std::string out = feed_model_output(b, p.chat.req->id, any);
+  done_event d = model_done(p.chat.req->id, body, !p.chat.req->stream);
   d.text = any + "<tool_call>";
   d.reasoning = any;
   d.ids = {1, 4, 5};
@@ -227,20 +240,9 @@ void fuzz_anthropic(std::string_view body) {
   if (p.count) return;
   p.chat.stream_tool_arguments = body.size() % 4 < 2;
   anthropic::messages_builder b(p);
-  std::string out;
   const std::string any(body.substr(0, 16));
-  for (int32_t i = 0; i < 6; ++i) {
-    token_event t;
-    t.id = p.chat.req->id;
-    t.ids = {i};
-    if (i < 2) t.reasoning = any;
-    else t.text = i == 5 ? "<tool_call>{\"name\": \"f\", \"arguments\": {" + any : any;
-    out += b.feed(t);
-  }
-  done_event d;
-  d.id = p.chat.req->id;
-  d.reason = body.size() % 3 == 0 ? finish_reason::length : finish_reason::stop;
-  d.has_output = !p.chat.req->stream;
+  std::string out = feed_model_output(b, p.chat.req->id, any);
+  done_event d = model_done(p.chat.req->id, body, !p.chat.req->stream);
   d.text = any + (p.stop_sequences.empty() ? std::string() : p.stop_sequences[0]);
   d.reasoning = any;
   if (body.size() % 2) d.tool_calls = {{any, "{}"}};

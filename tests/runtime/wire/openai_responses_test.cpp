@@ -4,6 +4,8 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tests/runtime/wire/typed_sse.hpp"
+
 #include "runtime/wire/openai_responses.hpp"
 
 namespace oa = troupe::wire::openai;
@@ -21,21 +23,7 @@ oa::responses_builder builder(const oa::parsed_responses& p) {
   return oa::responses_builder(p, 1700000000, [](int32_t id) { return "t" + std::to_string(id); }, think_end);
 }
 
-// The events of a Responses stream: "event: TYPE\ndata: JSON\n\n", TYPE equal to the JSON's type.
-std::vector<json> events(const std::string& s) {
-  std::vector<json> out;
-  size_t at = 0;
-  while ((at = s.find("event: ", at)) != std::string::npos) {
-    const auto nl = s.find('\n', at);
-    const auto type = s.substr(at + 7, nl - at - 7);
-    BOOST_TEST_REQUIRE(s.compare(nl + 1, 6, "data: ") == 0);
-    const auto end = s.find("\n\n", nl);
-    out.push_back(json::parse(s.substr(nl + 7, end - nl - 7)));
-    BOOST_TEST(out.back()["type"] == type);
-    at = end + 2;
-  }
-  return out;
-}
+std::vector<json> events(const std::string& s) { return troupe::test::typed_events(s); }
 
 wire::token_event tok(int32_t id, std::string text, std::string reasoning = {}) {
   wire::token_event t;
