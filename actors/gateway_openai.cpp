@@ -159,7 +159,7 @@ void on_lora_request(self_ptr self, connection_handle hdl, const wire::http_requ
                                    "--allow-runtime-lora-updating ([server] allow_runtime_lora_updating)",
                               "not_found", ""},
                              req.keep_alive);
-  auto r = wire::openai::parse_lora_request(req.body, load, st.ctx->facts.name);
+  auto r = wire::openai::parse_lora_request(req.body, load, st.models);
   if (!r.ok()) return http_answer_error(self, hdl, r.error, req.keep_alive);
   const auto& registry = st.ctx->facts.adapters;
   if (!load) {

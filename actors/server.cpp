@@ -80,8 +80,9 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   if (!tok_dir.empty()) ctx->tok = std::make_unique<tokenizer>(tok_dir);
 
   auto& f = ctx->facts;
-  f.name = ctx->cfg.served_model_name;
-  if (f.name.empty()) f.name = directory_name(o.model_dir);
+  f.aliases = serve::parse_served_model_names(ctx->cfg.served_model_name);
+  f.name = f.aliases.empty() ? directory_name(o.model_dir) : f.aliases.front();
+  if (!f.aliases.empty()) f.aliases.erase(f.aliases.begin());
   f.vocab_size = mc.vocab_size;
   f.hidden_size = mc.hidden_size;
   f.default_max_tokens = ctx->cfg.default_max_tokens;
@@ -326,6 +327,7 @@ std::string server::banner() const {
   const auto q = quant::weight_quantization(*m.ctx->ckpt);
   std::string b = "troupe serve: model '" + f.name + "' (vocab " + std::to_string(f.vocab_size) + ", max_model_len " +
                   std::to_string(f.max_model_len) + (m.max_len_clamped ? ", fitted to the KV pool" : "") + ")\n";
+  for (const auto& a : f.aliases) b += "  also served as '" + a + "' (served_model_name)\n";
   const std::string& stored_as = m.ctx->ckpt->stored_as;
   const std::string held = q.kind == quant::method::none               ? "as stored"
                            : q.kind == quant::method::int8 && q.bits == 4 ? "int4"

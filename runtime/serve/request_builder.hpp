@@ -33,6 +33,7 @@ using chat_renderer = std::function<std::string(const std::vector<wire::chat_mes
 
 struct model_facts {
   std::string name;
+  std::vector<std::string> aliases;  // other names clients may give (model.served_model_name)
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;  // an embedding's length (embed requests' dimensions are checked against it)
   // The checkpoint has no lm_head (a bare Qwen3Model export with untied embeddings, such as

@@ -1,5 +1,7 @@
 #include "runtime/serve/server_config.hpp"
 
+#include <algorithm>
+
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -207,6 +209,26 @@ std::vector<std::string> split_dirs(std::string_view dirs) {
   return out;
 }
 
+std::vector<std::string> parse_served_model_names(std::string_view names) {
+  std::vector<std::string> out;
+  if (names.empty()) return out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = names.find(',', start);
+    std::string name(names.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (name.empty() || name.size() > 256 || name.find_first_of(" \t\r\n") != std::string::npos)
+      throw_error(errc::invalid_argument, "model.served_model_name (--served-model-name): '" + name +
+                                              "' is not a name (1 to 256 bytes without white space; several are "
+                                              "separated by commas)");
+    if (std::find(out.begin(), out.end(), name) != out.end())
+      throw_error(errc::invalid_argument, "model.served_model_name (--served-model-name): '" + name + "' is given twice");
+    out.push_back(std::move(name));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, std::string>> parse_lora_modules(std::string_view modules) {
   std::vector<std::pair<std::string, std::string>> out;
   auto fail = [](const std::string& why) { throw_error(errc::invalid_argument, "model.lora_modules (--lora): " + why); };
@@ -246,6 +268,7 @@ void validate(const server_config& c) {
   }
   try {
     parse_lora_modules(c.lora_modules);
+    parse_served_model_names(c.served_model_name);
   } catch (const error& e) {
     bad2(e.what());
   }

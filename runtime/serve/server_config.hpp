@@ -56,7 +56,9 @@ struct server_config {
   std::string allowed_headers = "*";
   bool allow_credentials = false;
   // [model]
-  std::string served_model_name;   // "" = the model directory's name
+  // The names clients give as `model`, comma-separated (vLLM's --served-model-name takes several):
+  // the first is the one answers carry, the others are aliases; "" = the model directory's name.
+  std::string served_model_name;
   // vLLM's --chat-template: a template file, or the template itself, instead of the model's
   // (chat_template::from_directory); "" = the model's.
   std::string chat_template;
@@ -132,6 +134,9 @@ void validate(const server_config& cfg);
 wire::cors_policy cors_policy_of(const server_config& cfg);
 // "a:b::c" -> {"a", "b", "c"} (scheduler.plugin_dirs).
 std::vector<std::string> split_dirs(std::string_view dirs);
+// model.served_model_name "a,b" -> {"a", "b"} (empty: none); throws troupe::error(invalid_argument)
+// naming the key when a name is empty, has white space, or repeats.
+std::vector<std::string> parse_served_model_names(std::string_view names);
 // model.lora_modules "a=/x,b=/y" -> {{"a", "/x"}, {"b", "/y"}}; throws troupe::error(invalid_argument)
 // naming the entry when one is not NAME=DIR, a name has white space or a comma, or repeats.
 std::vector<std::pair<std::string, std::string>> parse_lora_modules(std::string_view modules);

@@ -65,7 +65,7 @@ bool names_adapter(const ojson& v, const served_models& models) {
   want(v, v.is_string(), "model", "a string");
   const auto name = v.get<std::string>();
   if (std::find(models.adapters.begin(), models.adapters.end(), name) != models.adapters.end()) return true;
-  if (name != models.base)
+  if (name != models.base && std::find(models.aliases.begin(), models.aliases.end(), name) == models.aliases.end())
     refuse("model_not_found", "model", "the model '" + name + "' does not exist; this server serves '" + models.base + "'" +
                (models.adapters.empty() ? std::string() : " and its LoRA adapters (GET /v1/models)"),
            404);
@@ -223,7 +223,7 @@ bool pooled_field(const std::string& k, const ojson& v, const served_models& mod
     if (names_adapter(v, models))
       refuse("unsupported", k, std::string(what) + " with a LoRA adapter is not supported; name the base model '" +
                                    models.base + "'");
-    out.model = v.get<std::string>();
+    out.model = models.base;  // an alias answers with the first name, as vLLM's
   } else if (k == "priority") {
     w[k] = v;
   } else if (k == "user") {
@@ -331,8 +331,9 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
   for (const auto& [k, v] : b.items()) {
     if (v.is_null()) continue;  // OpenAI's clients send null for "not set"
     if (k == "model") {
-      if (names_adapter(v, models)) w["adapter"] = v;
-      out.model = v.get<std::string>();
+      const bool adapter = names_adapter(v, models);
+      if (adapter) w["adapter"] = v;
+      out.model = adapter ? v.get<std::string>() : models.base;  // an alias answers with the first name, as vLLM's
     } else if (k == "stream") {
       want(v, v.is_boolean(), k, "a boolean");
       w["stream"] = v;
@@ -505,6 +506,7 @@ std::string models_body(const served_models& models, int64_t created) {
                     {"max_model_len", models.max_model_len}});
   };
   entry(models.base, "");
+  for (const auto& a : models.aliases) entry(a, "");  // as vLLM lists each served name
   for (const auto& a : models.adapters) entry(a, models.base);
   return dump(ojson{{"object", "list"}, {"data", data}});
 }

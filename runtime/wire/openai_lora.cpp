@@ -1,12 +1,14 @@
 #include "runtime/wire/openai_lora.hpp"
 
+#include <algorithm>
+
 #include "runtime/wire/openai_detail.hpp"
 
 namespace troupe::wire::openai {
 
 using namespace detail;
 
-lora_request parse_lora_request(std::string_view body, bool load, const std::string& base) {
+lora_request parse_lora_request(std::string_view body, bool load, const served_models& models) {
   lora_request out;
   try {
     const ojson b = parse_body(body);
@@ -24,7 +26,8 @@ lora_request parse_lora_request(std::string_view body, bool load, const std::str
     }
     if (out.name.empty()) refuse("missing_field", "lora_name", "field 'lora_name' is needed");
     if (load && out.path.empty()) refuse("missing_field", "lora_path", "field 'lora_path' is needed");
-    if (out.name == base)
+    if (out.name == models.base ||
+        std::find(models.aliases.begin(), models.aliases.end(), out.name) != models.aliases.end())
       refuse("invalid_value", "lora_name", "'" + out.name + "' is the served model's name; give the adapter another");
   } catch (const refusal& r) {
     out.name.clear();

@@ -21,7 +21,7 @@ struct lora_request {
 // `load`: the load body (lora_name and lora_path needed), else the unload body (lora_name;
 // vLLM's lora_int_id accepted). `base`: the served model's name, which no adapter may take. Never
 // throws.
-lora_request parse_lora_request(std::string_view body, bool load, const std::string& base);
+lora_request parse_lora_request(std::string_view body, bool load, const served_models& models);
 
 // vLLM's success texts.
 std::string lora_loaded_text(const std::string& name);

@@ -608,6 +608,27 @@ BOOST_AUTO_TEST_CASE(anthropic_messages_give_the_chat_answer) {
   r = post("/v1/messages", body.dump(), "x-api-key: wrong\r\n");
   BOOST_TEST(r.status == 401);
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+
+  // vLLM's several --served-model-name: an alias (the name Claude Code asks for) is the model.
+  auto named = test_config();
+  named.served_model_name = "qwen3-coder,claude-haiku-4-5";
+  auto alias_srv = start(named, full_vocab_dir, tokenizer_dir);
+  BOOST_TEST(alias_srv->banner().find("also served as 'claude-haiku-4-5'") != std::string::npos, alias_srv->banner());
+  http_client a(alias_srv->http_port());
+  a.get("/v1/models");
+  r = a.read();
+  BOOST_TEST(r.body.find("\"claude-haiku-4-5\"") != std::string::npos, r.body);
+  body["model"] = "claude-haiku-4-5";
+  body["max_tokens"] = 2;
+  a.post("/v1/messages", body.dump());
+  r = a.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  BOOST_TEST(json::parse(r.body)["model"] == "qwen3-coder");
+  body["model"] = "claude-opus";
+  a.post("/v1/messages", body.dump());
+  r = a.read();
+  BOOST_TEST(r.status == 404);
+  BOOST_TEST(json::parse(r.body)["error"]["type"] == "not_found_error");
 }
 
 // The Responses API's store: a response is kept (OpenAI's default `store: true`); GET gives it as

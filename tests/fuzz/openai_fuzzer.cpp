@@ -261,7 +261,7 @@ void check_error(const openai::api_error& e);
 
 void fuzz_lora(std::string_view body) {
   for (bool load : {true, false}) {
-    auto r = openai::parse_lora_request(body, load, "m");
+    auto r = openai::parse_lora_request(body, load, openai::served_models{"m", {}, 128, {"alias"}});
     if (!r.ok()) {
       check_error(r.error);
       continue;

@@ -41,7 +41,7 @@ int run_serve(int argc, char** argv) {
   std::string config_file;
   std::vector<std::string> sets;
   std::optional<std::string> host, api_key, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
-      rope_scaling, device, allowed_origins, allowed_methods, allowed_headers, served_model_name, chat_template,
+      rope_scaling, device, allowed_origins, allowed_methods, allowed_headers, chat_template,
       tool_call_parser;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
       speculative_tokens, tensor_parallel_size, threads, max_loras, max_lora_rank;
@@ -50,9 +50,10 @@ int run_serve(int argc, char** argv) {
   bool disable_log_stats = false, enable_log_requests = false, runtime_lora = false;
   app.add_option("--model", opts.model_dir, "Hugging Face Qwen3 checkpoint directory (default: a demo model)");
   app.add_option("--tokenizer", opts.tokenizer_dir, "directory with tokenizer.json (default: the model's)");
-  app.add_option("--served-model-name", served_model_name,
-                 "the name clients give as `model` and /v1/models lists (model.served_model_name; default: the "
-                 "model directory's name)");
+  std::vector<std::string> served_model_names;
+  app.add_option("--served-model-name", served_model_names,
+                 "the name clients give as `model` and /v1/models lists; several: the first answers, the others are "
+                 "aliases (model.served_model_name, comma-separated; default: the model directory's name)");
   app.add_option("--chat-template", chat_template,
                  "a chat template file, or the template itself, instead of the model's (model.chat_template; "
                  "vLLM's flag)");
@@ -169,7 +170,10 @@ int run_serve(int argc, char** argv) {
   if (compute_dtype) c.compute_dtype = *compute_dtype;
   if (device) c.device = *device;
   if (rope_scaling) c.rope_scaling = *rope_scaling;
-  if (served_model_name) c.served_model_name = *served_model_name;
+  if (!served_model_names.empty()) {
+    c.served_model_name.clear();
+    for (const auto& n : served_model_names) c.served_model_name += (c.served_model_name.empty() ? "" : ",") + n;
+  }
   if (chat_template) c.chat_template = *chat_template;
   if (tool_call_parser) c.tool_call_parser = *tool_call_parser;
   for (const auto& l : loras) {

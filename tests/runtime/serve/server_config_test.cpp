@@ -141,6 +141,20 @@ BOOST_AUTO_TEST_CASE(lora_modules_and_their_errors) {
   expect_error([&] { apply_override(c, "model.max_lora_rank=-8"); }, "model.max_lora_rank = -8 is out of range");
 }
 
+// vLLM's --served-model-name takes several names: the first answers, the others are aliases.
+BOOST_AUTO_TEST_CASE(served_model_names_and_their_errors) {
+  BOOST_TEST(parse_served_model_names("").empty());
+  BOOST_TEST((parse_served_model_names("qwen3-coder,claude-sonnet-4-5,claude-haiku-4-5") ==
+              std::vector<std::string>{"qwen3-coder", "claude-sonnet-4-5", "claude-haiku-4-5"}));
+  server_config c;
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {"a,,b", "'' is not a name"}, {"a,", "'' is not a name"}, {"my model", "'my model' is not a name"},
+           {"a,b,a", "'a' is given twice"}}) {
+    c.served_model_name = bad;
+    expect_error([&] { validate(c); }, "model.served_model_name (--served-model-name): " + why);
+  }
+}
+
 // CORS: off by default (no origins; vLLM's "*" for methods and headers), lists in either form, and
 // a bad list stops the start naming the key.
 BOOST_AUTO_TEST_CASE(cors_keys_and_their_errors) {

@@ -906,6 +906,22 @@ BOOST_AUTO_TEST_CASE(models_list) {
   BOOST_TEST(j["data"][0]["max_model_len"] == 4096);
   BOOST_TEST(j["data"][1]["id"] == "sql-lora");
   BOOST_TEST(j["data"][1]["parent"] == "qwen3");
+
+  // --served-model-name qwen3 claude-haiku: the alias is listed and answers as the model does.
+  auto aliased = models;
+  aliased.aliases = {"claude-haiku"};
+  j = json::parse(oa::models_body(aliased, 3));
+  BOOST_TEST_REQUIRE(j["data"].size() == 3u);
+  BOOST_TEST(j["data"][1]["id"] == "claude-haiku");
+  BOOST_TEST(j["data"][1]["parent"] == nullptr);
+  auto p = oa::parse_request(oa::endpoint::chat, R"({"model": "claude-haiku", "messages": [{"role": "user", "content": "q"}]})",
+                             aliased, "chatcmpl-1");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(p.req->adapter.empty());
+  BOOST_TEST(p.model == "qwen3");  // answers carry the first name, as vLLM's
+  p = oa::parse_request(oa::endpoint::chat, R"({"model": "claude-haiku", "messages": [{"role": "user", "content": "q"}]})",
+                        models, "chatcmpl-2");
+  BOOST_TEST(p.error.status == 404);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -115,11 +115,13 @@ BOOST_AUTO_TEST_CASE(answers_have_vllms_shape) {
 // accepted); other fields, an empty or ill-typed name, the served model's name are refused naming
 // the field; vLLM's success texts.
 BOOST_AUTO_TEST_CASE(lora_load_and_unload_bodies) {
-  auto l = oa::parse_lora_request(R"({"lora_name": "sql", "lora_path": "/a/b"})", true, "qwen3");
+  auto aliased = models;
+  aliased.aliases = {"claude-haiku"};
+  auto l = oa::parse_lora_request(R"({"lora_name": "sql", "lora_path": "/a/b"})", true, models);
   BOOST_TEST_REQUIRE(l.ok());
   BOOST_TEST(l.name == "sql");
   BOOST_TEST(l.path == "/a/b");
-  auto u = oa::parse_lora_request(R"({"lora_name": "sql", "lora_int_id": 3})", false, "qwen3");
+  auto u = oa::parse_lora_request(R"({"lora_name": "sql", "lora_int_id": 3})", false, models);
   BOOST_TEST_REQUIRE(u.ok());
   BOOST_TEST(u.name == "sql");
   struct bad {
@@ -135,8 +137,9 @@ BOOST_AUTO_TEST_CASE(lora_load_and_unload_bodies) {
                                         {R"({"lora_name": "x", "lora_path": "/a", "colour": 1})", true, "unknown_field", "colour"},
                                         {R"({"lora_name": "x", "lora_path": "/a", "load_inplace": true})", true, "unsupported", "load_inplace"},
                                         {R"({"lora_name": "qwen3", "lora_path": "/a"})", true, "invalid_value", "lora_name"},
+                                        {R"({"lora_name": "claude-haiku", "lora_path": "/a"})", true, "invalid_value", "lora_name"},
                                         {R"({"lora_name": )", true, "malformed", ""}}) {
-    auto p = oa::parse_lora_request(b.body, b.load, "qwen3");
+    auto p = oa::parse_lora_request(b.body, b.load, aliased);
     BOOST_TEST(!p.ok(), b.body);
     BOOST_TEST(p.error.code == b.code, b.body << ": " << p.error.code);
     BOOST_TEST(p.error.param == b.param, b.body << ": " << p.error.param);
