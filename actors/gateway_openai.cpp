@@ -222,15 +222,22 @@ void on_lora_answer(self_ptr self, lora_answer_msg& m) {
   http_pump(self, m.hdl);
 }
 
-// GET /v1/responses/{id}: a stored response as it was sent; DELETE: it is forgotten (OpenAI's).
+// GET /v1/responses/{id}: a stored response as it was sent; DELETE: it is forgotten; GET
+// /v1/responses/{id}/input_items: the input it answered (OpenAI's).
 static void on_stored_response(self_ptr self, connection_handle hdl, const wire::http_request& req, std::string_view id) {
   auto& st = self->state;
+  constexpr std::string_view items_suffix = "/input_items";
+  const bool items = id.size() > items_suffix.size() && id.substr(id.size() - items_suffix.size()) == items_suffix;
+  if (items) id.remove_suffix(items_suffix.size());
   if (id.empty() || id.find('/') != std::string_view::npos)
     return http_answer_error(self, hdl,
                              {404, "no endpoint " + std::string(req.path()) +
-                                       " (served: GET and DELETE /v1/responses/{id}; background responses, their "
-                                       "cancel and input_items are not)",
+                                       " (served: GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items; "
+                                       "background responses and their cancel are not)",
                               "not_found", ""},
+                             req.keep_alive);
+  if (items && req.method != "GET")
+    return http_answer_error(self, hdl, {405, "use GET for " + std::string(req.path()), "method_not_allowed", ""},
                              req.keep_alive);
   if (req.method != "GET" && req.method != "DELETE")
     return http_answer_error(self, hdl, {405, "use GET or DELETE for " + std::string(req.path()), "method_not_allowed", ""},
@@ -254,6 +261,10 @@ static void on_stored_response(self_ptr self, connection_handle hdl, const wire:
   }
   auto found = store ? store->get(key) : std::nullopt;
   if (!found) return missing();
+  if (items) {
+    const auto page = wire::openai::input_items(*found, key, req.query("order"), req.query("limit"), req.query("after"));
+    return http_answer(self, hdl, page.status, "application/json", page.body, req.keep_alive);
+  }
   http_answer(self, hdl, 200, "application/json", *found->response, req.keep_alive);
 }
 
@@ -364,7 +375,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     return http_answer_error(self, hdl,
                              {404, "no endpoint " + std::string(path) +
                                        " (served: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, "
-                                       "GET and DELETE /v1/responses/{id}, POST /v1/messages, POST /v1/messages/count_tokens, "
+                                       "GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, POST /v1/messages, POST /v1/messages/count_tokens, "
                                        "POST /v1/embeddings, POST /v1/rerank, POST /v1/score, GET /v1/models, "
                                        "POST /tokenize, POST /detokenize, GET /health, GET /ping, GET /version, GET /metrics)",
                               "not_found", ""},

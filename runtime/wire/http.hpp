@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,6 +23,8 @@ struct http_request {
   const std::string* header(std::string_view name) const;
   // target without its query string
   std::string_view path() const;
+  // The query string's parameter `name`, percent-decoded ('+' as a space); nothing when absent.
+  std::optional<std::string> query(std::string_view name) const;
 };
 
 class http_request_parser {

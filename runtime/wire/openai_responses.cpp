@@ -701,7 +701,61 @@ void keep_response(response_store& store, const std::string& id, const ojson& co
   ojson all = conversation;
   ojson seen = ojson::parse(text);  // named: a range-for over a temporary's member would dangle
   for (auto& it : seen.at("output")) all.push_back(std::move(it));
-  store.put(id, std::move(all), std::move(text));
+  store.put(id, std::move(all), std::move(text), conversation.size());
+}
+
+input_items_page input_items(const response_store::entry& e, const std::string& response_id,
+                             const std::optional<std::string>& order, const std::optional<std::string>& limit,
+                             const std::optional<std::string>& after) {
+  try {
+    const bool asc = order.value_or("desc") == "asc";
+    if (order && *order != "asc" && *order != "desc")
+      refuse("invalid_value", "order", "parameter 'order' is '" + *order + "'; expected asc or desc");
+    int64_t n = 20;
+    if (limit) {
+      size_t used = 0;
+      try {
+        n = std::stoll(*limit, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != limit->size() || n < 1 || n > 100)
+        refuse("invalid_value", "limit", "parameter 'limit' is '" + *limit + "'; expected an integer from 1 to 100");
+    }
+    // Every input item with an id, in input order; a text content is one input_text part, as
+    // OpenAI lists it.
+    const std::string hex = response_id.substr(response_id.find('_') + 1);
+    ojson items = ojson::array();
+    for (size_t i = 0; i < e.num_input; ++i) {
+      ojson it = (*e.items)[i];
+      if (!it.contains("type")) it["type"] = "message";
+      if (it["type"] == "message" && it.contains("content") && it["content"].is_string()) {
+        const bool out_text = it.value("role", "") == "assistant";
+        it["content"] = ojson::array({ojson{{"type", out_text ? "output_text" : "input_text"}, {"text", it["content"]}}});
+      }
+      if (!it.contains("id") || !it["id"].is_string()) it["id"] = "item_" + hex + "_" + std::to_string(i);
+      items.push_back(std::move(it));
+    }
+    if (!asc) std::reverse(items.begin(), items.end());
+    size_t start = 0;
+    if (after) {
+      auto at = std::find_if(items.begin(), items.end(), [&](const ojson& it) { return it["id"] == *after; });
+      if (at == items.end())
+        refuse("invalid_value", "after", "parameter 'after' names no input item of response '" + response_id + "'");
+      start = static_cast<size_t>(at - items.begin()) + 1;
+    }
+    ojson data = ojson::array();
+    for (size_t i = start; i < items.size() && static_cast<int64_t>(data.size()) < n; ++i) data.push_back(items[i]);
+    const bool more = start + data.size() < items.size();
+    ojson page = {{"object", "list"},
+                  {"data", data},
+                  {"first_id", data.empty() ? ojson(nullptr) : data.front()["id"]},
+                  {"last_id", data.empty() ? ojson(nullptr) : data.back()["id"]},
+                  {"has_more", more}};
+    return {200, dump(page)};
+  } catch (const refusal& r) {
+    return {r.e.status, error_body(r.e)};
+  }
 }
 
 std::string responses_builder::feed(const event& e) {

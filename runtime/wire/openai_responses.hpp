@@ -46,6 +46,18 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
 void keep_response(response_store& store, const std::string& id, const nlohmann::ordered_json& conversation,
                    const nlohmann::ordered_json& response);
 
+// GET /v1/responses/{id}/input_items (OpenAI's): the input items stored response `e` answered,
+// each with an id (one is made for an item sent without), as a list page: `order` "desc" (the
+// default) or "asc", `limit` 1..100 (20), `after` the id of the item the page follows. A bad
+// parameter is a 400 naming it.
+struct input_items_page {
+  int status = 200;
+  std::string body;  // the list, or an error body
+};
+input_items_page input_items(const response_store::entry& e, const std::string& response_id,
+                             const std::optional<std::string>& order, const std::optional<std::string>& limit,
+                             const std::optional<std::string>& after);
+
 // The response to one parsed Responses request, fed its generate's events in order (one
 // completion: the API has no `n`). `think_end`: the id of the token that closes Qwen3's thinking
 // (</think>), or -1: the tokens up to it count as usage.output_tokens_details.reasoning_tokens,

@@ -1,10 +1,11 @@
 #include "runtime/wire/response_store.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace troupe::wire::openai {
 
-void response_store::put(const std::string& id, nlohmann::ordered_json items, std::string response) {
+void response_store::put(const std::string& id, nlohmann::ordered_json items, std::string response, size_t num_input) {
   // What an entry costs: its text as JSON (the parsed form takes a few times that; the bound is on
   // what the clients sent and got, which they can reason about) and its id twice.
   const size_t bytes = items.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).size() +
@@ -14,6 +15,7 @@ void response_store::put(const std::string& id, nlohmann::ordered_json items, st
   if (bytes > max_bytes_) return;
   lru_.push_front(id);
   slot s;
+  s.e.num_input = std::min(num_input, items.size());
   s.e.items = std::make_shared<const nlohmann::ordered_json>(std::move(items));
   s.e.response = std::make_shared<const std::string>(std::move(response));
   s.bytes = bytes;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -22,13 +23,14 @@ class response_store {
   struct entry {
     std::shared_ptr<const nlohmann::ordered_json> items;  // the conversation, as input items
     std::shared_ptr<const std::string> response;          // the response object's JSON text
+    size_t num_input = 0;  // items' first num_input are the input it answered, the rest its output
   };
 
   explicit response_store(size_t max_bytes) : max_bytes_(max_bytes) {}
 
   // Stores (or replaces) `id`, then drops the least recently used until the total fits. An entry
   // larger than max_bytes alone is not kept.
-  void put(const std::string& id, nlohmann::ordered_json items, std::string response);
+  void put(const std::string& id, nlohmann::ordered_json items, std::string response, size_t num_input = SIZE_MAX);
   // The entry, now the most recently used; nothing when unknown or dropped.
   std::optional<entry> get(const std::string& id);
   bool erase(const std::string& id);  // false when unknown

@@ -712,7 +712,15 @@ BOOST_AUTO_TEST_CASE(responses_continue_a_stored_conversation) {
   c.post("/v1/responses/" + first_id, "{}");
   BOOST_TEST(c.read().status == 405);
   c.get("/v1/responses/" + first_id + "/input_items");
-  BOOST_TEST(c.read().status == 404);
+  BOOST_TEST(c.read().status == 404);  // deleted: its items too
+  c.get("/v1/responses/" + second["id"].get<std::string>() + "/input_items?order=asc&limit=100");
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const auto listed = json::parse(r.body)["data"];
+  // The second's input: the first's input and output (its conversation), then its own input.
+  BOOST_TEST_REQUIRE(listed.size() == 1 + output.size() + 1);
+  BOOST_TEST(listed[0]["content"][0]["text"] == "Weather in Paris?");
+  BOOST_TEST(listed.back()["type"] == "function_call_output");
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 
   // No store: nothing kept, and previous_response_id says why.

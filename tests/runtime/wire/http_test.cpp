@@ -163,4 +163,19 @@ BOOST_AUTO_TEST_CASE(response_framing) {
   BOOST_TEST(body == "1a\r\n" + std::string(26, 'z') + "\r\n0\r\n\r\n");
 }
 
+BOOST_AUTO_TEST_CASE(query_parameters_are_found_and_decoded) {
+  troupe::wire::http_request r;
+  r.target = "/v1/responses/resp_1/input_items?limit=5&order=asc&after=msg%5F1&q=a+b&empty=&bad=%zz";
+  BOOST_TEST(r.path() == "/v1/responses/resp_1/input_items");
+  BOOST_TEST(*r.query("limit") == "5");
+  BOOST_TEST(*r.query("order") == "asc");
+  BOOST_TEST(*r.query("after") == "msg_1");
+  BOOST_TEST(*r.query("q") == "a b");
+  BOOST_TEST(*r.query("empty") == "");
+  BOOST_TEST(*r.query("bad") == "%zz");  // not an escape: kept as it is
+  BOOST_TEST(!r.query("missing"));
+  r.target = "/v1/models";
+  BOOST_TEST(!r.query("limit"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

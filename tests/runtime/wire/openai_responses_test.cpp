@@ -3,6 +3,7 @@
 // into the response object and its typed server-sent events.
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "tests/runtime/wire/typed_sse.hpp"
 
@@ -517,6 +518,58 @@ BOOST_AUTO_TEST_CASE(previous_response_id_continues_the_stored_conversation) {
     BOOST_TEST(at_once.chat.req->messages[i].tool_calls_json == m[i].tool_calls_json);
   }
   BOOST_TEST(!at_once.store);  // no store given
+}
+
+// OpenAI's input_items: the input a stored response answered (not its output), each item with an
+// id, newest first by default, in pages.
+BOOST_AUTO_TEST_CASE(input_items_list_the_input_in_pages) {
+  oa::response_store store(1 << 20);
+  auto p = oa::parse_responses(R"({"input": [{"role": "user", "content": "one"},
+      {"type": "message", "role": "assistant", "id": "msg_a", "content": "two"},
+      {"role": "user", "content": [{"type": "input_text", "text": "three"}]}]})", models, "resp_ff", &store);
+  BOOST_TEST_REQUIRE(p.ok(), p.chat.error.message);
+  auto b = builder(p);
+  b.set_on_final([&](const nlohmann::ordered_json& r) { oa::keep_response(store, "resp_ff", *p.conversation, r); });
+  auto d = done(wire::finish_reason::stop);
+  d.has_output = true;
+  d.text = "four";
+  b.feed(d);
+  const auto e = store.get("resp_ff");
+  BOOST_TEST_REQUIRE(e.has_value());
+  BOOST_TEST(e->num_input == 3u);
+  auto page = oa::input_items(*e, "resp_ff", std::nullopt, std::nullopt, std::nullopt);
+  BOOST_TEST(page.status == 200);
+  auto j = json::parse(page.body);
+  BOOST_TEST(j["object"] == "list");
+  BOOST_TEST_REQUIRE(j["data"].size() == 3u);  // not the output
+  BOOST_TEST(j["data"][0]["content"][0] == json({{"type", "input_text"}, {"text", "three"}}));  // newest first
+  BOOST_TEST(j["data"][1]["id"] == "msg_a");
+  BOOST_TEST(j["data"][1]["content"][0]["type"] == "output_text");
+  BOOST_TEST(j["data"][2]["content"][0]["text"] == "one");
+  BOOST_TEST(j["data"][2]["type"] == "message");
+  BOOST_TEST(j["first_id"] == j["data"][0]["id"]);
+  BOOST_TEST(j["last_id"] == j["data"][2]["id"]);
+  BOOST_TEST(j["has_more"] == false);
+  page = oa::input_items(*e, "resp_ff", std::string("asc"), std::string("2"), std::nullopt);
+  j = json::parse(page.body);
+  BOOST_TEST_REQUIRE(j["data"].size() == 2u);
+  BOOST_TEST(j["data"][0]["content"][0]["text"] == "one");
+  BOOST_TEST(j["has_more"] == true);
+  page = oa::input_items(*e, "resp_ff", std::string("asc"), std::string("2"), j["last_id"].get<std::string>());
+  j = json::parse(page.body);
+  BOOST_TEST_REQUIRE(j["data"].size() == 1u);
+  BOOST_TEST(j["data"][0]["content"][0]["text"] == "three");
+  BOOST_TEST(j["has_more"] == false);
+  for (const auto& [order, limit, after, param] :
+       std::vector<std::tuple<std::optional<std::string>, std::optional<std::string>, std::optional<std::string>, std::string>>{
+           {std::string("up"), std::nullopt, std::nullopt, "order"},
+           {std::nullopt, std::string("0"), std::nullopt, "limit"},
+           {std::nullopt, std::string("5x"), std::nullopt, "limit"},
+           {std::nullopt, std::nullopt, std::string("nope"), "after"}}) {
+    page = oa::input_items(*e, "resp_ff", order, limit, after);
+    BOOST_TEST(page.status == 400);
+    BOOST_TEST(json::parse(page.body)["error"]["param"] == param);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(unknown_or_unkept_responses_are_404_and_store_false_keeps_nothing) {
