@@ -131,7 +131,7 @@ printf '\x00Checking.\n<tool_call>\n<function=f>\n<parameter=i>\n2\n</parameter>
 
 # Requests over HTTP, and bodies of both endpoints (the first byte picks which).
 seed_openai() {
-printf '\x00GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\nPOST /v1/completions HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}' > "$1/http"
+printf '\x00GET /v1/responses/resp_1/input_items?limit=5&order=asc&after=msg%%5F1 HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n\r\nPOST /v1/completions HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}' > "$1/http"
 printf '\x01{"model": "lora-a", "messages": [{"role": "system", "content": [{"type": "text", "text": "Be brief."}]}, {"role": "user", "content": "hi", "name": "a"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "content": "1", "tool_call_id": "c"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}], "stream": true, "stream_options": {"include_usage": true}, "logprobs": true, "top_logprobs": 2, "n": 2, "stop": "x", "max_completion_tokens": 5, "chat_template_kwargs": {"enable_thinking": false}}' > "$1/chat"
 printf '\x02{"model": "m", "prompt": [[1, 2, 3]], "max_tokens": 3, "logprobs": 1, "echo": false, "seed": 4, "guided_choice": ["a", "b"], "user": "t", "logit_bias": {"5": -100}}' > "$1/completion"
 printf '\x02{"prompt": "scored", "echo": true, "logprobs": 2, "max_tokens": 0}' > "$1/echo"

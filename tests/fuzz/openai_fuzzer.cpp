@@ -83,6 +83,8 @@ void fuzz_http(std::string_view in) {
       check(cl ? std::stoul(*cl) == r.body.size() : r.body.empty());
       check(!r.target.empty() && r.target[0] == '/');
       check_cors(r);
+      for (const char* name : {"limit", "order", "after"})  // a decoded value is never longer than its text
+        if (auto v = r.query(name)) check(v->size() <= r.target.size());
       continue;
     }
     if (s == http_request_parser::status::error) {
