@@ -7,6 +7,8 @@ vectors a plain POST /v1/embeddings returns (its base64 decodes to the same floa
 examples/python/openai_rerank.py prints the results of a plain POST /v1/rerank in its order.
 examples/python/openai_agent.py runs its loop over POST /v1/responses: a forced calculator call is
 run and its result sent back with the model's own output items, and the next turn answers.
+examples/python/anthropic_chat.py over POST /v1/messages prints, streamed and whole, the start of
+the chat answer to the same prompt, and with --count the prompt's tokens chat's usage counts.
 
 usage: openai_example_test.py TROUPE_BINARY SOURCE_DIR
 """
@@ -24,6 +26,7 @@ example = os.path.join(source, "examples", "python", "openai_chat.py")
 embeddings_example = os.path.join(source, "examples", "python", "openai_embeddings.py")
 rerank_example = os.path.join(source, "examples", "python", "openai_rerank.py")
 agent_example = os.path.join(source, "examples", "python", "openai_agent.py")
+anthropic_example = os.path.join(source, "examples", "python", "anthropic_chat.py")
 failures = []
 
 
@@ -58,6 +61,21 @@ try:
     got = streamed.stdout.rstrip("\n")
     check(streamed.returncode == 0 and got.strip() and want.startswith(got), "streamed: " + repr(streamed.stdout))
     check(whole.returncode == 0 and whole.stdout == streamed.stdout, "whole equals streamed: " + repr(whole.stdout))
+    arun = lambda *a: subprocess.run([sys.executable, anthropic_example, "--base-url", f"http://127.0.0.1:{port}",
+                                      "--max-tokens", "10", "--temperature", "0", *a],
+                                     capture_output=True, text=True, timeout=60)
+    a_streamed, a_whole = arun("Tell me a story"), arun("--no-stream", "Tell me a story")
+    a_got = a_streamed.stdout.rstrip("\n")
+    check(a_streamed.returncode == 0 and a_got.strip() and want.startswith(a_got),
+          "anthropic example streamed: " + repr(a_streamed.stdout) + a_streamed.stderr)
+    check(a_whole.returncode == 0 and a_whole.stdout == a_streamed.stdout, "anthropic example whole equals streamed")
+    req = urllib.request.Request(base + "/chat/completions", data=json.dumps(body).encode())
+    prompt_tokens = json.load(urllib.request.urlopen(req))["usage"]["prompt_tokens"]
+    counted = arun("--count", "Tell me a story")
+    check(counted.returncode == 0 and counted.stdout.strip() == str(prompt_tokens),
+          f"anthropic example --count: {counted.stdout.strip()!r} vs chat's {prompt_tokens}")
+    a_bad = arun("--model", "no-such-model", "hi")
+    check(a_bad.returncode != 0 and "no-such-model" in a_bad.stderr, "anthropic example, an unknown model: " + a_bad.stderr.strip())
     bad = run("--model", "no-such-model", "hi")
     check(bad.returncode != 0 and "no-such-model" in bad.stderr, "an unknown model: " + bad.stderr.strip())
     texts = ["the KV cache lives in blocks", "a recipe for onion soup", "blocks of keys and values"]
