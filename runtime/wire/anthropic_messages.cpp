@@ -377,6 +377,22 @@ std::string messages_builder::add_call(std::string name, std::string arguments, 
   return out;
 }
 
+std::string messages_builder::push_streamed(std::string_view text) {
+  auto p = calls_->push(text);
+  std::string out = p.content.empty() ? std::string() : add_text(p.content);
+  for (auto& c : p.calls) {
+    if (c.begins) {
+      out += add_call(c.name, c.arguments, false);
+      ++streamed_calls_;
+    } else if (!c.arguments.empty()) {
+      blocks_.back().text += c.arguments;
+      out += sse("content_block_delta",
+                 {{"index", blocks_.size() - 1}, {"delta", {{"type", "input_json_delta"}, {"partial_json", c.arguments}}}});
+    }
+  }
+  return out;
+}
+
 std::string messages_builder::release_stop(std::string_view text) {
   if (stops_.empty()) return std::string(text);
   stop_tail_ += text;
@@ -404,25 +420,11 @@ std::string messages_builder::on_token(const token_event& t) {
                  {{"index", blocks_.size() - 1}, {"delta", {{"type", "thinking_delta"}, {"thinking", *t.reasoning}}}});
   }
   const std::string released = release_stop(t.text);
-  std::string text;
-  std::vector<tool_call_stream::call_piece> pieces;
   if (calls_) {
-    auto p = calls_->push(released);
-    text = std::move(p.content);
-    pieces = std::move(p.calls);
+    out += push_streamed(released);
   } else {
-    text = has_tools_ || forced_ ? release_before_calls(held_, in_calls_, released) : released;
-  }
-  if (!text.empty()) out += add_text(text);
-  for (auto& c : pieces) {
-    if (c.begins) {
-      out += add_call(c.name, c.arguments, false);
-      ++streamed_calls_;
-    } else if (!c.arguments.empty()) {
-      blocks_.back().text += c.arguments;
-      out += sse("content_block_delta",
-                 {{"index", blocks_.size() - 1}, {"delta", {{"type", "input_json_delta"}, {"partial_json", c.arguments}}}});
-    }
+    const std::string text = has_tools_ || forced_ ? release_before_calls(held_, in_calls_, released) : released;
+    if (!text.empty()) out += add_text(text);
   }
   // A streamed call whose arguments are whole ends now.
   if (calls_ && calls_->complete() == calls_->begun() && !blocks_.empty() && !blocks_.back().done &&
@@ -472,18 +474,7 @@ std::string messages_builder::on_done(done_event&& d) {
     std::string rest = std::exchange(stop_tail_, {});
     take_stop(rest);
     if (calls_) {  // the stream's last text goes the way its earlier text went
-      auto p = calls_->push(rest);
-      if (!p.content.empty()) out += add_text(p.content);
-      for (auto& c : p.calls) {
-        if (c.begins) {
-          out += add_call(c.name, c.arguments, false);
-          ++streamed_calls_;
-        } else if (!c.arguments.empty()) {
-          blocks_.back().text += c.arguments;
-          out += sse("content_block_delta", {{"index", blocks_.size() - 1},
-                                             {"delta", {{"type", "input_json_delta"}, {"partial_json", c.arguments}}}});
-        }
-      }
+      out += push_streamed(rest);
       if (streamed_calls_ == 0) tail = calls_->held();
     } else if (has_tools_ || forced_) {
       tail = release_before_calls(held_, in_calls_, rest);

@@ -66,6 +66,7 @@ class messages_builder final : public openai::reply_builder {
   std::string add_text(const std::string& text);
   std::string add_call(std::string name, std::string arguments, bool whole);
   std::string release_stop(std::string_view text);  // text, less a tail that may be a stop sequence
+  std::string push_streamed(std::string_view text);  // through calls_: its text, then its call pieces
   std::string sse(const char* type, nlohmann::ordered_json fields) const;
   nlohmann::ordered_json block_json(const block& b, bool whole) const;
   nlohmann::ordered_json usage_json() const;
