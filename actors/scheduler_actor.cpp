@@ -91,17 +91,14 @@ void flush(self_ptr self) {
   }
 }
 
-// Unloaded adapters (adapter_registry::retire) whose slot no sequence names any more: the
-// executor empties the slot, after every step sent before (this actor sends them all), and the
-// weights go.
-void release_drained_adapters(self_ptr self) {
+// Unloaded adapters (adapter_registry::retire) whose slot no sequence names any more (`named`,
+// by slot; a slot past its end counts as named): the executor empties the slot, after every step
+// sent before (this actor sends them all), and the weights go.
+void release_drained_adapters(self_ptr self, const std::vector<bool>& named) {
   auto& st = self->state;
   if (st.in_flight || !st.executor) return;
   for (int32_t slot : st.ctx->facts.adapters->draining()) {
-    bool used = false;
-    for (const auto& ids : {st.core->running_ids(), st.core->waiting_ids()})
-      for (int64_t id : ids) used = used || st.core->adapter_of(id) == slot;
-    if (used) continue;
+    if (static_cast<size_t>(slot) >= named.size() || named[static_cast<size_t>(slot)]) continue;
     self->send(st.executor, lora_install_msg{slot, nullptr});
     st.ctx->facts.adapters->free(slot);
   }
@@ -113,13 +110,18 @@ void publish_gauges(self_ptr self) {
   st.ctx->metrics->set_queue_sizes(s.num_running, s.num_waiting);
   st.ctx->metrics->set_kv_cache_usage(st.core->allocator().usage());
   if (const auto& reg = st.ctx->facts.adapters; reg && reg->size() > 0) {
-    // The names of the adapters with requests in each queue, in slot order (a draining one too).
+    // Which slots the sequences of each queue name (a draining one too), read once for the gauge
+    // and for releasing drained slots.
     const auto slots = reg->slots();
-    auto names = [&](const std::vector<int64_t>& ids) {
+    auto named_by = [&](const std::vector<int64_t>& ids) {
       std::vector<bool> seen(slots.size());
       for (int64_t id : ids)
         if (int32_t a = st.core->adapter_of(id); a >= 0 && static_cast<size_t>(a) < seen.size())
           seen[static_cast<size_t>(a)] = true;
+      return seen;
+    };
+    const auto running = named_by(st.core->running_ids()), waiting = named_by(st.core->waiting_ids());
+    auto names = [&](const std::vector<bool>& seen) {  // in slot order
       std::string out;
       for (size_t a = 0; a < slots.size(); ++a)
         if (seen[a] && slots[a]) {
@@ -130,9 +132,11 @@ void publish_gauges(self_ptr self) {
     };
     // max_lora: vLLM's label is its max_loras; without a cap, every loaded adapter may run.
     const int32_t cap = st.core->config().max_loras;
-    st.ctx->metrics->set_lora_requests(cap > 0 ? cap : static_cast<int64_t>(reg->live().size()), names(st.core->running_ids()),
-                                       names(st.core->waiting_ids()));
-    release_drained_adapters(self);
+    st.ctx->metrics->set_lora_requests(cap > 0 ? cap : static_cast<int64_t>(reg->live().size()), names(running),
+                                       names(waiting));
+    std::vector<bool> named(slots.size());
+    for (size_t a = 0; a < slots.size(); ++a) named[a] = running[a] || waiting[a];
+    release_drained_adapters(self, named);
   }
   if (const auto* pc = st.core->prefix_cache()) st.ctx->prefix_metrics->set_local(pc->stats());
 }

@@ -268,11 +268,7 @@ step_plan scheduler::schedule() {
   //    shared-store look-up is not offered (the look-up answers within its budget).
   bool may_admit = plan.preempted.empty() && !(cfg_.static_batching && batch_decoding);
   // max_loras: the distinct adapters running, which admission may grow up to the cap.
-  std::vector<int32_t> loras;
-  if (cfg_.max_loras > 0)
-    for (int64_t id : running_)
-      if (int32_t a = seqs_.at(id).spec.adapter; a >= 0 && std::find(loras.begin(), loras.end(), a) == loras.end())
-        loras.push_back(a);
+  std::vector<int32_t> loras = cfg_.max_loras > 0 ? running_adapters() : std::vector<int32_t>{};
   bool hold_adapters = false;  // an adapter sequence ahead in the order is waiting for room
   std::vector<int64_t> eligible;
   if (prefix_ && may_admit)
@@ -507,6 +503,14 @@ int32_t scheduler::num_output_tokens(int64_t seq_id) const {
 
 int32_t scheduler::num_computed_tokens(int64_t seq_id) const { return seqs_.at(seq_id).num_computed; }
 
+std::vector<int32_t> scheduler::running_adapters() const {
+  std::vector<int32_t> out;
+  for (int64_t id : running_)
+    if (int32_t a = seqs_.at(id).spec.adapter; a >= 0 && std::find(out.begin(), out.end(), a) == out.end())
+      out.push_back(a);
+  return out;
+}
+
 void scheduler::check_invariants() const {
   alloc_.check_invariants();
   TROUPE_ASSERT(running_.size() + waiting_.size() == seqs_.size());
@@ -521,13 +525,7 @@ void scheduler::check_invariants() const {
     const auto& s = seqs_.at(id);
     TROUPE_ASSERT(!s.running && s.num_computed == 0 && !alloc_.has(id));
   }
-  if (cfg_.max_loras > 0) {
-    std::vector<int32_t> loras;
-    for (int64_t id : running_)
-      if (int32_t a = seqs_.at(id).spec.adapter; a >= 0 && std::find(loras.begin(), loras.end(), a) == loras.end())
-        loras.push_back(a);
-    TROUPE_ASSERT(static_cast<int32_t>(loras.size()) <= cfg_.max_loras);
-  }
+  if (cfg_.max_loras > 0) TROUPE_ASSERT(static_cast<int32_t>(running_adapters().size()) <= cfg_.max_loras);
   for (size_t i = 1; i < running_.size(); ++i) TROUPE_ASSERT(!before(running_[i], running_[i - 1]));
   for (size_t i = 1; i < waiting_.size(); ++i) TROUPE_ASSERT(!before(waiting_[i], waiting_[i - 1]));
   TROUPE_ASSERT(alloc_.num_sequences() <= running_.size());

@@ -234,6 +234,7 @@ class scheduler {
   int32_t chunk_limit(const sequence& s, int32_t budget) const;
   bool leader_computing_prompt(const sequence& s) const;
   bool grow(int64_t id, int64_t num_tokens);
+  std::vector<int32_t> running_adapters() const;  // the distinct LoRA slots of running sequences
 
   sched_config cfg_;
   block_allocator alloc_;

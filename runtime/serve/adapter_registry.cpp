@@ -58,13 +58,7 @@ void adapter_registry::publish(int32_t slot) {
   if (s.s == state::reserved) s.s = state::live;
 }
 
-void adapter_registry::release(int32_t slot) {
-  std::lock_guard lock(mu_);
-  auto& s = slots_.at(static_cast<size_t>(slot));
-  if (s.s != state::reserved) return;
-  s.s = state::freed;
-  s.adapter.reset();
-}
+void adapter_registry::release(int32_t slot) { free_from(slot, state::reserved); }
 
 std::optional<int32_t> adapter_registry::retire(std::string_view name) {
   std::lock_guard lock(mu_);
@@ -84,10 +78,12 @@ std::vector<int32_t> adapter_registry::draining() const {
   return out;
 }
 
-void adapter_registry::free(int32_t slot) {
+void adapter_registry::free(int32_t slot) { free_from(slot, state::draining); }
+
+void adapter_registry::free_from(int32_t slot, state from) {
   std::lock_guard lock(mu_);
   auto& s = slots_.at(static_cast<size_t>(slot));
-  if (s.s != state::draining) return;
+  if (s.s != from) return;
   s.s = state::freed;
   s.adapter.reset();
 }

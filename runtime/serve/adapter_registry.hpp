@@ -59,6 +59,7 @@ class adapter_registry {
     std::shared_ptr<const lora_adapter> adapter;
     state s = state::live;
   };
+  void free_from(int32_t slot, state from);  // `slot` freed (weights gone) if it is in state `from`
   mutable std::mutex mu_;
   std::vector<slot_info> slots_;
 };
