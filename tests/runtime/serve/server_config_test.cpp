@@ -139,6 +139,11 @@ BOOST_AUTO_TEST_CASE(lora_modules_and_their_errors) {
   BOOST_TEST((c.max_loras == 2 && c.max_lora_rank == 16));
   expect_error([&] { apply_override(c, "model.max_loras=-1"); }, "model.max_loras = -1 is out of range");
   expect_error([&] { apply_override(c, "model.max_lora_rank=-8"); }, "model.max_lora_rank = -8 is out of range");
+  BOOST_TEST(server_config{}.responses_store_bytes == int64_t{64} << 20);
+  apply_override(c, "server.responses_store_bytes=0");  // none kept
+  BOOST_TEST(c.responses_store_bytes == 0);
+  expect_error([&] { apply_override(c, "server.responses_store_bytes=-1"); },
+               "server.responses_store_bytes = -1 is out of range");
 }
 
 // vLLM's --served-model-name takes several names: the first answers, the others are aliases.
