@@ -142,6 +142,9 @@ printf '\x01{"messages": [{"role": "user", "content": "q"}], "tools": [{"type": 
 printf '\x01{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "{"}], "add_generation_prompt": false, "continue_final_message": true, "truncate_prompt_tokens": 8, "stop": ["}"], "include_stop_str_in_output": true}' > "$1/prefill"
 printf '\x03{"model": "m", "tokens": [1, 2, 151643]}' > "$1/detokenize"
 printf '\x04{"model": "m", "instructions": "Be brief.", "input": [{"role": "user", "content": [{"type": "input_text", "text": "q"}]}, {"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "t"}]}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}, {"type": "function_call_output", "call_id": "c", "output": "1"}], "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}], "stream": true, "max_output_tokens": 9, "include": ["message.output_text.logprobs"], "top_logprobs": 1, "reasoning": {"effort": "none"}, "metadata": {"a": "b"}}' > "$1/responses"
+printf '\x04{"input": "q", "background": true, "stream": true, "max_output_tokens": 9}' > "$1/responses-background"
+printf '\x04{"input": "q", "background": true, "store": true}' > "$1/responses-background-whole"
+printf '\x00GET /v1/responses/resp_1?stream=true&starting_after=41 HTTP/1.1\r\nHost: x\r\n\r\nPOST /v1/responses/resp_1/cancel HTTP/1.1\r\nContent-Length: 0\r\n\r\n' > "$1/http-background"
 printf '\x05{"lora_name": "sql", "lora_path": "/adapters/sql", "lora_int_id": 1}' > "$1/lora"
 printf '\x04{"input": "q", "tool_choice": {"type": "function", "name": "f"}, "tools": [{"type": "function", "name": "f"}], "text": {"format": {"type": "json_object"}}}' > "$1/responses-forced"
 printf '\x06{"model": "m", "max_tokens": 9, "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}], "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s"}, {"type": "text", "text": "a"}, {"type": "tool_use", "id": "t1", "name": "f", "input": {"x": 1}}]}, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "1"}]}, {"type": "text", "text": "more"}]}], "tools": [{"name": "f", "input_schema": {"type": "object"}}], "stream": true, "stop_sequences": ["END"], "thinking": {"type": "enabled", "budget_tokens": 1024}, "metadata": {"user_id": "u"}}' > "$1/anthropic"
@@ -165,7 +168,7 @@ case "$target" in
       runtime/core/mapped_file.cpp runtime/core/dtype.cpp runtime/core/error.cpp" ;;
   chat_template) sources="$tokenizer_sources $tokenizer_libs"; max_len=8192 ;;
   openai)
-    sources="runtime/wire/http.cpp runtime/wire/openai.cpp runtime/wire/openai_responses.cpp runtime/wire/response_store.cpp runtime/wire/anthropic_messages.cpp runtime/wire/openai_lora.cpp
+    sources="runtime/wire/http.cpp runtime/wire/openai.cpp runtime/wire/openai_responses.cpp runtime/wire/response_store.cpp runtime/wire/background_response.cpp runtime/wire/anthropic_messages.cpp runtime/wire/openai_lora.cpp
       runtime/wire/tool_call_stream.cpp runtime/wire/openai_tokenize.cpp
       runtime/wire/openai_tool_choice.cpp runtime/wire/cors.cpp runtime/wire/request_codec.cpp runtime/wire/json_msgpack.cpp
       runtime/wire/utf8.cpp runtime/wire/protocol.cpp runtime/core/json_in_order.cpp runtime/core/error.cpp" ;;

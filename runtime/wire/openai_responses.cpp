@@ -282,7 +282,7 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
           refuse("unsupported", k, "truncation '" + v.get<std::string>() + "' is not supported (served: disabled)");
       } else if (k == "background") {
         want(v, v.is_boolean(), k, "a boolean");
-        if (v == true) refuse("unsupported", k, "background responses are not supported: ask without background and wait");
+        out.background = v.get<bool>();
       } else if (k == "previous_response_id") {
         want(v, v.is_string(), k, "a string");
         previous = &v;
@@ -318,6 +318,10 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
                      : "no response '" + prev + "' is stored here: this server stores none "
                                                 "(server.responses_store_bytes = 0); send the whole conversation as 'input'",
                404);
+      if (!found->finished)
+        refuse("invalid_value", "previous_response_id",
+               "response '" + prev + "' is a background response still running: continue it once it has finished "
+                                     "(GET /v1/responses/{id} says when)");
       items = *found->items;
       num_previous = items.size();
     }
@@ -325,6 +329,12 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
     c["messages"] = input_messages(items, instructions, num_previous);
     out.store = want_store && store != nullptr;
     echo["store"] = out.store;
+    if (out.background && !out.store)  // its client reads it from the store only
+      refuse(store ? "invalid_value" : "unsupported", "background",
+             store ? "a background response needs store: true (it is read back with GET /v1/responses/{id})"
+                   : "background responses need the response store, which this server does not keep "
+                     "(server.responses_store_bytes = 0)");
+    echo["background"] = out.background;
     if (out.store) out.conversation = std::make_shared<const ojson>(std::move(items));
     if (out.logprobs) c["logprobs"] = true;
     if (c.contains("top_logprobs") && !out.logprobs)
@@ -367,6 +377,7 @@ responses_builder::responses_builder(const parsed_responses& p, int64_t created,
       stream_(p.chat.req->stream),
       has_tools_(!p.chat.req->tools_json.empty()),
       want_logprobs_(p.logprobs),
+      background_(p.background),
       forced_(p.chat.forced_tools),
       token_bytes_(std::move(token_bytes)),
       think_end_(think_end) {
@@ -446,6 +457,8 @@ ojson responses_builder::response_json(const char* status) const {
   return j;
 }
 
+ojson responses_builder::snapshot(const char* status) const { return response_json(status); }
+
 std::string responses_builder::sse(const char* type, ojson fields) {
   ojson j = {{"type", type}, {"sequence_number", seq_++}};
   for (auto& [k, v] : fields.items()) j[k] = std::move(v);
@@ -470,7 +483,8 @@ void responses_builder::count_id(int32_t id) {
 std::string responses_builder::begin() {
   if (begun_ || !stream_) return {};
   begun_ = true;
-  std::string out = sse("response.created", {{"response", response_json("in_progress")}});
+  // A background response is created queued (what its creator was answered), as OpenAI's.
+  std::string out = sse("response.created", {{"response", response_json(background_ ? "queued" : "in_progress")}});
   out += sse("response.in_progress", {{"response", response_json("in_progress")}});
   return out;
 }
@@ -601,15 +615,19 @@ std::string responses_builder::add_text(const std::string& text) {
 
 std::string responses_builder::on_error(const wire_error& e) {
   complete_ = true;
-  if (!begun_) {
+  if (!begun_ && !background_) {
     status_ = http_status(e.code);
     return error_body(from_wire(e));
   }
-  // Mid-stream: OpenAI's error event, then the response as failed.
-  std::string out = sse("error", {{"code", std::string(to_string(e.code))}, {"message", e.message}, {"param", nullptr}});
+  // Mid-stream (or a background response, whose creator was answered already): the response as
+  // failed, streamed after OpenAI's error event.
+  std::string out = begin();
   finished_ = true;
   ojson r = response_json("failed");
   r["error"] = {{"code", std::string(to_string(e.code))}, {"message", e.message}};
+  if (on_final_ && background_) on_final_(r);
+  if (!stream_) return dump(r);
+  out += sse("error", {{"code", std::string(to_string(e.code))}, {"message", e.message}, {"param", nullptr}});
   return out + sse("response.failed", {{"response", std::move(r)}});
 }
 
@@ -685,7 +703,7 @@ std::string responses_builder::on_done(done_event&& d) {
   if (d.reason == finish_reason::length) r["incomplete_details"] = {{"reason", "max_output_tokens"}};
   if (d.reason == finish_reason::error && d.error)
     r["error"] = {{"code", std::string(to_string(d.error->code))}, {"message", d.error->message}};
-  if (on_final_ && d.reason != finish_reason::error) on_final_(r);
+  if (on_final_ && (d.reason != finish_reason::error || background_)) on_final_(r);
   if (!stream_) return dump(r);
   // As vLLM: the last event is response.completed whatever the status (an incomplete or cancelled
   // response too: OpenAI's SDK gives a stream's final response only from that event), except a
@@ -696,12 +714,14 @@ std::string responses_builder::on_done(done_event&& d) {
   return out + sse(event, {{"response", std::move(r)}});
 }
 
-void keep_response(response_store& store, const std::string& id, const ojson& conversation, const ojson& response) {
+void keep_response(response_store& store, const std::string& id, const ojson& conversation, const ojson& response,
+                   std::shared_ptr<const std::vector<std::string>> events, bool finished) {
   std::string text = dump(response);
   ojson all = conversation;
   ojson seen = ojson::parse(text);  // named: a range-for over a temporary's member would dangle
   for (auto& it : seen.at("output")) all.push_back(std::move(it));
-  store.put(id, std::move(all), std::move(text), conversation.size());
+  if (events && store.put(id, all, text, conversation.size(), std::move(events), finished)) return;
+  store.put(id, std::move(all), std::move(text), conversation.size(), nullptr, finished);
 }
 
 input_items_page input_items(const response_store::entry& e, const std::string& response_id,

@@ -32,6 +32,9 @@ struct parsed_responses {
   // `conversation`, the input items it answers (a previous response's conversation first).
   bool store = false;
   std::shared_ptr<const nlohmann::ordered_json> conversation;
+  // `background: true` (needs `store`): the response runs with no client waiting for it; the
+  // gateway answers at once with it queued (runtime/wire/background_response.hpp).
+  bool background = false;
   bool ok() const noexcept { return chat.ok(); }
 };
 
@@ -40,11 +43,14 @@ struct parsed_responses {
 parsed_responses parse_responses(std::string_view body, const served_models& models, const std::string& id,
                                  response_store* store = nullptr);
 
-// Keeps a finished response (set_on_final's) in `store` under `id`: the conversation it answered
-// and its output items as the client saw them (its JSON text read back, so a token's broken UTF-8
-// is U+FFFD there too and every item is valid input again), and that text for GET.
+// Keeps a response (set_on_final's) in `store` under `id`: the conversation it answered and its
+// output items as the client saw them (its JSON text read back, so a token's broken UTF-8 is
+// U+FFFD there too and every item is valid input again), and that text for GET. A background
+// response is kept queued (`finished` false) when it starts, then again when it ends, with its
+// streamed events when it had them (without them when they would not fit the store).
 void keep_response(response_store& store, const std::string& id, const nlohmann::ordered_json& conversation,
-                   const nlohmann::ordered_json& response);
+                   const nlohmann::ordered_json& response,
+                   std::shared_ptr<const std::vector<std::string>> events = nullptr, bool finished = true);
 
 // GET /v1/responses/{id}/input_items (OpenAI's): the input items stored response `e` answered,
 // each with an id (one is made for an item sent without), as a list page: `order` "desc" (the
@@ -71,8 +77,12 @@ class responses_builder final : public reply_builder {
   int status() const noexcept override { return status_; }
   bool streaming() const noexcept override { return stream_ && status_ == 200; }
   // Called once with the final response object when the response ends (completed, incomplete or
-  // cancelled; not when it failed): where the gateway stores it.
+  // cancelled; failed too for a background response, which its client reads only from the store):
+  // where the gateway stores it.
   void set_on_final(std::function<void(const nlohmann::ordered_json&)> f) { on_final_ = std::move(f); }
+  // The response object now, with `status` and the output so far (a streamed response builds its
+  // items as the tokens come; a whole one only at the end): GET of a running background response.
+  nlohmann::ordered_json snapshot(const char* status) const;
 
  private:
   // One output item: reasoning, the answer message, or a function call (in output order).
@@ -107,7 +117,7 @@ class responses_builder final : public reply_builder {
   std::function<void(const nlohmann::ordered_json&)> on_final_;
   std::shared_ptr<const nlohmann::ordered_json> echo_;  // parsed_responses::echo_json, parsed once
   int64_t created_;
-  bool stream_, has_tools_, want_logprobs_;
+  bool stream_, has_tools_, want_logprobs_, background_;
   std::optional<forced_tool_choice> forced_;
   token_bytes_fn token_bytes_;
   int32_t think_end_;

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace troupe::wire::openai {
 
@@ -24,13 +25,18 @@ class response_store {
     std::shared_ptr<const nlohmann::ordered_json> items;  // the conversation, as input items
     std::shared_ptr<const std::string> response;          // the response object's JSON text
     size_t num_input = 0;  // items' first num_input are the input it answered, the rest its output
+    // A background response's server-sent events, by sequence number (created with background and
+    // stream: GET ?stream=true replays them); null otherwise.
+    std::shared_ptr<const std::vector<std::string>> events;
+    bool finished = true;  // false: a background response still queued or running (its input only)
   };
 
   explicit response_store(size_t max_bytes) : max_bytes_(max_bytes) {}
 
   // Stores (or replaces) `id`, then drops the least recently used until the total fits. An entry
-  // larger than max_bytes alone is not kept.
-  void put(const std::string& id, nlohmann::ordered_json items, std::string response, size_t num_input = SIZE_MAX);
+  // larger than max_bytes alone is not kept (false; an earlier entry of `id` is gone too).
+  bool put(const std::string& id, nlohmann::ordered_json items, std::string response, size_t num_input = SIZE_MAX,
+           std::shared_ptr<const std::vector<std::string>> events = nullptr, bool finished = true);
   // The entry, now the most recently used; nothing when unknown or dropped.
   std::optional<entry> get(const std::string& id);
   bool erase(const std::string& id);  // false when unknown

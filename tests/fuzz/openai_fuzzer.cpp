@@ -28,6 +28,7 @@
 #include "runtime/wire/openai.hpp"
 #include "runtime/wire/openai_lora.hpp"
 #include "runtime/wire/anthropic_messages.hpp"
+#include "runtime/wire/background_response.hpp"
 #include "runtime/wire/openai_responses.hpp"
 #include "runtime/wire/openai_tokenize.hpp"
 
@@ -85,6 +86,8 @@ void fuzz_http(std::string_view in) {
       check_cors(r);
       for (const char* name : {"limit", "order", "after"})  // a decoded value is never longer than its text
         if (auto v = r.query(name)) check(v->size() <= r.target.size());
+      const auto q = openai::parse_stream_query(r.query("stream"), r.query("starting_after"));
+      check(q.error ? q.error->status == 400 && !q.error->param.empty() : q.starting_after >= -1);
       continue;
     }
     if (s == http_request_parser::status::error) {
@@ -162,8 +165,9 @@ void fuzz_body(openai::endpoint ep, std::string_view body) {
 
 // A model's output made from the input's bytes (`any`), fed as token events: thinking, </think>
 // (id 4), then the answer and a tool call's start.
-std::string feed_model_output(openai::reply_builder& b, const std::string& id, const std::string& any) {
-  std::string out;
+// What the model writes: thinking, text, then the start of a call, each token's text `any`.
+std::vector<token_event> model_tokens(const std::string& id, const std::string& any) {
+  std::vector<token_event> out;
   for (int32_t i = 0; i < 6; ++i) {
     token_event t;
     t.id = id;
@@ -171,8 +175,14 @@ std::string feed_model_output(openai::reply_builder& b, const std::string& id, c
     t.logprobs = logprob_info{-1.0, {{i, -1.0}}};
     if (i < 3) t.reasoning = any;
     else t.text = i == 5 ? "<tool_call>{\"name\": \"f\", \"arguments\": {" + any : any;
-    out += b.feed(t);
+    out.push_back(std::move(t));
   }
+  return out;
+}
+
+std::string feed_model_output(openai::reply_builder& b, const std::string& id, const std::string& any) {
+  std::string out;
+  for (const auto& t : model_tokens(id, any)) out += b.feed(t);
   return out;
 }
 
@@ -185,10 +195,40 @@ done_event model_done(const std::string& id, std::string_view body, bool whole) 
   return d;
 }
 
+// A background response (runtime/wire/background_response.hpp): kept queued, then final (a failure
+// too), every state valid JSON, its events one by one with their sequence numbers.
+void fuzz_background(const openai::parsed_responses& p, const std::shared_ptr<openai::response_store>& store,
+                     std::string_view body) {
+  openai::background_response bg(p, 1, [](int32_t id) { return std::string(1, static_cast<char>(id)); }, 4, store);
+  check(!store->get("resp_1")->finished);
+  const std::string any(body.substr(0, 16));
+  for (const auto& t : model_tokens(p.chat.req->id, any)) {
+    bg.feed(t);
+    check(nlohmann::json::parse(bg.current_json())["status"] == "in_progress");
+  }
+  done_event d = model_done(p.chat.req->id, body, !p.chat.req->stream);
+  d.text = any;
+  if (body.size() % 5 == 0) {
+    d.reason = finish_reason::error;
+    d.error = wire_error{error_code::internal, any, p.chat.req->id};
+  }
+  bg.feed(d);
+  check(bg.complete());
+  const auto kept = store->get("resp_1");
+  check(kept && kept->finished && *kept->response == bg.current_json());
+  (void)nlohmann::json::parse(*kept->response);
+  check(bg.events().empty() != p.chat.req->stream);
+  for (size_t i = 0; i < bg.events().size(); ++i) {
+    const auto data = sse_data(bg.events()[i]);
+    check(data.size() == 1 && nlohmann::json::parse(data[0])["sequence_number"] == i);
+  }
+}
+
 void fuzz_responses(std::string_view body) {
   const openai::served_models models{"m", {"lora-a"}, 128};
   // A store holding one response, so that previous_response_id "resp_0" continues it.
-  openai::response_store store(1 << 20);
+  auto store_ptr = std::make_shared<openai::response_store>(1 << 20);
+  auto& store = *store_ptr;
   store.put("resp_0", nlohmann::ordered_json::array({{{"role", "user"}, {"content", "hi"}}}), "{}");
   auto p = openai::parse_responses(body, models, "resp_1", &store);
   if (!p.ok()) {
@@ -199,6 +239,7 @@ void fuzz_responses(std::string_view body) {
   }
   check(p.chat.req->n == 1);
   p.chat.stream_tool_arguments = body.size() % 4 < 2;
+  if (p.background) return fuzz_background(p, store_ptr, body);
   openai::responses_builder b(p, 1, [](int32_t id) { return std::string(1, static_cast<char>(id)); }, 4);
   bool kept = false;
   if (p.store)
