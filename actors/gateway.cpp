@@ -73,6 +73,7 @@ void completion_ended(self_ptr self, const route& r) {
 
 void drop_connection(self_ptr self, connection_handle hdl, bool close_socket) {
   cancel_all(self, hdl);
+  forget_waiter(self, hdl);
   self->state.conns.erase(hdl);
   self->state.ctx->metrics->set_client_connections(static_cast<int64_t>(self->state.conns.size()));
   if (close_socket) self->close(hdl);
@@ -319,6 +320,10 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
             st.routes.erase(r);
           }
           // An HTTP response may end here and start the connection's next request (new routes).
+          if (rt.background) {
+            background_deliver_frames(self, rt.client_id, item.bytes);
+            continue;
+          }
           auto c = st.conns.find(rt.hdl);
           if (c != st.conns.end() && c->second.http)
             http_deliver_frames(self, rt.hdl, rt.client_id, item.bytes);
@@ -344,6 +349,7 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
         st.conns.clear();
         st.ctx->metrics->set_client_connections(0);
         st.routes.clear();
+        st.background.clear();  // each has had its done (and is stored as it ended)
         if (st.drain_listener) self->send(st.drain_listener, drained_atom::value);
       },
       [=](lora_answer_msg& m) { on_lora_answer(self, m); },
@@ -374,7 +380,8 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
             d.error = lost;
             if (r.index >= 0) d.index = r.index;
             self->send(m.worker, cancel_msg{rid});
-            write_event(self, r.hdl, d);
+            if (r.background) background_deliver(self, r.client_id, d);
+            else write_event(self, r.hdl, d);
           } else {
             write_event(self, r.hdl, lost);
           }

@@ -222,45 +222,58 @@ void on_lora_answer(self_ptr self, lora_answer_msg& m) {
   http_pump(self, m.hdl);
 }
 
-// GET /v1/responses/{id}: a stored response as it was sent; DELETE: it is forgotten; GET
-// /v1/responses/{id}/input_items: the input it answered (OpenAI's).
+// GET /v1/responses/{id}: a stored response as it was sent (a running background one as it is
+// now; with ?stream=true, a background one's events); DELETE: it is forgotten; GET
+// /v1/responses/{id}/input_items: the input it answered; POST /v1/responses/{id}/cancel: a
+// background response is cancelled (OpenAI's).
 static void on_stored_response(self_ptr self, connection_handle hdl, const wire::http_request& req, std::string_view id) {
   auto& st = self->state;
-  constexpr std::string_view items_suffix = "/input_items";
-  const bool items = id.size() > items_suffix.size() && id.substr(id.size() - items_suffix.size()) == items_suffix;
-  if (items) id.remove_suffix(items_suffix.size());
+  auto suffix = [&](std::string_view s) {
+    const bool has = id.size() > s.size() && id.substr(id.size() - s.size()) == s;
+    if (has) id.remove_suffix(s.size());
+    return has;
+  };
+  const bool items = suffix("/input_items");
+  const bool cancel = !items && suffix("/cancel");
   if (id.empty() || id.find('/') != std::string_view::npos)
     return http_answer_error(self, hdl,
                              {404, "no endpoint " + std::string(req.path()) +
-                                       " (served: GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items; "
-                                       "background responses and their cancel are not)",
+                                       " (served: GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, "
+                                       "POST /v1/responses/{id}/cancel)",
                               "not_found", ""},
                              req.keep_alive);
-  if (items && req.method != "GET")
-    return http_answer_error(self, hdl, {405, "use GET for " + std::string(req.path()), "method_not_allowed", ""},
+  const char* method = items ? "GET" : cancel ? "POST" : nullptr;
+  if (method && req.method != method)
+    return http_answer_error(self, hdl, {405, "use " + std::string(method) + " for " + std::string(req.path()), "method_not_allowed", ""},
                              req.keep_alive);
-  if (req.method != "GET" && req.method != "DELETE")
+  if (!method && req.method != "GET" && req.method != "DELETE")
     return http_answer_error(self, hdl, {405, "use GET or DELETE for " + std::string(req.path()), "method_not_allowed", ""},
                              req.keep_alive);
   const auto& store = st.ctx->responses;
   const std::string key(id);
-  auto missing = [&] {
-    http_answer_error(self, hdl,
-                      {404,
-                       store ? "no response '" + key + "' is stored here (never stored, deleted, or dropped to keep the "
-                                                       "store within server.responses_store_bytes)"
-                             : "no response '" + key + "' is stored here: this server stores none (server.responses_store_bytes = 0)",
-                       "not_found", "response_id"},
-                      req.keep_alive);
-  };
+  if (cancel) return cancel_response(self, hdl, key);
+  const auto running = st.background.find(key);
   if (req.method == "DELETE") {
-    if (!store || !store->erase(key)) return missing();
+    if (running != st.background.end())
+      return http_answer_error(self, hdl,
+                               {400, "response '" + key + "' is a background response still running: cancel it first "
+                                                          "(POST /v1/responses/" + key + "/cancel)",
+                                "invalid_value", "response_id"},
+                               req.keep_alive);
+    if (!store || !store->erase(key)) return http_answer_error(self, hdl, no_stored_response(self, key), req.keep_alive);
     return http_answer(self, hdl, 200, "application/json",
                        nlohmann::ordered_json{{"id", key}, {"object", "response.deleted"}, {"deleted", true}}.dump(),
                        req.keep_alive);
   }
+  if (!items) {
+    const auto q = wire::openai::parse_stream_query(req.query("stream"), req.query("starting_after"));
+    if (q.error) return http_answer_error(self, hdl, *q.error, req.keep_alive);
+    if (q.stream) return follow_response(self, hdl, key, q.starting_after);
+    if (running != st.background.end())
+      return http_answer(self, hdl, 200, "application/json", running->second.resp->current_json(), req.keep_alive);
+  }
   auto found = store ? store->get(key) : std::nullopt;
-  if (!found) return missing();
+  if (!found) return http_answer_error(self, hdl, no_stored_response(self, key), req.keep_alive);
   if (items) {
     const auto page = wire::openai::input_items(*found, key, req.query("order"), req.query("limit"), req.query("after"));
     return http_answer(self, hdl, page.status, "application/json", page.body, req.keep_alive);
@@ -375,7 +388,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     return http_answer_error(self, hdl,
                              {404, "no endpoint " + std::string(path) +
                                        " (served: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, "
-                                       "GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, POST /v1/messages, POST /v1/messages/count_tokens, "
+                                       "GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, POST /v1/responses/{id}/cancel, POST /v1/messages, POST /v1/messages/count_tokens, "
                                        "POST /v1/embeddings, POST /v1/rerank, POST /v1/score, GET /v1/models, "
                                        "POST /tokenize, POST /detokenize, GET /health, GET /ping, GET /version, GET /metrics)",
                               "not_found", ""},
@@ -412,6 +425,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     parsed.chat.stream_tool_arguments = stream_arguments;
     // </think> closes Qwen3's thinking: the tokens up to it are the usage's reasoning_tokens.
     const int32_t think_end = tok ? tok->token_to_id("</think>").value_or(-1) : -1;
+    if (parsed.background) return start_background(self, hdl, parsed, now, token_bytes, think_end);
     auto reply = std::make_unique<wire::openai::responses_builder>(parsed, now, token_bytes, think_end);
     if (parsed.store)  // kept with its conversation and output, for previous_response_id and GET
       reply->set_on_final([store = st.ctx->responses, items = parsed.conversation, id](const nlohmann::ordered_json& r) {

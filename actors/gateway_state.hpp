@@ -13,6 +13,7 @@
 
 #include "actors/gateway.hpp"
 #include "actors/messages.hpp"
+#include "runtime/wire/background_response.hpp"
 #include "runtime/wire/cors.hpp"
 #include "runtime/wire/frame.hpp"
 #include "runtime/wire/http.hpp"
@@ -42,7 +43,9 @@ struct http_conn {
   std::optional<tokenize_answer> tokenize;  // or the /tokenize (its worker's reply ends it)
   bool lora_load = false;                   // or a /v1/load_lora_adapter (its loader's answer ends it)
   std::string client_id;                    // its id
-  bool busy() const noexcept { return reply != nullptr || tokenize.has_value() || lora_load; }
+  // Or a background response (gateway_background.cpp) being followed or cancelled: its id.
+  std::string awaiting;
+  bool busy() const noexcept { return reply != nullptr || tokenize.has_value() || lora_load || !awaiting.empty(); }
   std::string cors;  // the CORS header lines of the request being answered (cors.hpp), or ""
   bool head_sent = false;                                // a streamed response has begun
   bool keep_alive = true;
@@ -67,6 +70,16 @@ struct route {
   int32_t worker = 0;
   bool generate = false;
   int32_t index = -1;  // a completion of a generate with n > 1
+  bool background = false;  // a background response's (client_id is its id; hdl is none)
+};
+
+// A background response running (gateway_background.cpp): the connections following its events
+// (caught up to the last one) and those waiting for its cancel's answer.
+struct background_job {
+  std::unique_ptr<wire::openai::background_response> resp;
+  int64_t rid = 0;
+  bool cancel_sent = false;
+  std::vector<connection_handle> followers, cancellers;
 };
 
 struct gateway_state {
@@ -86,6 +99,7 @@ struct gateway_state {
   wire::openai::served_models models;   // the names the API answers to (fixed once the server runs)
   wire::cors_policy cors;               // server.allowed_origins ... (fixed once the server runs)
   uint64_t next_http_id = 0;
+  std::unordered_map<std::string, background_job> background;  // by response id
 };
 
 using self_ptr = caf::io::stateful_broker<gateway_state>*;
@@ -112,6 +126,26 @@ void on_lora_answer(self_ptr self, lora_answer_msg& m);
 void http_deliver(self_ptr self, connection_handle hdl, const std::string& client_id, const wire::event& e);
 void http_deliver_frames(self_ptr self, connection_handle hdl, const std::string& client_id, const std::string& bytes);
 void on_http_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf);
+void http_answer(self_ptr self, connection_handle hdl, int status, std::string_view type, const std::string& body,
+                 bool keep_alive);
+void http_answer_error(self_ptr self, connection_handle hdl, const wire::openai::api_error& e, bool keep_alive);
+void http_pump(self_ptr self, connection_handle hdl);
+
+// gateway_background.cpp: the Responses API's background responses.
+// Starts parsed request `p` (p.background) unless the server drains or runs its cap of them, and
+// answers its creator: at once with it queued, or, streamed, by following its events.
+void start_background(self_ptr self, connection_handle hdl, wire::openai::parsed_responses& p, int64_t created,
+                      wire::openai::token_bytes_fn token_bytes, int32_t think_end);
+wire::openai::api_error no_stored_response(self_ptr self, const std::string& id);  // 404 naming why
+void background_deliver(self_ptr self, const std::string& id, const wire::event& e);
+void background_deliver_frames(self_ptr self, const std::string& id, const std::string& bytes);
+// GET /v1/responses/{id}?stream=true: the events after `starting_after`, then (still running)
+// each as it comes. POST /v1/responses/{id}/cancel. Both answer a stored response too.
+void follow_response(self_ptr self, connection_handle hdl, const std::string& id, int64_t starting_after);
+void cancel_response(self_ptr self, connection_handle hdl, const std::string& id);
+// A connection that goes away leaves the background response it waits on (its handle, a socket's
+// number, may come back as another connection's).
+void forget_waiter(self_ptr self, connection_handle hdl);
 
 }  // namespace troupe::actors::gateway_detail
 

@@ -112,6 +112,9 @@ class http_client {
     }
   }
 
+  // What has come and not been read as a whole response yet (a stream under way, its head too).
+  const std::string& received() const { return buf_; }
+
   int fd() const { return conn_.fd(); }
 
  private:

@@ -144,6 +144,11 @@ BOOST_AUTO_TEST_CASE(lora_modules_and_their_errors) {
   BOOST_TEST(c.responses_store_bytes == 0);
   expect_error([&] { apply_override(c, "server.responses_store_bytes=-1"); },
                "server.responses_store_bytes = -1 is out of range");
+  BOOST_TEST(server_config{}.max_background_responses == 256);
+  apply_override(c, "server.max_background_responses=0");  // none served
+  BOOST_TEST(c.max_background_responses == 0);
+  expect_error([&] { apply_override(c, "server.max_background_responses=-1"); },
+               "server.max_background_responses = -1 is out of range");
 }
 
 // vLLM's --served-model-name takes several names: the first answers, the others are aliases.
