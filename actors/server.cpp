@@ -71,6 +71,8 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   lo.quantization = quant::parse_method(ctx->cfg.quantization, "model.quantization (--quantization)");
   if (!ctx->cfg.use_mmap) lo.weights = residency::huge_pages;
   lo.rope_scaling = ctx->cfg.rope_scaling;
+  lo.generation_config = ctx->cfg.generation_config;
+  lo.override_generation_config = ctx->cfg.override_generation_config;
   ctx->ckpt = std::shared_ptr<const checkpoint>(quant::load_model(o.model_dir, lo));
   ctx->kv_type = parse_kv_cache_dtype(ctx->cfg.kv_cache_dtype);
   const auto& mc = ctx->ckpt->config;

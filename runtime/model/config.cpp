@@ -449,6 +449,12 @@ generation_defaults parse_generation_config(const std::string& json_text, const 
     f.bad_value(errc::invalid_checkpoint, "repetition_penalty", g.repetition_penalty,
                 "a positive number");
   g.eos_token_ids = f.token_ids("eos_token_id");
+  if (const json* n = f.get("max_new_tokens")) {
+    const int64_t v = f.to_int("max_new_tokens", *n, "a positive integer");
+    if (v < 1 || v > std::numeric_limits<int32_t>::max())
+      f.bad_value(errc::invalid_checkpoint, "max_new_tokens", *n, "a positive integer");
+    g.max_new_tokens = static_cast<int32_t>(v);
+  }
   return g;
 }
 

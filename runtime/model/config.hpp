@@ -70,6 +70,8 @@ struct generation_defaults {
   float repetition_penalty = 1.0f;
   bool do_sample = false;      // false -> greedy unless a request asks otherwise
   std::vector<int32_t> eos_token_ids;
+  // max_new_tokens: a cap on every request's output tokens, as vLLM reads it; 0 = none.
+  int32_t max_new_tokens = 0;
 };
 
 // Parse and validate; throws troupe::error(invalid_checkpoint / unsupported) naming the file,

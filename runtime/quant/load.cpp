@@ -4,6 +4,7 @@
 // bound to its scale tensor in place in the mapping. Nothing is copied unless it must be (a
 // misaligned tensor, BF16 / F16 scales widened to float32).
 #include "runtime/quant/load.hpp"
+#include "runtime/model/generation_source.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -297,6 +298,9 @@ std::unique_ptr<checkpoint> load_weights(const std::string& dir, const load_opti
 std::unique_ptr<checkpoint> load_model(const std::string& dir, const load_options& o) {
   auto ck = load_weights(dir, o);
   if (!o.rope_scaling.empty()) override_rope_scaling(ck->config, o.rope_scaling, "--rope-scaling");
+  if (o.generation_config != "auto" || !o.override_generation_config.empty())
+    ck->generation = resolve_generation_config(dir, o.generation_config, o.override_generation_config,
+                                               ck->config.eos_token_ids);
   return ck;
 }
 

@@ -33,6 +33,10 @@ struct load_options {
   bool four_bit_codes = true;
   // Replaces config.json's RoPE scaling (override_rope_scaling: a JSON object, or null); "" keeps it.
   std::string rope_scaling;
+  // The default sampling's source and overrides (resolve_generation_config: vLLM's
+  // --generation-config auto|vllm|DIR and --override-generation-config JSON).
+  std::string generation_config = "auto";
+  std::string override_generation_config;
 };
 
 // Loads `dir`. Throws troupe::error as load_checkpoint does, plus: unsupported / invalid_checkpoint

@@ -70,6 +70,8 @@ const std::vector<knob>& knobs() {
       {"model", "compute_dtype", &server_config::compute_dtype},
       {"model", "use_mmap", &server_config::use_mmap},
       {"model", "rope_scaling", &server_config::rope_scaling},
+      {"model", "generation_config", &server_config::generation_config},
+      {"model", "override_generation_config", &server_config::override_generation_config},
       {"model", "lora_modules", &server_config::lora_modules},
       {"model", "max_loras", &server_config::max_loras, 0, i32max},
       {"model", "max_lora_rank", &server_config::max_lora_rank, 0, i32max},

@@ -74,6 +74,10 @@ struct server_config {
   std::string compute_dtype = "f32";  // matmul arithmetic for BF16 weights: f32 (exact), bf16 (docs/engine.md)
   bool use_mmap = true;               // false (--no-mmap): weights read into 2 MB pages (docs/engine.md)
   std::string rope_scaling;           // "" = config.json's; else a JSON object (or null) replacing it (docs/engine.md)
+  // Default sampling (vLLM's --generation-config, --override-generation-config): "auto" (the
+  // model's generation_config.json), "vllm" (none), or a directory; and a JSON object of fields over it.
+  std::string generation_config = "auto";
+  std::string override_generation_config;
   std::string lora_modules;           // "NAME=DIR,NAME=DIR": PEFT LoRA adapters requests name (docs/lora.md); --lora
   int32_t max_loras = 0;      // distinct adapters among the running requests (vLLM's --max-loras); 0 = no cap
   int32_t max_lora_rank = 0;  // adapters of a higher rank are refused at load (vLLM's --max-lora-rank); 0 = any

@@ -41,7 +41,7 @@ int run_serve(int argc, char** argv) {
   std::string config_file;
   std::vector<std::string> sets;
   std::optional<std::string> host, api_key, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
-      rope_scaling, device, allowed_origins, allowed_methods, allowed_headers, chat_template,
+      rope_scaling, generation_config, override_generation_config, device, allowed_origins, allowed_methods, allowed_headers, chat_template,
       tool_call_parser;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
       speculative_tokens, tensor_parallel_size, threads, max_loras, max_lora_rank;
@@ -113,6 +113,12 @@ int run_serve(int argc, char** argv) {
   app.add_option("--rope-scaling", rope_scaling,
                  "replace config.json's rope_scaling (model.rope_scaling), e.g. '{\"rope_type\":\"yarn\","
                  "\"factor\":4.0,\"original_max_position_embeddings\":32768}' for Qwen3 at 131072 tokens");
+  app.add_option("--generation-config", generation_config,
+                 "default sampling from: auto (the model's generation_config.json), vllm (none: temperature 1), or a "
+                 "directory holding one (model.generation_config)");
+  app.add_option("--override-generation-config", override_generation_config,
+                 "generation_config.json fields over the default sampling's, e.g. '{\"temperature\": 0.5, "
+                 "\"max_new_tokens\": 1024}' (model.override_generation_config)");
   app.add_option("--speculative-tokens", speculative_tokens,
                  "prompt-lookup drafts per decode step, verified in the step (speculative.num_tokens; 0 = off)");
   std::vector<std::string> loras;
@@ -170,6 +176,8 @@ int run_serve(int argc, char** argv) {
   if (compute_dtype) c.compute_dtype = *compute_dtype;
   if (device) c.device = *device;
   if (rope_scaling) c.rope_scaling = *rope_scaling;
+  if (generation_config) c.generation_config = *generation_config;
+  if (override_generation_config) c.override_generation_config = *override_generation_config;
   if (!served_model_names.empty()) {
     c.served_model_name.clear();
     for (const auto& n : served_model_names) c.served_model_name += (c.served_model_name.empty() ? "" : ",") + n;

@@ -20,6 +20,11 @@ void model_flags::add_to(CLI::App& app) {
   app.add_option("--rope-scaling", rope_scaling,
                  "replace config.json's rope_scaling, e.g. '{\"rope_type\":\"yarn\",\"factor\":4.0,"
                  "\"original_max_position_embeddings\":32768}' for Qwen3 at 131072 tokens (docs/engine.md)");
+  app.add_option("--generation-config", generation_config,
+                 "default sampling from: auto (the model's generation_config.json), vllm (none: temperature 1), or a "
+                 "directory holding one");
+  app.add_option("--override-generation-config", override_generation_config,
+                 "generation_config.json fields over the default sampling's, e.g. '{\"temperature\": 0.5}'");
   app.add_flag("--no-mmap", no_mmap,
                "read the weights into memory on 2 MB pages instead of mapping the files: a slower load, "
                "faster decode (docs/engine.md)");
@@ -73,6 +78,8 @@ model_flags::loaded model_flags::load(const std::string& dir) const {
   lo.quantization = quant::parse_method(quantization, "--quantization");
   if (no_mmap) lo.weights = residency::huge_pages;
   lo.rope_scaling = rope_scaling;
+  lo.generation_config = generation_config;
+  lo.override_generation_config = override_generation_config;
   loaded out;
   out.kv_type = parse_kv_cache_dtype(kv_dtype);
   out.compute = parse_compute_dtype(compute);

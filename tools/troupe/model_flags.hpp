@@ -19,6 +19,7 @@ namespace troupe::cli {
 
 struct model_flags {
   std::string quantization = "none", kv_dtype = "auto", rope_scaling, compute = "f32", lora, device = "cpu";
+  std::string generation_config = "auto", override_generation_config;
   bool no_mmap = false, expert_parallel = false;
   int32_t tensor_parallel_size = 1, threads = 0;
 

@@ -131,6 +131,21 @@ BOOST_AUTO_TEST_CASE(rope_scaling_option_replaces_the_config) {
   BOOST_TEST(contains(too_long.output, "exceeds the model's context of 256 tokens"));
 }
 
+// --override-generation-config: max_new_tokens caps the output; the default sampling changes (a
+// greedy override gives --temperature 0's ids); a bad field is one clear error naming it.
+BOOST_AUTO_TEST_CASE(generation_config_options_change_the_defaults) {
+  const std::string gen = "generate --model " + troupe::test::golden("tiny-dense") + " --ids 3296,800,3022 --json";
+  const result capped = troupe_cli(gen + R"( --max-tokens 9 --temperature 0 --override-generation-config '{"max_new_tokens": 3}')");
+  BOOST_TEST_REQUIRE(capped.rc == 0);
+  BOOST_TEST(nlohmann::json::parse(capped.output)["ids"].size() == 3u);
+  const result greedy = troupe_cli(gen + " --max-tokens 6 --temperature 0");
+  const result greedy_default = troupe_cli(gen + R"( --max-tokens 6 --override-generation-config '{"do_sample": false}')");
+  BOOST_TEST(greedy_default.rc == 0);
+  BOOST_TEST(greedy_default.output == greedy.output);
+  expect_cli_error(gen + R"( --override-generation-config '{"temprature": 0}')", "unknown field 'temprature'");
+  expect_cli_error(gen + " --generation-config /nonexistent", "there is no /nonexistent/generation_config.json");
+}
+
 // --lora: the greedy ids PEFT gives the adapter (tiny-dense-lora's reference), also over two shards;
 // a broken adapter is one clear error naming its file.
 BOOST_AUTO_TEST_CASE(lora_option_applies_a_peft_adapter) {

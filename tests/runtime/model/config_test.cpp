@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/model/config.hpp"
+#include "runtime/model/generation_source.hpp"
 #include "tests/runtime/model/test_util.hpp"
 
 using namespace troupe;
@@ -347,6 +348,61 @@ BOOST_AUTO_TEST_CASE(generation_config) {
   BOOST_TEST(r.top_k == g.top_k);
   BOOST_TEST(r.eos_token_ids == g.eos_token_ids);
   BOOST_TEST(to_generation_config_json(g, 4094, 4094).find("0.6,") != std::string::npos);
+}
+
+// vLLM's --generation-config (auto, vllm, a directory) and --override-generation-config (fields
+// merged over the source's); max_new_tokens; each bad value refused naming the option and field.
+BOOST_AUTO_TEST_CASE(generation_config_source_and_overrides) {
+  const std::string model = test::golden("tiny-dense");
+  const std::vector<int32_t> config_eos{4095};
+  const auto own = resolve_generation_config(model, "auto", "", config_eos);
+  BOOST_TEST(own.temperature == 0.6f);
+  BOOST_TEST(own.top_k == 20);
+  BOOST_TEST(own.max_new_tokens == 0);
+  BOOST_TEST(own.eos_token_ids == (std::vector<int32_t>{4095, 4094}));
+
+  const auto none = resolve_generation_config(model, "vllm", "", config_eos);  // vLLM's own defaults
+  BOOST_TEST(none.do_sample);
+  BOOST_TEST(none.temperature == 1.0f);
+  BOOST_TEST(none.top_p == 1.0f);
+  BOOST_TEST(none.top_k == 0);
+  BOOST_TEST(none.eos_token_ids == config_eos);  // config.json's
+
+  // Merged over the model's: the named fields change, the others stay.
+  const auto over = resolve_generation_config(model, "auto", R"({"temperature": 0.2, "max_new_tokens": 7})", config_eos);
+  BOOST_TEST(over.temperature == 0.2f);
+  BOOST_TEST(over.top_k == 20);
+  BOOST_TEST(over.top_p == 0.95f);
+  BOOST_TEST(over.max_new_tokens == 7);
+  const auto only = resolve_generation_config(model, "vllm", R"({"top_k": 5})", config_eos);
+  BOOST_TEST((only.top_k == 5 && only.temperature == 1.0f && only.top_p == 1.0f));
+
+  // Another directory's file.
+  test::temp_dir d;
+  test::write_file(d.path() / "generation_config.json", R"({"do_sample": true, "temperature": 0.3, "top_p": 0.5})");
+  const auto other = resolve_generation_config(model, d.str(), "", config_eos);
+  BOOST_TEST((other.temperature == 0.3f && other.top_p == 0.5f && other.top_k == 0));
+  BOOST_TEST(other.eos_token_ids == config_eos);
+  // A model without a file: auto is transformers' defaults, overrides still apply.
+  test::temp_dir bare;
+  const auto plain = resolve_generation_config(bare.str(), "auto", R"({"temperature": 0.4, "do_sample": true})", config_eos);
+  BOOST_TEST((plain.temperature == 0.4f && plain.do_sample));
+
+  expect_error([&] { resolve_generation_config(model, bare.str(), "", config_eos); }, errc::invalid_argument,
+               {"--generation-config", "generation_config.json", "auto, vllm"});
+  expect_error([&] { resolve_generation_config(model, "auto", R"({"temprature": 0.2})", config_eos); },
+               errc::invalid_argument, {"--override-generation-config", "unknown field 'temprature'"});
+  expect_error([&] { resolve_generation_config(model, "auto", "[1]", config_eos); }, errc::invalid_argument,
+               {"--override-generation-config", "not a JSON object"});
+  expect_error([&] { resolve_generation_config(model, "auto", "{", config_eos); }, errc::invalid_argument,
+               {"--override-generation-config", "not a JSON object"});
+  expect_error([&] { resolve_generation_config(model, "auto", R"({"top_p": 2})", config_eos); },
+               errc::invalid_checkpoint, {"--override-generation-config", "top_p", "(0, 1]"});
+  expect_error([&] { resolve_generation_config(model, "auto", R"({"max_new_tokens": 0})", config_eos); },
+               errc::invalid_checkpoint, {"--override-generation-config", "max_new_tokens", "a positive integer"});
+  test::write_file(d.path() / "generation_config.json", R"({"top_k": -3})");
+  expect_error([&] { resolve_generation_config(model, d.str(), "", config_eos); }, errc::invalid_checkpoint,
+               {d.str("generation_config.json"), "top_k"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

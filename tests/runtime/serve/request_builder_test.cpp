@@ -58,6 +58,21 @@ BOOST_AUTO_TEST_CASE(defaults_come_from_the_model) {
   BOOST_TEST(b.req->stop_ids == (std::vector<int32_t>{4095, 4094}), boost::test_tools::per_element());
 }
 
+// generation_config's max_new_tokens caps every request's output, asked for or defaulted (vLLM's).
+BOOST_AUTO_TEST_CASE(max_new_tokens_caps_every_request) {
+  auto m = tiny();
+  m.generation.max_new_tokens = 4;
+  auto r = ids({1});
+  BOOST_TEST(build_generate(r, m).req->max_tokens == 4);  // the default 5, capped
+  r.max_tokens = 9;
+  BOOST_TEST(build_generate(r, m).req->max_tokens == 4);
+  r.max_tokens = 2;
+  BOOST_TEST(build_generate(r, m).req->max_tokens == 2);
+  r.max_tokens = 9;
+  m.generation.max_new_tokens = 0;  // none
+  BOOST_TEST(build_generate(r, m).req->max_tokens == 9);
+}
+
 BOOST_AUTO_TEST_CASE(request_fields_override) {
   auto r = ids({1});
   r.sampling.temperature = 0.0;

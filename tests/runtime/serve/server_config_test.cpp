@@ -144,6 +144,10 @@ BOOST_AUTO_TEST_CASE(lora_modules_and_their_errors) {
   BOOST_TEST(c.responses_store_bytes == 0);
   expect_error([&] { apply_override(c, "server.responses_store_bytes=-1"); },
                "server.responses_store_bytes = -1 is out of range");
+  BOOST_TEST(server_config{}.generation_config == "auto");
+  apply_toml(c, "[model]\ngeneration_config = \"vllm\"\noverride_generation_config = '{\"temperature\": 0.5}'\n", "t.toml");
+  BOOST_TEST(c.generation_config == "vllm");
+  BOOST_TEST(c.override_generation_config == R"({"temperature": 0.5})");
   BOOST_TEST(server_config{}.max_background_responses == 256);
   apply_override(c, "server.max_background_responses=0");  // none served
   BOOST_TEST(c.max_background_responses == 0);
