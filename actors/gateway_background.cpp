@@ -112,7 +112,7 @@ void background_deliver(self_ptr self, const std::string& id, const wire::event&
   for (auto hdl : cancellers) {
     auto c = st.conns.find(hdl);
     if (c == st.conns.end()) continue;
-    write_bytes(self, hdl, wire::http_response(200, "application/json", final, c->second.http->keep_alive, c->second.http->cors));
+    write_bytes(self, hdl, wire::http_response(200, "application/json", final, c->second.http->keep_alive, c->second.http->headers));
   }
   for (const auto* hdls : {&followers, &cancellers})
     for (auto hdl : *hdls) {
@@ -151,7 +151,7 @@ void follow_response(self_ptr self, connection_handle hdl, const std::string& id
   auto j = st.background.find(id);
   if (j != st.background.end()) {  // running: what it has streamed so far, then each event as it comes
     if (!j->second.resp->streamed()) return http_answer_error(self, hdl, not_streamed, h.keep_alive);
-    std::string out = wire::http_stream_head(200, "text/event-stream", h.keep_alive, h.cors);
+    std::string out = wire::http_stream_head(200, "text/event-stream", h.keep_alive, h.headers);
     wire::append_http_chunk(out, wire::openai::events_after(j->second.resp->events(), starting_after));
     write_bytes(self, hdl, out);
     j->second.followers.push_back(hdl);
@@ -160,7 +160,7 @@ void follow_response(self_ptr self, connection_handle hdl, const std::string& id
   auto found = st.ctx->responses ? st.ctx->responses->get(id) : std::nullopt;
   if (!found) return http_answer_error(self, hdl, no_stored_response(self, id), h.keep_alive);
   if (!found->events) return http_answer_error(self, hdl, not_streamed, h.keep_alive);
-  std::string out = wire::http_stream_head(200, "text/event-stream", h.keep_alive, h.cors);
+  std::string out = wire::http_stream_head(200, "text/event-stream", h.keep_alive, h.headers);
   wire::append_http_chunk(out, wire::openai::events_after(*found->events, starting_after));
   wire::append_http_last_chunk(out);
   const bool keep_alive = h.keep_alive;

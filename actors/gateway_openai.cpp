@@ -23,8 +23,8 @@ namespace troupe::actors::gateway_detail {
 void http_answer(self_ptr self, connection_handle hdl, int status, std::string_view type, const std::string& body,
                  bool keep_alive) {
   auto c = self->state.conns.find(hdl);
-  const std::string cors = c != self->state.conns.end() && c->second.http ? c->second.http->cors : std::string();
-  write_bytes(self, hdl, wire::http_response(status, type, body, keep_alive, cors));
+  const std::string headers = c != self->state.conns.end() && c->second.http ? c->second.http->headers : std::string();
+  write_bytes(self, hdl, wire::http_response(status, type, body, keep_alive, headers));
   if (!keep_alive) drop_connection(self, hdl, true);
 }
 
@@ -34,12 +34,12 @@ void http_answer_error(self_ptr self, connection_handle hdl, const wire::openai:
 
 void http_pump(self_ptr self, connection_handle hdl);
 
-// A new request id: `kind` ("chatcmpl-", "cmpl-", "tokenize-"), the server's random prefix and a
-// counter, so ids differ across replicas and never repeat within one.
-static std::string next_http_id(gateway_state& st, const char* kind) {
+// A new request's id after its kind ("chatcmpl-", "cmpl-", "tokenize-"): the server's random
+// prefix and a counter, so ids differ across replicas and never repeat within one.
+static std::string next_http_base(gateway_state& st) {
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(++st.next_http_id));
-  return kind + st.http_id_prefix + hex;
+  return st.http_id_prefix + hex;
 }
 
 // A stored response is read and deleted by its id alone, so the id is 128 random bits, not a
@@ -90,13 +90,13 @@ void http_deliver(self_ptr self, connection_handle hdl, const std::string& clien
                                           ? wire::anthropic::count_body(t->ids.size())
                                           : wire::openai::tokenize_body(t->ids, self->state.ctx->facts.max_model_len,
                                                                         h.tokenize->token_strs ? &strs : nullptr),
-                                      h.keep_alive, h.cors));
+                                      h.keep_alive, h.headers));
     } else if (const auto* err = std::get_if<wire::wire_error>(&e)) {
       const auto a = wire::openai::from_wire(*err);
       write_bytes(self, hdl,
                   wire::http_response(a.status, "application/json",
                                       h.tokenize->anthropic_count ? wire::anthropic::error_body(a) : wire::openai::error_body(a),
-                                      h.keep_alive, h.cors));
+                                      h.keep_alive, h.headers));
     } else {
       return;
     }
@@ -111,15 +111,15 @@ void http_deliver(self_ptr self, connection_handle hdl, const std::string& clien
     if (!h.head_sent)
       write_bytes(self, hdl,
                  wire::http_response(500, "application/json",
-                                     wire::openai::error_body({500, x.what(), "internal", ""}), false, h.cors));
+                                     wire::openai::error_body({500, x.what(), "internal", ""}), false, h.headers));
     return drop_connection(self, hdl, true);
   }
   if (!h.head_sent) {
     if (h.reply->streaming() && !body.empty()) {
-      out = wire::http_stream_head(200, "text/event-stream", h.keep_alive, h.cors);
+      out = wire::http_stream_head(200, "text/event-stream", h.keep_alive, h.headers);
       h.head_sent = true;
     } else if (h.reply->complete()) {
-      out = wire::http_response(h.reply->status(), "application/json", body, h.keep_alive, h.cors);
+      out = wire::http_response(h.reply->status(), "application/json", body, h.keep_alive, h.headers);
     }
   }
   if (h.head_sent) {
@@ -217,7 +217,7 @@ void on_lora_answer(self_ptr self, lora_answer_msg& m) {
   const bool ok = m.status == 200;
   write_bytes(self, m.hdl,
               wire::http_response(m.status, ok ? "text/plain; charset=utf-8" : "application/json", m.body, h.keep_alive,
-                                  h.cors));
+                                  h.headers));
   if (!h.keep_alive) return drop_connection(self, m.hdl, true);
   http_pump(self, m.hdl);
 }
@@ -287,12 +287,24 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   h.keep_alive = req.keep_alive;
   // CORS (vLLM's middleware wraps every route): the answer carries the allowed origin's lines, and
   // a preflight is answered here, before any route or API key.
-  h.cors = st.cors.enabled() ? wire::cors_headers(st.cors, req) : std::string();
+  h.headers = st.cors.enabled() ? wire::cors_headers(st.cors, req) : std::string();
   if (st.cors.enabled() && wire::is_cors_preflight(req)) {
     auto a = wire::answer_cors_preflight(st.cors, req);
-    h.cors = std::move(a.headers);
+    h.headers = std::move(a.headers);
     return http_answer(self, hdl, a.status, "text/plain; charset=utf-8", a.body, req.keep_alive);
   }
+  // The client's id for the request (vLLM's X-Request-Id, else the body's request_id): the
+  // response's id is made of it, so one request can be followed through a proxy's and the
+  // server's logs; with server.request_id_headers every answer carries it back (one made here when
+  // none came).
+  const std::string* given = req.header("x-request-id");
+  if (given && !wire::openai::valid_request_id(*given))
+    return http_answer_error(self, hdl,
+                             {400, "header X-Request-Id must be 1..256 visible ASCII characters (no spaces)",
+                              "invalid_value", "X-Request-Id"},
+                             req.keep_alive);
+  const std::string base = given ? *given : next_http_base(st);
+  if (st.ctx->cfg.request_id_headers) h.headers += "X-Request-Id: " + base + "\r\n";
   const auto path = req.path();
   const bool chat = path == "/v1/chat/completions", completion = path == "/v1/completions",
              embeddings = path == "/v1/embeddings",
@@ -325,7 +337,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   if (path.rfind("/v1/responses/", 0) == 0) return on_stored_response(self, hdl, req, path.substr(14));
   if (path == "/v1/messages/count_tokens") {  // Anthropic's
     if (req.method != "POST") return not_allowed("POST");
-    const std::string id = next_http_id(st, "count-");
+    const std::string id = "count-" + base;
     auto parsed = wire::anthropic::parse_messages(req.body, st.models, id, true);
     if (!parsed.ok())
       return http_answer(self, hdl, parsed.error.status, "application/json", wire::anthropic::error_body(parsed.error),
@@ -361,7 +373,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   }
   if (path == "/tokenize") {  // vLLM's, beside /v1 (and, as there, outside the API key's reach)
     if (req.method != "POST") return not_allowed("POST");
-    const std::string id = next_http_id(st, "tokenize-");
+    const std::string id = "tokenize-" + base;
     auto parsed = wire::openai::parse_tokenize(req.body, st.models, id);
     if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
     h.tokenize.emplace(http_conn::tokenize_answer{parsed.token_strs});
@@ -410,7 +422,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   std::string id;
   wire::generate_request g;
   if (messages) {
-    id = next_http_id(st, "msg_");
+    id = "msg_" + base;
     auto parsed = wire::anthropic::parse_messages(req.body, st.models, id);
     if (!parsed.ok())
       return http_answer(self, hdl, parsed.error.status, "application/json", wire::anthropic::error_body(parsed.error),
@@ -439,9 +451,11 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
                     : rerank     ? wire::openai::endpoint::rerank
                     : score      ? wire::openai::endpoint::score
                                  : wire::openai::endpoint::completion;
-    id = next_http_id(st, chat ? "chatcmpl-" : embeddings ? "embd-" : rerank ? "rerank-" : score ? "score-" : "cmpl-");
+    const char* kind = chat ? "chatcmpl-" : embeddings ? "embd-" : rerank ? "rerank-" : score ? "score-" : "cmpl-";
+    id = kind + base;
     auto parsed = wire::openai::parse_request(ep, req.body, st.models, id);
     if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
+    if (parsed.request_id && !given) parsed.req->id = id = kind + *parsed.request_id;  // the header wins, as vLLM's
     parsed.stream_tool_arguments = stream_arguments;
     auto reply = std::make_unique<wire::openai::response_builder>(ep, parsed, now, token_bytes);
     if (parsed.echo) {  // each prompt as text and as ids, whichever form it came in

@@ -46,7 +46,9 @@ struct http_conn {
   // Or a background response (gateway_background.cpp) being followed or cancelled: its id.
   std::string awaiting;
   bool busy() const noexcept { return reply != nullptr || tokenize.has_value() || lora_load || !awaiting.empty(); }
-  std::string cors;  // the CORS header lines of the request being answered (cors.hpp), or ""
+  // Header lines every answer to the request being answered carries: CORS's (cors.hpp) and, with
+  // server.request_id_headers, X-Request-Id; or "".
+  std::string headers;
   bool head_sent = false;                                // a streamed response has begun
   bool keep_alive = true;
   bool pumping = false;  // http_pump is on the stack: a response that ends inside it needs no second pump

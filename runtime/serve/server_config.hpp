@@ -33,6 +33,9 @@ struct server_config {
   // vLLM's --enable-log-requests: a line per completion admitted (prompt length and sampling, never
   // the text) and per completion ended (reason, tokens, timings). Off by default.
   bool log_requests = false;
+  // vLLM's --enable-request-id-headers: every HTTP answer carries X-Request-Id (the client's, or
+  // the one the server made for the request).
+  bool request_id_headers = false;
   // vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING: POST /v1/load_lora_adapter and /v1/unload_lora_adapter
   // load and unload LoRA adapters while the server runs (a path on the server's disk: keep the API
   // key set where clients are not trusted). Off: those paths are 404.

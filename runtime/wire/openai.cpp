@@ -9,6 +9,13 @@
 
 namespace troupe::wire::openai {
 
+bool valid_request_id(std::string_view id) noexcept {
+  if (id.empty() || id.size() > 256) return false;
+  for (unsigned char c : id)
+    if (c < 0x21 || c > 0x7e) return false;
+  return true;
+}
+
 namespace detail {
 
 void refuse(std::string code, std::string param, std::string message, int status) {
@@ -48,6 +55,16 @@ void want(const ojson& v, bool ok, const std::string& field, const char* expecte
   if (!ok)
     refuse("wrong_type", field,
            "field '" + field + "' must be " + expected + ", not " + v.type_name());
+}
+
+// vLLM's `request_id` field, checked as the X-Request-Id header is.
+std::string request_id_field(const ojson& v) {
+  want(v, v.is_string(), "request_id", "a string");
+  const auto& id = v.get_ref<const std::string&>();
+  if (!valid_request_id(id))
+    refuse("invalid_value", "request_id",
+           "field 'request_id' must be 1..256 visible ASCII characters (no spaces), not " + v.dump());
+  return id;
 }
 
 ojson parse_body(std::string_view body) {
@@ -228,6 +245,8 @@ bool pooled_field(const std::string& k, const ojson& v, const served_models& mod
     w[k] = v;
   } else if (k == "user") {
     w["tenant"] = v;
+  } else if (k == "request_id") {
+    out.request_id = request_id_field(v);
   } else {
     return false;
   }
@@ -353,6 +372,8 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
       w["stop"] = v.is_string() ? ojson::array({v}) : v;
     } else if (k == "stop_token_ids") {
       w["stop_ids"] = v;
+    } else if (k == "request_id") {
+      out.request_id = request_id_field(v);
     } else if (k == "user") {
       w["tenant"] = v;  // fair-share policies share by tenant (docs/plugins.md)
     } else if (chat && k == "safety_identifier") {

@@ -63,8 +63,15 @@ struct parsed_request {
   // server reads that format (model_facts::tool_format). Otherwise calls come whole at the end.
   bool stream_tool_arguments = false;
   std::string model;  // the name to answer with
+  // vLLM's `request_id` (chat, completions, embeddings, rerank, score): the client's id for the
+  // request; the gateway makes the response's id of it unless an X-Request-Id header names one.
+  std::optional<std::string> request_id;
   bool ok() const noexcept { return req.has_value(); }
 };
+
+// A client's request id (X-Request-Id, `request_id`): 1..256 visible ASCII characters, so it can
+// go into a header line, a log line and a response id as it is.
+bool valid_request_id(std::string_view id) noexcept;
 
 // `id` becomes the generate's id (the response's id). Never throws.
 parsed_request parse_request(endpoint ep, std::string_view body, const served_models& models, const std::string& id);

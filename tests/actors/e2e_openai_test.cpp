@@ -1058,6 +1058,63 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(e2e_openai_keys)
 
+// vLLM's request ids: an X-Request-Id header names the response (cmpl-ID), else the body's
+// request_id; with request_id_headers every answer carries X-Request-Id back, the client's or the
+// one made for the request (which then names the response too); a bad one is 400 naming it.
+BOOST_AUTO_TEST_CASE(request_ids_name_the_responses) {
+  auto cfg = test_config();
+  cfg.request_id_headers = true;
+  auto srv = start(cfg);
+  http_client h(srv->http_port());
+  auto post = [&](const std::string& headers, const std::string& body) {
+    h.send("POST /v1/completions HTTP/1.1\r\n" + headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+           body);
+    return h.read();
+  };
+  auto echoed = [](const http_reply& r) -> std::string {
+    const auto at = r.head.find("\r\nX-Request-Id: ");
+    if (at == std::string::npos) return "";
+    const auto from = at + 16;
+    return r.head.substr(from, r.head.find("\r\n", from) - from);
+  };
+  const std::string plain = R"({"prompt": [1, 2], "max_tokens": 2})";
+  const std::string with_field = R"({"prompt": [1, 2], "max_tokens": 2, "request_id": "from-body"})";
+  auto r = post("X-Request-Id: trace-1\r\n", plain);
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  BOOST_TEST(json::parse(r.body)["id"] == "cmpl-trace-1");
+  BOOST_TEST(echoed(r) == "trace-1");
+  r = post("", with_field);
+  BOOST_TEST(json::parse(r.body)["id"] == "cmpl-from-body");
+  BOOST_TEST(!echoed(r).empty());
+  r = post("x-request-id: trace-2\r\n", with_field);  // the header wins, as vLLM's
+  BOOST_TEST(json::parse(r.body)["id"] == "cmpl-trace-2");
+  BOOST_TEST(echoed(r) == "trace-2");
+  r = post("", plain);
+  BOOST_TEST(json::parse(r.body)["id"] == "cmpl-" + echoed(r));  // the made one names both
+  r = post("X-Request-Id: s-1\r\n", R"({"prompt": [1, 2], "max_tokens": 3, "stream": true})");
+  BOOST_TEST(echoed(r) == "s-1");
+  for (const auto& e : sse_events(r.body))
+    if (e != "[DONE]") BOOST_TEST(e["id"] == "cmpl-s-1");
+  r = post("X-Request-Id: two words\r\n", plain);
+  BOOST_TEST(r.status == 400);
+  BOOST_TEST(json::parse(r.body)["error"]["param"] == "X-Request-Id");
+  r = post("", R"({"prompt": [1, 2], "request_id": ""})");
+  BOOST_TEST(r.status == 400);
+  BOOST_TEST(json::parse(r.body)["error"]["param"] == "request_id");
+  h.send("GET /health HTTP/1.1\r\nX-Request-Id: probe-7\r\n\r\n");
+  r = h.read();
+  BOOST_TEST(echoed(r) == "probe-7");
+
+  auto quiet = start(test_config());  // off by default: the id still names the response
+  http_client q(quiet->http_port());
+  const std::string body = R"({"prompt": [1, 2], "max_tokens": 2})";
+  q.send("POST /v1/completions HTTP/1.1\r\nX-Request-Id: t-9\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body);
+  r = q.read();
+  BOOST_TEST(json::parse(r.body)["id"] == "cmpl-t-9");
+  BOOST_TEST(echoed(r).empty());
+}
+
 BOOST_AUTO_TEST_CASE(an_api_key_guards_v1_and_the_model_aliases) {
   auto c = test_config();
   c.api_key = "s3cret-key";

@@ -47,7 +47,7 @@ int run_serve(int argc, char** argv) {
       speculative_tokens, tensor_parallel_size, threads, max_loras, max_lora_rank;
   std::optional<int64_t> kv_bytes;
   bool static_batching = false, no_prefix_cache = false, no_mmap = false, expert_parallel = false, allow_credentials = false;
-  bool disable_log_stats = false, enable_log_requests = false, runtime_lora = false;
+  bool disable_log_stats = false, enable_log_requests = false, runtime_lora = false, request_id_headers = false;
   app.add_option("--model", opts.model_dir, "Hugging Face Qwen3 checkpoint directory (default: a demo model)");
   app.add_option("--tokenizer", opts.tokenizer_dir, "directory with tokenizer.json (default: the model's)");
   std::vector<std::string> served_model_names;
@@ -91,6 +91,8 @@ int run_serve(int argc, char** argv) {
   app.add_flag("--allow-runtime-lora-updating", runtime_lora,
                "serve POST /v1/load_lora_adapter and /v1/unload_lora_adapter (server.allow_runtime_lora_updating; "
                "vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING)");
+  app.add_flag("--enable-request-id-headers", request_id_headers,
+               "every OpenAI-API answer carries X-Request-Id (server.request_id_headers)");
   app.add_flag("--enable-log-requests", enable_log_requests,
                "a stderr line per request admitted and ended (server.log_requests; vLLM's flag)");
   app.add_option("--policy", policy,
@@ -164,6 +166,7 @@ int run_serve(int argc, char** argv) {
   if (static_batching) c.static_batching = true;
   if (disable_log_stats) c.log_stats_interval_ms = 0;
   if (enable_log_requests) c.log_requests = true;
+  if (request_id_headers) c.request_id_headers = true;
   if (runtime_lora) c.allow_runtime_lora_updating = true;
   if (expert_parallel) c.enable_expert_parallel = true;
   if (policy) c.policy = *policy;

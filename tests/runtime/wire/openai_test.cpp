@@ -205,6 +205,29 @@ BOOST_AUTO_TEST_CASE(bad_requests_name_what_is_wrong) {
 // OpenAI's newer chat fields: reasoning_effort "none" turns Qwen3's thinking off (unless
 // chat_template_kwargs says otherwise); safety_identifier is the tenant unless `user` is given;
 // store, metadata, service_tier, prompt_cache_key and verbosity are accepted and change nothing.
+// vLLM's request_id (chat, completions, embeddings, rerank, score): kept for the gateway to name
+// the response by; checked as an X-Request-Id header is.
+BOOST_AUTO_TEST_CASE(request_id_field) {
+  auto p = chat(R"({"messages": [{"role": "user", "content": "hi"}], "request_id": "trace-42/a.b"})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(*p.request_id == "trace-42/a.b");
+  BOOST_TEST(p.req->id == "chatcmpl-1");  // the gateway decides (a header wins)
+  BOOST_TEST(!chat(R"({"messages": [{"role": "user", "content": "hi"}]})").request_id);
+  p = completion(R"({"prompt": "x", "request_id": "c1"})");
+  BOOST_TEST((p.ok() && *p.request_id == "c1"));
+  p = oa::parse_request(oa::endpoint::embeddings, R"({"input": "x", "request_id": "e1"})", models, "embd-1");
+  BOOST_TEST((p.ok() && *p.request_id == "e1"));
+  for (const std::string& bad : std::vector<std::string>{R"("has space")", R"("")", "7", "\"" + std::string(257, 'a') + "\"",
+                                                        R"("tab\t")", R"("caf\u00e9")"}) {
+    p = completion(R"({"prompt": "x", "request_id": )" + bad + "}");
+    BOOST_TEST(!p.ok(), bad);
+    BOOST_TEST(p.error.param == "request_id", bad);
+  }
+  BOOST_TEST(oa::valid_request_id(std::string(256, '~')));
+  BOOST_TEST(!oa::valid_request_id(std::string(257, 'a')));
+  BOOST_TEST(!oa::valid_request_id("a\x7f"));
+}
+
 BOOST_AUTO_TEST_CASE(newer_chat_fields) {
   const std::string q = R"("messages": [{"role": "user", "content": "q"}])";
   auto p = chat("{" + q + R"(, "reasoning_effort": "none", "safety_identifier": "team-a", "store": false,
