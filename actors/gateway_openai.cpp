@@ -305,7 +305,20 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
                              req.keep_alive);
   const std::string base = given ? *given : next_http_base(st);
   if (st.ctx->cfg.request_id_headers) h.headers += "X-Request-Id: " + base + "\r\n";
-  const auto path = req.path();
+  std::string_view path = req.path();
+  if (path == "/invocations") {  // SageMaker's: one path for every endpoint, told apart by the body
+    if (req.method != "POST")
+      return http_answer_error(self, hdl, {405, "use POST for /invocations", "method_not_allowed", ""}, req.keep_alive);
+    const auto routed = wire::openai::invocation_path(req.body);
+    if (!routed)
+      return http_answer_error(self, hdl,
+                               {400,
+                                "a body for /invocations needs 'messages' (chat), 'prompt' (completions), 'input' "
+                                "(embeddings), 'query' (rerank), or 'text_1' / 'queries' (score)",
+                                "missing_field", ""},
+                               req.keep_alive);
+    path = *routed;  // then guarded and answered as that endpoint
+  }
   const bool chat = path == "/v1/chat/completions", completion = path == "/v1/completions",
              embeddings = path == "/v1/embeddings",
              rerank = path == "/v1/rerank" || path == "/rerank" || path == "/v2/rerank",  // vLLM's three
@@ -402,7 +415,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
                                        " (served: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, "
                                        "GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, POST /v1/responses/{id}/cancel, POST /v1/messages, POST /v1/messages/count_tokens, "
                                        "POST /v1/embeddings, POST /v1/rerank, POST /v1/score, GET /v1/models, "
-                                       "POST /tokenize, POST /detokenize, GET /health, GET /ping, GET /version, GET /metrics)",
+                                       "POST /tokenize, POST /detokenize, POST /invocations, GET /health, GET /ping, GET /version, GET /metrics)",
                               "not_found", ""},
                              req.keep_alive);
   if (req.method != "POST") return not_allowed("POST");

@@ -515,6 +515,18 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
   return out;
 }
 
+std::optional<std::string_view> invocation_path(std::string_view body) {
+  const ojson b = ojson::parse(body, nullptr, false);
+  if (!b.is_object()) return std::nullopt;
+  auto has = [&](const char* k) { return b.contains(k) && !b[k].is_null(); };
+  if (has("messages")) return "/v1/chat/completions";
+  if (has("prompt")) return "/v1/completions";
+  if (has("input")) return "/v1/embeddings";
+  if (has("query")) return "/v1/rerank";
+  if (has("text_1") || has("queries")) return "/v1/score";
+  return std::nullopt;
+}
+
 std::string models_body(const served_models& models, int64_t created) {
   ojson data = ojson::array();
   auto entry = [&](const std::string& name, const std::string& parent) {

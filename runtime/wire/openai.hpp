@@ -79,6 +79,11 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
 // GET /v1/models.
 std::string models_body(const served_models& models, int64_t created);
 
+// POST /invocations (SageMaker's, as vLLM serves it): the path of the endpoint a body is for, by
+// its fields: messages: chat; prompt: completions; input: embeddings; query: rerank; text_1 or
+// queries: score. Nothing when it has none of them (or is not a JSON object).
+std::optional<std::string_view> invocation_path(std::string_view body);
+
 // The raw bytes of a token id (for logprobs' token texts); may be empty for unknown ids.
 using token_bytes_fn = std::function<std::string(int32_t)>;
 

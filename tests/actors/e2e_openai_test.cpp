@@ -970,6 +970,41 @@ BOOST_AUTO_TEST_CASE(version_and_ping) {
   BOOST_TEST(h.read().status == 405);
 }
 
+// SageMaker's POST /invocations, as vLLM serves it: each body is answered as the endpoint its
+// fields name (a completion exactly as /v1/completions answers it, embeddings as /v1/embeddings),
+// behind the API key; a body naming none, or another method, is refused.
+BOOST_AUTO_TEST_CASE(invocations_route_by_the_body) {
+  auto c = test_config();
+  c.api_key = "k";
+  auto srv = start(c);
+  http_client h(srv->http_port());
+  auto post = [&](const std::string& path, const std::string& body, const std::string& auth = "Authorization: Bearer k\r\n") {
+    h.send("POST " + path + " HTTP/1.1\r\n" + auth + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    return h.read();
+  };
+  const std::string completion = R"({"prompt": [1, 2, 3], "max_tokens": 4, "temperature": 0, "ignore_eos": true})";
+  auto direct = post("/v1/completions", completion);
+  auto routed = post("/invocations", completion);
+  BOOST_TEST_REQUIRE(routed.status == 200, routed.body);
+  BOOST_TEST(json::parse(routed.body)["object"] == "text_completion");
+  BOOST_TEST(json::parse(routed.body)["choices"] == json::parse(direct.body)["choices"]);
+  const std::string embed = R"({"input": [[1, 2, 3]]})";
+  direct = post("/v1/embeddings", embed);
+  routed = post("/invocations", embed);
+  BOOST_TEST_REQUIRE(routed.status == 200, routed.body);
+  BOOST_TEST(json::parse(routed.body)["data"] == json::parse(direct.body)["data"]);
+  routed = post("/invocations", R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1})");
+  BOOST_TEST(routed.status == 400);  // chat: this model has no tokenizer, as /v1/chat/completions says
+  BOOST_TEST(routed.body.find("tokenizer") != std::string::npos, routed.body);
+  routed = post("/invocations", R"({"max_tokens": 1})");
+  BOOST_TEST(routed.status == 400);
+  BOOST_TEST(routed.body.find("'messages' (chat), 'prompt' (completions)") != std::string::npos, routed.body);
+  BOOST_TEST(post("/invocations", "not json").status == 400);
+  BOOST_TEST(post("/invocations", completion, "").status == 401);  // the API key guards it
+  h.send("GET /invocations HTTP/1.1\r\nAuthorization: Bearer k\r\n\r\n");
+  BOOST_TEST(h.read().status == 405);
+}
+
 BOOST_AUTO_TEST_CASE(bad_requests_get_openai_errors) {
   auto c = test_config();
   c.max_frame_bytes = 4096;

@@ -228,6 +228,18 @@ BOOST_AUTO_TEST_CASE(request_id_field) {
   BOOST_TEST(!oa::valid_request_id("a\x7f"));
 }
 
+BOOST_AUTO_TEST_CASE(invocations_are_routed_by_their_fields) {
+  BOOST_TEST(*oa::invocation_path(R"({"messages": [], "prompt": "x"})") == "/v1/chat/completions");
+  BOOST_TEST(*oa::invocation_path(R"({"prompt": "x"})") == "/v1/completions");
+  BOOST_TEST(*oa::invocation_path(R"({"input": "x", "messages": null})") == "/v1/embeddings");
+  BOOST_TEST(*oa::invocation_path(R"({"query": "q", "documents": []})") == "/v1/rerank");
+  BOOST_TEST(*oa::invocation_path(R"({"text_1": "a", "text_2": "b"})") == "/v1/score");
+  BOOST_TEST(*oa::invocation_path(R"({"queries": "a", "documents": "b"})") == "/v1/score");
+  BOOST_TEST(!oa::invocation_path(R"({"max_tokens": 3})"));
+  BOOST_TEST(!oa::invocation_path("[1]"));
+  BOOST_TEST(!oa::invocation_path("{"));
+}
+
 BOOST_AUTO_TEST_CASE(newer_chat_fields) {
   const std::string q = R"("messages": [{"role": "user", "content": "q"}])";
   auto p = chat("{" + q + R"(, "reasoning_effort": "none", "safety_identifier": "team-a", "store": false,
