@@ -32,7 +32,12 @@ token_logprobs logprobs_of(std::span<const float> logits, int32_t chosen, int32_
   }
   const double log_z = static_cast<double>(m) + std::log(sum);
   token_logprobs out;
-  out.logprob = static_cast<double>(logits[static_cast<size_t>(chosen)]) - log_z;
+  const float x_chosen = logits[static_cast<size_t>(chosen)];
+  out.logprob = static_cast<double>(x_chosen) - log_z;
+  out.id = chosen;
+  int64_t at_least = 0;  // vLLM's rank: ties count as at least as likely
+  for (float x : logits) at_least += x >= x_chosen;
+  out.rank = static_cast<int32_t>(at_least);
   if (top_k > 0) {
     // One pass keeping the k best (k <= 20): cheaper than sorting the row.
     auto better = [&](int32_t a, int32_t b) {

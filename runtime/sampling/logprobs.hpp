@@ -15,6 +15,9 @@ inline constexpr int32_t max_top_logprobs = 20;
 struct token_logprobs {
   double logprob = 0;                             // of the sampled token
   std::vector<std::pair<int32_t, double>> top;    // (id, logprob), most likely first; ties by id
+  int32_t id = -1;    // the token
+  // Its rank in the row, vLLM's: how many tokens are at least as likely (1: the most likely).
+  int32_t rank = 0;
   friend bool operator==(const token_logprobs&, const token_logprobs&) = default;
 };
 

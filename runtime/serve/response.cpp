@@ -23,7 +23,7 @@ response::response(std::string client_id, bool stream, const tokenizer* tok, out
 
 void response::add_prompt_logprobs(std::span<const token_logprobs> lps) {
   if (!prompt_logprobs_ || done_) return;
-  for (const auto& l : lps) prompt_logprobs_->push_back(wire::logprob_info{l.logprob, l.top});
+  for (const auto& l : lps) prompt_logprobs_->push_back(wire::logprob_info{l.logprob, l.top, l.id, l.rank});
 }
 
 double response::ms_since_received(clock::time_point t) const {
@@ -46,7 +46,7 @@ bool response::add_token(int32_t id, clock::time_point now, std::string& out, co
     reasoning = std::move(p.reasoning);
   }
   std::optional<wire::logprob_info> lp;
-  if (logprobs) lp = wire::logprob_info{logprobs->logprob, logprobs->top};
+  if (logprobs) lp = wire::logprob_info{logprobs->logprob, logprobs->top, std::nullopt, std::nullopt};
   if (stream_) {
     wire::token_event t{id_, d.text, {id}, std::move(lp), std::move(reasoning), index_, std::nullopt};
     if (ids_.size() == 1) t.prompt_tokens = prompt_tokens_;  // the first: usage can be counted as it goes

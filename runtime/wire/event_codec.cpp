@@ -33,9 +33,17 @@ void pack_header(packer& pk, uint32_t num_fields, std::string_view event, const 
 struct event_packer {
   packer& pk;
   detail::string_sink& sink;
-  // {"logprob": f64, "top": [[id, f64], ...]}
+  // {"logprob": f64, "top": [[id, f64], ...]}, a prompt token's with "id" and "rank"
   void logprobs(const logprob_info& l) {
-    pk.pack_map(2);
+    pk.pack_map(2 + (l.id ? 1 : 0) + (l.rank ? 1 : 0));
+    if (l.id) {
+      pack_str(pk, "id");
+      pk.pack(*l.id);
+    }
+    if (l.rank) {
+      pack_str(pk, "rank");
+      pk.pack(*l.rank);
+    }
     pack_str(pk, "logprob");
     detail::pack_f64(sink, l.logprob);
     pack_str(pk, "top");
@@ -269,6 +277,8 @@ class reader {
 logprob_info read_logprobs(const reader& r) {
   logprob_info l;
   l.logprob = r.number("logprob");
+  if (r.find("id")) l.id = static_cast<int32_t>(r.integer("id"));
+  if (r.find("rank")) l.rank = static_cast<int32_t>(r.integer("rank"));
   const auto& top = r.need("top");
   if (top.type != msgpack::type::ARRAY) throw bad_event{"field 'top' is not an array"};
   for (uint32_t i = 0; i < top.via.array.size; ++i) {

@@ -430,6 +430,13 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
       }
     } else if (!chat && k == "logprobs") {
       w["logprobs"] = v;
+    } else if (k == "prompt_logprobs") {  // vLLM's
+      want(v, v.is_number_integer(), k, "an integer");
+      if (v == -1)
+        refuse("unsupported", k, "prompt_logprobs -1 (every token of the vocabulary at each position) is not served: ask "
+                                 "for 0..20 of the most likely tokens");
+      w[k] = v;  // the protocol checks its range
+      out.prompt_logprobs = true;
     } else if (!chat && k == "echo") {
       want(v, v.is_boolean(), k, "a boolean");
       out.echo = v.get<bool>();
@@ -472,13 +479,20 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
     if (w["stream"] == true) refuse("unsupported", "echo", "echo is supported without stream only");
     if (w.contains("truncate_prompt_tokens"))
       refuse("unsupported", "echo", "echo with truncate_prompt_tokens is not supported (the echo is the prompt as sent)");
-    if (w.contains("logprobs")) w["prompt_logprobs"] = w["logprobs"];
+    if (w.contains("logprobs")) {
+      if (out.prompt_logprobs)
+        refuse("unsupported", "prompt_logprobs",
+               "give echo with logprobs (OpenAI's prompt logprobs) or prompt_logprobs (vLLM's), not both");
+      w["prompt_logprobs"] = w["logprobs"];
+    }
     // max_tokens 0 scores the prompt alone (vLLM's form): one token is generated and left out.
     if (w.contains("max_tokens") && w["max_tokens"] == 0) {
       w["max_tokens"] = 1;
       out.prompt_only = true;
     }
   }
+  if (out.prompt_logprobs && w.contains("stream") && w["stream"] == true)  // as vLLM: they come whole, on the last event
+    refuse("unsupported", "prompt_logprobs", "prompt_logprobs are not available when stream is true");
   if (top_logprobs && !logprobs_on) refuse("invalid_value", "top_logprobs", "top_logprobs needs logprobs: true");
   if (logprobs_on) w["logprobs"] = top_logprobs ? *top_logprobs : ojson(0);
   if (!so.empty()) {
@@ -582,6 +596,7 @@ response_builder::response_builder(endpoint ep, const parsed_request& p, int64_t
       echo_(p.echo),
       prompt_only_(p.prompt_only),
       base64_(p.base64),
+      prompt_logprobs_(p.prompt_logprobs),
       n_(p.req->sequences()),
       per_prompt_(p.req->n),
       prompt_counted_(static_cast<size_t>(p.req->sequences() / p.req->n)),
@@ -627,6 +642,22 @@ ojson response_builder::completion_logprobs(const std::vector<int32_t>& ids,
     text_offset += tok.size();
   }
   return {{"tokens", tokens}, {"token_logprobs", token_lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
+ojson response_builder::prompt_logprobs_json(const std::optional<std::vector<logprob_info>>& pl) const {
+  ojson out = ojson::array({nullptr});
+  if (!pl) return out;
+  for (const auto& l : *pl) {
+    ojson at = ojson::object();
+    auto entry = [&](int32_t id, double logprob, int32_t rank) {
+      const std::string key = std::to_string(id);
+      if (!at.contains(key)) at[key] = {{"logprob", logprob}, {"rank", rank}, {"decoded_token", token_bytes_(id)}};
+    };
+    if (l.id) entry(*l.id, l.logprob, l.rank.value_or(0));
+    for (size_t k = 0; k < l.top.size(); ++k) entry(l.top[k].first, l.top[k].second, static_cast<int32_t>(k + 1));
+    out.push_back(std::move(at));
+  }
+  return out;
 }
 
 ojson response_builder::logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps) const {
@@ -921,11 +952,15 @@ std::string response_builder::final_body() {
       c["logprobs"] = completion_logprobs(ids, lps);
     }
     c["finish_reason"] = finish_name(ch.last.reason, calls && !forced_);
+    // vLLM's: a completion's choice carries its prompt's (they came with its first completion).
+    if (prompt_logprobs_ && !chat)
+      c["prompt_logprobs"] = prompt_logprobs_json(choices_[i - i % static_cast<size_t>(per_prompt_)].last.prompt_logprobs);
     cs.push_back(c);
   }
   ojson j = head(chat ? "chat.completion" : "text_completion");
   j["choices"] = std::move(cs);
   j["usage"] = usage_json(usage_);
+  if (prompt_logprobs_ && chat) j["prompt_logprobs"] = prompt_logprobs_json(choices_.front().last.prompt_logprobs);
   started_ = true;
   return dump(j);
 }

@@ -53,6 +53,9 @@ struct parsed_request {
   // with `logprobs`); with max_tokens 0 (scoring a text) the one token generated is left out.
   bool echo = false;
   bool prompt_only = false;
+  // vLLM's prompt_logprobs (chat, completions; not streamed): each prompt token's logprob, rank
+  // and the most likely tokens there, as vLLM answers them (a choice's, or a chat body's).
+  bool prompt_logprobs = false;
   bool base64 = false;  // embeddings: encoding_format "base64" (little-endian float32 bytes)
   int32_t top_n = 0;    // rerank: the best N results only; 0: every document
   // chat: tool_choice "required" or a named function (openai_tool_choice.hpp): the output is the
@@ -149,6 +152,9 @@ class response_builder final : public reply_builder {
   std::string score_body();
   // The endpoint's logprobs object for `ids`, one logprob_info each.
   json logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps) const;
+  // vLLM's prompt_logprobs: null for the first prompt token, then per token {"ID": {logprob, rank,
+  // decoded_token}} with the token first, then the most likely ones (ranks 1, 2, ...).
+  json prompt_logprobs_json(const std::optional<std::vector<logprob_info>>& pl) const;
   // The completions form over ids whose logprobs may be missing (null: the first prompt token).
   json completion_logprobs(const std::vector<int32_t>& ids, const std::vector<const logprob_info*>& lps) const;
   // Choice `index`'s calls as OpenAI's tool_calls, the first being call `first` of the choice; a
@@ -161,7 +167,8 @@ class response_builder final : public reply_builder {
   endpoint ep_;
   std::string id_, model_;
   int64_t created_;
-  bool stream_, include_usage_, continuous_usage_, include_reasoning_, has_tools_, want_logprobs_, echo_, prompt_only_, base64_;
+  bool stream_, include_usage_, continuous_usage_, include_reasoning_, has_tools_, want_logprobs_, echo_, prompt_only_, base64_,
+      prompt_logprobs_;
   std::vector<std::string> echo_text_;          // by prompt
   std::vector<std::vector<int32_t>> echo_ids_;  // by prompt
   int32_t n_;           // completions in all (generate_request::sequences)

@@ -230,6 +230,9 @@ std::optional<finish_reason> parse_finish_reason(std::string_view name) noexcept
 struct logprob_info {
   double logprob = 0;
   std::vector<std::pair<int32_t, double>> top;
+  // A prompt token's entry (prompt_logprobs) names the token and its rank, vLLM's: how many
+  // tokens the model found at least as likely there (1: the most likely).
+  std::optional<int32_t> id = std::nullopt, rank = std::nullopt;
   friend bool operator==(const logprob_info&, const logprob_info&) = default;
 };
 

@@ -402,6 +402,28 @@ BOOST_AUTO_TEST_CASE(echo_scores_a_prompt_as_prompt_logprobs_do) {
   }
   BOOST_TEST(j["usage"]["completion_tokens"] == 0);
   BOOST_TEST(j["usage"]["prompt_tokens"] == prompt.size());
+
+  // vLLM's prompt_logprobs: the same values, each prompt token named with its rank (the protocol
+  // carries both), first in its position's map; the rank agrees with the most likely tokens.
+  c.post("/v1/completions", json({{"prompt", prompt}, {"prompt_logprobs", 2}, {"max_tokens", 1}}).dump());
+  w = c.read();
+  BOOST_TEST_REQUIRE(w.status == 200, w.body);
+  const auto pl = json::parse(w.body)["choices"][0]["prompt_logprobs"];
+  BOOST_TEST_REQUIRE(pl.size() == prompt.size());
+  BOOST_TEST(pl[0].is_null());
+  for (size_t i = 1; i < prompt.size(); ++i) {
+    const auto& want = (*ref.done.prompt_logprobs)[i - 1];
+    BOOST_TEST_REQUIRE(want.id.has_value());
+    BOOST_TEST(*want.id == prompt[i]);
+    const auto& mine = pl[i][std::to_string(prompt[i])];
+    BOOST_TEST(mine["logprob"].get<double>() == want.logprob);
+    BOOST_TEST(mine["rank"] == *want.rank);
+    BOOST_TEST(mine["decoded_token"] == "token_id:" + std::to_string(prompt[i]));
+    const int32_t in_top = want.top[0].first == prompt[i] ? 1 : want.top[1].first == prompt[i] ? 2 : 0;
+    if (in_top) BOOST_TEST(*want.rank == in_top);
+    else BOOST_TEST(*want.rank > 2);
+    BOOST_TEST(pl[i][std::to_string(want.top[0].first)]["rank"] == 1);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(chat_gives_the_protocols_text) {

@@ -139,7 +139,7 @@ void fuzz_body(openai::endpoint ep, std::string_view body) {
     t.id = p.req->id;
     t.text = std::string(body.substr(0, 16));  // may be any bytes: the writer must keep JSON valid
     t.ids = {i};
-    t.logprobs = logprob_info{-1.0, {{i, -1.0}}};
+    t.logprobs = logprob_info{-1.0, {{i, -1.0}}, std::nullopt, std::nullopt};
     if (seqs > 1) t.index = i;
     out += b.feed(t);
     done_event d;
@@ -172,7 +172,7 @@ std::vector<token_event> model_tokens(const std::string& id, const std::string& 
     token_event t;
     t.id = id;
     t.ids = {i};
-    t.logprobs = logprob_info{-1.0, {{i, -1.0}}};
+    t.logprobs = logprob_info{-1.0, {{i, -1.0}}, std::nullopt, std::nullopt};
     if (i < 3) t.reasoning = any;
     else t.text = i == 5 ? "<tool_call>{\"name\": \"f\", \"arguments\": {" + any : any;
     out.push_back(std::move(t));

@@ -2,6 +2,7 @@
 // sampler's float ones), and its refusals.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -38,6 +39,18 @@ BOOST_AUTO_TEST_CASE(match_a_direct_log_softmax) {
       BOOST_TEST_REQUIRE(row[i] <= row[static_cast<size_t>(lp.top.back().first)]);
   BOOST_TEST(logprobs_of(row, 1234, 0).top.empty());
   BOOST_TEST(logprobs_of(row, 1234, 20).top.size() == 20u);
+  // The token and its rank, vLLM's: how many are at least as likely (a tie counts both).
+  BOOST_TEST(lp.id == 100);
+  BOOST_TEST(lp.rank == 3);
+  BOOST_TEST(logprobs_of(row, 99, 0).rank == 3);
+  BOOST_TEST(logprobs_of(row, 1234, 0).rank == 1);
+  const int32_t low = static_cast<int32_t>(std::min_element(row.begin(), row.end()) - row.begin());
+  BOOST_TEST(logprobs_of(row, low, 0).rank == static_cast<int32_t>(row.size()));
+  for (int32_t id : {0, 5000, 77777}) {  // against a direct count
+    int32_t n = 0;
+    for (float x : row) n += x >= row[static_cast<size_t>(id)];
+    BOOST_TEST(logprobs_of(row, id, 2).rank == n);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(refusals) {

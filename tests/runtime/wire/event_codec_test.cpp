@@ -94,10 +94,10 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
   full.error = wire_error{error_code::internal, "executor failed", "a"};
   full.tool_calls = {{"get_weather", R"({"city":"Rome"})"}, {"now", "{}"}};
   full.logprobs = {{-0.5, {{5, -0.5}}}, {-1.75, {}}};
-  full.prompt_logprobs = std::vector<logprob_info>{{-3.25, {{9, -0.125}}}, {-0.5, {}}};
+  full.prompt_logprobs = std::vector<logprob_info>{{-3.25, {{9, -0.125}}, 4, 2}, {-0.5, {}, std::nullopt, std::nullopt}};
   std::vector<event> events = {
       token_event{"a", "", {}, std::nullopt, std::nullopt, std::nullopt, std::nullopt},
-      token_event{"a", "x", {7}, logprob_info{-0.25, {{7, -0.25}, {3, -2.5}}}, std::nullopt, std::nullopt, std::nullopt},
+      token_event{"a", "x", {7}, logprob_info{-0.25, {{7, -0.25}, {3, -2.5}}, std::nullopt, std::nullopt}, std::nullopt, std::nullopt, std::nullopt},
       token_event{"a", "", {8}, std::nullopt, std::string("step 1: 2 + 2"), std::nullopt, std::nullopt},
       token_event{"a", "y", {9}, std::nullopt, std::nullopt, 2, 143},  // a completion's first: its prompt's tokens
       full,

@@ -32,7 +32,7 @@ wire::token_event tok(int32_t id, std::string text, std::string reasoning = {}) 
   t.text = std::move(text);
   if (!reasoning.empty()) t.reasoning = std::move(reasoning);
   t.ids = {id};
-  t.logprobs = wire::logprob_info{-0.5 * id, {{id, -0.5 * id}}};
+  t.logprobs = wire::logprob_info{-0.5 * id, {{id, -0.5 * id}}, std::nullopt, std::nullopt};
   return t;
 }
 

@@ -868,6 +868,57 @@ BOOST_AUTO_TEST_CASE(echo_scores_the_prompt) {
   BOOST_TEST(z.error.code == "invalid_value");
 }
 
+// vLLM's prompt_logprobs: each prompt token's logprob, rank and decoded token first, then the
+// most likely tokens there (ranks 1, 2, ...), null for the first token; a completion's choice
+// carries them, a chat body at its top; refused streamed, as -1, and beside echo's logprobs.
+BOOST_AUTO_TEST_CASE(prompt_logprobs_as_vllm_gives_them) {
+  auto p = completion(R"({"prompt": [3, 7, 9], "prompt_logprobs": 2, "max_tokens": 1})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(p.prompt_logprobs);
+  BOOST_TEST(*p.req->prompt_logprobs == 2);
+  oa::response_builder b(oa::endpoint::completion, p, 5, token_text);
+  auto d = done(wire::finish_reason::length, 3, 1);
+  d.has_output = true;
+  d.text = "t9";
+  d.ids = {9};
+  d.prompt_logprobs = std::vector<wire::logprob_info>{{-1.5, {{5, -0.25}, {7, -1.5}}, 7, 2}, {-3.0, {{5, -0.1}, {6, -2.5}}, 9, 40}};
+  const std::string raw = b.feed(d);
+  auto j = json::parse(raw);
+  const auto& pl = j["choices"][0]["prompt_logprobs"];
+  BOOST_TEST_REQUIRE(pl.size() == 3u);
+  BOOST_TEST(pl[0].is_null());
+  const json first = json::parse(R"({"7": {"logprob": -1.5, "rank": 2, "decoded_token": "\ufffd"},
+                                      "5": {"logprob": -0.25, "rank": 1, "decoded_token": "t5"}})");
+  BOOST_TEST(pl[1] == first, pl[1].dump());
+  BOOST_TEST(raw.find(R"("7":{"logprob")") < raw.find(R"("5":{"logprob")"));  // the prompt's token first, as vLLM's
+  BOOST_TEST(pl[2].size() == 3u);
+  BOOST_TEST(pl[2]["9"]["rank"] == 40);
+  BOOST_TEST(pl[2]["6"]["rank"] == 2);
+  BOOST_TEST(j["choices"][0]["text"] == "t9");
+
+  auto c = chat(R"({"messages": [{"role": "user", "content": "hi"}], "prompt_logprobs": 0})");
+  BOOST_TEST_REQUIRE(c.ok(), c.error.message);
+  oa::response_builder cb(oa::endpoint::chat, c, 5, token_text);
+  d.prompt_logprobs = std::vector<wire::logprob_info>{{-0.75, {}, 3, 1}};
+  j = json::parse(cb.feed(d));
+  BOOST_TEST(!j["choices"][0].contains("prompt_logprobs"));
+  BOOST_TEST(j["prompt_logprobs"] == json::parse(R"([null, {"3": {"logprob": -0.75, "rank": 1, "decoded_token": "t3"}}])"));
+  // Without it, no such field.
+  j = json::parse(oa::response_builder(oa::endpoint::completion, completion(R"({"prompt": [1]})"), 5, token_text).feed(d));
+  BOOST_TEST(!j["choices"][0].contains("prompt_logprobs"));
+
+  for (const std::string bad : {R"({"prompt": [1], "prompt_logprobs": 2, "stream": true})",
+                                R"({"prompt": [1], "prompt_logprobs": -1})", R"({"prompt": [1], "prompt_logprobs": 21})",
+                                R"({"prompt": [1], "prompt_logprobs": "2"})",
+                                R"({"prompt": [1], "prompt_logprobs": 2, "echo": true, "logprobs": 1})"}) {
+    auto r = completion(bad);
+    BOOST_TEST(!r.ok(), bad);
+    // (a range the protocol checks names the field in the message only)
+    BOOST_TEST((r.error.param == "prompt_logprobs" || r.error.message.find("'prompt_logprobs'") != std::string::npos),
+               bad << ": " << r.error.message);
+  }
+}
+
 // A batch of prompts (vLLM's list form): choice p * n + j is completion j of prompt p; each
 // choice echoes its own prompt with the logprobs its prompt's first completion brought; usage
 // counts each prompt's tokens once, whatever its n.
@@ -924,7 +975,7 @@ BOOST_AUTO_TEST_CASE(chat_logprobs_carry_bytes) {
   BOOST_TEST_REQUIRE(p.ok());
   oa::response_builder b(oa::endpoint::chat, p, 5, token_text);
   auto t = tok("", 7);
-  t.logprobs = wire::logprob_info{-0.1, {{7, -0.1}}};
+  t.logprobs = wire::logprob_info{-0.1, {{7, -0.1}}, std::nullopt, std::nullopt};
   auto ev = sse_events(b.feed(t));
   BOOST_TEST_REQUIRE(ev.size() == 1u);
   const auto& c = ev[0]["choices"][0]["logprobs"]["content"][0];
