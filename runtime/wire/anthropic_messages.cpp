@@ -288,8 +288,8 @@ messages_builder::messages_builder(const parsed_messages& p)
       has_tools_(!p.chat.req->tools_json.empty()),
       forced_(p.chat.forced_tools),
       stops_(p.stop_sequences) {
-  in_calls_ = forced_.has_value();  // a forced call's output is all call: held back whole
-  if (stream_ && has_tools_ && !forced_ && p.chat.stream_tool_arguments) calls_.emplace();
+  // A forced call's output is all call: held back whole.
+  if (stream_) calls_ = call_holder(call_holder::for_reply(has_tools_, forced_.has_value(), p.chat.stream_tool_arguments));
 }
 
 std::string messages_builder::sse(const char* type, ojson fields) const {
@@ -378,12 +378,11 @@ std::string messages_builder::add_call(std::string name, std::string arguments, 
 }
 
 std::string messages_builder::push_streamed(std::string_view text) {
-  auto p = calls_->push(text);
+  auto p = calls_.push(text);
   std::string out = p.content.empty() ? std::string() : add_text(p.content);
   for (auto& c : p.calls) {
     if (c.begins) {
       out += add_call(c.name, c.arguments, false);
-      ++streamed_calls_;
     } else if (!c.arguments.empty()) {
       blocks_.back().text += c.arguments;
       out += sse("content_block_delta",
@@ -419,15 +418,9 @@ std::string messages_builder::on_token(const token_event& t) {
       out += sse("content_block_delta",
                  {{"index", blocks_.size() - 1}, {"delta", {{"type", "thinking_delta"}, {"thinking", *t.reasoning}}}});
   }
-  const std::string released = release_stop(t.text);
-  if (calls_) {
-    out += push_streamed(released);
-  } else {
-    const std::string text = has_tools_ || forced_ ? release_before_calls(held_, in_calls_, released) : released;
-    if (!text.empty()) out += add_text(text);
-  }
+  out += push_streamed(release_stop(t.text));
   // A streamed call whose arguments are whole ends now.
-  if (calls_ && calls_->complete() == calls_->begun() && !blocks_.empty() && !blocks_.back().done &&
+  if (calls_.streams_calls() && calls_.complete() == calls_.streamed() && !blocks_.empty() && !blocks_.back().done &&
       blocks_.back().k == block::kind::tool_use)
     out += close_open();
   return out;
@@ -473,30 +466,24 @@ std::string messages_builder::on_done(done_event&& d) {
   } else {
     std::string rest = std::exchange(stop_tail_, {});
     take_stop(rest);
-    if (calls_) {  // the stream's last text goes the way its earlier text went
-      out += push_streamed(rest);
-      if (streamed_calls_ == 0) tail = calls_->held();
-    } else if (has_tools_ || forced_) {
-      tail = release_before_calls(held_, in_calls_, rest);
-      tail += std::exchange(held_, {});
-    } else {
-      tail = std::move(rest);
-    }
+    out += push_streamed(rest);  // the stream's last text goes the way its earlier text went
+    tail = calls_.take_held();
   }
+  const size_t streamed_calls = calls_.streamed();  // tool_use blocks opened as they streamed
   if (forced_ && d.reason != finish_reason::error)
     if (auto forced = openai::forced_tool_calls(*forced_, tail); !forced.empty()) {
       calls = std::move(forced);
       tail.clear();
     }
   if (!calls.empty()) tail = content_before_calls(tail);
-  else if (streamed_calls_ > 0) tail.clear();  // the block itself, now calls
+  else if (streamed_calls > 0) tail.clear();  // the block itself, now calls
   if (!tail.empty()) out += add_text(tail);
-  if (calls.empty() && streamed_calls_ == 0 && blocks_.empty()) out += open(block::kind::text);  // an empty answer
+  if (calls.empty() && streamed_calls == 0 && blocks_.empty()) out += open(block::kind::text);  // an empty answer
   out += close_open();
-  for (size_t k = streamed_calls_; k < calls.size(); ++k)
+  for (size_t k = streamed_calls; k < calls.size(); ++k)
     out += add_call(std::move(calls[k].name), std::move(calls[k].arguments), true);
   complete_ = true;
-  const bool used_tools = !calls.empty() || streamed_calls_ > 0;
+  const bool used_tools = !calls.empty() || streamed_calls > 0;
   const char* stop_reason = d.reason == finish_reason::length ? "max_tokens"
                             : used_tools                      ? "tool_use"
                             : stop_sequence                   ? "stop_sequence"

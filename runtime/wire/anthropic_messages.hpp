@@ -66,7 +66,7 @@ class messages_builder final : public openai::reply_builder {
   std::string add_text(const std::string& text);
   std::string add_call(std::string name, std::string arguments, bool whole);
   std::string release_stop(std::string_view text);  // text, less a tail that may be a stop sequence
-  std::string push_streamed(std::string_view text);  // through calls_: its text, then its call pieces
+  std::string push_streamed(std::string_view text);  // through calls_: the text it releases, then call pieces
   std::string sse(const char* type, nlohmann::ordered_json fields) const;
   nlohmann::ordered_json block_json(const block& b, bool whole) const;
   nlohmann::ordered_json usage_json() const;
@@ -77,10 +77,7 @@ class messages_builder final : public openai::reply_builder {
   std::vector<std::string> stops_;
   std::vector<block> blocks_;  // the last one is open until done
   std::string stop_tail_;      // content text that may be the start of a stop sequence, held back
-  std::string held_;           // text that may be (or is) a tool call, held back
-  std::optional<tool_call_stream> calls_;  // instead, with stream_tool_arguments
-  bool in_calls_ = false;
-  size_t streamed_calls_ = 0;  // tool_use blocks opened by calls_
+  call_holder calls_;  // streaming: text that may be tool calls, held back or streamed
   usage_info usage_;
   bool begun_ = false, complete_ = false;
   int status_ = 200;

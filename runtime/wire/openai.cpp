@@ -607,10 +607,8 @@ response_builder::response_builder(endpoint ep, const parsed_request& p, int64_t
       top_n_(p.top_n),
       forced_(p.forced_tools) {
   // A forced call's output is all call: streamed, it is held back whole, as a <tool_call> block is.
-  if (forced_)
-    for (auto& ch : choices_) ch.in_calls = true;
-  else if (stream_ && has_tools_ && p.stream_tool_arguments)
-    for (auto& ch : choices_) ch.calls.emplace();
+  if (stream_)
+    for (auto& ch : choices_) ch.calls = call_holder(call_holder::for_reply(has_tools_, forced_.has_value(), p.stream_tool_arguments));
 }
 
 void response_builder::set_echo_prompt(size_t p, std::string text, std::vector<int32_t> ids) {
@@ -755,15 +753,7 @@ std::string response_builder::on_token(const token_event& t) {
   ch.tokens += static_cast<int64_t>(t.ids.size());
   // Streaming with tools: text from "<tool_call>" on is held back; done turns it into tool_calls
   // (or, with stream_tool_arguments, each call streams as it is written).
-  std::string text;
-  std::vector<tool_call_stream::call_piece> pieces;
-  if (ch.calls) {
-    auto p = ch.calls->push(t.text);
-    text = std::move(p.content);
-    pieces = std::move(p.calls);
-  } else {
-    text = has_tools_ ? release_before_calls(ch.held, ch.in_calls, t.text) : t.text;
-  }
+  auto [text, pieces] = ch.calls.push(t.text);
   const std::string reasoning = include_reasoning_ && t.reasoning ? *t.reasoning : std::string();
   ojson lp = want_logprobs_ && !lps.empty()
                  ? logprobs_json({t.ids.begin(), t.ids.begin() + std::min<size_t>(1, t.ids.size())}, lps)
@@ -835,9 +825,10 @@ std::string response_builder::on_done(done_event&& d) {
   }
   if (!prompt_only_) usage_.completion_tokens += d.usage.completion_tokens;
   --remaining_;
+  std::string held = ch.calls.take_held();  // streaming: what may be calls, not sent yet
   if (forced_ && d.reason != finish_reason::error) {
     // The output is the calls' JSON: they replace the text (unless it was cut short).
-    std::string& text = stream_ ? ch.held : (d.has_output ? d.text : ch.text);
+    std::string& text = stream_ ? held : (d.has_output ? d.text : ch.text);
     if (auto forced = forced_tool_calls(*forced_, text); !forced.empty()) {
       d.tool_calls = std::move(forced);
       text.clear();
@@ -845,7 +836,7 @@ std::string response_builder::on_done(done_event&& d) {
     }
   }
   std::string out;
-  const size_t streamed_calls = ch.calls ? ch.calls->begun() : 0;  // already sent piece by piece
+  const size_t streamed_calls = ch.calls.streamed();  // already sent piece by piece
   const bool calls = !d.tool_calls.empty() || streamed_calls > 0;
   if (!stream_) {
     if (d.has_output) {
@@ -870,7 +861,6 @@ std::string response_builder::on_done(done_event&& d) {
     ojson delta = ojson::object();
     if (!ch.role_sent) delta["role"] = "assistant";
     ch.role_sent = true;
-    const std::string& held = ch.calls ? ch.calls->held() : ch.held;
     if (d.tool_calls.size() > streamed_calls) {  // the calls not streamed, whole
       const std::vector<tool_call> rest(d.tool_calls.begin() + static_cast<std::ptrdiff_t>(streamed_calls),
                                         d.tool_calls.end());
@@ -878,7 +868,6 @@ std::string response_builder::on_done(done_event&& d) {
     } else if (!calls && !held.empty()) {
       delta["content"] = held;  // held back as a possible tool call, and it was none
     }
-    ch.held.clear();
     out += chunk(i, std::move(delta), nullptr, reason);
   }
   if (d.reason == finish_reason::error && d.error) out += "data: " + error_body(from_wire(*d.error)) + "\n\n";

@@ -129,11 +129,9 @@ class response_builder final : public reply_builder {
     std::string text, reasoning;  // non-streaming: collected
     std::vector<int32_t> ids;
     std::vector<logprob_info> logprobs;
-    std::string held;          // streaming with tools: text that may be a <tool_call> block
     std::vector<float> embedding;  // embeddings: this input's
     double score = 0;              // rerank: this document's
-    bool in_calls = false;     // streaming with tools: a <tool_call> block began
-    std::optional<tool_call_stream> calls;  // streaming with stream_tool_arguments: instead of held
+    call_holder calls;             // streaming: text that may be tool calls, held back or streamed
     int64_t prompt_tokens = 0, tokens = 0;   // continuous usage: the prompt's, and generated so far
     done_event last;
   };

@@ -382,8 +382,7 @@ responses_builder::responses_builder(const parsed_responses& p, int64_t created,
       token_bytes_(std::move(token_bytes)),
       think_end_(think_end) {
   // A forced call's output is all call: streamed, it is held back whole, as a <tool_call> block is.
-  in_calls_ = forced_.has_value();
-  if (stream_ && has_tools_ && !forced_ && p.chat.stream_tool_arguments) calls_.emplace();
+  if (stream_) calls_ = call_holder(call_holder::for_reply(has_tools_, forced_.has_value(), p.chat.stream_tool_arguments));
 }
 
 std::string responses_builder::item_id(const char* prefix, size_t index) const {
@@ -557,19 +556,11 @@ std::string responses_builder::on_token(const token_event& t) {
   }
   // With tools, text from "<tool_call>" on is held back; done turns it into calls (or, with
   // stream_tool_arguments, each call streams as it is written).
-  std::string text;
-  std::vector<tool_call_stream::call_piece> pieces;
-  if (calls_) {
-    auto p = calls_->push(t.text);
-    text = std::move(p.content);
-    pieces = std::move(p.calls);
-  } else {
-    text = has_tools_ || forced_ ? release_before_calls(held_, in_calls_, t.text) : t.text;
-  }
+  auto [text, pieces] = calls_.push(t.text);
   if (!text.empty()) out += add_text(text);
   for (const auto& c : pieces) out += add_call_piece(c);
   // A streamed call whose arguments are whole ends now (an earlier one ended when the next began).
-  if (calls_ && calls_->complete() == calls_->begun() && !items_.empty() && !items_.back().done &&
+  if (calls_.streams_calls() && calls_.complete() == calls_.streamed() && !items_.empty() && !items_.back().done &&
       items_.back().k == item::kind::call)
     out += close_open();
   return out;
@@ -637,8 +628,8 @@ std::string responses_builder::on_done(done_event&& d) {
   std::string out = begin();
   usage_ = d.usage;
   std::vector<tool_call> calls = std::move(d.tool_calls);
-  const size_t streamed = calls_ ? calls_->begun() : 0;  // calls already items, streamed
-  if (calls_ && streamed == 0) held_ = calls_->held();
+  const size_t streamed = calls_.streamed();  // calls already items, streamed
+  held_ = calls_.take_held();  // what was held back as possibly calls
   if (!stream_ && d.has_output) {
     // The whole output rides on done: the same items a stream would have made (from scratch:
     // token events, which a whole request does not get, would only repeat it).
@@ -673,7 +664,7 @@ std::string responses_builder::on_done(done_event&& d) {
   if (!items_.empty() && !items_.back().done) {
     auto& last = items_.back();
     if (last.k == item::kind::call)  // a streamed call: cut when its arguments never closed
-      last.cut = calls_->complete() < calls_->begun();
+      last.cut = calls_.complete() < calls_.streamed();
     else if (calls.empty() && streamed == 0)
       last.cut = d.reason != finish_reason::stop;
   }

@@ -122,9 +122,8 @@ class responses_builder final : public reply_builder {
   token_bytes_fn token_bytes_;
   int32_t think_end_;
   std::vector<item> items_;  // the last one is open until done
-  std::string held_;         // text that may be (or is) a tool call, held back
-  std::optional<tool_call_stream> calls_;  // instead, with stream_tool_arguments
-  bool in_calls_ = false;    // a <tool_call> block began (or a forced call: all of it)
+  std::string held_;         // at the end: the text not sent yet, which may be (or is) tool calls
+  call_holder calls_;        // streaming: text that may be tool calls, held back or streamed
   std::vector<std::pair<int32_t, logprob_info>> pending_logprobs_;  // tokens whose text is not out yet
   bool in_thought_ = true;     // no </think> yet
   bool saw_reasoning_ = false;

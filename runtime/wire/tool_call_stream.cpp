@@ -1,6 +1,7 @@
 #include "runtime/wire/tool_call_stream.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -184,6 +185,23 @@ void tool_call_stream::scan(piece& out) {
       s_ = state::head;
     }
   }
+}
+
+call_holder::call_holder(mode m) : m_(m), in_calls_(m == mode::hold_all) {
+  if (m == mode::stream) calls_.emplace();
+}
+
+tool_call_stream::piece call_holder::push(std::string_view text) {
+  if (calls_) return calls_->push(text);
+  tool_call_stream::piece out;
+  if (m_ == mode::pass) out.content = std::string(text);
+  else out.content = release_before_calls(held_, in_calls_, text);
+  return out;
+}
+
+std::string call_holder::take_held() {
+  if (calls_) return calls_->held();  // the stream ended: nothing is pushed after
+  return std::exchange(held_, {});
 }
 
 }  // namespace troupe::wire

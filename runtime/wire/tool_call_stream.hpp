@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,39 @@ class tool_call_stream {
   bool in_string_ = false, escaped_ = false;
   std::vector<std::string> args_;
   size_t complete_ = 0;
+};
+
+// What a streamed reply (chat, Responses, Anthropic's Messages) holds back of the model's text
+// as possibly tool calls, the one place each of them asks:
+// - pass: no tools: every text goes out as it comes;
+// - hold: text from the first <tool_call> on (or a tail that may begin one) is held for the done
+//   event to judge (release_before_calls);
+// - hold_all: a forced call's output is all call: everything is held;
+// - stream: each call's arguments stream as the model writes them (tool_call_stream).
+class call_holder {
+ public:
+  enum class mode : uint8_t { pass, hold, hold_all, stream };
+  // The mode a streamed reply takes: tools offered, a forced call, arguments streamable.
+  static mode for_reply(bool has_tools, bool forced, bool stream_arguments) noexcept {
+    return forced ? mode::hold_all : !has_tools ? mode::pass : stream_arguments ? mode::stream : mode::hold;
+  }
+  explicit call_holder(mode m = mode::pass);
+
+  // The next text of the model's output: what to send now as text, and (stream) call pieces.
+  tool_call_stream::piece push(std::string_view text);
+  // What is held back now, taken out (the done event decides what it was).
+  std::string take_held();
+  // Calls streamed piece by piece (stream mode; 0 otherwise), and of them those whose arguments
+  // closed.
+  size_t streamed() const noexcept { return calls_ ? calls_->begun() : 0; }
+  size_t complete() const noexcept { return calls_ ? calls_->complete() : 0; }
+  bool streams_calls() const noexcept { return calls_.has_value(); }
+
+ private:
+  mode m_;
+  std::string held_;
+  bool in_calls_ = false;
+  std::optional<tool_call_stream> calls_;
 };
 
 }  // namespace troupe::wire

@@ -93,4 +93,48 @@ BOOST_AUTO_TEST_CASE(text_that_is_no_call_and_blocks_shaped_otherwise) {
   BOOST_TEST(cut.complete() == 0u);
 }
 
+// call_holder: the one object the three reply builders hold text back with, in each mode, however
+// the text is cut: what goes out at once plus what is held add up to the text.
+BOOST_AUTO_TEST_CASE(call_holder_modes) {
+  using troupe::wire::call_holder;
+  using mode = call_holder::mode;
+  BOOST_TEST((call_holder::for_reply(false, false, true) == mode::pass));
+  BOOST_TEST((call_holder::for_reply(true, false, false) == mode::hold));
+  BOOST_TEST((call_holder::for_reply(true, false, true) == mode::stream));
+  BOOST_TEST((call_holder::for_reply(true, true, true) == mode::hold_all));  // a forced call: all of it
+  const std::string text = R"(Let me check. <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>)";
+  const size_t before = text.find("<tool_call>");
+  for (size_t piece : {1, 3, 7, 200}) {
+    struct want {
+      mode m;
+      std::string sent, held;
+    };
+    for (const auto& w : {want{mode::pass, text, ""}, want{mode::hold, text.substr(0, before), text.substr(before)},
+                          want{mode::hold_all, "", text}, want{mode::stream, text.substr(0, before), text.substr(before)}}) {
+      call_holder h(w.m);
+      std::string sent, args;
+      size_t begins = 0;
+      for (size_t i = 0; i < text.size(); i += piece) {
+        auto p = h.push(std::string_view(text).substr(i, piece));
+        sent += p.content;
+        for (const auto& c : p.calls) {
+          begins += c.begins;
+          args += c.arguments;
+        }
+      }
+      BOOST_TEST(sent == w.sent, piece);
+      BOOST_TEST(h.take_held() == w.held, piece);
+      BOOST_TEST(h.streams_calls() == (w.m == mode::stream));
+      BOOST_TEST(h.streamed() == (w.m == mode::stream ? 1u : 0u));
+      BOOST_TEST(h.complete() == h.streamed());
+      if (w.m == mode::stream) {
+        BOOST_TEST(begins == 1u);
+        BOOST_TEST(nlohmann::json::parse(args) == nlohmann::json::parse(R"({"a": 1})"));
+      } else {
+        BOOST_TEST(h.take_held().empty());  // taken out
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
