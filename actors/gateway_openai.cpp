@@ -367,6 +367,17 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
                        wire::openai::models_body(st.models, static_cast<int64_t>(std::time(nullptr))),
                        req.keep_alive);
   }
+  if (path.rfind("/v1/models/", 0) == 0) {  // OpenAI's models.retrieve; a name may hold '/'
+    if (req.method != "GET") return not_allowed("GET");
+    const std::string name = wire::percent_decode(path.substr(11), false);
+    auto body = wire::openai::model_body(st.models, name, static_cast<int64_t>(std::time(nullptr)));
+    if (!body)
+      return http_answer_error(self, hdl,
+                               {404, "the model '" + name + "' does not exist (GET /v1/models lists those served)",
+                                "model_not_found", "model"},
+                               req.keep_alive);
+    return http_answer(self, hdl, 200, "application/json", *body, req.keep_alive);
+  }
   if (path == "/metrics") {  // where vLLM serves it, so its scrape configs work unchanged
     if (req.method != "GET") return not_allowed("GET");
     return http_answer(self, hdl, 200, "text/plain; version=0.0.4; charset=utf-8", st.ctx->metrics->render(),

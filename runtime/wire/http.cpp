@@ -45,28 +45,30 @@ std::string_view http_request::path() const {
   return t.substr(0, t.find('?'));
 }
 
-std::optional<std::string> http_request::query(std::string_view name) const {
-  const size_t q = target.find('?');
-  if (q == std::string::npos) return std::nullopt;
+std::string percent_decode(std::string_view s, bool plus_is_space) {
   auto hex = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
   };
-  auto decode = [&](std::string_view s) {
-    std::string out;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == '+') out += ' ';
-      else if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
-        out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
-        i += 2;
-      } else {
-        out += s[i];
-      }
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (plus_is_space && s[i] == '+') out += ' ';
+    else if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
     }
-    return out;
-  };
+  }
+  return out;
+}
+
+std::optional<std::string> http_request::query(std::string_view name) const {
+  const size_t q = target.find('?');
+  if (q == std::string::npos) return std::nullopt;
+  auto decode = [](std::string_view s) { return percent_decode(s, true); };
   std::string_view rest = std::string_view(target).substr(q + 1);
   while (!rest.empty()) {
     const size_t amp = rest.find('&');

@@ -73,6 +73,9 @@ std::string http_response(int status, std::string_view content_type, std::string
                           std::string_view extra_headers = {});
 // The head of a streamed response (Transfer-Encoding: chunked); then http_chunk per piece and
 // http_last_chunk at the end.
+// %XX escapes decoded (a malformed one kept as it is); '+' as a space in a query string only.
+std::string percent_decode(std::string_view s, bool plus_is_space);
+
 std::string http_stream_head(int status, std::string_view content_type, bool keep_alive,
                              std::string_view extra_headers = {});
 void append_http_chunk(std::string& out, std::string_view data);  // nothing for empty data

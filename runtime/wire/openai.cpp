@@ -541,7 +541,11 @@ std::optional<std::string_view> invocation_path(std::string_view body) {
   return std::nullopt;
 }
 
-std::string models_body(const served_models& models, int64_t created) {
+namespace {
+
+// Every model object the API serves (OpenAI's "model": id, object, created, owned_by; vLLM's root,
+// parent and max_model_len): the base model, each alias, each adapter.
+ojson model_objects(const served_models& models, int64_t created) {
   ojson data = ojson::array();
   auto entry = [&](const std::string& name, const std::string& parent) {
     data.push_back({{"id", name},
@@ -555,7 +559,19 @@ std::string models_body(const served_models& models, int64_t created) {
   entry(models.base, "");
   for (const auto& a : models.aliases) entry(a, "");  // as vLLM lists each served name
   for (const auto& a : models.adapters) entry(a, models.base);
-  return dump(ojson{{"object", "list"}, {"data", data}});
+  return data;
+}
+
+}  // namespace
+
+std::string models_body(const served_models& models, int64_t created) {
+  return dump(ojson{{"object", "list"}, {"data", model_objects(models, created)}});
+}
+
+std::optional<std::string> model_body(const served_models& models, std::string_view name, int64_t created) {
+  for (auto& m : model_objects(models, created))
+    if (m["id"] == name) return dump(m);
+  return std::nullopt;
 }
 
 // ---- responses -----------------------------------------------------------------------------

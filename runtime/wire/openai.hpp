@@ -81,6 +81,9 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
 
 // GET /v1/models.
 std::string models_body(const served_models& models, int64_t created);
+// GET /v1/models/{name} (OpenAI's models.retrieve): that model's object, or nothing for a name
+// not served.
+std::optional<std::string> model_body(const served_models& models, std::string_view name, int64_t created);
 
 // POST /invocations (SageMaker's, as vLLM serves it): the path of the endpoint a body is for, by
 // its fields: messages: chat; prompt: completions; input: embeddings; query: rerank; text_1 or

@@ -640,6 +640,21 @@ BOOST_AUTO_TEST_CASE(anthropic_messages_give_the_chat_answer) {
   a.get("/v1/models");
   r = a.read();
   BOOST_TEST(r.body.find("\"claude-haiku-4-5\"") != std::string::npos, r.body);
+  // OpenAI's models.retrieve: each served name, percent-decoded; another is 404 naming it.
+  a.get("/v1/models/claude-haiku-4-5");
+  r = a.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  BOOST_TEST(json::parse(r.body)["id"] == "claude-haiku-4-5");
+  BOOST_TEST(json::parse(r.body)["object"] == "model");
+  a.get("/v1/models/qwen3%2Dcoder");
+  r = a.read();
+  BOOST_TEST(json::parse(r.body)["id"] == "qwen3-coder");
+  a.get("/v1/models/claude-opus");
+  r = a.read();
+  BOOST_TEST(r.status == 404);
+  BOOST_TEST(json::parse(r.body)["error"]["code"] == "model_not_found");
+  a.send("DELETE /v1/models/qwen3-coder HTTP/1.1\r\n\r\n");
+  BOOST_TEST(a.read().status == 405);
   body["model"] = "claude-haiku-4-5";
   body["max_tokens"] = 2;
   a.post("/v1/messages", body.dump());

@@ -176,6 +176,9 @@ BOOST_AUTO_TEST_CASE(query_parameters_are_found_and_decoded) {
   BOOST_TEST(!r.query("missing"));
   r.target = "/v1/models";
   BOOST_TEST(!r.query("limit"));
+  // A path's escapes: '+' stays '+' there; a cut or malformed escape stays as it is.
+  BOOST_TEST(troupe::wire::percent_decode("Qwen%2FQwen3+8B%2", false) == "Qwen/Qwen3+8B%2");
+  BOOST_TEST(troupe::wire::percent_decode("a+b%41%4", true) == "a bA%4");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

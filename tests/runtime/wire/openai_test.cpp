@@ -1008,6 +1008,16 @@ BOOST_AUTO_TEST_CASE(models_list) {
   p = oa::parse_request(oa::endpoint::chat, R"({"model": "claude-haiku", "messages": [{"role": "user", "content": "q"}]})",
                         models, "chatcmpl-2");
   BOOST_TEST(p.error.status == 404);
+
+  // GET /v1/models/{name}: the listed object of any served name.
+  for (const char* name : {"qwen3", "claude-haiku", "sql-lora"}) {
+    auto one = oa::model_body(aliased, name, 3);
+    BOOST_TEST_REQUIRE(one.has_value(), name);
+    BOOST_TEST(json::parse(*one)["id"] == name);
+  }
+  BOOST_TEST(json::parse(*oa::model_body(aliased, "sql-lora", 3))["parent"] == "qwen3");
+  BOOST_TEST(!oa::model_body(aliased, "gpt-4", 3));
+  BOOST_TEST(!oa::model_body(aliased, "", 3));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
