@@ -9,6 +9,8 @@ examples/python/openai_agent.py runs its loop over POST /v1/responses: a forced 
 run and its result sent back with the model's own output items, and the next turn answers.
 examples/python/anthropic_chat.py over POST /v1/messages prints, streamed and whole, the start of
 the chat answer to the same prompt, and with --count the prompt's tokens chat's usage counts.
+examples/python/openai_background.py gives the foreground response's text for a background one,
+polled, and streamed with its connection dropped after a few events and resumed; and cancels one.
 
 usage: openai_example_test.py TROUPE_BINARY SOURCE_DIR
 """
@@ -27,6 +29,7 @@ embeddings_example = os.path.join(source, "examples", "python", "openai_embeddin
 rerank_example = os.path.join(source, "examples", "python", "openai_rerank.py")
 agent_example = os.path.join(source, "examples", "python", "openai_agent.py")
 anthropic_example = os.path.join(source, "examples", "python", "anthropic_chat.py")
+background_example = os.path.join(source, "examples", "python", "openai_background.py")
 failures = []
 
 
@@ -102,6 +105,22 @@ try:
                            capture_output=True, text=True, timeout=120)
     check(agent.returncode == 0 and "[tool] calculator(" in agent.stderr and " -> " in agent.stderr,
           "agent example: a call run, its result sent back, an answer: " + agent.stderr[-400:])
+    # The same answer three ways: polled, streamed with a drop and a resume, and whole in the foreground.
+    fg_body = {"input": "Tell me a story", "max_output_tokens": 12, "temperature": 0, "store": False, "ignore_eos": True}
+    req = urllib.request.Request(base + "/responses", data=json.dumps(fg_body).encode())
+    fg = json.load(urllib.request.urlopen(req))
+    fg_text = "".join(p["text"] for it in fg["output"] if it["type"] == "message" for p in it["content"])
+    bg = lambda *a: subprocess.run([sys.executable, background_example, "--base-url", base, "--max-tokens", "12",
+                                    "--temperature", "0", *a, "Tell me a story"], capture_output=True, text=True, timeout=120)
+    polled, resumed, cancelled = bg(), bg("--stream", "--drop-after", "4"), bg("--cancel", "--max-tokens", "400")
+    # (ignore_eos is not the example's: the model may stop earlier, never later, than the plain POST)
+    check(polled.returncode == 0 and polled.stdout.rstrip("\n") and fg_text.startswith(polled.stdout.rstrip("\n"))
+          and "[queued] resp_" in polled.stderr, "background example: polled to the foreground's answer: "
+          + repr(polled.stdout) + " vs " + repr(fg_text) + polled.stderr)
+    check(resumed.returncode == 0 and resumed.stdout == polled.stdout and "[reconnect] resp_" in resumed.stderr,
+          "background example: streamed, dropped and resumed, the same text: " + repr(resumed.stdout) + resumed.stderr)
+    check(cancelled.returncode == 0 and "[cancelled] resp_" in cancelled.stderr,
+          "background example: cancelled: " + cancelled.stderr)
 finally:
     server.terminate()
     server.wait(timeout=30)
