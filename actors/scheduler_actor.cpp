@@ -52,6 +52,8 @@ struct seq_meta {
   std::optional<clock::time_point> first_scheduled, last_token;
   int64_t prompt_tokens = 0;
   int32_t cached_prompt_tokens = 0;  // set at first_scheduled
+  int64_t generated = 0;
+  std::optional<clock::time_point> first_token;
 };
 
 struct scheduler_state {
@@ -141,6 +143,25 @@ void publish_gauges(self_ptr self) {
   if (const auto* pc = st.core->prefix_cache()) st.ctx->prefix_metrics->set_local(pc->stats());
 }
 
+// A request ended: its finish reason and vLLM's per-request histograms.
+void record_finished(self_ptr self, const seq_meta& m, serve::finished_reason_label why) {
+  const auto now = clock::now();
+  auto& metrics = *self->state.ctx->metrics;
+  metrics.add_finished(why);
+  metrics.observe_e2e(seconds(now - m.received));
+  serve::finished_request r;
+  r.prompt_tokens = m.prompt_tokens;
+  r.generation_tokens = m.generated;
+  if (m.first_scheduled) {
+    r.inference_seconds = seconds(now - *m.first_scheduled);
+    if (m.first_token) {
+      r.prefill_seconds = seconds(*m.first_token - *m.first_scheduled);
+      r.decode_seconds = seconds(now - *m.first_token);
+    }
+  }
+  metrics.observe_finished(r);
+}
+
 // A sequence left the scheduler: tell its worker, record the metrics, forget it.
 void finished(self_ptr self, int64_t rid, sched::finish_reason why, std::optional<wire::wire_error> err = {},
               int32_t token = -1, std::optional<token_logprobs> logprobs = {}) {
@@ -155,8 +176,7 @@ void finished(self_ptr self, int64_t rid, sched::finish_reason why, std::optiona
   u.first_scheduled = it->second.first_scheduled;
   u.cached_prompt_tokens = it->second.cached_prompt_tokens;
   emit(self, rid, std::move(u));
-  st.ctx->metrics->add_finished(label(why));
-  st.ctx->metrics->observe_e2e(seconds(clock::now() - it->second.received));
+  record_finished(self, it->second, label(why));
   st.metas.erase(it);
 }
 
@@ -309,6 +329,8 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
       auto& m = it->second;
       if (!ev.tokens.empty()) {
         st.ctx->metrics->add_generation_tokens(static_cast<int64_t>(ev.tokens.size()));
+        m.generated += static_cast<int64_t>(ev.tokens.size());
+        if (!m.first_token) m.first_token = now;
         if (!m.last_token) {
           st.ctx->metrics->observe_ttft(seconds(now - m.received));
           st.ctx->metrics->add_prompt_tokens(m.prompt_tokens);
@@ -458,8 +480,7 @@ caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::a
         auto& st = self->state;
         if (st.core->finish(m.rid, sched::finish_reason::stop)) {
           auto it = st.metas.find(m.rid);
-          st.ctx->metrics->add_finished(serve::finished_reason_label::stop);
-          st.ctx->metrics->observe_e2e(seconds(clock::now() - it->second.received));
+          record_finished(self, it->second, serve::finished_reason_label::stop);
           st.metas.erase(it);
           publish_gauges(self);
         }

@@ -21,6 +21,10 @@ const std::vector<double> itl_buckets = {0.01, 0.025, 0.05, 0.075, 0.1,  0.15, 0
                                          0.75, 1.0,   2.5,  5.0,   7.5,  10.0, 20.0, 40.0, 80.0};
 const std::vector<double> latency_buckets = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,    10.0,   15.0, 20.0,
                                              30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+// vLLM's build_1_2_5_buckets for token counts (there up to max_model_len; here to a million,
+// past any context Qwen3 has).
+const std::vector<double> token_buckets = {1,    2,    5,    10,    20,    50,    100,    200,    500,    1000,
+                                           2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000, 1000000};
 
 }  // namespace
 
@@ -51,7 +55,13 @@ metrics::metrics(std::string model_name)
       ttft_(ttft_buckets),
       itl_(itl_buckets),
       e2e_(latency_buckets),
-      queue_(latency_buckets) {}
+      queue_(latency_buckets),
+      prompt_len_(token_buckets),
+      generation_len_(token_buckets),
+      prefill_(latency_buckets),
+      decode_(latency_buckets),
+      inference_(latency_buckets),
+      iteration_tokens_(token_buckets) {}
 
 void metrics::set_queue_sizes(int64_t running, int64_t waiting) {
   std::lock_guard lock(mu_);
@@ -112,8 +122,17 @@ void metrics::observe_queue(double s) {
   std::lock_guard lock(mu_);
   queue_.observe(s);
 }
+void metrics::observe_finished(const finished_request& r) {
+  std::lock_guard lock(mu_);
+  prompt_len_.observe(static_cast<double>(r.prompt_tokens));
+  generation_len_.observe(static_cast<double>(r.generation_tokens));
+  if (r.prefill_seconds) prefill_.observe(*r.prefill_seconds);
+  if (r.decode_seconds) decode_.observe(*r.decode_seconds);
+  if (r.inference_seconds) inference_.observe(*r.inference_seconds);
+}
 void metrics::add_step(double engine_seconds, double loop_seconds, int64_t tokens) {
   std::lock_guard lock(mu_);
+  iteration_tokens_.observe(static_cast<double>(tokens));
   ++steps_;
   step_tokens_ += tokens;
   engine_seconds_ += engine_seconds;
@@ -211,6 +230,18 @@ std::string metrics::render() const {
   e2e_.render(o, "e2e_request_latency_seconds", labels_);
   family(o, "request_queue_time_seconds", "histogram", "Histogram of time spent waiting in the queue in seconds.");
   queue_.render(o, "request_queue_time_seconds", labels_);
+  family(o, "request_prompt_tokens", "histogram", "Number of prefill tokens processed.");
+  prompt_len_.render(o, "request_prompt_tokens", labels_);
+  family(o, "request_generation_tokens", "histogram", "Number of generation tokens processed.");
+  generation_len_.render(o, "request_generation_tokens", labels_);
+  family(o, "request_prefill_time_seconds", "histogram", "Histogram of time spent in PREFILL phase for request.");
+  prefill_.render(o, "request_prefill_time_seconds", labels_);
+  family(o, "request_decode_time_seconds", "histogram", "Histogram of time spent in DECODE phase for request.");
+  decode_.render(o, "request_decode_time_seconds", labels_);
+  family(o, "request_inference_time_seconds", "histogram", "Histogram of time spent in RUNNING phase for request.");
+  inference_.render(o, "request_inference_time_seconds", labels_);
+  family(o, "iteration_tokens_total", "histogram", "Histogram of number of tokens per engine_step.");
+  iteration_tokens_.render(o, "iteration_tokens_total", labels_);
   family(o, "engine_steps_total", "counter", "Forward steps run (troupe-specific).");
   sample(o, "engine_steps_total", labels_, std::to_string(steps_));
   family(o, "engine_step_tokens_total", "counter", "Tokens computed in forward steps (troupe-specific).");

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,14 @@ class histogram {
 
 enum class finished_reason_label : uint8_t { stop, length, abort, error };
 
+// A finished request, for vLLM's per-request histograms: its prompt and generated tokens, and
+// (when it was scheduled) the times from its first scheduling to its first token (prefill), from
+// that token to its end (decode), and from its first scheduling to its end (inference).
+struct finished_request {
+  int64_t prompt_tokens = 0, generation_tokens = 0;
+  std::optional<double> prefill_seconds, decode_seconds, inference_seconds;
+};
+
 class metrics {
  public:
   explicit metrics(std::string model_name);
@@ -53,6 +62,7 @@ class metrics {
   void observe_inter_token(double seconds);
   void observe_e2e(double seconds);
   void observe_queue(double seconds);
+  void observe_finished(const finished_request& r);
   void add_step(double engine_seconds, double loop_seconds, int64_t batched_tokens);
   // The gateway's connections: how many are open, and those it closed for idle_timeout_ms.
   void set_client_connections(int64_t open);
@@ -86,6 +96,7 @@ class metrics {
   int64_t connections_ = 0, idle_closed_ = 0;
   double engine_seconds_ = 0, loop_seconds_ = 0;
   histogram ttft_, itl_, e2e_, queue_;
+  histogram prompt_len_, generation_len_, prefill_, decode_, inference_, iteration_tokens_;
   std::vector<std::function<void(std::string&, const std::string&)>> renderers_;
 };
 

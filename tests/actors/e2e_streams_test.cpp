@@ -3,6 +3,7 @@
 // forces preemption; and every KV block comes back.
 #include "tests/actors/e2e_fixture.hpp"
 
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <sys/socket.h>
@@ -78,6 +79,24 @@ BOOST_AUTO_TEST_CASE(thirty_two_concurrent_streams_match_generate_alone) {
   expect_reference(reqs, got);
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
   BOOST_TEST(metric(*srv, "generation_tokens_total") > 0);
+  // vLLM's per-request histograms: one observation a request, their sums the requests' tokens,
+  // the phases adding up; one iteration_tokens observation a step, summing to the steps' tokens.
+  BOOST_TEST(eventually([&] { return metric(*srv, "request_prompt_tokens_count") == 32; }));
+  double prompt = 0, output = 0;
+  for (const auto& r : reqs) {
+    prompt += static_cast<double>(r.prompt_ids.size());
+    output += *r.max_tokens;
+  }
+  BOOST_TEST(metric(*srv, "request_prompt_tokens_sum") == prompt);
+  BOOST_TEST(metric(*srv, "request_generation_tokens_sum") == output);
+  BOOST_TEST(metric(*srv, "request_generation_tokens_sum") == metric(*srv, "generation_tokens_total"));
+  for (const char* phase : {"prefill", "decode", "inference"})
+    BOOST_TEST(metric(*srv, std::string("request_") + phase + "_time_seconds_count") == 32, phase);
+  BOOST_TEST(metric(*srv, "request_inference_time_seconds_sum") >= metric(*srv, "request_decode_time_seconds_sum"));
+  BOOST_TEST(std::abs(metric(*srv, "request_inference_time_seconds_sum") -
+                      metric(*srv, "request_prefill_time_seconds_sum") - metric(*srv, "request_decode_time_seconds_sum")) < 1e-6);
+  BOOST_TEST(metric(*srv, "iteration_tokens_total_sum") == metric(*srv, "engine_step_tokens_total"));
+  BOOST_TEST(metric(*srv, "iteration_tokens_total_count") == metric(*srv, "engine_steps_total"));
 }
 
 BOOST_AUTO_TEST_CASE(a_tiny_kv_pool_forces_preemption_and_every_output_is_still_right) {

@@ -50,6 +50,23 @@ BOOST_AUTO_TEST_CASE(vllm_names_with_the_troupe_prefix) {
   has("# TYPE troupe:inter_token_latency_seconds histogram");
   has("# TYPE troupe:e2e_request_latency_seconds histogram");
   has("# TYPE troupe:request_queue_time_seconds histogram");
+  // vLLM's per-request histograms (a request never scheduled has no phase times).
+  m.observe_finished({120, 7, 0.5, 2.0, 2.5});
+  m.observe_finished({3, 0, std::nullopt, std::nullopt, std::nullopt});
+  m.add_step(0.1, 0.11, 64);
+  t = m.render();
+  const std::string l = "{model_name=\"tiny \\\"dense\\\"\"";
+  has("# TYPE troupe:request_prompt_tokens histogram");
+  has("troupe:request_prompt_tokens_count" + l + "} 2");
+  has("troupe:request_prompt_tokens_sum" + l + "} 123");
+  has("troupe:request_prompt_tokens_bucket" + l + ",le=\"5\"} 1");
+  has("troupe:request_prompt_tokens_bucket" + l + ",le=\"200\"} 2");
+  has("troupe:request_generation_tokens_sum" + l + "} 7");
+  has("troupe:request_prefill_time_seconds_count" + l + "} 1");
+  has("troupe:request_decode_time_seconds_sum" + l + "} 2");
+  has("troupe:request_inference_time_seconds_sum" + l + "} 2.5");
+  has("troupe:iteration_tokens_total_count" + l + "} 1");
+  has("troupe:iteration_tokens_total_sum" + l + "} 64");
 }
 
 // The gateway's connections (troupe-specific): the open count as set last, the idle closes summed.
