@@ -222,26 +222,20 @@ std::string metrics::render() const {
   for (size_t i = 0; i < finished_.size(); ++i)
     sample(o, "request_success_total", labels_ + ",finished_reason=\"" + reasons[i] + "\"",
            std::to_string(finished_[i]));
-  family(o, "time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.");
-  ttft_.render(o, "time_to_first_token_seconds", labels_);
-  family(o, "inter_token_latency_seconds", "histogram", "Histogram of inter-token latency in seconds.");
-  itl_.render(o, "inter_token_latency_seconds", labels_);
-  family(o, "e2e_request_latency_seconds", "histogram", "Histogram of end to end request latency in seconds.");
-  e2e_.render(o, "e2e_request_latency_seconds", labels_);
-  family(o, "request_queue_time_seconds", "histogram", "Histogram of time spent waiting in the queue in seconds.");
-  queue_.render(o, "request_queue_time_seconds", labels_);
-  family(o, "request_prompt_tokens", "histogram", "Number of prefill tokens processed.");
-  prompt_len_.render(o, "request_prompt_tokens", labels_);
-  family(o, "request_generation_tokens", "histogram", "Number of generation tokens processed.");
-  generation_len_.render(o, "request_generation_tokens", labels_);
-  family(o, "request_prefill_time_seconds", "histogram", "Histogram of time spent in PREFILL phase for request.");
-  prefill_.render(o, "request_prefill_time_seconds", labels_);
-  family(o, "request_decode_time_seconds", "histogram", "Histogram of time spent in DECODE phase for request.");
-  decode_.render(o, "request_decode_time_seconds", labels_);
-  family(o, "request_inference_time_seconds", "histogram", "Histogram of time spent in RUNNING phase for request.");
-  inference_.render(o, "request_inference_time_seconds", labels_);
-  family(o, "iteration_tokens_total", "histogram", "Histogram of number of tokens per engine_step.");
-  iteration_tokens_.render(o, "iteration_tokens_total", labels_);
+  auto hist = [&](const char* name, const char* help, const histogram& h) {
+    family(o, name, "histogram", help);
+    h.render(o, name, labels_);
+  };
+  hist("time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttft_);
+  hist("inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itl_);
+  hist("e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.", e2e_);
+  hist("request_queue_time_seconds", "Histogram of time spent waiting in the queue in seconds.", queue_);
+  hist("request_prompt_tokens", "Number of prefill tokens processed.", prompt_len_);
+  hist("request_generation_tokens", "Number of generation tokens processed.", generation_len_);
+  hist("request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", prefill_);
+  hist("request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", decode_);
+  hist("request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", inference_);
+  hist("iteration_tokens_total", "Histogram of number of tokens per engine_step.", iteration_tokens_);
   family(o, "engine_steps_total", "counter", "Forward steps run (troupe-specific).");
   sample(o, "engine_steps_total", labels_, std::to_string(steps_));
   family(o, "engine_step_tokens_total", "counter", "Tokens computed in forward steps (troupe-specific).");

@@ -15,9 +15,6 @@ using json = nlohmann::json;
 
 namespace {
 
-const std::string full_vocab_dir = TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab";
-const std::string tokenizer_dir = TROUPE_SOURCE_DIR "/models/qwen3-tokenizer";
-
 serve::server_config roomy_config() {
   auto c = test_config();
   c.max_model_len = 2048;  // room for answers long enough to still run when the test acts on them
@@ -32,6 +29,14 @@ json body(int max_output_tokens, bool background, bool stream = false) {
   else b["store"] = false;
   if (stream) b["stream"] = true;
   return b;
+}
+
+// The foreground (neither background nor stored) answer to body(max_output_tokens).
+json foreground(http_client& c, int max_output_tokens) {
+  c.post("/v1/responses", body(max_output_tokens, false).dump());
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  return json::parse(r.body);
 }
 
 json without_ids(json items) {
@@ -77,10 +82,8 @@ BOOST_AUTO_TEST_SUITE(e2e_background)
 BOOST_AUTO_TEST_CASE(a_background_response_runs_without_its_client) {
   auto srv = start(roomy_config(), full_vocab_dir, tokenizer_dir);
   http_client c(srv->http_port());
-  c.post("/v1/responses", body(12, false).dump());
-  auto r = c.read();
-  BOOST_TEST_REQUIRE(r.status == 200, r.body);
-  const auto fg = json::parse(r.body);
+  const auto fg = foreground(c, 12);
+  http_reply r;
 
   std::string id;
   {
@@ -120,13 +123,9 @@ BOOST_AUTO_TEST_CASE(a_background_response_runs_without_its_client) {
 BOOST_AUTO_TEST_CASE(a_streamed_one_is_replayed_from_any_event) {
   auto srv = start(roomy_config(), full_vocab_dir, tokenizer_dir);
   http_client c(srv->http_port());
-  c.post("/v1/responses", body(10, false).dump());
-  auto r = c.read();
-  BOOST_TEST_REQUIRE(r.status == 200, r.body);
-  const auto fg = json::parse(r.body);
-
+  const auto fg = foreground(c, 10);
   c.post("/v1/responses", body(10, true, true).dump());
-  r = c.read();
+  auto r = c.read();
   BOOST_TEST_REQUIRE(r.status == 200, r.body);
   BOOST_TEST(r.head.find("text/event-stream") != std::string::npos);
   const std::string stream = r.body;

@@ -17,6 +17,10 @@
 namespace troupe::e2e {
 
 inline const std::string tiny_dense_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-dense";
+// A random-weight model with Qwen3's whole vocabulary, served with the real Qwen3 tokenizer: the
+// text, chat and OpenAI-API tests' model.
+inline const std::string full_vocab_dir = TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab";
+inline const std::string tokenizer_dir = TROUPE_SOURCE_DIR "/models/qwen3-tokenizer";
 
 inline serve::server_config test_config() {
   serve::server_config c;

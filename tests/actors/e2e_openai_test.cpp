@@ -21,8 +21,6 @@ using json = nlohmann::json;
 
 namespace {
 
-const std::string full_vocab_dir = TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab";
-const std::string tokenizer_dir = TROUPE_SOURCE_DIR "/models/qwen3-tokenizer";
 
 std::string completion_body(const wire::generate_request& r, bool stream, int n = 1) {
   json b = {{"model", "tiny-dense"}, {"prompt", r.prompt_ids}, {"max_tokens", *r.max_tokens}, {"logprobs", 0},

@@ -27,14 +27,13 @@ using json = nlohmann::json;
 namespace {
 
 namespace fs = std::filesystem;
-const std::string tokenizer_dir = TROUPE_SOURCE_DIR "/models/qwen3-tokenizer";
 
 // e2e-full-vocab with model.norm.weight divided by 64, written once into a temporary directory
 // (removed when the process ends).
 struct scaled_model {
   fs::path dir = fs::temp_directory_path() / ("troupe-rerank-" + std::to_string(::getpid()));
   scaled_model() {
-    const std::string src = TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab";
+    const std::string& src = full_vocab_dir;
     fs::create_directories(dir);
     fs::copy_file(src + "/config.json", dir / "config.json", fs::copy_options::overwrite_existing);
     safetensors_file in(src + "/model.safetensors");
@@ -65,7 +64,7 @@ struct scaled_model {
   }
 };
 
-const std::string& full_vocab_dir() {
+const std::string& scaled_full_vocab_dir() {
   static const scaled_model m;
   static const std::string d = m.dir.string();
   return d;
@@ -79,7 +78,7 @@ const tokenizer& qwen3() {
 // The score of `document` computed alone: the prompt's logits through the generator, as the
 // executor reads them (float32 on the wire's way, as the executor hands it on).
 double reference_score(const std::string& instruction, const std::string& query, const std::string& document) {
-  static auto ck = load_checkpoint(full_vocab_dir());
+  static auto ck = load_checkpoint(scaled_full_vocab_dir());
   const auto prompt = serve::rerank_prompt(qwen3(), instruction, query, document);
   const auto logits = generator(*ck).prompt_logits(prompt);
   const auto vocab = static_cast<size_t>(ck->config.vocab_size);
@@ -98,7 +97,7 @@ const std::vector<std::string> kDocs = {"Mars is called the red planet because o
 BOOST_AUTO_TEST_SUITE(e2e_rerank)
 
 BOOST_AUTO_TEST_CASE(msgpack_rerank_scores_each_document_as_alone) {
-  auto srv = start(test_config(), full_vocab_dir(), tokenizer_dir);
+  auto srv = start(test_config(), scaled_full_vocab_dir(), tokenizer_dir);
   client::client cl("127.0.0.1", srv->port());
   wire::generate_request r;
   r.id = "k";
@@ -133,7 +132,7 @@ BOOST_AUTO_TEST_CASE(msgpack_rerank_scores_each_document_as_alone) {
 }
 
 BOOST_AUTO_TEST_CASE(http_rerank_lists_the_best_first) {
-  auto srv = start(test_config(), full_vocab_dir(), tokenizer_dir);
+  auto srv = start(test_config(), scaled_full_vocab_dir(), tokenizer_dir);
   std::vector<double> want;
   for (const auto& d : kDocs) want.push_back(reference_score(std::string(serve::kDefaultRerankInstruction), kQuery, d));
   std::vector<size_t> order(kDocs.size());
@@ -147,7 +146,7 @@ BOOST_AUTO_TEST_CASE(http_rerank_lists_the_best_first) {
       BOOST_TEST_REQUIRE(r.status == 200, r.body);
       auto j = json::parse(r.body);
       BOOST_TEST(j["id"].get<std::string>().rfind("rerank-", 0) == 0u);
-      BOOST_TEST(j["model"] == fs::path(full_vocab_dir()).filename().string());  // the served name
+      BOOST_TEST(j["model"] == fs::path(scaled_full_vocab_dir()).filename().string());  // the served name
       BOOST_REQUIRE_EQUAL(j["results"].size(), 3u);
       for (size_t k = 0; k < 3; ++k) {
         BOOST_TEST(j["results"][k]["index"] == order[k]);

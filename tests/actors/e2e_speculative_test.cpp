@@ -90,8 +90,6 @@ BOOST_AUTO_TEST_CASE(drafts_under_preemption_and_chunked_prompts) {
 // A grammar advances token by token through accepted drafts: with the real tokenizer, structured
 // and stop-string requests give the same text with and without drafts.
 BOOST_AUTO_TEST_CASE(grammars_and_stop_strings_see_every_accepted_draft) {
-  const std::string full_vocab_dir = TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab";
-  const std::string tokenizer_dir = TROUPE_SOURCE_DIR "/models/qwen3-tokenizer";
   using kind = wire::structured_output::kind;
   std::vector<wire::generate_request> reqs;
   for (int i = 0; i < 6; ++i) {

@@ -18,8 +18,6 @@ using namespace troupe::e2e;
 
 namespace {
 
-const std::string full_vocab_dir = TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab";
-const std::string tokenizer_dir = TROUPE_SOURCE_DIR "/models/qwen3-tokenizer";
 constexpr int32_t kImEnd = 151645, kEndOfText = 151643;  // the model's two EOS ids
 
 wire::generate_request structured(std::string id, wire::structured_output s, double temperature, uint64_t seed) {

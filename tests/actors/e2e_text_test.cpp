@@ -17,8 +17,6 @@ using namespace troupe::e2e;
 
 namespace {
 
-const std::string full_vocab_dir = TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab";
-const std::string tokenizer_dir = TROUPE_SOURCE_DIR "/models/qwen3-tokenizer";
 
 const tokenizer& qwen3() {
   static tokenizer t(tokenizer_dir);

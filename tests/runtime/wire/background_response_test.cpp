@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tests/runtime/wire/generate_events.hpp"
 #include "tests/runtime/wire/typed_sse.hpp"
 
 #include "runtime/wire/background_response.hpp"
@@ -12,6 +13,8 @@
 namespace oa = troupe::wire::openai;
 namespace wire = troupe::wire;
 using json = nlohmann::json;
+using troupe::test::done;
+using troupe::test::tok;
 
 namespace {
 
@@ -22,21 +25,7 @@ oa::token_bytes_fn token_bytes() {
   return [](int32_t id) { return "t" + std::to_string(id); };
 }
 
-wire::token_event tok(int32_t id, std::string text, std::string reasoning = {}) {
-  wire::token_event t;
-  t.id = "x";
-  t.text = std::move(text);
-  if (!reasoning.empty()) t.reasoning = std::move(reasoning);
-  t.ids = {id};
-  return t;
-}
 
-wire::done_event done(wire::finish_reason r) {
-  wire::done_event d;
-  d.reason = r;
-  d.usage = {9, 3, 6};
-  return d;
-}
 
 // <think>(1) "hm"(2) </think>(4) "Hi"(5) " there"(6), as a streamed generate sends them.
 std::vector<wire::event> streamed_answer() {

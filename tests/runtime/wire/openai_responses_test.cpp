@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "tests/runtime/wire/generate_events.hpp"
 #include "tests/runtime/wire/typed_sse.hpp"
 
 #include "runtime/wire/openai_responses.hpp"
@@ -12,6 +13,8 @@
 namespace oa = troupe::wire::openai;
 namespace wire = troupe::wire;
 using json = nlohmann::json;
+using troupe::test::done;
+using troupe::test::tok;
 
 namespace {
 
@@ -26,22 +29,7 @@ oa::responses_builder builder(const oa::parsed_responses& p) {
 
 std::vector<json> events(const std::string& s) { return troupe::test::typed_events(s); }
 
-wire::token_event tok(int32_t id, std::string text, std::string reasoning = {}) {
-  wire::token_event t;
-  t.id = "x";
-  t.text = std::move(text);
-  if (!reasoning.empty()) t.reasoning = std::move(reasoning);
-  t.ids = {id};
-  t.logprobs = wire::logprob_info{-0.5 * id, {{id, -0.5 * id}}, std::nullopt, std::nullopt};
-  return t;
-}
 
-wire::done_event done(wire::finish_reason r) {
-  wire::done_event d;
-  d.reason = r;
-  d.usage = {9, 3, 6};
-  return d;
-}
 
 // A thinking answer: <think>(1) "hm"(2) "m"(3) </think>(4) "Hi"(5) " there"(6).
 std::vector<wire::token_event> thinking_answer() {
