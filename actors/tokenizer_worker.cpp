@@ -142,6 +142,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
             rules.skip_special_tokens = br.skip_special_tokens;
             rules.tool_format = st.ctx->facts.tool_format;
             if (rules.tool_format != serve::tool_call_format::hermes) rules.tools_json = r.tools_json;
+            if (r.return_prompt_ids) rules.prompt_ids = br.prompt;
             if (st.ctx->cfg.log_requests) st.ctx->log(serve::received_line(r.id, rules.index, br, r.adapter));
             st.live.emplace(rid, serve::response(r.id, r.stream, st.ctx->facts.tok, std::move(rules),
                                                  static_cast<int64_t>(br.prompt.size()), m.received));

@@ -17,6 +17,7 @@ response::response(std::string client_id, bool stream, const tokenizer* tok, out
       tools_json_(std::move(rules.tools_json)),
       index_(rules.index),
       rerank_(rules.rerank) {
+  prompt_ids_ = std::move(rules.prompt_ids);
   if (rules.reasoning_opened_in_prompt) split_.emplace(*rules.reasoning_opened_in_prompt);
   if (rules.prompt_logprobs) prompt_logprobs_.emplace();
 }
@@ -49,7 +50,10 @@ bool response::add_token(int32_t id, clock::time_point now, std::string& out, co
   if (logprobs) lp = wire::logprob_info{logprobs->logprob, logprobs->top, std::nullopt, std::nullopt};
   if (stream_) {
     wire::token_event t{id_, d.text, {id}, std::move(lp), std::move(reasoning), index_, std::nullopt};
-    if (ids_.size() == 1) t.prompt_tokens = prompt_tokens_;  // the first: usage can be counted as it goes
+    if (ids_.size() == 1) {  // the first: usage can be counted as it goes
+      t.prompt_tokens = prompt_tokens_;
+      t.prompt_ids = prompt_ids_;
+    }
     wire::append_event_frame(out, t);
   }
   else if (lp) logprobs_.push_back(std::move(*lp));
@@ -91,6 +95,7 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
     d.logprobs = logprobs_;
   }
   d.prompt_logprobs = std::move(prompt_logprobs_);
+  d.prompt_ids = std::move(prompt_ids_);
   if (rerank_ && embedding_ && !embedding_->empty())
     d.score = embedding_->front();
   else if (!rerank_)

@@ -38,6 +38,8 @@ struct output_rules {
   // tools, whose schemas type the values.
   tool_call_format tool_format = tool_call_format::hermes;
   std::string tools_json = {};
+  // return_prompt_ids: the prompt's ids, on the first token event and on done.
+  std::optional<std::vector<int32_t>> prompt_ids = std::nullopt;
 };
 
 class response {
@@ -81,6 +83,7 @@ class response {
   std::vector<int32_t> ids_;
   std::vector<wire::logprob_info> logprobs_;  // when not streaming
   std::optional<std::vector<wire::logprob_info>> prompt_logprobs_;  // requests with prompt_logprobs
+  std::optional<std::vector<int32_t>> prompt_ids_;                  // requests with return_prompt_ids
   std::optional<std::vector<float>> embedding_;                     // embed requests
   std::string all_text_;  // when not streaming, or when looking for tool calls
   std::optional<reasoning_split> split_;

@@ -55,11 +55,16 @@ struct event_packer {
     }
   }
   void operator()(const token_event& e) {
-    pack_header(pk, 5 + (e.reasoning ? 1 : 0) + (e.logprobs ? 1 : 0) + (e.index ? 1 : 0) + (e.prompt_tokens ? 1 : 0),
+    pack_header(pk, 5 + (e.reasoning ? 1 : 0) + (e.logprobs ? 1 : 0) + (e.index ? 1 : 0) + (e.prompt_tokens ? 1 : 0) +
+                        (e.prompt_ids ? 1 : 0),
                 "token", e.id);
     if (e.index) {
       pack_str(pk, "index");
       pk.pack(*e.index);
+    }
+    if (e.prompt_ids) {
+      pack_str(pk, "prompt_ids");
+      pk.pack(*e.prompt_ids);
     }
     if (e.prompt_tokens) {
       pack_str(pk, "prompt_tokens");
@@ -81,8 +86,12 @@ struct event_packer {
   void operator()(const done_event& e) {
     uint32_t n = 6 + (e.has_output ? 2 + (e.reasoning ? 1 : 0) : 0) + (e.error ? 1 : 0) + (e.tool_calls.empty() ? 0 : 1) +
                  (e.logprobs.empty() ? 0 : 1) + (e.prompt_logprobs ? 1 : 0) + (e.index ? 1 : 0) +
-                 (e.embedding ? 1 : 0) + (e.score ? 1 : 0);
+                 (e.embedding ? 1 : 0) + (e.score ? 1 : 0) + (e.prompt_ids ? 1 : 0);
     pack_header(pk, n, "done", e.id);
+    if (e.prompt_ids) {
+      pack_str(pk, "prompt_ids");
+      pk.pack(*e.prompt_ids);
+    }
     if (e.index) {
       pack_str(pk, "index");
       pk.pack(*e.index);
@@ -307,6 +316,7 @@ event decode_body(const reader& r) {
     if (r.find("index")) t.index = static_cast<int32_t>(r.integer("index"));
     if (r.find("reasoning")) t.reasoning = r.str("reasoning");
     if (r.find("prompt_tokens")) t.prompt_tokens = r.integer("prompt_tokens");
+    if (r.find("prompt_ids")) t.prompt_ids = r.ids("prompt_ids");
     return t;
   }
   if (kind == "done") {
@@ -320,6 +330,7 @@ event decode_body(const reader& r) {
                u.integer("completion_tokens")};
     reader t(r.need("timings"));
     d.timings = {t.number("queue_ms"), t.number("ttft_ms"), t.number("total_ms")};
+    if (r.find("prompt_ids")) d.prompt_ids = r.ids("prompt_ids");
     if (r.find("text")) {
       d.has_output = true;
       d.text = r.str("text");

@@ -430,6 +430,10 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
       }
     } else if (!chat && k == "logprobs") {
       w["logprobs"] = v;
+    } else if (k == "return_token_ids") {  // vLLM's
+      want(v, v.is_boolean(), k, "a boolean");
+      out.return_token_ids = v.get<bool>();
+      if (out.return_token_ids) w["return_prompt_ids"] = true;
     } else if (k == "prompt_logprobs") {  // vLLM's
       want(v, v.is_number_integer(), k, "an integer");
       if (v == -1)
@@ -613,6 +617,7 @@ response_builder::response_builder(endpoint ep, const parsed_request& p, int64_t
       prompt_only_(p.prompt_only),
       base64_(p.base64),
       prompt_logprobs_(p.prompt_logprobs),
+      return_token_ids_(p.return_token_ids),
       n_(p.req->sequences()),
       per_prompt_(p.req->n),
       prompt_counted_(static_cast<size_t>(p.req->sequences() / p.req->n)),
@@ -722,7 +727,13 @@ std::string response_builder::chunk(int32_t index, ojson delta, ojson logprobs, 
   c[chat ? "delta" : "text"] = std::move(delta);
   c["logprobs"] = std::move(logprobs);
   c["finish_reason"] = finish_reason ? ojson(finish_reason) : ojson(nullptr);
+  if (return_token_ids_) {  // vLLM's: the prompt's ids once, on the choice's first chunk; each chunk its own
+    if (chunk_prompt_ids_ && !chat) c["prompt_token_ids"] = *chunk_prompt_ids_;
+    c["token_ids"] = chunk_ids_ ? ojson(*chunk_ids_) : ojson::array();
+  }
   ojson j = head(chat ? "chat.completion.chunk" : "text_completion");
+  if (return_token_ids_ && chunk_prompt_ids_ && chat) j["prompt_token_ids"] = *chunk_prompt_ids_;
+  chunk_ids_ = chunk_prompt_ids_ = nullptr;  // the next chunk of this token event carries none
   j["choices"] = ojson::array({std::move(c)});
   if (continuous_usage_) {
     const auto& ch = choices_[static_cast<size_t>(index)];
@@ -774,14 +785,20 @@ std::string response_builder::on_token(const token_event& t) {
   ojson lp = want_logprobs_ && !lps.empty()
                  ? logprobs_json({t.ids.begin(), t.ids.begin() + std::min<size_t>(1, t.ids.size())}, lps)
                  : ojson(nullptr);
+  // return_token_ids: this token event's ids ride on its first chunk, which then always goes out.
+  const bool ids_out = return_token_ids_ && (!t.ids.empty() || t.prompt_ids);
+  if (ids_out) {
+    chunk_ids_ = &t.ids;
+    chunk_prompt_ids_ = t.prompt_ids ? &*t.prompt_ids : nullptr;
+  }
   if (ep_ == endpoint::completion) {
-    if (text.empty() && lp.is_null()) return {};
+    if (text.empty() && lp.is_null() && !ids_out) return {};
     return chunk(i, text, std::move(lp), nullptr);
   }
   std::string out;
   // The text first (it came before any call in this token's text), then the calls' pieces; a
   // first chunk that would carry only the role leaves it to the first call piece.
-  if (!(text.empty() && reasoning.empty() && lp.is_null() && (ch.role_sent || !pieces.empty()))) {
+  if (!(text.empty() && reasoning.empty() && lp.is_null() && !ids_out && (ch.role_sent || !pieces.empty()))) {
     ojson delta = ojson::object();
     if (!ch.role_sent) delta["role"] = "assistant";
     ch.role_sent = true;
@@ -957,6 +974,10 @@ std::string response_builder::final_body() {
       c["logprobs"] = completion_logprobs(ids, lps);
     }
     c["finish_reason"] = finish_name(ch.last.reason, calls && !forced_);
+    if (return_token_ids_) {  // vLLM's: a completion's choice its prompt's ids, every choice its own
+      if (!chat) c["prompt_token_ids"] = ch.last.prompt_ids ? ojson(*ch.last.prompt_ids) : ojson(nullptr);
+      c["token_ids"] = prompt_only_ ? ojson::array() : ojson(ch.ids);
+    }
     // vLLM's: a completion's choice carries its prompt's (they came with its first completion).
     if (prompt_logprobs_ && !chat)
       c["prompt_logprobs"] = prompt_logprobs_json(choices_[i - i % static_cast<size_t>(per_prompt_)].last.prompt_logprobs);
@@ -966,6 +987,8 @@ std::string response_builder::final_body() {
   j["choices"] = std::move(cs);
   j["usage"] = usage_json(usage_);
   if (prompt_logprobs_ && chat) j["prompt_logprobs"] = prompt_logprobs_json(choices_.front().last.prompt_logprobs);
+  if (return_token_ids_ && chat)
+    j["prompt_token_ids"] = choices_.front().last.prompt_ids ? ojson(*choices_.front().last.prompt_ids) : ojson(nullptr);
   started_ = true;
   return dump(j);
 }

@@ -56,6 +56,9 @@ struct parsed_request {
   // vLLM's prompt_logprobs (chat, completions; not streamed): each prompt token's logprob, rank
   // and the most likely tokens there, as vLLM answers them (a choice's, or a chat body's).
   bool prompt_logprobs = false;
+  // vLLM's return_token_ids (chat, completions): the prompt's token ids and each choice's
+  // generated ids come back beside the text (prompt_token_ids, token_ids).
+  bool return_token_ids = false;
   bool base64 = false;  // embeddings: encoding_format "base64" (little-endian float32 bytes)
   int32_t top_n = 0;    // rerank: the best N results only; 0: every document
   // chat: tool_choice "required" or a named function (openai_tool_choice.hpp): the output is the
@@ -169,7 +172,11 @@ class response_builder final : public reply_builder {
   std::string id_, model_;
   int64_t created_;
   bool stream_, include_usage_, continuous_usage_, include_reasoning_, has_tools_, want_logprobs_, echo_, prompt_only_, base64_,
-      prompt_logprobs_;
+      prompt_logprobs_, return_token_ids_;
+  // return_token_ids, streaming: the ids the next chunk carries (its token event's), and the
+  // prompt's on a choice's first; chunk() takes them.
+  const std::vector<int32_t>* chunk_ids_ = nullptr;
+  const std::vector<int32_t>* chunk_prompt_ids_ = nullptr;
   std::vector<std::string> echo_text_;          // by prompt
   std::vector<std::vector<int32_t>> echo_ids_;  // by prompt
   int32_t n_;           // completions in all (generate_request::sequences)

@@ -141,6 +141,9 @@ struct generate_request {
   bool skip_special_tokens = true;  // vLLM's: false keeps special tokens' text (<|im_end|>) in the output
   std::vector<int32_t> stop_ids;
   bool ignore_eos = false;
+  // vLLM's return_token_ids: the prompt's token ids (after the chat template) come back, on the
+  // first token event and on done, so a client (an RL trainer) holds exactly what the model read.
+  bool return_prompt_ids = false;
   bool stream = true;
   int32_t priority = 0;                // lower is served first (vLLM's convention)
   std::string tenant;
@@ -246,6 +249,7 @@ struct token_event {
   // The completion's first token event: its prompt's tokens (what done's usage.prompt_tokens will
   // say), so a client can count usage as the stream goes (OpenAI's continuous_usage_stats).
   std::optional<int64_t> prompt_tokens;
+  std::optional<std::vector<int32_t>> prompt_ids = std::nullopt;  // the first too, with return_prompt_ids
   friend bool operator==(const token_event&, const token_event&) = default;
 };
 
@@ -291,6 +295,7 @@ struct done_event {
   std::optional<int32_t> index;     // requests with n > 1: which completion ended
   std::optional<std::vector<float>> embedding;  // embed requests: this input's embedding
   std::optional<double> score;                  // rerank requests: this document's P(yes)
+  std::optional<std::vector<int32_t>> prompt_ids;  // requests with return_prompt_ids
   friend bool operator==(const done_event& a, const done_event& b) {
     auto same_err = a.error.has_value() == b.error.has_value() &&
                     (!a.error || (a.error->code == b.error->code &&
@@ -298,7 +303,8 @@ struct done_event {
     return a.id == b.id && a.reason == b.reason && a.usage == b.usage && a.timings == b.timings &&
            a.has_output == b.has_output && a.text == b.text && a.reasoning == b.reasoning && a.ids == b.ids &&
            a.tool_calls == b.tool_calls && a.logprobs == b.logprobs && a.prompt_logprobs == b.prompt_logprobs &&
-           a.index == b.index && a.embedding == b.embedding && a.score == b.score && same_err;
+           a.index == b.index && a.embedding == b.embedding && a.score == b.score && a.prompt_ids == b.prompt_ids &&
+           same_err;
   }
 };
 

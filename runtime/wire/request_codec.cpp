@@ -478,7 +478,7 @@ generate_request decode_generate(const field_map& f) {
       "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "add_generation_prompt",
       "continue_final_message", "tools", "temperature",
       "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
-      "seed", "max_tokens", "stop", "include_stop_str_in_output", "skip_special_tokens", "stop_ids", "ignore_eos", "stream", "priority", "tenant", "adapter",
+      "seed", "max_tokens", "stop", "include_stop_str_in_output", "skip_special_tokens", "stop_ids", "ignore_eos", "return_prompt_ids", "stream", "priority", "tenant", "adapter",
       "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs", "bad_words",
       "response_format", "structured_outputs", "n", "prompts", "truncate_prompt_tokens"};
   f.check_known(allowed, "a generate request");
@@ -513,6 +513,7 @@ generate_request decode_generate(const field_map& f) {
   if (const auto* o = f.find("skip_special_tokens")) r.skip_special_tokens = get_bool(*o, "skip_special_tokens");
   if (const auto* o = f.find("stop_ids")) r.stop_ids = get_ids(*o, "stop_ids", 0, max_stop_ids);
   if (const auto* o = f.find("ignore_eos")) r.ignore_eos = get_bool(*o, "ignore_eos");
+  if (const auto* o = f.find("return_prompt_ids")) r.return_prompt_ids = get_bool(*o, "return_prompt_ids");
   if (const auto* o = f.find("stream")) r.stream = get_bool(*o, "stream");
   get_scheduling(f, r);
   if (const auto* o = f.find("adapter")) r.adapter = get_string(*o, "adapter", max_adapter_name_bytes);
@@ -881,6 +882,7 @@ std::string encode_request(const request& req) {
     if (!g->skip_special_tokens) m.key("skip_special_tokens").pack(false);
     if (!g->stop_ids.empty()) m.key("stop_ids").pack(g->stop_ids);
     if (g->ignore_eos) m.key("ignore_eos").pack(true);
+    if (g->return_prompt_ids) m.key("return_prompt_ids").pack(true);
     if (!g->stream) m.key("stream").pack(false);
     if (g->priority != 0) m.key("priority").pack(g->priority);
     if (!g->tenant.empty()) detail::pack_str(m.key("tenant"), g->tenant);

@@ -125,6 +125,78 @@ BOOST_AUTO_TEST_CASE(continuous_usage_counts_as_the_stream_goes) {
   BOOST_TEST(completion == (std::vector<int64_t>{1, 2, 3, 4, 4}), boost::test_tools::per_element());
 }
 
+// vLLM's return_token_ids over real TCP: a completion's token_ids are troupe generate's tokens
+// and its prompt_token_ids the prompt; a chat answer's prompt_token_ids are the templated prompt
+// (the msgpack tokenize of the same messages) and its token_ids as many as its usage says;
+// streamed, the ids come back the same, the prompt's on the first chunk.
+BOOST_AUTO_TEST_CASE(return_token_ids_give_the_models_ids) {
+  auto srv = start(test_config());
+  http_client c(srv->http_port());
+  auto r = ids_request("r", {5, 6, 7, 8, 9}, 6, 17);
+  const auto want = reference(tiny_dense(), r);
+  for (const bool stream : {false, true}) {
+    json body = json::parse(completion_body(r, stream));
+    body["return_token_ids"] = true;
+    c.post("/v1/completions", body.dump());
+    auto w = c.read();
+    BOOST_TEST_REQUIRE(w.status == 200, w.body);
+    std::vector<int32_t> ids, prompt;
+    if (!stream) {
+      const auto j = json::parse(w.body);
+      ids = j["choices"][0]["token_ids"].get<std::vector<int32_t>>();
+      prompt = j["choices"][0]["prompt_token_ids"].get<std::vector<int32_t>>();
+    } else {
+      for (const auto& e : sse_events(w.body)) {
+        if (e == "[DONE]") continue;
+        const auto& ch = e["choices"][0];
+        for (const auto& id : ch["token_ids"]) ids.push_back(id.get<int32_t>());
+        if (ch.contains("prompt_token_ids")) {
+          BOOST_TEST(prompt.empty());  // once
+          prompt = ch["prompt_token_ids"].get<std::vector<int32_t>>();
+        }
+      }
+    }
+    BOOST_TEST(ids == want, boost::test_tools::per_element());
+    BOOST_TEST(prompt == r.prompt_ids, boost::test_tools::per_element());
+  }
+
+  auto text_srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  http_client t(text_srv->http_port());
+  const json messages = {{{"role", "user"}, {"content", "Hello there"}}};
+  wire::tokenize_request tr;
+  tr.id = "t";
+  tr.kind = wire::prompt_kind::messages;
+  tr.messages = {{"user", "Hello there", "", ""}};
+  client::client cl("127.0.0.1", text_srv->port());
+  const auto templated = cl.tokenize(tr);
+  std::vector<int32_t> whole_ids;
+  for (const bool stream : {false, true}) {
+    t.post("/v1/chat/completions", json({{"messages", messages}, {"max_tokens", 8}, {"ignore_eos", true}, {"temperature", 0},
+                                         {"return_token_ids", true}, {"stream", stream}})
+                                       .dump());
+    auto w = t.read();
+    BOOST_TEST_REQUIRE(w.status == 200, w.body);
+    std::vector<int32_t> ids, prompt;
+    if (!stream) {
+      const auto j = json::parse(w.body);
+      ids = j["choices"][0]["token_ids"].get<std::vector<int32_t>>();
+      prompt = j["prompt_token_ids"].get<std::vector<int32_t>>();
+      BOOST_TEST(j["usage"]["prompt_tokens"] == prompt.size());
+      BOOST_TEST(j["usage"]["completion_tokens"] == ids.size());
+      whole_ids = ids;
+    } else {
+      for (const auto& e : sse_events(w.body)) {
+        if (e == "[DONE]") continue;
+        if (e.contains("prompt_token_ids")) prompt = e["prompt_token_ids"].get<std::vector<int32_t>>();
+        for (const auto& id : e["choices"][0]["token_ids"]) ids.push_back(id.get<int32_t>());
+      }
+      BOOST_TEST(ids == whole_ids, boost::test_tools::per_element());
+    }
+    BOOST_TEST(prompt == templated, boost::test_tools::per_element());
+    BOOST_TEST(ids.size() == 8u);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(n_completions_in_one_response) {
   auto srv = start(test_config());
   auto r = ids_request("n", {5, 6, 7, 8}, 6, 42);

@@ -95,6 +95,7 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
   full.tool_calls = {{"get_weather", R"({"city":"Rome"})"}, {"now", "{}"}};
   full.logprobs = {{-0.5, {{5, -0.5}}}, {-1.75, {}}};
   full.prompt_logprobs = std::vector<logprob_info>{{-3.25, {{9, -0.125}}, 4, 2}, {-0.5, {}, std::nullopt, std::nullopt}};
+  full.prompt_ids = std::vector<int32_t>{3, 4, 151643};
   std::vector<event> events = {
       token_event{"a", "", {}, std::nullopt, std::nullopt, std::nullopt, std::nullopt},
       token_event{"a", "x", {7}, logprob_info{-0.25, {{7, -0.25}, {3, -2.5}}, std::nullopt, std::nullopt}, std::nullopt, std::nullopt, std::nullopt},
@@ -105,6 +106,8 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
       tokenize_event{"t", {1, 2, 3}},
       health_event{"h", "draining", 3, 7},
       models_event{"m", {{"qwen3-tiny", 4096, 151936, ""}, {"sql-lora", 4096, 151936, "qwen3-tiny"}}},
+      // A first token event with return_prompt_ids: the prompt's ids too.
+      token_event{"a", "z", {9}, std::nullopt, std::nullopt, std::nullopt, 3, std::vector<int32_t>{1, 2, 3}},
   };
   for (const auto& e : events) {
     auto d = decode_event(encode_event(e));
@@ -118,6 +121,8 @@ BOOST_AUTO_TEST_CASE(every_event_round_trips) {
   BOOST_TEST(!std::get<token_event>(*decode_event(encode_event(events[1])).ev).reasoning.has_value());
   BOOST_TEST((std::get<token_event>(*decode_event(encode_event(events[3])).ev) == std::get<token_event>(events[3])));
   BOOST_TEST(!std::get<token_event>(*decode_event(encode_event(events[2])).ev).prompt_tokens.has_value());
+  BOOST_TEST((std::get<token_event>(*decode_event(encode_event(events[9])).ev) == std::get<token_event>(events[9])));
+  BOOST_TEST(!std::get<token_event>(*decode_event(encode_event(events[3])).ev).prompt_ids.has_value());
   auto h = std::get<health_event>(*decode_event(encode_event(events[7])).ev);
   BOOST_TEST(h.status == "draining");
   BOOST_TEST(h.waiting == 7);

@@ -919,6 +919,48 @@ BOOST_AUTO_TEST_CASE(prompt_logprobs_as_vllm_gives_them) {
   }
 }
 
+// vLLM's return_token_ids: the prompt's ids (a completion's choice, a chat body's top) and each
+// choice's generated ids; streamed, the prompt's on the first chunk and each chunk its token's,
+// also while a tool call's text is held back.
+BOOST_AUTO_TEST_CASE(return_token_ids_as_vllm_gives_them) {
+  auto p = completion(R"({"prompt": [3, 7, 9], "return_token_ids": true, "max_tokens": 2})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(p.return_token_ids);
+  BOOST_TEST(p.req->return_prompt_ids);
+  oa::response_builder b(oa::endpoint::completion, p, 5, token_text);
+  auto d = done(wire::finish_reason::length, 3, 2);
+  d.has_output = true;
+  d.text = "t5t6";
+  d.ids = {5, 6};
+  d.prompt_ids = std::vector<int32_t>{3, 7, 9};
+  auto j = json::parse(b.feed(d));
+  BOOST_TEST(j["choices"][0]["prompt_token_ids"] == json::parse("[3, 7, 9]"));
+  BOOST_TEST(j["choices"][0]["token_ids"] == json::parse("[5, 6]"));
+  BOOST_TEST(!j.contains("prompt_token_ids"));
+
+  auto c = chat(R"({"messages": [{"role": "user", "content": "hi"}], "return_token_ids": true, "stream": true,
+                    "tools": [{"type": "function", "function": {"name": "f"}}]})");
+  BOOST_TEST_REQUIRE(c.ok(), c.error.message);
+  oa::response_builder s(oa::endpoint::chat, c, 5, token_text);
+  auto first = tok("Hi", 4);
+  first.prompt_ids = std::vector<int32_t>{1, 2};
+  std::string out = s.feed(first) + s.feed(tok(" <tool_call>", 8)) + s.feed(tok("{", 9));
+  const auto evs = sse_events(out);
+  BOOST_TEST_REQUIRE(evs.size() == 3u);  // one chunk a token, the held-back ones too
+  BOOST_TEST(evs[0]["prompt_token_ids"] == json::parse("[1, 2]"));
+  BOOST_TEST(!evs[1].contains("prompt_token_ids"));
+  std::vector<int32_t> ids;
+  for (const auto& e : evs)
+    for (const auto& id : e["choices"][0]["token_ids"]) ids.push_back(id.get<int32_t>());
+  BOOST_TEST(ids == (std::vector<int32_t>{4, 8, 9}), boost::test_tools::per_element());
+
+  // Without it, none of these fields; not a boolean: refused naming it.
+  j = json::parse(oa::response_builder(oa::endpoint::completion, completion(R"({"prompt": [1]})"), 5, token_text).feed(d));
+  BOOST_TEST(!j["choices"][0].contains("token_ids"));
+  auto bad = completion(R"({"prompt": [1], "return_token_ids": 1})");
+  BOOST_TEST(bad.error.param == "return_token_ids");
+}
+
 // A batch of prompts (vLLM's list form): choice p * n + j is completion j of prompt p; each
 // choice echoes its own prompt with the logprobs its prompt's first completion brought; usage
 // counts each prompt's tokens once, whatever its n.

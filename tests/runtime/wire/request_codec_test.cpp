@@ -85,6 +85,7 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.stop = {"\n\n", "END"};
   g.stop_ids = {151645, 7};
   g.ignore_eos = true;
+  g.return_prompt_ids = true;
   g.stream = false;
   g.priority = -3;
   g.tenant = "team-a";
