@@ -132,6 +132,17 @@ int run_serve(int argc, char** argv) {
   app.add_option("--max-lora-rank", max_lora_rank,
                  "refuse LoRA adapters of a higher rank (model.max_lora_rank; 0 = any; vLLM's flag)");
   app.add_option("--set", sets, "override any config key: section.key=value (repeatable)");
+  // vLLM's flags that a vLLM launch command for Qwen3 carries, accepted so that it runs unchanged:
+  // what they turn on is always on here (tool calls are parsed, Qwen3's thinking is split into
+  // reasoning_content, long prompts are chunked, and no model code is ever run).
+  bool auto_tool_choice = false, chunked_prefill = false, trust_remote_code = false, prefix_caching = false;
+  std::optional<std::string> reasoning_parser;
+  app.add_flag("--enable-auto-tool-choice", auto_tool_choice, "vLLM's; accepted: tool calls are always parsed here");
+  app.add_option("--reasoning-parser", reasoning_parser,
+                 "vLLM's; accepted as qwen3 or deepseek_r1: Qwen3's <think> is always split into reasoning_content");
+  app.add_flag("--enable-chunked-prefill", chunked_prefill, "vLLM's; accepted: long prompts are always chunked here");
+  app.add_flag("--enable-prefix-caching", prefix_caching, "prefix_cache.enabled = true (vLLM's flag; the default)");
+  app.add_flag("--trust-remote-code", trust_remote_code, "vLLM's; accepted: Troupe never runs a checkpoint's code");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -171,7 +182,14 @@ int run_serve(int argc, char** argv) {
   if (expert_parallel) c.enable_expert_parallel = true;
   if (policy) c.policy = *policy;
   if (policy_config) c.policy_config = *policy_config;
+  if (no_prefix_cache && prefix_caching)
+    throw_error(errc::invalid_argument, "--enable-prefix-caching and --no-prefix-cache: give one of them");
   if (no_prefix_cache) c.enable_prefix_caching = false;
+  if (prefix_caching) c.enable_prefix_caching = true;
+  if (reasoning_parser && *reasoning_parser != "qwen3" && *reasoning_parser != "deepseek_r1")
+    throw_error(errc::invalid_argument, "--reasoning-parser " + *reasoning_parser +
+                                            ": Troupe reads Qwen3's <think> blocks (qwen3, or deepseek_r1, the same "
+                                            "format); no other format is served");
   if (no_mmap) c.use_mmap = false;
   if (redis) c.redis_url = *redis;
   if (quantization) c.quantization = *quantization;

@@ -44,6 +44,22 @@ BOOST_AUTO_TEST_CASE(serve_chat_template_flag_is_checked_at_start) {
                  "model.chat_template (--chat-template): the model is served without a tokenizer");
 }
 
+// A vLLM launch command's flags for Qwen3 run unchanged: the server starts (then stops on
+// SIGINT); a reasoning parser for another format, or prefix caching both on and off, is refused.
+BOOST_AUTO_TEST_CASE(vllm_launch_flags_are_accepted) {
+  // The server in the background of the test's shell, stopped once it says it is ready (or after
+  // 30 s), its output printed then.
+  const auto r = run_troupe("serve" + kModel +
+                            " --enable-auto-tool-choice --reasoning-parser qwen3 --enable-chunked-prefill "
+                            "--enable-prefix-caching --trust-remote-code > /tmp/troupe-vllm-flags-$$.log 2>&1 & p=$!; "
+                            "for i in $(seq 300); do grep -q ready /tmp/troupe-vllm-flags-$$.log && break; sleep 0.1; done; "
+                            "kill -INT $p; wait $p; cat /tmp/troupe-vllm-flags-$$.log; rm -f /tmp/troupe-vllm-flags-$$.log");
+  BOOST_TEST(r.output.find("ready") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("error") == std::string::npos, r.output);
+  expect_refused("--reasoning-parser mistral", "--reasoning-parser mistral: Troupe reads Qwen3's <think> blocks");
+  expect_refused("--enable-prefix-caching --no-prefix-cache", "give one of them");
+}
+
 BOOST_AUTO_TEST_CASE(version_flag_prints_the_projects_version) {
   const auto r = run_troupe("--version");
   BOOST_TEST(r.exit_code == 0, r.output);
