@@ -175,7 +175,7 @@ void on_lora_request(self_ptr self, connection_handle hdl, const wire::http_requ
     return http_answer_error(self, hdl,
                              {400, "the LoRA adapter '" + r.name + "' has already been loaded", "invalid_value", "lora_name"},
                              req.keep_alive);
-  h.lora_load = true;
+  h.awaiting_reply = true;
   auto gateway = caf::actor_cast<caf::actor>(self);
   caf::actor worker = st.workers.empty() ? caf::actor() : st.workers.front();
   self->spawn([ctx = st.ctx, gateway, worker, hdl, name = r.name, dir = r.path](caf::blocking_actor* a) {
@@ -209,17 +209,50 @@ void on_lora_request(self_ptr self, connection_handle hdl, const wire::http_requ
   });
 }
 
-void on_lora_answer(self_ptr self, lora_answer_msg& m) {
-  auto c = self->state.conns.find(m.hdl);
-  if (c == self->state.conns.end() || !c->second.http) return;  // the client left; the adapter stays loaded
+void answer_awaited(self_ptr self, connection_handle hdl, int status, std::string_view type, const std::string& body) {
+  auto c = self->state.conns.find(hdl);
+  // The client left (its handle may be a newer connection's now, not waiting: nothing to answer).
+  if (c == self->state.conns.end() || !c->second.http || !c->second.http->awaiting_reply) return;
   auto& h = *c->second.http;
-  h.lora_load = false;
-  const bool ok = m.status == 200;
-  write_bytes(self, m.hdl,
-              wire::http_response(m.status, ok ? "text/plain; charset=utf-8" : "application/json", m.body, h.keep_alive,
-                                  h.headers));
-  if (!h.keep_alive) return drop_connection(self, m.hdl, true);
-  http_pump(self, m.hdl);
+  h.awaiting_reply = false;
+  write_bytes(self, hdl, wire::http_response(status, type, body, h.keep_alive, h.headers));
+  if (!h.keep_alive) return drop_connection(self, hdl, true);
+  http_pump(self, hdl);
+}
+
+void on_lora_answer(self_ptr self, lora_answer_msg& m) {  // the adapter stays loaded if the client left
+  answer_awaited(self, m.hdl, m.status, m.status == 200 ? "text/plain; charset=utf-8" : "application/json", m.body);
+}
+
+// POST /reset_prefix_cache (vLLM's, in its dev mode): the scheduler forgets the cached prefix
+// blocks between two steps, only while nothing runs.
+static void on_reset_prefix_cache(self_ptr self, connection_handle hdl, const wire::http_request& req) {
+  auto& st = self->state;
+  if (!st.ctx->cfg.dev_endpoints)
+    return http_answer_error(self, hdl,
+                             {404, "/reset_prefix_cache is a development endpoint: start the server with "
+                                   "--set server.dev_endpoints=true (vLLM's VLLM_SERVER_DEV_MODE)",
+                              "not_found", ""},
+                             req.keep_alive);
+  if (req.method != "POST")
+    return http_answer_error(self, hdl, {405, "use POST for /reset_prefix_cache", "method_not_allowed", ""}, req.keep_alive);
+  st.conns.at(hdl).http->awaiting_reply = true;
+  self->request(st.workers.front(), std::chrono::seconds(60), reset_prefix_cache_msg{})
+      .then(
+          [=](reset_prefix_cache_reply& r) {
+            if (r.ok) return answer_awaited(self, hdl, 200, "application/json", "{}");
+            answer_awaited(self, hdl, 409, "application/json",
+                           wire::openai::error_body({409,
+                                                     std::to_string(r.running) +
+                                                         " requests are running: the prefix cache can be reset only "
+                                                         "while none runs (their blocks are in it)",
+                                                     "requests_running", ""}));
+          },
+          [=](caf::error& e) {
+            answer_awaited(self, hdl, 500, "application/json",
+                           wire::openai::error_body({500, "the scheduler did not answer: " + self->system().render(e),
+                                                     "internal", ""}));
+          });
 }
 
 // GET /v1/responses/{id}: a stored response as it was sent (a running background one as it is
@@ -329,8 +362,8 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
                       {405, "use " + std::string(method) + " for " + std::string(path), "method_not_allowed", ""},
                       req.keep_alive);
   };
-  // The key guards /v1 and the aliases outside it that run the model (vLLM's guard /v1 only).
-  if (const auto& key = st.ctx->cfg.api_key; !key.empty() && (path.rfind("/v1/", 0) == 0 || rerank || score)) {
+  // The key guards /v1, the aliases outside it that run the model and the dev endpoint (vLLM's guard /v1 only).
+  if (const auto& key = st.ctx->cfg.api_key; !key.empty() && (path.rfind("/v1/", 0) == 0 || rerank || score || path == "/reset_prefix_cache")) {
     const std::string* auth = req.header("authorization");
     const std::string* x_api_key = req.header("x-api-key");  // Anthropic's clients send the key so
     constexpr std::string_view bearer = "Bearer ";
@@ -347,6 +380,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
   st.models.adapters = st.ctx->facts.adapters->names();  // adapters come and go at run time
   if (path == "/v1/load_lora_adapter" || path == "/v1/unload_lora_adapter")
     return on_lora_request(self, hdl, req, path == "/v1/load_lora_adapter");
+  if (path == "/reset_prefix_cache") return on_reset_prefix_cache(self, hdl, req);
   if (path.rfind("/v1/responses/", 0) == 0) return on_stored_response(self, hdl, req, path.substr(14));
   if (path == "/v1/messages/count_tokens") {  // Anthropic's
     if (req.method != "POST") return not_allowed("POST");

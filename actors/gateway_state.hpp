@@ -41,11 +41,12 @@ struct http_conn {
     bool anthropic_count = false;  // /v1/messages/count_tokens: {"input_tokens"}, Anthropic's errors
   };
   std::optional<tokenize_answer> tokenize;  // or the /tokenize (its worker's reply ends it)
-  bool lora_load = false;                   // or a /v1/load_lora_adapter (its loader's answer ends it)
+  // Or a /v1/load_lora_adapter or /reset_prefix_cache: the answer of the actor doing it ends it.
+  bool awaiting_reply = false;
   std::string client_id;                    // its id
   // Or a background response (gateway_background.cpp) being followed or cancelled: its id.
   std::string awaiting;
-  bool busy() const noexcept { return reply != nullptr || tokenize.has_value() || lora_load || !awaiting.empty(); }
+  bool busy() const noexcept { return reply != nullptr || tokenize.has_value() || awaiting_reply || !awaiting.empty(); }
   // Header lines every answer to the request being answered carries: CORS's (cors.hpp) and, with
   // server.request_id_headers, X-Request-Id; or "".
   std::string headers;
@@ -125,6 +126,8 @@ struct lora_answer_msg {
 
 // gateway_openai.cpp
 void on_lora_answer(self_ptr self, lora_answer_msg& m);
+// The answer a connection waited for (awaiting_reply), then its next request.
+void answer_awaited(self_ptr self, connection_handle hdl, int status, std::string_view type, const std::string& body);
 void http_deliver(self_ptr self, connection_handle hdl, const std::string& client_id, const wire::event& e);
 void http_deliver_frames(self_ptr self, connection_handle hdl, const std::string& client_id, const std::string& bytes);
 void on_http_data(self_ptr self, connection_handle hdl, const std::vector<char>& buf);

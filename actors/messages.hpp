@@ -106,6 +106,13 @@ struct set_policy_reply {
   std::string policy, previous, error;
 };
 
+// ---- gateway -> tokenizer worker -> scheduler (delegated): POST /reset_prefix_cache ----------
+struct reset_prefix_cache_msg {};
+struct reset_prefix_cache_reply {
+  bool ok = false;  // false: requests were running
+  int32_t running = 0;
+};
+
 // ---- LoRA adapters loaded and unloaded while the server runs (serve::adapter_registry) ----------
 // The loader -> a tokenizer worker -> the scheduler -> the executor (delegated): `adapter` into
 // `slot` (null: the slot emptied, which only the scheduler sends, after the slot drained).
@@ -156,6 +163,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::workers_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::gateway_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::set_policy_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::set_policy_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::reset_prefix_cache_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::reset_prefix_cache_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::lora_install_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::lora_install_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::lora_retired_msg)

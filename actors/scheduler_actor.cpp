@@ -520,6 +520,13 @@ caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::a
         auto r = self->state.ctx->policy->swap(*self->state.core, m.policy, m.config);
         return set_policy_reply{r.ok, std::move(r.policy), std::move(r.previous), std::move(r.error)};
       },
+      // Dev: between two steps, and only while nothing runs (core->reset_prefix_cache).
+      [=](reset_prefix_cache_msg&) {
+        auto& st = self->state;
+        const bool ok = st.core->reset_prefix_cache();
+        if (ok) publish_gauges(self);
+        return reset_prefix_cache_reply{ok, static_cast<int32_t>(st.core->running_ids().size())};
+      },
   };
 }
 

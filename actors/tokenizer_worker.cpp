@@ -164,6 +164,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
       },
       // The gateway does not know the scheduler; its worker does (and hears of its restarts).
       [=](set_policy_msg& m) { return self->delegate(self->state.scheduler, std::move(m)); },
+      [=](reset_prefix_cache_msg& m) { return self->delegate(self->state.scheduler, std::move(m)); },
       [=](lora_install_msg& m) { return self->delegate(self->state.scheduler, std::move(m)); },
       [=](lora_retired_msg& m) { return self->delegate(self->state.scheduler, std::move(m)); },
       [=](tokenize_msg& m) {

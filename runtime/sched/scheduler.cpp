@@ -477,6 +477,12 @@ std::vector<int64_t> scheduler::requeue_running() {
   return ids;
 }
 
+bool scheduler::reset_prefix_cache() {
+  if (!running_.empty()) return false;
+  if (prefix_) prefix_->forget_all();
+  return true;
+}
+
 std::vector<int64_t> scheduler::expire(clock::time_point now) {
   std::vector<int64_t> gone;
   for (const auto& [id, s] : seqs_)

@@ -173,6 +173,10 @@ class scheduler {
   // Preempts every running sequence (blocks freed, re-queued for recomputation): what happens
   // when the executor holding their KV fails. Returns their ids, front of the order first.
   std::vector<int64_t> requeue_running();
+  // vLLM's reset_prefix_cache: forgets every cached prefix block, so the next prompts are computed
+  // cold (benchmarks of a cold cache without a restart). Only while nothing runs (a running
+  // sequence's blocks are in the cache): false then, and nothing changes.
+  bool reset_prefix_cache();
   // Ends every sequence whose deadline is <= now (reason deadline); returns their ids.
   std::vector<int64_t> expire(clock::time_point now);
 

@@ -36,6 +36,9 @@ struct server_config {
   // vLLM's --enable-request-id-headers: every HTTP answer carries X-Request-Id (the client's, or
   // the one the server made for the request).
   bool request_id_headers = false;
+  // vLLM's VLLM_SERVER_DEV_MODE: POST /reset_prefix_cache is served (else 404); for benchmarks
+  // that measure a cold cache without restarting the server.
+  bool dev_endpoints = false;
   // vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING: POST /v1/load_lora_adapter and /v1/unload_lora_adapter
   // load and unload LoRA adapters while the server runs (a path on the server's disk: keep the API
   // key set where clients are not trusted). Off: those paths are 404.

@@ -3,6 +3,7 @@
 // prompt reports its cached tokens in usage and in the metrics; an executor restart forgets the
 // cached blocks (its pool is gone); a Redis that is down costs nothing but the shared hits.
 #include "tests/actors/e2e_fixture.hpp"
+#include "tests/actors/http_client.hpp"
 
 using namespace troupe;
 using namespace troupe::e2e;
@@ -115,6 +116,55 @@ BOOST_AUTO_TEST_CASE(an_executor_restart_forgets_the_cached_blocks) {
   BOOST_TEST(after.done.usage.cached_prompt_tokens == 0);
   BOOST_TEST(after.ids == first.ids, boost::test_tools::per_element());
   BOOST_TEST(cl.complete(ids_request("d", prompt, 4)).done.usage.cached_prompt_tokens == 48);
+}
+
+// vLLM's POST /reset_prefix_cache (dev endpoints on): the next run of a cached prompt is computed
+// cold, with the same tokens; refused (409) while a request runs, 404 with the endpoints off,
+// behind the API key.
+BOOST_AUTO_TEST_CASE(reset_prefix_cache_makes_the_next_prompt_cold) {
+  auto c = test_config();
+  c.dev_endpoints = true;
+  c.api_key = "k";
+  c.max_model_len = 4096;
+  c.num_kv_blocks = 1024;
+  auto srv = start(c);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 50; ++i) prompt.push_back(700 + 5 * i);
+  client::client cl("127.0.0.1", srv->port());
+  auto first = cl.complete(ids_request("a", prompt, 4));
+  BOOST_TEST(cl.complete(ids_request("b", prompt, 4)).done.usage.cached_prompt_tokens == 48);
+  http_client h(srv->http_port());
+  auto reset = [&](const std::string& auth = "Authorization: Bearer k\r\n") {
+    h.send("POST /reset_prefix_cache HTTP/1.1\r\n" + auth + "Content-Length: 0\r\n\r\n");
+    return h.read();
+  };
+  auto r = reset();
+  BOOST_TEST(r.status == 200, r.body);
+  auto after = cl.complete(ids_request("c", prompt, 4));
+  BOOST_TEST(after.done.usage.cached_prompt_tokens == 0);
+  BOOST_TEST(after.ids == first.ids, boost::test_tools::per_element());
+  BOOST_TEST(cl.complete(ids_request("d", prompt, 4)).done.usage.cached_prompt_tokens == 48);
+  BOOST_TEST(reset("").status == 401);
+
+  auto running = cl.generate(ids_request("long", {1, 2, 3}, 3000));
+  BOOST_REQUIRE(running.next().has_value());
+  r = reset();
+  BOOST_TEST(r.status == 409, r.body);
+  BOOST_TEST(r.body.find("requests_running") != std::string::npos, r.body);
+  cl.cancel("long");
+  while (running.next()) {
+  }
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+  BOOST_TEST(reset().status == 200);
+  h.send("GET /reset_prefix_cache HTTP/1.1\r\nAuthorization: Bearer k\r\n\r\n");
+  BOOST_TEST(h.read().status == 405);
+
+  auto plain = start(test_config());
+  http_client p(plain->http_port());
+  p.send("POST /reset_prefix_cache HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+  r = p.read();
+  BOOST_TEST(r.status == 404);
+  BOOST_TEST(r.body.find("dev_endpoints") != std::string::npos, r.body);
 }
 
 BOOST_AUTO_TEST_CASE(redis_down_serves_from_the_local_cache_within_the_budget) {
