@@ -293,7 +293,10 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
       } else if (k == "prompt") {
         refuse("unsupported", k, "stored prompt templates are not supported: send 'instructions' and 'input'");
       } else if (k == "max_tool_calls") {
-        refuse("unsupported", k, "max_tool_calls is not supported: the client runs the calls and may stop after any");
+        // OpenAI's bound on built-in (hosted) tool calls, which are refused here: function calls,
+        // which the client runs, are not counted by it. Accepted and repeated.
+        want(v, v.is_number_integer() && v.get<int64_t>() >= 1, k, "a positive integer");
+        echo[k] = v;
       } else if (k == "stream_options") {
         want(v, v.is_object(), k, "an object");
         only_keys(v, k, {"include_obfuscation"});  // no obfuscation padding is sent
