@@ -414,6 +414,21 @@ BOOST_AUTO_TEST_CASE(requeue_running_recomputes_everything_after_an_executor_fai
   BOOST_TEST(t.out[2] == alone(req(2, 2, 4)), boost::test_tools::per_element());
 }
 
+// vLLM's reset_prefix_cache: refused while a sequence runs (its blocks are in the cache), done
+// once nothing runs; nothing else changes.
+BOOST_AUTO_TEST_CASE(reset_prefix_cache_only_while_nothing_runs) {
+  sim t(cfg(4, 16), 16, 4);
+  t.add(req(1, 3, 4));
+  BOOST_TEST(t.step() == "1:0+3*");
+  BOOST_TEST(!t.s.reset_prefix_cache());
+  BOOST_TEST(t.s.has(1));
+  t.s.check_invariants();
+  t.run();
+  BOOST_TEST(t.s.reset_prefix_cache());
+  BOOST_TEST(t.s.allocator().num_free_blocks() == 16);
+  t.s.check_invariants();
+}
+
 BOOST_AUTO_TEST_CASE(deadlines_expire_running_and_waiting_sequences) {
   sim t(cfg(1, 16), 16, 4);
   auto t0 = clock::now();
