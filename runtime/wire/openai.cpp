@@ -194,6 +194,36 @@ const char* guided_key(const std::string& k) {
   return nullptr;
 }
 
+// vLLM's sampling fields whose default is what Troupe does, which clients written for vLLM send
+// as they are (true when `k` is one and `v` its default; another value is refused naming it):
+// Qwen3's tokenizer adds no special tokens (add_special_tokens either way), structured output has
+// one backend (guided_decoding_backend, any name), no beam search, and special tokens' text, when
+// kept, is joined as the tokenizer decodes it (spaces_between_special_tokens).
+bool vllm_default_only(const std::string& k, const ojson& v) {
+  if (k == "add_special_tokens") {
+    want(v, v.is_boolean(), k, "a boolean");  // Qwen3's tokenizer adds none either way
+    return true;
+  }
+  if (k == "guided_decoding_backend") {
+    want(v, v.is_string(), k, "a string");  // one grammar engine serves every backend's requests
+    return true;
+  }
+  if (k == "use_beam_search" || k == "spaces_between_special_tokens") {
+    want(v, v.is_boolean(), k, "a boolean");
+    const bool default_value = k == "spaces_between_special_tokens";
+    if (v.get<bool>() != default_value)
+      refuse("unsupported", k, k == "use_beam_search" ? "beam search is not served: sample, or give n for several answers"
+                                                     : "spaces_between_special_tokens false is not served");
+    return true;
+  }
+  if (k == "length_penalty") {  // beam search's
+    want(v, v.is_number(), k, "a number");
+    if (v.get<double>() != 1.0) refuse("unsupported", k, "length_penalty applies to beam search, which is not served");
+    return true;
+  }
+  return false;
+}
+
 bool passes_through(const std::string& k) {
   static constexpr std::string_view same[] = {
       "temperature", "top_p",  "n",           "seed",       "presence_penalty", "frequency_penalty",
@@ -450,6 +480,8 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
     } else if (!chat && k == "best_of") {
       const auto n = b.contains("n") && b["n"].is_number_integer() ? b["n"] : ojson(1);
       if (v != n) refuse("unsupported", k, "best_of other than n is not supported");
+    } else if (vllm_default_only(k, v)) {
+      // vLLM's fields that clients written for it send with their default values: accepted.
     } else {
       refuse("unknown_field", k,
              "unknown field '" + k + "' for " + (chat ? "/v1/chat/completions" : "/v1/completions") +

@@ -240,6 +240,27 @@ BOOST_AUTO_TEST_CASE(invocations_are_routed_by_their_fields) {
   BOOST_TEST(!oa::invocation_path("{"));
 }
 
+// vLLM's fields that clients send with their defaults are accepted; another value is refused
+// naming the field.
+BOOST_AUTO_TEST_CASE(vllm_fields_at_their_defaults_are_accepted) {
+  auto p = chat(R"({"messages": [{"role": "user", "content": "hi"}], "add_special_tokens": false,
+      "guided_decoding_backend": "xgrammar", "use_beam_search": false, "length_penalty": 1.0,
+      "spaces_between_special_tokens": true})");
+  BOOST_TEST(p.ok(), p.error.message);
+  p = completion(R"({"prompt": "x", "add_special_tokens": true, "use_beam_search": false})");
+  BOOST_TEST(p.ok(), p.error.message);
+  for (const auto& [body, param] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"prompt": "x", "use_beam_search": true})", "use_beam_search"},
+           {R"({"prompt": "x", "length_penalty": 0.8})", "length_penalty"},
+           {R"({"prompt": "x", "spaces_between_special_tokens": false})", "spaces_between_special_tokens"},
+           {R"({"prompt": "x", "add_special_tokens": "yes"})", "add_special_tokens"},
+           {R"({"prompt": "x", "guided_decoding_backend": 3})", "guided_decoding_backend"}}) {
+    p = completion(body);
+    BOOST_TEST(!p.ok(), body);
+    BOOST_TEST(p.error.param == param, body);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(newer_chat_fields) {
   const std::string q = R"("messages": [{"role": "user", "content": "q"}])";
   auto p = chat("{" + q + R"(, "reasoning_effort": "none", "safety_identifier": "team-a", "store": false,
