@@ -753,19 +753,20 @@ ojson response_builder::head(const char* object) const {
   return {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_}};
 }
 
-std::string response_builder::chunk(int32_t index, ojson delta, ojson logprobs, const char* finish_reason) {
+std::string response_builder::chunk(int32_t index, ojson delta, ojson logprobs, const char* finish_reason,
+                                    const token_event* ids) {
   const bool chat = ep_ == endpoint::chat;
   ojson c = {{"index", index}};
   c[chat ? "delta" : "text"] = std::move(delta);
   c["logprobs"] = std::move(logprobs);
   c["finish_reason"] = finish_reason ? ojson(finish_reason) : ojson(nullptr);
+  const auto* prompt_ids = ids && ids->prompt_ids ? &*ids->prompt_ids : nullptr;
   if (return_token_ids_) {  // vLLM's: the prompt's ids once, on the choice's first chunk; each chunk its own
-    if (chunk_prompt_ids_ && !chat) c["prompt_token_ids"] = *chunk_prompt_ids_;
-    c["token_ids"] = chunk_ids_ ? ojson(*chunk_ids_) : ojson::array();
+    if (prompt_ids && !chat) c["prompt_token_ids"] = *prompt_ids;
+    c["token_ids"] = ids ? ojson(ids->ids) : ojson::array();
   }
   ojson j = head(chat ? "chat.completion.chunk" : "text_completion");
-  if (return_token_ids_ && chunk_prompt_ids_ && chat) j["prompt_token_ids"] = *chunk_prompt_ids_;
-  chunk_ids_ = chunk_prompt_ids_ = nullptr;  // the next chunk of this token event carries none
+  if (return_token_ids_ && prompt_ids && chat) j["prompt_token_ids"] = *prompt_ids;
   j["choices"] = ojson::array({std::move(c)});
   if (continuous_usage_) {
     const auto& ch = choices_[static_cast<size_t>(index)];
@@ -819,13 +820,10 @@ std::string response_builder::on_token(const token_event& t) {
                  : ojson(nullptr);
   // return_token_ids: this token event's ids ride on its first chunk, which then always goes out.
   const bool ids_out = return_token_ids_ && (!t.ids.empty() || t.prompt_ids);
-  if (ids_out) {
-    chunk_ids_ = &t.ids;
-    chunk_prompt_ids_ = t.prompt_ids ? &*t.prompt_ids : nullptr;
-  }
+  const token_event* ids = ids_out ? &t : nullptr;
   if (ep_ == endpoint::completion) {
     if (text.empty() && lp.is_null() && !ids_out) return {};
-    return chunk(i, text, std::move(lp), nullptr);
+    return chunk(i, text, std::move(lp), nullptr, ids);
   }
   std::string out;
   // The text first (it came before any call in this token's text), then the calls' pieces; a
@@ -836,7 +834,7 @@ std::string response_builder::on_token(const token_event& t) {
     ch.role_sent = true;
     if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
     if (!text.empty() || reasoning.empty()) delta["content"] = text;
-    out = chunk(i, std::move(delta), std::move(lp), nullptr);
+    out = chunk(i, std::move(delta), std::move(lp), nullptr, ids);
   }
   for (const auto& c : pieces) out += call_chunk(i, ch, c);
   return out;

@@ -145,7 +145,9 @@ class response_builder final : public reply_builder {
   // id, object, created, model: what every body and chunk begins with.
   json head(const char* object) const;
   // One SSE event: a chunk with one choice; `delta` is chat's delta object or a completion's text.
-  std::string chunk(int32_t index, json delta, json logprobs, const char* finish_reason);
+  // `ids` (return_token_ids): the token event whose ids (and, on a choice's first, the prompt's)
+  // the chunk carries; null: none.
+  std::string chunk(int32_t index, json delta, json logprobs, const char* finish_reason, const token_event* ids = nullptr);
   std::string on_token(const token_event& t);
   std::string on_done(done_event&& d);
   std::string on_error(const wire_error& e);
@@ -173,10 +175,6 @@ class response_builder final : public reply_builder {
   int64_t created_;
   bool stream_, include_usage_, continuous_usage_, include_reasoning_, has_tools_, want_logprobs_, echo_, prompt_only_, base64_,
       prompt_logprobs_, return_token_ids_;
-  // return_token_ids, streaming: the ids the next chunk carries (its token event's), and the
-  // prompt's on a choice's first; chunk() takes them.
-  const std::vector<int32_t>* chunk_ids_ = nullptr;
-  const std::vector<int32_t>* chunk_prompt_ids_ = nullptr;
   std::vector<std::string> echo_text_;          // by prompt
   std::vector<std::vector<int32_t>> echo_ids_;  // by prompt
   int32_t n_;           // completions in all (generate_request::sequences)
