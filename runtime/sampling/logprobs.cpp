@@ -10,6 +10,22 @@
 
 namespace troupe {
 
+namespace {
+
+// The largest of x[0..n), in 16 lanes (one chain of max would take several times as long).
+float lane_max(const float* x, int64_t n) {
+  std::array<float, 16> mx;
+  mx.fill(-INFINITY);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int l = 0; l < 16; ++l) mx[static_cast<size_t>(l)] = std::max(mx[static_cast<size_t>(l)], x[i + l]);
+  float m = *std::max_element(mx.begin(), mx.end());
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+}  // namespace
+
 token_logprobs logprobs_of(std::span<const float> logits, int32_t chosen, int32_t top_k) {
   const auto n = static_cast<int64_t>(logits.size());
   if (chosen < 0 || chosen >= n)
@@ -25,13 +41,7 @@ token_logprobs logprobs_of(std::span<const float> logits, int32_t chosen, int32_
   // token's rank, and the top-k. (As four scalar passes it took ~0.4 ms a 151,936-entry row, which
   // a long prompt's prompt_logprobs paid per token.)
   const float* x = logits.data();
-  std::array<float, 16> mx;
-  mx.fill(-INFINITY);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int l = 0; l < 16; ++l) mx[static_cast<size_t>(l)] = std::max(mx[static_cast<size_t>(l)], x[i + l]);
-  float m = *std::max_element(mx.begin(), mx.end());
-  for (; i < n; ++i) m = std::max(m, x[i]);
+  const float m = lane_max(x, n);
 
   token_logprobs out;
   const float x_chosen = x[chosen];
@@ -49,16 +59,7 @@ token_logprobs logprobs_of(std::span<const float> logits, int32_t chosen, int32_
     constexpr int64_t block = 64;
     for (int64_t b = from; b < to; b += block) {
       const int64_t end = std::min(to, b + block);
-      if (static_cast<int32_t>(best.size()) == top_k) {
-        std::array<float, 16> bl;  // the block's maximum, in lanes (one chain of max would take longer)
-        bl.fill(-INFINITY);
-        int64_t k = b;
-        for (; k + 16 <= end; k += 16)
-          for (int l = 0; l < 16; ++l) bl[static_cast<size_t>(l)] = std::max(bl[static_cast<size_t>(l)], x[k + l]);
-        float bm = *std::max_element(bl.begin(), bl.end());
-        for (; k < end; ++k) bm = std::max(bm, x[k]);
-        if (!(bm > threshold)) continue;
-      }
+      if (static_cast<int32_t>(best.size()) == top_k && !(lane_max(x + b, end - b) > threshold)) continue;
       for (int64_t k = b; k < end; ++k) {
         const auto id = static_cast<int32_t>(k);
         if (static_cast<int32_t>(best.size()) == top_k && !(x[k] > threshold)) continue;
