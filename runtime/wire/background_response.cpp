@@ -2,15 +2,13 @@
 
 #include <charconv>
 
+#include "runtime/wire/openai_detail.hpp"
+
 namespace troupe::wire::openai {
 
 using ojson = nlohmann::ordered_json;
 
-namespace {
-
-std::string text_of(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
-
-}  // namespace
+using detail::dump;  // broken UTF-8 as U+FFFD, as every answer is written
 
 background_response::background_response(const parsed_responses& p, int64_t created, token_bytes_fn token_bytes,
                                          int32_t think_end, std::shared_ptr<response_store> store)
@@ -19,15 +17,15 @@ background_response::background_response(const parsed_responses& p, int64_t crea
       conversation_(p.conversation ? p.conversation : std::make_shared<const ojson>(ojson::array())),
       builder_(p, created, std::move(token_bytes), think_end),
       stream_(p.chat.req->stream) {
-  builder_.set_on_final([this](const ojson& r) { final_ = text_of(r); });
+  builder_.set_on_final([this](const ojson& r) { final_ = r; });
   keep_response(*store_, id_, *conversation_, builder_.snapshot("queued"), nullptr, false);
 }
 
-std::string background_response::created_json() const { return text_of(builder_.snapshot("queued")); }
+std::string background_response::created_json() const { return dump(builder_.snapshot("queued")); }
 
 std::string background_response::current_json() const {
-  if (complete_) return final_;
-  return text_of(builder_.snapshot(started_ ? "in_progress" : "queued"));
+  if (complete_) return dump(*final_);
+  return dump(builder_.snapshot(started_ ? "in_progress" : "queued"));
 }
 
 void background_response::feed(const event& e) {
@@ -39,10 +37,10 @@ void background_response::feed(const event& e) {
   } catch (const std::exception& x) {  // never expected: this response fails, not the gateway
     ojson r = builder_.snapshot("failed");
     r["error"] = {{"code", "internal"}, {"message", std::string("cannot build the response: ") + x.what()}};
-    final_ = text_of(r);
+    final_ = r;
     if (stream_)
       out = "event: response.failed\ndata: " +
-            text_of(ojson{{"type", "response.failed"}, {"sequence_number", events_->size()}, {"response", r}}) + "\n\n";
+            dump(ojson{{"type", "response.failed"}, {"sequence_number", events_->size()}, {"response", r}}) + "\n\n";
     complete_ = true;
   }
   if (stream_)  // the builder writes whole events, each ending in a blank line
@@ -54,12 +52,11 @@ void background_response::feed(const event& e) {
     }
   if (!complete_ && !builder_.complete()) return;
   complete_ = true;
-  if (final_.empty()) {  // the builder always gives a background response's final one; stay safe
-    ojson r = builder_.snapshot("failed");
-    r["error"] = {{"code", "internal"}, {"message", "the response ended without a final state"}};
-    final_ = text_of(r);
+  if (!final_) {  // the builder always gives a background response's final one; stay safe
+    final_ = builder_.snapshot("failed");
+    (*final_)["error"] = {{"code", "internal"}, {"message", "the response ended without a final state"}};
   }
-  keep_response(*store_, id_, *conversation_, ojson::parse(final_), stream_ ? events_ : nullptr, true);
+  keep_response(*store_, id_, *conversation_, *final_, stream_ ? events_ : nullptr, true);
 }
 
 std::string events_after(const std::vector<std::string>& events, int64_t starting_after) {

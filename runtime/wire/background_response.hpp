@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -52,7 +53,7 @@ class background_response {
   responses_builder builder_;
   bool stream_;
   bool started_ = false, complete_ = false;
-  std::string final_;  // the final response's JSON text, once complete
+  std::optional<nlohmann::ordered_json> final_;  // the final response, once complete
   std::shared_ptr<std::vector<std::string>> events_ = std::make_shared<std::vector<std::string>>();
 };
 
