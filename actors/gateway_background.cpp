@@ -148,20 +148,23 @@ void follow_response(self_ptr self, connection_handle hdl, const std::string& id
       400, "response '" + id + "' has no events to stream (it was not created with background: true and stream: true, or its "
                                "events did not fit server.responses_store_bytes): GET it without stream",
       "invalid_value", "stream"};
+  // The stream's head and the events after starting_after.
+  auto replay = [&](const std::vector<std::string>& events) {
+    std::string out = wire::http_stream_head(200, "text/event-stream", h.keep_alive, h.headers);
+    wire::append_http_chunk(out, wire::openai::events_after(events, starting_after));
+    return out;
+  };
   auto j = st.background.find(id);
   if (j != st.background.end()) {  // running: what it has streamed so far, then each event as it comes
     if (!j->second.resp->streamed()) return http_answer_error(self, hdl, not_streamed, h.keep_alive);
-    std::string out = wire::http_stream_head(200, "text/event-stream", h.keep_alive, h.headers);
-    wire::append_http_chunk(out, wire::openai::events_after(j->second.resp->events(), starting_after));
-    write_bytes(self, hdl, out);
+    write_bytes(self, hdl, replay(j->second.resp->events()));
     j->second.followers.push_back(hdl);
     return begin_wait(self, hdl, id);
   }
   auto found = st.ctx->responses ? st.ctx->responses->get(id) : std::nullopt;
   if (!found) return http_answer_error(self, hdl, no_stored_response(self, id), h.keep_alive);
   if (!found->events) return http_answer_error(self, hdl, not_streamed, h.keep_alive);
-  std::string out = wire::http_stream_head(200, "text/event-stream", h.keep_alive, h.headers);
-  wire::append_http_chunk(out, wire::openai::events_after(*found->events, starting_after));
+  std::string out = replay(*found->events);
   wire::append_http_last_chunk(out);
   const bool keep_alive = h.keep_alive;
   write_bytes(self, hdl, out);
