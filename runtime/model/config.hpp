@@ -72,6 +72,10 @@ struct generation_defaults {
   std::vector<int32_t> eos_token_ids;
   // max_new_tokens: a cap on every request's output tokens, as vLLM reads it; 0 = none.
   int32_t max_new_tokens = 0;
+  // A request's max_tokens under that cap.
+  int32_t capped(int32_t max_tokens) const noexcept {
+    return max_new_tokens > 0 && max_new_tokens < max_tokens ? max_new_tokens : max_tokens;
+  }
 };
 
 // Parse and validate; throws troupe::error(invalid_checkpoint / unsupported) naming the file,

@@ -344,9 +344,8 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
   if (!r.ignore_eos) b.stop_ids = b.sampling.stop_token_ids;
   for (int32_t id : r.stop_ids)
     if (std::find(b.stop_ids.begin(), b.stop_ids.end(), id) == b.stop_ids.end()) b.stop_ids.push_back(id);
-  b.max_tokens = r.max_tokens.value_or(m.default_max_tokens);
   // generation_config's max_new_tokens caps every request, as vLLM reads it.
-  if (m.generation.max_new_tokens > 0) b.max_tokens = std::min(b.max_tokens, m.generation.max_new_tokens);
+  b.max_tokens = m.generation.capped(r.max_tokens.value_or(m.default_max_tokens));
   if (r.min_tokens) {
     if (*r.min_tokens > b.max_tokens) {
       res.error = err(wire::error_code::invalid_value, "field 'min_tokens' = " + std::to_string(*r.min_tokens) +

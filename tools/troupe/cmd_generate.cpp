@@ -77,7 +77,7 @@ int run_generate(int argc, char** argv) {
   }
   cli::check_ids_in_vocab(prompt, ck->config.vocab_size);
   generate_options o = m.run_options();
-  o.max_tokens = ck->generation.max_new_tokens > 0 ? std::min(max_tokens, ck->generation.max_new_tokens) : max_tokens;
+  o.max_tokens = ck->generation.capped(max_tokens);
   o.prefill_chunk = prefill_chunk;
   o.sampling = defaults_from(ck->generation);
   if (temperature) o.sampling.temperature = *temperature;
