@@ -64,6 +64,7 @@ submit_msg submit_for(self_ptr self, const generate_msg& m, int32_t i, std::vect
   s.spec.prompt = std::move(prompt);
   s.spec.priority = r.priority;
   s.spec.tenant = r.tenant;
+  s.spec.cache_salt = r.cache_salt;
   if (r.deadline_ms) s.spec.deadline = m.received + std::chrono::milliseconds(*r.deadline_ms);
   return s;
 }

@@ -82,6 +82,16 @@ block_hash root_hash(const cache_identity& id) {
   return truncate(sha256::of(text.data(), text.size()));
 }
 
+block_hash salted_root(const block_hash& root, std::string_view salt) {
+  if (salt.empty()) return root;
+  const std::string head = "troupe-prefix-cache/" + std::string(kHashVersion) + "\ncache_salt\n";
+  sha256 h;
+  h.update(head.data(), head.size());
+  h.update(root.bytes.data(), root.bytes.size());
+  h.update(salt.data(), salt.size());
+  return truncate(h.finish());
+}
+
 block_hash chain_hash(const block_hash& parent, std::span<const int32_t> tokens) {
   sha256 h;
   h.update(parent.bytes.data(), parent.bytes.size());

@@ -46,6 +46,11 @@ struct cache_identity {
 // Hash of the empty prefix: SHA-256 of "troupe-prefix-cache/v1\n" followed by
 // "identity=<key_component>\nblock_size=<n>\n", first 16 bytes.
 block_hash root_hash(const cache_identity& id);
+// A salted chain's root (vLLM's cache_salt): SHA-256 of "troupe-prefix-cache/v1\ncache_salt\n",
+// root (16 bytes) and the salt's bytes, first 16 bytes. Requests that give different salts (or
+// none) share no block, so a tenant cannot learn from a cache hit's timing what another tenant's
+// prompts were; requests with the same salt share as usual. An empty salt is no salt (root as is).
+block_hash salted_root(const block_hash& root, std::string_view salt);
 // SHA-256 of parent (16 bytes) || tokens (int32, little-endian), first 16 bytes.
 block_hash chain_hash(const block_hash& parent, std::span<const int32_t> tokens);
 // Appends to `hashes` the hashes of the full blocks of `tokens` beyond the hashes.size() already

@@ -46,12 +46,13 @@ static size_t reusable_blocks(size_t num_tokens, int32_t block_size) {
   return num_tokens == 0 ? 0 : (num_tokens - 1) / static_cast<size_t>(block_size);
 }
 
-void prefix_cache::add(int64_t seq, std::span<const int32_t> prompt, bool reuse, std::string_view adapter) {
+void prefix_cache::add(int64_t seq, std::span<const int32_t> prompt, bool reuse, std::string_view adapter,
+                       std::string_view cache_salt) {
   auto [it, fresh] = seqs_.try_emplace(seq);
   TROUPE_ASSERT(fresh);
   auto& s = it->second;
   s.reuse = reuse;
-  s.root = adapter_root(adapter);
+  s.root = salted_root(adapter_root(adapter), cache_salt);
   extend(s, prompt);
   if (!opts_.remote || !reuse) return;
   const size_t cap = reusable_blocks(prompt.size(), block_size_);

@@ -88,7 +88,10 @@ class prefix_cache {
   // that wants every prompt row's logits, as vLLM skips the cache for prompt_logprobs).
   // adapter: a LoRA adapter's identity ("": the base model), which roots the sequence's hash chain
   // (root_hash of the identity with that adapter): its blocks match only the same adapter's.
-  void add(int64_t seq, std::span<const int32_t> prompt, bool reuse = true, std::string_view adapter = {});
+  // cache_salt (vLLM's): salts that root further (salted_root): its blocks match only sequences
+  // with the same adapter and the same salt. Not memoised: one SHA-256 per salted sequence.
+  void add(int64_t seq, std::span<const int32_t> prompt, bool reuse = true, std::string_view adapter = {},
+           std::string_view cache_salt = {});
   bool waiting_remote(int64_t seq) const;
   std::vector<remote_lookup> take_remote_lookups();
   // Ends a sequence's wait (payloads may be empty: nothing found, too slow, store down). A

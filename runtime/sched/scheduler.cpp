@@ -98,7 +98,8 @@ admission scheduler::add(request_spec spec) {
   s.spec = std::move(spec);
   int64_t id = s.spec.seq_id;
   const auto& queued = seqs_.emplace(id, std::move(s)).first->second;
-  if (prefix_) prefix_->add(id, queued.tokens, /*reuse=*/!queued.spec.prompt_logits, queued.spec.adapter_identity);
+  if (prefix_) prefix_->add(id, queued.tokens, /*reuse=*/!queued.spec.prompt_logits, queued.spec.adapter_identity,
+                           queued.spec.cache_salt);
   insert_sorted(waiting_, id);
   policy_->on_waiting(view(queued));
   return {};

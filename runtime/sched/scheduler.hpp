@@ -80,6 +80,9 @@ struct request_spec {
   // roots the sequence's prefix-cache hash chain: blocks are shared only under the same adapter.
   int32_t adapter = -1;
   std::string adapter_identity;
+  // vLLM's cache_salt: with prefix caching, the sequence shares blocks only with sequences of the
+  // same salt (and adapter); "": unsalted, shared with every unsalted one.
+  std::string cache_salt;
   // An embedding request (/v1/embeddings): the step that computes its prompt's last token asks for
   // that token's final hidden state (logits_mode::hidden) instead of logits, and update() then
   // finishes it (finish_reason stop) with no token: the executor's sampled entry for it is a

@@ -311,7 +311,7 @@ event decode_body(const reader& r) {
   std::string id;
   if (const auto* o = r.find("id"); o && o->type == msgpack::type::STR) id = std::string(detail::as_view(*o));
   if (kind == "token") {
-    token_event t{id, r.str("text"), r.ids("ids"), std::nullopt, std::nullopt, std::nullopt};
+    token_event t{id, r.str("text"), r.ids("ids"), std::nullopt, std::nullopt, std::nullopt, std::nullopt};
     if (const auto* l = r.find("logprobs")) t.logprobs = read_logprobs(reader(*l));
     if (r.find("index")) t.index = static_cast<int32_t>(r.integer("index"));
     if (r.find("reasoning")) t.reasoning = r.str("reasoning");

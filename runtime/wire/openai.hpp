@@ -38,7 +38,7 @@ struct served_models {
   std::string base;
   std::vector<std::string> adapters;
   int64_t max_model_len = 0;
-  std::vector<std::string> aliases;  // other names of the base model (--served-model-name a b)
+  std::vector<std::string> aliases = {};  // other names of the base model (--served-model-name a b)
 };
 
 struct parsed_request {

@@ -19,7 +19,8 @@ bool chat_extra(const std::string& k) {
       "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "stop",
       "stop_token_ids", "min_tokens", "ignore_eos", "allowed_token_ids", "bad_words", "logit_bias", "priority",
       "structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
-      "include_stop_str_in_output", "skip_special_tokens", "truncate_prompt_tokens", "chat_template_kwargs"};
+      "include_stop_str_in_output", "skip_special_tokens", "truncate_prompt_tokens", "chat_template_kwargs",
+      "cache_salt"};
   return std::find(std::begin(extras), std::end(extras), k) != std::end(extras);
 }
 

@@ -148,6 +148,9 @@ struct generate_request {
   int32_t priority = 0;                // lower is served first (vLLM's convention)
   std::string tenant;
   std::string adapter;                 // a LoRA adapter the server loaded (troupe serve --lora); "": the base model
+  // vLLM's cache_salt: prefix caching shares this request's KV blocks only with requests that give
+  // the same salt (per-tenant isolation of cache-hit timing); "": none.
+  std::string cache_salt;
   std::optional<uint32_t> deadline_ms; // relative to the server receiving the request
   // Report each generated token's log-probability and those of the `logprobs` most likely
   // tokens (0..20) under the model's own distribution; absent: none.

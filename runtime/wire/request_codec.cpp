@@ -480,7 +480,7 @@ generate_request decode_generate(const field_map& f) {
       "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
       "seed", "max_tokens", "stop", "include_stop_str_in_output", "skip_special_tokens", "stop_ids", "ignore_eos", "return_prompt_ids", "stream", "priority", "tenant", "adapter",
       "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs", "bad_words",
-      "response_format", "structured_outputs", "n", "prompts", "truncate_prompt_tokens"};
+      "response_format", "structured_outputs", "n", "prompts", "truncate_prompt_tokens", "cache_salt"};
   f.check_known(allowed, "a generate request");
   generate_request r;
   r.id = get_id(f, true, "generate");
@@ -517,6 +517,10 @@ generate_request decode_generate(const field_map& f) {
   if (const auto* o = f.find("stream")) r.stream = get_bool(*o, "stream");
   get_scheduling(f, r);
   if (const auto* o = f.find("adapter")) r.adapter = get_string(*o, "adapter", max_adapter_name_bytes);
+  if (const auto* o = f.find("cache_salt")) {
+    r.cache_salt = get_string(*o, "cache_salt", max_cache_salt_bytes);
+    if (r.cache_salt.empty()) fail(error_code::invalid_value, "field 'cache_salt' must not be empty (leave it out for none)");
+  }
   if (const auto* o = f.find("logprobs")) r.logprobs = static_cast<int32_t>(get_int(*o, "logprobs", 0, max_logprobs));
   if (const auto* o = f.find("separate_reasoning")) r.separate_reasoning = get_bool(*o, "separate_reasoning");
   if (const auto* o = f.find("min_tokens"))
@@ -905,6 +909,7 @@ std::string encode_request(const request& req) {
     put_structured(m, g->structured);
     if (g->n != 1) m.key("n").pack(g->n);
     if (g->truncate_prompt_tokens) m.key("truncate_prompt_tokens").pack(*g->truncate_prompt_tokens);
+    if (!g->cache_salt.empty()) detail::pack_str(m.key("cache_salt"), g->cache_salt);
   } else if (const auto* t = std::get_if<tokenize_request>(&req)) {
     put_prompt(m, *t);
   } else if (const auto* p = std::get_if<set_policy_request>(&req)) {

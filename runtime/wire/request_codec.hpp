@@ -21,6 +21,7 @@ struct decoded_request {
 inline constexpr size_t max_id_bytes = 128;
 inline constexpr size_t max_tenant_bytes = 128;
 inline constexpr size_t max_adapter_name_bytes = 128;
+inline constexpr size_t max_cache_salt_bytes = 1024;
 inline constexpr size_t max_stop_strings = 16;
 inline constexpr size_t max_stop_string_bytes = 256;
 inline constexpr size_t max_stop_ids = 64;

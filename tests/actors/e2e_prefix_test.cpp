@@ -102,6 +102,30 @@ BOOST_AUTO_TEST_CASE(a_repeated_prompt_reports_its_cached_tokens) {
   BOOST_TEST(third.done.usage.cached_prompt_tokens == 64);
 }
 
+// vLLM's cache_salt: a prompt cached under one salt is cold under another and without one, and
+// warm again under its own; the tokens are the same whichever blocks were reused.
+BOOST_AUTO_TEST_CASE(a_cache_salt_keeps_cached_prompts_apart) {
+  auto srv = start(test_config());
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 40; ++i) prompt.push_back(300 + 5 * i);
+  client::client cl("127.0.0.1", srv->port());
+  auto salted = [&](const char* id, const char* salt) {
+    auto r = ids_request(id, prompt, 4);
+    if (salt) r.cache_salt = salt;
+    return cl.complete(r);
+  };
+  auto a = salted("a", "tenant-a");
+  auto b = salted("b", "tenant-b");
+  auto plain = salted("c", nullptr);
+  auto a2 = salted("d", "tenant-a");
+  BOOST_TEST(a.done.usage.cached_prompt_tokens == 0);
+  BOOST_TEST(b.done.usage.cached_prompt_tokens == 0);
+  BOOST_TEST(plain.done.usage.cached_prompt_tokens == 0);
+  BOOST_TEST(a2.done.usage.cached_prompt_tokens == 32);  // (40 - 1) / 16 = 2 blocks
+  BOOST_TEST(salted("e", "tenant-b").done.usage.cached_prompt_tokens == 32);
+  for (const auto* r : {&b, &plain, &a2}) BOOST_TEST(r->ids == a.ids, boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(an_executor_restart_forgets_the_cached_blocks) {
   auto srv = start(test_config());
   std::vector<int32_t> prompt;

@@ -49,6 +49,18 @@ BOOST_AUTO_TEST_CASE(golden_values_match_the_documented_algorithm) {
   BOOST_TEST(root_hash(other).hex() == "67e2ab2430c8b2475e2346d5878cb390");
 }
 
+BOOST_AUTO_TEST_CASE(a_cache_salt_roots_its_own_chain) {
+  // python3: hashlib.sha256(b"troupe-prefix-cache/v1\ncache_salt\n" + root + b"tenant-a").digest()[:16]
+  auto root = root_hash(test_identity());
+  BOOST_TEST(salted_root(root, "tenant-a").hex() == "1f156b1eb7a6df30a82a71c091c76286");
+  BOOST_TEST(salted_root(root, "") == root);  // no salt: the identity's own root
+  BOOST_TEST(!(salted_root(root, "tenant-b") == salted_root(root, "tenant-a")));
+  BOOST_TEST(!(salted_root(root, "tenant-a") == root));
+  auto id = test_identity();
+  id.adapter = "sql";
+  BOOST_TEST(!(salted_root(root_hash(id), "tenant-a") == salted_root(root, "tenant-a")));
+}
+
 BOOST_AUTO_TEST_CASE(every_identity_field_changes_the_root) {
   auto base = root_hash(test_identity());
   auto with = [&](auto edit) {

@@ -96,6 +96,29 @@ BOOST_AUTO_TEST_CASE(blocks_are_shared_only_under_the_same_adapter) {
   BOOST_TEST(sim.adapter_of == slots);
 }
 
+// cache_salt: the same prompt under another salt (or none) reuses nothing, under the same salt and
+// adapter its blocks; a salt and an adapter together key apart from either alone.
+BOOST_AUTO_TEST_CASE(blocks_are_shared_only_under_the_same_cache_salt) {
+  paged_sim sim(prefix_config(), 48, 4);
+  auto p = tokens_from(100, 10);
+  sim.add(1, p, 2, false, -1, -1, "tenant-a");
+  sim.run();
+  sim.add(2, p, 2, false, -1, -1, "tenant-b");
+  sim.run();
+  sim.add(3, p, 2);
+  sim.run();
+  sim.add(4, p, 2, false, -1, /*adapter=*/0, "tenant-a");
+  sim.run();
+  for (int64_t id : {1, 2, 3, 4}) BOOST_TEST(sim.cached[id] == 0, "sequence " << id);
+  sim.add(5, p, 2, false, -1, -1, "tenant-a");
+  sim.add(6, p, 2, false, -1, -1, "tenant-b");
+  sim.add(7, p, 2);
+  sim.add(8, p, 2, false, -1, 0, "tenant-a");
+  sim.run();
+  for (int64_t id : {5, 6, 7, 8}) BOOST_TEST(sim.cached[id] == 8, "sequence " << id);
+  BOOST_TEST(sim.pc().index().num_cached_blocks() == 4 * 2);
+}
+
 // A request that wants every prompt row's logits (prompt_logprobs) computes its whole prompt even
 // when the cache holds it, as vLLM skips the cache for it, and issues no remote look-up; what it
 // computes is still cached for others.

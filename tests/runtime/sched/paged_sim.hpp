@@ -57,11 +57,13 @@ struct paged_sim {
   paged_sim(sched_config cfg, int32_t blocks, int32_t block_size)
       : s(cfg, blocks, block_size), bs(block_size), pool(static_cast<size_t>(blocks * block_size), -1) {}
 
-  // adapter >= 0: a LoRA adapter slot, with identity "lora<slot>" (its blocks are its own).
+  // adapter >= 0: a LoRA adapter slot, with identity "lora<slot>" (its blocks are its own);
+  // salt: the request's cache_salt.
   void add(int64_t id, std::vector<int32_t> prompt, int32_t n_out, bool prompt_logits = false, int64_t leader = -1,
-           int32_t adapter = -1) {
+           int32_t adapter = -1, std::string salt = {}) {
     request_spec r;
     r.seq_id = id;
+    r.cache_salt = std::move(salt);
     r.adapter = adapter;
     if (adapter >= 0) r.adapter_identity = "lora" + std::to_string(adapter);
     r.prompt_leader = leader;

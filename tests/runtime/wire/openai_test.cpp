@@ -841,6 +841,24 @@ BOOST_AUTO_TEST_CASE(truncate_prompt_tokens_passes_through) {
   BOOST_TEST(rerank.error.code == "unknown_field");
 }
 
+// vLLM's cache_salt reaches the protocol from completions and chat; not from embeddings (whose
+// prompts are not cached across requests); an empty or non-string salt is refused naming it.
+BOOST_AUTO_TEST_CASE(cache_salt_passes_through) {
+  auto p = completion(R"({"prompt": "a", "cache_salt": "tenant-a"})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(p.req->cache_salt == "tenant-a");
+  auto c = chat(R"({"messages": [{"role": "user", "content": "q"}], "cache_salt": "s"})");
+  BOOST_TEST_REQUIRE(c.ok(), c.error.message);
+  BOOST_TEST(c.req->cache_salt == "s");
+  BOOST_TEST(chat(R"({"messages": [{"role": "user", "content": "q"}]})").req->cache_salt.empty());
+  auto empty = completion(R"({"prompt": "a", "cache_salt": ""})");
+  BOOST_TEST(empty.error.code == "invalid_value");
+  BOOST_TEST(empty.error.message.find("cache_salt") != std::string::npos);
+  BOOST_TEST(completion(R"({"prompt": "a", "cache_salt": 5})").error.code == "wrong_type");
+  auto e = oa::parse_request(oa::endpoint::embeddings, R"({"input": "a", "cache_salt": "s"})", models, "e");
+  BOOST_TEST(e.error.code == "unknown_field");
+}
+
 BOOST_AUTO_TEST_CASE(echo_scores_the_prompt) {
   auto p = completion(R"({"prompt": [3, 4, 5], "echo": true, "logprobs": 1, "max_tokens": 0})");
   BOOST_TEST_REQUIRE(p.ok(), p.error.message);

@@ -102,6 +102,7 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.include_stop_str_in_output = true;
   g.skip_special_tokens = false;
   g.truncate_prompt_tokens = 100;
+  g.cache_salt = "tenant-a salt";
   auto d = decode_request(encode_request(g));
   BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
   BOOST_TEST((std::get<generate_request>(*d.req) == g));
@@ -535,6 +536,11 @@ BOOST_AUTO_TEST_CASE(limits_on_ids_stop_and_tenant) {
   expect_error(decode(generate_with({{"adapter", std::string(129, 'a')}})), error_code::invalid_value,
                "field 'adapter' has 129 bytes; at most 128", "r1");
   expect_error(decode(generate_with({{"adapter", 7}})), error_code::wrong_type, "'adapter'", "r1");
+  expect_error(decode(generate_with({{"cache_salt", ""}})), error_code::invalid_value,
+               "field 'cache_salt' must not be empty", "r1");
+  expect_error(decode(generate_with({{"cache_salt", std::string(1025, 's')}})), error_code::invalid_value,
+               "field 'cache_salt' has 1025 bytes; at most 1024", "r1");
+  expect_error(decode(generate_with({{"cache_salt", 7}})), error_code::wrong_type, "'cache_salt'", "r1");
 }
 
 // Tools and tool calls are free-form JSON: they arrive as JSON text with the client's key order
