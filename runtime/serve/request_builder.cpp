@@ -219,6 +219,54 @@ rerank_build_result build_rerank(const wire::generate_request& r, const model_fa
 
 namespace {
 
+bool fits(const std::vector<int32_t>& prompt, const model_facts& m) {
+  return static_cast<int64_t>(prompt.size()) + 1 <= m.max_model_len;
+}
+
+// OpenAI Responses' truncation "auto" (wire::generate_request::truncate_messages): the prompt of
+// the messages with the fewest oldest turns dropped that fits max_model_len. A turn runs from the
+// first message after the leading system ones up to the next user message, so the kept
+// conversation starts at a user message (a tool result never loses the call it answers to a cut
+// between them) and the instructions stay. Dropping more turns shortens the prompt: a binary
+// search renders log2(turns) prompts. When even the last turn alone does not fit, the whole prompt
+// comes back and is refused as too long.
+tokenize_result truncated_messages_prompt(const wire::generate_request& r, const model_facts& m) {
+  auto render = [&](const std::vector<wire::chat_message>& msgs) {
+    return prompt_ids_of(r.kind, r.prompt, msgs,
+                         {r.enable_thinking.value_or(true), r.add_generation_prompt, r.continue_final_message},
+                         r.tools_json, m);
+  };
+  auto whole = render(r.messages);
+  if (whole.error || fits(whole.ids, m)) return whole;
+  const auto& msgs = r.messages;
+  size_t head = 0;
+  while (head < msgs.size() && msgs[head].role == "system") ++head;
+  std::vector<size_t> cuts;  // where the kept messages may start: each user message after the first turn
+  for (size_t i = head + 1; i < msgs.size(); ++i)
+    if (msgs[i].role == "user") cuts.push_back(i);
+  auto without = [&](size_t cut) {
+    std::vector<wire::chat_message> kept(msgs.begin(), msgs.begin() + static_cast<ptrdiff_t>(head));
+    kept.insert(kept.end(), msgs.begin() + static_cast<ptrdiff_t>(cut), msgs.end());
+    return render(kept);
+  };
+  if (cuts.empty()) return whole;
+  auto shortest = without(cuts.back());
+  if (shortest.error || !fits(shortest.ids, m)) return whole;
+  size_t lo = 0, hi = cuts.size() - 1;  // cuts[hi] fits; the whole conversation (before cuts[0]) does not
+  tokenize_result best = std::move(shortest);
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    auto t = without(cuts[mid]);
+    if (!t.error && fits(t.ids, m)) {
+      hi = mid;
+      best = std::move(t);
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return best;
+}
+
 // The request's prompt as ids: checked against the vocabulary, truncated as asked, fitting
 // max_model_len with one generated token.
 std::optional<wire::wire_error> build_prompt(const wire::generate_request& r, const model_facts& m,
@@ -227,7 +275,7 @@ std::optional<wire::wire_error> build_prompt(const wire::generate_request& r, co
     if (auto e = first_outside_vocab("prompt_ids", r.prompt_ids, m.vocab_size)) return e;
     prompt = r.prompt_ids;
   } else {
-    auto t = prompt_ids(r, m);
+    auto t = r.truncate_messages ? truncated_messages_prompt(r, m) : prompt_ids(r, m);
     if (t.error) return t.error;
     if (auto e = encoded_outside_vocab(r.kind == wire::prompt_kind::messages ? "messages" : "prompt", t.ids, m))
       return e;
@@ -235,10 +283,11 @@ std::optional<wire::wire_error> build_prompt(const wire::generate_request& r, co
   }
   if (auto bad = truncate_prompt(prompt, r.truncate_prompt_tokens, m)) return bad;
   const auto n = static_cast<int64_t>(prompt.size());
-  if (n + 1 > m.max_model_len)
+  if (!fits(prompt, m))
     return err(wire::error_code::prompt_too_long,
                "prompt has " + std::to_string(n) + " tokens; max_model_len is " + std::to_string(m.max_model_len) +
-                   " (the prompt and at least one generated token must fit)");
+                   " (the prompt and at least one generated token must fit" +
+                   (r.truncate_messages ? "; truncation drops whole turns, and the last turn alone does not fit)" : ")"));
   return std::nullopt;
 }
 

@@ -213,6 +213,7 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
     const ojson* input = nullptr;
     const ojson* previous = nullptr;
     bool want_store = true;  // OpenAI's default
+    bool truncate = false;   // truncation "auto"
     for (const auto& [k, v] : b.items()) {
       if (v.is_null()) continue;
       if (k == "model") {
@@ -278,9 +279,9 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
         c[k] = v;
         echo[k] = v;
       } else if (k == "truncation") {
-        want(v, v.is_string(), k, "a string");
-        if (v != "disabled")
-          refuse("unsupported", k, "truncation '" + v.get<std::string>() + "' is not supported (served: disabled)");
+        want(v, v.is_string() && (v == "disabled" || v == "auto"), k, "\"disabled\" or \"auto\"");
+        truncate = v == "auto";
+        echo[k] = v;
       } else if (k == "background") {
         want(v, v.is_boolean(), k, "a boolean");
         out.background = v.get<bool>();
@@ -346,6 +347,7 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
     out.echo_json = dump(echo);
     parse_generate(endpoint::chat, c, models, id, out.chat);
     if (!out.chat.ok()) name_responses_fields(out.chat.error);
+    else out.chat.req->truncate_messages = truncate;
   } catch (const refusal& r) {
     out.chat.error = r.e;
     name_responses_fields(out.chat.error);

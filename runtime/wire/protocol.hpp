@@ -177,6 +177,10 @@ struct generate_request {
   // prompt (of each input); -1: as many as fit (max_model_len - 1). Absent: a prompt too long is
   // refused.
   std::optional<int32_t> truncate_prompt_tokens;
+  // OpenAI Responses' truncation "auto" (messages prompts): when the rendered prompt does not fit
+  // max_model_len, its oldest turns are dropped (from the first message after the leading system
+  // ones up to the next user message, as few turns as it takes) until it does.
+  bool truncate_messages = false;
   // A batch (vLLM's and OpenAI's list of prompts for /v1/completions): these prompts instead of
   // prompt / prompt_ids, each as if it were the request's only one, with the same fields; its n
   // completions are completions p * n .. p * n + n - 1 of the request. Empty: one prompt.

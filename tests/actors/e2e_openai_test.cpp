@@ -616,10 +616,10 @@ BOOST_AUTO_TEST_CASE(responses_give_the_chat_answer) {
              whole["usage"]["input_tokens"].get<int64_t>() - 16);
 
   // A refusal names the Responses API's field, in OpenAI's error shape.
-  c.post("/v1/responses", R"({"input": "q", "truncation": "auto"})");
+  c.post("/v1/responses", R"({"input": "q", "conversation": "conv_1"})");
   r = c.read();
   BOOST_TEST(r.status == 400);
-  BOOST_TEST(json::parse(r.body)["error"]["param"] == "truncation");
+  BOOST_TEST(json::parse(r.body)["error"]["param"] == "conversation");
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
@@ -847,6 +847,46 @@ BOOST_AUTO_TEST_CASE(responses_continue_a_stored_conversation) {
   r = b.read();
   BOOST_TEST(r.status == 404);
   BOOST_TEST(r.body.find("responses_store_bytes = 0") != std::string::npos, r.body);
+}
+
+// Responses' truncation "auto": a stored conversation continued past max_model_len (256 here)
+// drops its oldest turns, so the answer is the one to the conversation that is left (the
+// instructions and the new input); "disabled" (the default) refuses it as too long.
+BOOST_AUTO_TEST_CASE(responses_truncate_a_conversation_that_outgrew_the_context) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  http_client c(srv->http_port());
+  using ojson = nlohmann::ordered_json;
+  std::string words;
+  for (int i = 0; i < 60; ++i) words += " w" + std::to_string(i);
+  std::string question = "And now";
+  for (int i = 0; i < 40; ++i) question += " q" + std::to_string(i);
+  const ojson first_body = {{"instructions", "Be brief."}, {"input", "Remember:" + words}, {"max_output_tokens", 8},
+                            {"ignore_eos", true}, {"temperature", 0}};
+  c.post("/v1/responses", first_body.dump());
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const std::string first_id = json::parse(r.body)["id"];
+  ojson next = {{"previous_response_id", first_id}, {"instructions", "Be brief."}, {"input", question},
+                {"max_output_tokens", 8}, {"ignore_eos", true}, {"temperature", 0}};
+  c.post("/v1/responses", next.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 400, r.body);  // the whole conversation does not fit
+  BOOST_TEST(json::parse(r.body)["error"]["code"] == "prompt_too_long");
+  next["truncation"] = "auto";
+  c.post("/v1/responses", next.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const auto truncated = json::parse(r.body);
+  BOOST_TEST(truncated["truncation"] == "auto");
+  const ojson alone = {{"instructions", "Be brief."}, {"input", question}, {"max_output_tokens", 8},
+                       {"ignore_eos", true}, {"temperature", 0}, {"store", false}};
+  c.post("/v1/responses", alone.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const auto expected = json::parse(r.body);
+  BOOST_TEST(truncated["usage"]["input_tokens"] == expected["usage"]["input_tokens"]);
+  BOOST_TEST(truncated["output"].back()["content"][0]["text"] == expected["output"].back()["content"][0]["text"]);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
 // vLLM's /tokenize and /detokenize: a text gives the tokenizer's ids, chat messages the ids the

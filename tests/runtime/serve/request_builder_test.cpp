@@ -2,6 +2,7 @@
 // EOS and request stop ids, and the refusals (vocabulary, prompt length, no tokenizer).
 #include <boost/test/unit_test.hpp>
 
+#include "runtime/serve/chat_renderer.hpp"
 #include "runtime/serve/request_builder.hpp"
 
 using namespace troupe;
@@ -354,6 +355,66 @@ BOOST_AUTO_TEST_CASE(text_prompts_with_a_tokenizer) {
   BOOST_REQUIRE(b.req);
   BOOST_TEST(b.req->prompt == tok.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"),
              boost::test_tools::per_element());
+}
+
+// OpenAI Responses' truncation "auto": the fewest oldest turns are dropped for the prompt to fit,
+// the system message kept and the conversation starting at a user message (a tool result stays
+// with its call); without it, or when the last turn alone is too long, the prompt is refused.
+BOOST_AUTO_TEST_CASE(truncate_messages_drops_the_oldest_turns_that_do_not_fit) {
+  tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
+  auto tmpl = std::make_shared<const chat_template>(chat_template::from_directory(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer"));
+  auto m = with_tokenizer(tok);
+  m.chat = make_chat_renderer(tmpl);
+  const std::string calls = R"([{"type": "function", "function": {"name": "f", "arguments": "{}"}}])";
+  using msg = wire::chat_message;
+  std::vector<msg> msgs = {{"system", "Be brief.", "", ""}};
+  for (int t = 0; t < 5; ++t) {
+    const auto k = std::to_string(t);
+    msgs.push_back({"user", "question " + k + " about the weather in a city far away from here", "", ""});
+    if (t == 2) {  // a turn with a tool call and its result
+      msgs.push_back({"assistant", "", "", calls});
+      msgs.push_back({"tool", "sunny " + k, "", ""});
+    }
+    msgs.push_back({"assistant", "answer " + k + " which is rather long and detailed as answers go", "", ""});
+  }
+  msgs.push_back({"user", "the last question", "", ""});
+  wire::generate_request r;
+  r.id = "r";
+  r.kind = wire::prompt_kind::messages;
+  r.truncate_messages = true;
+  auto prompt_of = [&](std::vector<msg> kept) { return tok.encode(m.chat(kept, "", {})); };
+  // The conversations truncation may leave: the system message, then from a user message on.
+  std::vector<std::vector<int32_t>> kept_prompts;
+  for (size_t i = 2; i < msgs.size(); ++i)
+    if (msgs[i].role == "user") {
+      std::vector<msg> kept = {msgs[0]};
+      kept.insert(kept.end(), msgs.begin() + static_cast<ptrdiff_t>(i), msgs.end());
+      kept_prompts.push_back(prompt_of(kept));
+    }
+  BOOST_REQUIRE(kept_prompts.size() == 5u);
+  const auto whole = prompt_of(msgs);
+  r.messages = msgs;
+  m.max_model_len = static_cast<int32_t>(whole.size()) + 1;  // fits as it is: nothing dropped
+  auto b = build_generate(r, m);
+  BOOST_REQUIRE_MESSAGE(b.req, b.error.message);
+  BOOST_TEST(b.req->prompt == whole, boost::test_tools::per_element());
+  for (size_t drop = 0; drop < kept_prompts.size(); ++drop) {
+    // Room for exactly the conversation from the (drop + 1)-th cut on: dropping one turn less
+    // does not fit.
+    m.max_model_len = static_cast<int32_t>(kept_prompts[drop].size()) + 1;
+    b = build_generate(r, m);
+    BOOST_REQUIRE_MESSAGE(b.req, b.error.message);
+    BOOST_TEST(b.req->prompt == kept_prompts[drop], boost::test_tools::per_element());
+  }
+  m.max_model_len = static_cast<int32_t>(kept_prompts.back().size());  // the last turn alone is too long
+  b = build_generate(r, m);
+  BOOST_REQUIRE(!b.req);
+  BOOST_TEST(to_string(b.error.code) == "prompt_too_long");
+  BOOST_TEST(b.error.message.find("the last turn alone does not fit") != std::string::npos, b.error.message);
+  r.truncate_messages = false;  // the default: refused, nothing dropped
+  m.max_model_len = static_cast<int32_t>(whole.size());
+  b = build_generate(r, m);
+  BOOST_TEST(to_string(b.error.code) == "prompt_too_long");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -108,11 +108,12 @@ BOOST_AUTO_TEST_CASE(fields_map_onto_the_generate) {
       "text": {"format": {"type": "json_schema", "name": "a", "schema": {"type": "object"}, "strict": true}},
       "include": ["message.output_text.logprobs", "reasoning.encrypted_content"], "top_logprobs": 3,
       "metadata": {"k": "v"}, "store": false, "prompt_cache_key": "c", "service_tier": "auto",
-      "stream_options": {"include_obfuscation": false}, "truncation": "disabled", "background": false,
+      "stream_options": {"include_obfuscation": false}, "truncation": "auto", "background": false,
       "max_tool_calls": 3, "cache_salt": "tenant-a"})");
   BOOST_TEST_REQUIRE(p.ok(), p.chat.error.message);
   const auto& r = *p.chat.req;
   BOOST_TEST(r.cache_salt == "tenant-a");
+  BOOST_TEST(r.truncate_messages);
   BOOST_TEST(r.max_tokens.value_or(0) == 50);
   BOOST_TEST(r.sampling.temperature.value_or(-1) == 0.3);
   BOOST_TEST(r.sampling.top_k.value_or(0) == 5);
@@ -131,10 +132,12 @@ BOOST_AUTO_TEST_CASE(fields_map_onto_the_generate) {
   BOOST_TEST(echo["tools"][0]["name"] == "f");
   BOOST_TEST(echo["store"] == false);  // asked not to (and no store given here anyway)
   BOOST_TEST(echo["max_tool_calls"] == 3);
+  BOOST_TEST(echo["truncation"] == "auto");
 
   // Without max_output_tokens an answer may run to the end of the context, as chat's does.
   p = parse(R"({"input": "q"})");
   BOOST_TEST(p.chat.req->max_tokens.value_or(0) == 4096);
+  BOOST_TEST(!p.chat.req->truncate_messages);  // OpenAI's default: disabled
   BOOST_TEST(!p.chat.req->enable_thinking.has_value());
   // A LoRA adapter by name.
   p = parse(R"({"input": "q", "model": "sql-lora"})");
@@ -171,7 +174,7 @@ BOOST_AUTO_TEST_CASE(bad_requests_name_the_responses_field) {
       {R"({"input": "x", "conversation": "conv_1"})", 400, "unsupported", "conversation"},
       {R"({"input": "x", "max_tool_calls": 0})", 400, "wrong_type", "max_tool_calls"},
       {R"({"input": "x", "background": true})", 400, "unsupported", "background"},
-      {R"({"input": "x", "truncation": "auto"})", 400, "unsupported", "truncation"},
+      {R"({"input": "x", "truncation": "middle"})", 400, "wrong_type", "truncation"},
       {R"({"input": "x", "max_output_tokens": 0})", 400, "invalid_value", "max_output_tokens"},
       {R"({"input": "x", "max_output_tokens": "ten"})", 400, "wrong_type", "max_output_tokens"},
       {R"({"input": "x", "temperature": -1})", 400, "invalid_value", "temperature"},

@@ -73,6 +73,7 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.enable_thinking = false;
   g.add_generation_prompt = false;
   g.continue_final_message = true;
+  g.truncate_messages = true;
   g.sampling.temperature = 0.7;
   g.sampling.top_p = 0.9;
   g.sampling.top_k = 20;
@@ -503,6 +504,8 @@ BOOST_AUTO_TEST_CASE(enable_thinking_without_messages) {
                "'continue_final_message' applies only to 'messages'", "r1");
   expect_error(decode(generate_with({{"add_generation_prompt", false}})), error_code::invalid_value,
                "'add_generation_prompt' applies only to 'messages'", "r1");
+  expect_error(decode(generate_with({{"truncate_messages", true}})), error_code::invalid_value,
+               "'truncate_messages' applies only to 'messages'", "r1");
 }
 
 // Assistant prefill: continue_final_message needs the generation prompt off, as vLLM's rule.
