@@ -61,6 +61,7 @@ void start_background(self_ptr self, connection_handle hdl, wire::openai::parsed
   const std::string id = resp->id();
   const bool stream = resp->streamed();
   const std::string queued = resp->created_json();
+  p.chat.req->stream = true;  // its output grows token by token, streamed or not (background_response)
   const int64_t rid = st.next_rid++;
   const auto w = static_cast<int32_t>(rid % static_cast<int64_t>(st.workers.size()));
   route r;

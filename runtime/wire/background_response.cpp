@@ -15,7 +15,7 @@ background_response::background_response(const parsed_responses& p, int64_t crea
     : id_(p.chat.req->id),
       store_(std::move(store)),
       conversation_(p.conversation ? p.conversation : std::make_shared<const ojson>(ojson::array())),
-      builder_(p, created, std::move(token_bytes), think_end),
+      builder_(p, created, std::move(token_bytes), think_end, /*stream=*/true),
       stream_(p.chat.req->stream) {
   builder_.set_on_final([this](const ojson& r) { final_ = r; });
   keep_response(*store_, id_, *conversation_, builder_.snapshot("queued"), nullptr, false);
@@ -43,7 +43,7 @@ void background_response::feed(const event& e) {
             dump(ojson{{"type", "response.failed"}, {"sequence_number", events_->size()}, {"response", r}}) + "\n\n";
     complete_ = true;
   }
-  if (stream_)  // the builder writes whole events, each ending in a blank line
+  if (stream_)  // the builder writes whole events, each ending in a blank line (kept if asked for)
     for (size_t pos = 0; pos < out.size();) {
       size_t end = out.find("\n\n", pos);
       end = end == std::string::npos ? out.size() : end + 2;

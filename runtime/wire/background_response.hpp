@@ -22,6 +22,8 @@ namespace troupe::wire::openai {
 class background_response {
  public:
   // `p`: a parsed request with p.background and p.store set; `store`: where it is kept (not null).
+  // Its generate must stream (p.chat.req->stream set true after this, whatever the client asked):
+  // the output is built token by token so that GET shows it while it runs.
   background_response(const parsed_responses& p, int64_t created, token_bytes_fn token_bytes, int32_t think_end,
                        std::shared_ptr<response_store> store);
   background_response(const background_response&) = delete;
@@ -39,7 +41,7 @@ class background_response {
   bool complete() const noexcept { return complete_; }
 
   // The response as GET answers it: queued until its first event, then in progress with the output
-  // so far (a streamed one's items grow token by token), then the final one.
+  // so far (its items grow token by token), then the final one.
   std::string current_json() const;
 
   // Its server-sent events so far ("event: TYPE\ndata: {...}\n\n" each), event i with

@@ -375,12 +375,12 @@ const char* status_of(finish_reason r) {
 }  // namespace
 
 responses_builder::responses_builder(const parsed_responses& p, int64_t created, token_bytes_fn token_bytes,
-                                     int32_t think_end)
+                                     int32_t think_end, bool stream)
     : id_(p.chat.req->id),
       model_(p.chat.model),
       echo_(std::make_shared<const ojson>(ojson::parse(p.echo_json))),
       created_(created),
-      stream_(p.chat.req->stream),
+      stream_(stream),
       has_tools_(!p.chat.req->tools_json.empty()),
       want_logprobs_(p.logprobs),
       background_(p.background),
@@ -406,19 +406,20 @@ ojson responses_builder::logprob_json(const std::pair<int32_t, logprob_info>& lp
   return {{"token", tok}, {"logprob", lp.second.logprob}, {"bytes", bytes_json(tok)}, {"top_logprobs", std::move(top)}};
 }
 
-ojson responses_builder::item_json(const item& it) const {
+ojson responses_builder::item_json(const item& it, bool so_far) const {
+  const bool whole = it.done || so_far;
   const char* status = !it.done ? "in_progress" : it.cut ? "incomplete" : "completed";
   switch (it.k) {
     case item::kind::reasoning:
       return {{"id", it.id},
               {"type", "reasoning"},
               {"summary", ojson::array()},
-              {"content", it.done ? ojson::array({{{"type", "reasoning_text"}, {"text", it.text}}}) : ojson::array()},
+              {"content", whole ? ojson::array({{{"type", "reasoning_text"}, {"text", it.text}}}) : ojson::array()},
               {"encrypted_content", nullptr},
               {"status", status}};
     case item::kind::message: {
       ojson content = ojson::array();
-      if (it.done) content.push_back(part_json(it));
+      if (whole) content.push_back(part_json(it, so_far));
       return {{"id", it.id}, {"type", "message"}, {"role", "assistant"}, {"status", status}, {"content", std::move(content)}};
     }
     case item::kind::call:
@@ -426,29 +427,30 @@ ojson responses_builder::item_json(const item& it) const {
               {"type", "function_call"},
               {"call_id", it.call_id},
               {"name", it.name},
-              {"arguments", it.done ? it.text : std::string()},
+              {"arguments", whole ? it.text : std::string()},
               {"status", status}};
   }
   return nullptr;
 }
 
-ojson responses_builder::part_json(const item& it) const {
-  ojson part = {{"type", "output_text"}, {"text", it.done ? it.text : std::string()}, {"annotations", ojson::array()}};
+ojson responses_builder::part_json(const item& it, bool so_far) const {
+  const bool whole = it.done || so_far;
+  ojson part = {{"type", "output_text"}, {"text", whole ? it.text : std::string()}, {"annotations", ojson::array()}};
   if (want_logprobs_) {
     ojson lps = ojson::array();
-    if (it.done)
+    if (whole)
       for (const auto& lp : it.logprobs) lps.push_back(logprob_json(lp));
     part["logprobs"] = std::move(lps);
   }
   return part;
 }
 
-ojson responses_builder::response_json(const char* status) const {
+ojson responses_builder::response_json(const char* status, bool so_far) const {
   ojson j = {{"id", id_}, {"object", "response"}, {"created_at", created_}, {"status", status}, {"error", nullptr},
              {"incomplete_details", nullptr}, {"model", model_}};
   for (const auto& [k, v] : echo_->items()) j[k] = v;
   ojson output = ojson::array();
-  for (const auto& it : items_) output.push_back(item_json(it));
+  for (const auto& it : items_) output.push_back(item_json(it, so_far));
   j["output"] = std::move(output);
   if (finished_) {
     j["usage"] = {{"input_tokens", usage_.prompt_tokens},
@@ -462,7 +464,7 @@ ojson responses_builder::response_json(const char* status) const {
   return j;
 }
 
-ojson responses_builder::snapshot(const char* status) const { return response_json(status); }
+ojson responses_builder::snapshot(const char* status) const { return response_json(status, /*so_far=*/true); }
 
 std::string responses_builder::sse(const char* type, ojson fields) {
   ojson j = {{"type", type}, {"sequence_number", seq_++}};
@@ -513,7 +515,7 @@ std::string responses_builder::open(item::kind k) {
                                                 {"part", {{"type", "reasoning_text"}, {"text", ""}}}});
   else if (k == item::kind::message)
     out += sse("response.content_part.added",
-               {{"item_id", added.id}, {"output_index", index}, {"content_index", 0}, {"part", part_json(added)}});
+               {{"item_id", added.id}, {"output_index", index}, {"content_index", 0}, {"part", part_json(added, false)}});
   return out;
 }
 
@@ -538,7 +540,7 @@ std::string responses_builder::close_open() {
     ojson lps = ojson::array();
     for (const auto& lp : it.logprobs) lps.push_back(logprob_json(lp));
     out += sse("response.output_text.done", with({{"content_index", 0}, {"text", it.text}, {"logprobs", lps}}));
-    out += sse("response.content_part.done", with({{"content_index", 0}, {"part", part_json(it)}}));
+    out += sse("response.content_part.done", with({{"content_index", 0}, {"part", part_json(it, false)}}));
   } else {
     out += sse("response.function_call_arguments.done", with({{"arguments", it.text}}));
   }

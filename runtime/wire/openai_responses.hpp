@@ -70,7 +70,13 @@ input_items_page input_items(const response_store::entry& e, const std::string& 
 // and only those after it carry the answer's logprobs.
 class responses_builder final : public reply_builder {
  public:
-  responses_builder(const parsed_responses& p, int64_t created, token_bytes_fn token_bytes, int32_t think_end);
+  responses_builder(const parsed_responses& p, int64_t created, token_bytes_fn token_bytes, int32_t think_end)
+      : responses_builder(p, created, std::move(token_bytes), think_end, p.chat.req->stream) {}
+  // stream: whether its generate streams (token events, then done), which need not be what the
+  // client asked: a background response always builds its output token by token, so that it can
+  // be read while it runs.
+  responses_builder(const parsed_responses& p, int64_t created, token_bytes_fn token_bytes, int32_t think_end,
+                    bool stream);
 
   std::string feed(const event& e) override;
   bool complete() const noexcept override { return complete_; }
@@ -108,9 +114,11 @@ class responses_builder final : public reply_builder {
   std::string item_id(const char* prefix, size_t index) const;
   // One server-sent event of `type` (the JSON's type and sequence_number added to `fields`).
   std::string sse(const char* type, nlohmann::ordered_json fields);
-  nlohmann::ordered_json response_json(const char* status) const;  // with the output so far
-  nlohmann::ordered_json item_json(const item& it) const;
-  nlohmann::ordered_json part_json(const item& it) const;  // a message's output_text part
+  // With the output items so far. so_far: an unfinished item holds its text so far (GET of a running
+  // response); else it is empty until done (the events' shape: deltas carry the text).
+  nlohmann::ordered_json response_json(const char* status, bool so_far = false) const;
+  nlohmann::ordered_json item_json(const item& it, bool so_far = false) const;
+  nlohmann::ordered_json part_json(const item& it, bool so_far) const;  // a message's output_text part
   nlohmann::ordered_json logprob_json(const std::pair<int32_t, logprob_info>& lp) const;
 
   std::string id_, model_;

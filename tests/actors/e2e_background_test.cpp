@@ -215,6 +215,40 @@ BOOST_AUTO_TEST_CASE(followed_from_another_connection_then_cancelled) {
   BOOST_TEST(r.body.empty());  // nothing after the last event
 }
 
+// Not streamed, polled while it runs: its output grows token by token (each poll's text starts
+// the next one's), and the response it ends as (cancelled here) holds what the polls showed.
+BOOST_AUTO_TEST_CASE(a_whole_one_shows_its_output_so_far_while_it_runs) {
+  auto srv = start(roomy_config(), full_vocab_dir, tokenizer_dir);
+  http_client c(srv->http_port());
+  c.post("/v1/responses", body(1900, true).dump());
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const std::string id = json::parse(r.body)["id"];
+  auto text_now = [&](std::string& text) {
+    c.get("/v1/responses/" + id);
+    auto a = c.read();
+    BOOST_TEST_REQUIRE(a.status == 200, a.body);
+    const auto j = json::parse(a.body);
+    if (j["status"] != "in_progress" || j["output"].empty()) return false;
+    const auto& item = j["output"].back();
+    if (item["type"] != "message" || item["content"].empty()) return false;
+    text = item["content"][0]["text"];
+    return item["status"] == "in_progress" && !text.empty();
+  };
+  std::string first, later;
+  BOOST_TEST_REQUIRE(eventually([&] { return text_now(first); }));
+  BOOST_TEST_REQUIRE(eventually([&] { return text_now(later) && later.size() > first.size(); }));
+  BOOST_TEST(later.substr(0, first.size()) == first);
+  c.post("/v1/responses/" + id + "/cancel", "");
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const auto cancelled = json::parse(r.body);
+  BOOST_TEST(cancelled["status"] == "cancelled");
+  const std::string final_text = cancelled["output"].back()["content"][0]["text"];
+  BOOST_TEST(final_text.substr(0, later.size()) == later);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
 // Limits and bad uses: the cap on running ones (429), a store that is off, store: false, the
 // stream query, a stream of a response that has none, deleting or continuing a running one,
 // cancelling a foreground or unknown one; a prompt refused after the answer is kept as failed.

@@ -128,6 +128,42 @@ BOOST_AUTO_TEST_CASE(kept_queued_then_in_progress_then_final_with_its_events) {
   BOOST_TEST(oa::events_after(ev, 1000).empty());
 }
 
+// Created without stream, it still builds its output token by token (its generate streams):
+// polled while it runs it shows the text so far; it keeps no events, and ends as the streamed one.
+BOOST_AUTO_TEST_CASE(a_whole_one_shows_its_text_so_far) {
+  auto store = std::make_shared<oa::response_store>(1 << 20);
+  auto p = parse(R"({"input": "hello", "background": true})", store.get());
+  oa::background_response bg(p, 1700000000, token_bytes(), think_end, store);
+  BOOST_TEST(!bg.streamed());
+  auto sp = parse(R"({"input": "hello", "background": true, "stream": true})", store.get(), "resp_0c");
+  oa::background_response streamed(sp, 1700000000, token_bytes(), think_end, store);
+  const auto answer = streamed_answer();
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < answer.size(); ++i) {
+    bg.feed(answer[i]);
+    streamed.feed(answer[i]);
+    if (i + 1 == answer.size()) break;
+    const auto now = json::parse(bg.current_json());
+    BOOST_TEST(now["status"] == "in_progress");
+    if (now["output"].size() == 2u && !now["output"][1]["content"].empty()) {
+      BOOST_TEST(now["output"][0]["content"][0]["text"] == "hm");  // the thinking, whole
+      BOOST_TEST(now["output"][1]["status"] == "in_progress");
+      texts.push_back(now["output"][1]["content"][0]["text"]);
+    }
+  }
+  const std::vector<std::string> expected = {"Hi", "Hi there"};
+  BOOST_TEST(texts == expected, boost::test_tools::per_element());
+  BOOST_TEST(bg.events().empty());
+  auto fin = json::parse(bg.current_json()), sfin = json::parse(streamed.current_json());
+  BOOST_TEST(fin["status"] == "completed");
+  BOOST_TEST(fin["output"].back()["content"][0]["text"] == "Hi there");
+  for (auto* j : {&fin, &sfin}) {
+    j->erase("id");
+    for (auto& item : (*j)["output"]) item.erase("id");
+  }
+  BOOST_TEST(fin == sfin);
+}
+
 BOOST_AUTO_TEST_CASE(a_running_one_cannot_be_continued) {
   auto store = std::make_shared<oa::response_store>(1 << 20);
   oa::background_response bg(parse(R"({"input": "a", "background": true})", store.get()), 1, token_bytes(), -1, store);
