@@ -59,6 +59,10 @@ void validate(const sampling_params& p) {
     reject("presence_penalty", show(p.presence_penalty), "expected a value in [-2, 2] (0 = off)");
   if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f))
     reject("frequency_penalty", show(p.frequency_penalty), "expected a value in [-2, 2] (0 = off)");
+  if (!(p.thinking_token_budget >= -1))
+    reject("thinking_token_budget", std::to_string(p.thinking_token_budget), "expected a count >= 0 (-1 = no budget)");
+  if (p.thinking_token_budget >= 0 && p.think_end_id < 0)
+    reject("think_end_id", std::to_string(p.think_end_id), "a thinking budget needs the </think> token id");
   if (!(p.min_tokens >= 0))
     reject("min_tokens", std::to_string(p.min_tokens), "expected a count >= 0 (0 = off)");
   for (const auto& [id, bias] : p.logit_bias) {

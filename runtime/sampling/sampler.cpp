@@ -16,6 +16,7 @@
 #include "runtime/sampling/logit_rules.hpp"
 #include "runtime/sampling/penalties.hpp"
 #include "runtime/sampling/row.hpp"
+#include "runtime/sampling/thinking_budget.hpp"
 
 namespace troupe {
 
@@ -42,6 +43,7 @@ sampler::sampler(const sampling_params& params) : params_(params) {
   seed_ = params_.has_seed ? params_.seed : fresh_seed();
   rng_.seed(seed_);
   if (params_.grammar) grammar_ = std::make_unique<sampling_detail::grammar_gate>(params_);
+  if (params_.thinking_token_budget >= 0) thinking_ = std::make_unique<sampling_detail::thinking_budget>(params_);
 }
 
 sampler::~sampler() = default;
@@ -70,6 +72,9 @@ int32_t sampler::sample_row(std::span<float> logits, std::span<const int32_t> pr
   const int64_t vocab = static_cast<int64_t>(logits.size());
 
   if (grammar_) grammar_->mask(logits);
+  if (thinking_)
+    if (auto end = thinking_->forced(output); end && *end < vocab && logits[static_cast<size_t>(*end)] > -INFINITY)
+      return *end;  // the thinking budget is spent: the block ends here, before any other rule
   if (has_logit_rules(params_)) apply_logit_rules(logits, params_, output);
   if (grammar_ && std::none_of(logits.begin(), logits.end(), [](float l) { return l > -INFINITY; }))
     throw_error(errc::invalid_input,

@@ -17,6 +17,7 @@ class automaton;
 
 namespace troupe::sampling_detail {
 class grammar_gate;
+class thinking_budget;
 }
 
 namespace troupe {
@@ -52,6 +53,15 @@ struct sampling_params {
   int32_t grammar_think_start = -1;
   int32_t grammar_think_end = -1;
   bool grammar_in_thinking = false;
+  // vLLM's thinking_token_budget: once the think block (opened by think_start_id in the output,
+  // or by the prompt: thinking_opened_in_prompt) holds this many tokens, the next token is
+  // think_end_id, whatever the logits say (logprobs still report the model's own distribution).
+  // -1: no budget. The grammar, when one applies, must allow think_end_id there, else the budget
+  // gives way to it.
+  int32_t thinking_token_budget = -1;
+  int32_t think_start_id = -1;
+  int32_t think_end_id = -1;
+  bool thinking_opened_in_prompt = false;
 };
 
 // A request's sampling params completed from the checkpoint's generation defaults.
@@ -94,6 +104,7 @@ class sampler {
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> scratch_;  // top-k candidates: at most 2 * 1024 + 16
   std::unique_ptr<sampling_detail::grammar_gate> grammar_;  // set when params.grammar is
+  std::unique_ptr<sampling_detail::thinking_budget> thinking_;  // set when params.thinking_token_budget >= 0
 };
 
 }  // namespace troupe

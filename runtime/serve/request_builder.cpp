@@ -297,8 +297,10 @@ std::optional<wire::wire_error> build_prompt(const wire::generate_request& r, co
 // think block (enable_thinking=false), the grammar holds from the first token: letting <think>
 // open the output there let a random model's unlikely <think> through, and its whole output was
 // then unconstrained "reasoning".
-void apply_prompt_reasoning(bool separate_reasoning, const model_facts& m, built_request& b) {
-  if (!separate_reasoning || !m.tok) return;
+void apply_prompt_reasoning(const wire::generate_request& r, const model_facts& m, built_request& b) {
+  if (b.sampling.thinking_token_budget >= 0)  // its think ids were found: a tokenizer is there
+    b.sampling.thinking_opened_in_prompt = prompt_opens_reasoning(*m.tok, b.prompt);
+  if (!r.separate_reasoning || !m.tok) return;
   b.reasoning_opened_in_prompt = prompt_opens_reasoning(*m.tok, b.prompt);
   auto& s = b.sampling;
   s.grammar_think_start = s.grammar_think_end = -1;
@@ -439,7 +441,21 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
     }
     b.sampling.grammar_end_ids = b.stop_ids;
   }
-  apply_prompt_reasoning(r.separate_reasoning, m, b);
+  if (r.thinking_token_budget && *r.thinking_token_budget >= 0) {
+    const auto start = m.tok ? m.tok->token_to_id("<think>") : std::nullopt;
+    const auto end = m.tok ? m.tok->token_to_id("</think>") : std::nullopt;
+    if (!start || !end) {
+      res.error = err(wire::error_code::unsupported,
+                      "field 'thinking_token_budget': model '" + m.name + "' " +
+                          (m.tok ? "has no <think> and </think> tokens" : "is served without a tokenizer") +
+                          ", so its thinking cannot be told apart");
+      return res;
+    }
+    b.sampling.thinking_token_budget = *r.thinking_token_budget;
+    b.sampling.think_start_id = *start;
+    b.sampling.think_end_id = *end;
+  }
+  apply_prompt_reasoning(r, m, b);
   res.req = std::move(b);
   return res;
 }
@@ -474,7 +490,7 @@ batch_build_result build_generates(const wire::generate_request& r, const model_
     }
     built_request b = res.reqs.front();
     if (auto e = build_prompt(one, m, b.prompt)) return refuse(p, std::move(*e));
-    apply_prompt_reasoning(one.separate_reasoning, m, b);
+    apply_prompt_reasoning(one, m, b);
     res.reqs.push_back(std::move(b));
   }
   return res;

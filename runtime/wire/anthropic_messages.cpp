@@ -1,6 +1,7 @@
 #include "runtime/wire/anthropic_messages.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -192,15 +193,21 @@ parsed_messages parse_messages(std::string_view body, const openai::served_model
       } else if (k == "tool_choice") {
         chat_tool_choice(v, c);
       } else if (k == "thinking") {
-        // Qwen3 thinks or does not: enabled / disabled is enable_thinking; the budget is not kept
-        // (max_tokens bounds thinking and answer together). Absent: the model's default (thinks).
+        // Qwen3 thinks or does not: enabled / disabled is enable_thinking, and an enabled block's
+        // budget_tokens is the thinking_token_budget (then </think> is forced). Absent: the
+        // model's default (thinks, unbounded but by max_tokens).
         want(v, v.is_object(), k, "an object");
         only_keys(v, k, {"type", "budget_tokens"});
         const std::string type = need_string(v, k, "type");
         if (type != "enabled" && type != "disabled")
           refuse("invalid_value", "thinking.type", "field 'thinking.type' is '" + type + "'; expected enabled or disabled");
-        if (auto bt = v.find("budget_tokens"); bt != v.end() && !bt->is_null())
+        if (auto bt = v.find("budget_tokens"); bt != v.end() && !bt->is_null()) {
           want(*bt, bt->is_number_integer(), "thinking.budget_tokens", "an integer");
+          if (bt->get<int64_t>() < 0 || bt->get<int64_t>() > std::numeric_limits<int32_t>::max())
+            refuse("invalid_value", "thinking.budget_tokens",
+                   "field 'thinking.budget_tokens' must be a count of tokens >= 0, not " + bt->dump());
+          if (type == "enabled" && !count_tokens) c["thinking_token_budget"] = *bt;
+        }
         c["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
       } else if (count_tokens) {
         refuse("unknown_field", k, "unknown field '" + k + "' for /v1/messages/count_tokens (it reads model, "

@@ -229,7 +229,7 @@ bool passes_through(const std::string& k) {
       "temperature", "top_p",  "n",           "seed",       "presence_penalty", "frequency_penalty",
       "logit_bias",  "top_k",  "min_p",       "repetition_penalty", "min_tokens", "ignore_eos",
       "allowed_token_ids", "bad_words", "response_format", "structured_outputs", "priority", "truncate_prompt_tokens",
-      "include_stop_str_in_output", "skip_special_tokens", "cache_salt"};
+      "include_stop_str_in_output", "skip_special_tokens", "cache_salt", "thinking_token_budget"};
   return std::find(std::begin(same), std::end(same), k) != std::end(same);
 }
 

@@ -20,7 +20,7 @@ bool chat_extra(const std::string& k) {
       "stop_token_ids", "min_tokens", "ignore_eos", "allowed_token_ids", "bad_words", "logit_bias", "priority",
       "structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
       "include_stop_str_in_output", "skip_special_tokens", "truncate_prompt_tokens", "chat_template_kwargs",
-      "cache_salt"};
+      "cache_salt", "thinking_token_budget"};
   return std::find(std::begin(extras), std::end(extras), k) != std::end(extras);
 }
 

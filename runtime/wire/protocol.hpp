@@ -181,6 +181,9 @@ struct generate_request {
   // max_model_len, its oldest turns are dropped (from the first message after the leading system
   // ones up to the next user message, as few turns as it takes) until it does.
   bool truncate_messages = false;
+  // vLLM's thinking_token_budget: at most this many tokens inside Qwen3's think block (opened by
+  // the prompt or by the model); then </think> is forced and the model answers. -1 or absent: none.
+  std::optional<int32_t> thinking_token_budget;
   // A batch (vLLM's and OpenAI's list of prompts for /v1/completions): these prompts instead of
   // prompt / prompt_ids, each as if it were the request's only one, with the same fields; its n
   // completions are completions p * n .. p * n + n - 1 of the request. Empty: one prompt.

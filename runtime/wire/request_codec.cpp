@@ -481,7 +481,7 @@ generate_request decode_generate(const field_map& f) {
       "seed", "max_tokens", "stop", "include_stop_str_in_output", "skip_special_tokens", "stop_ids", "ignore_eos", "return_prompt_ids", "stream", "priority", "tenant", "adapter",
       "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs", "bad_words",
       "response_format", "structured_outputs", "n", "prompts", "truncate_prompt_tokens", "cache_salt",
-      "truncate_messages"};
+      "truncate_messages", "thinking_token_budget"};
   f.check_known(allowed, "a generate request");
   generate_request r;
   r.id = get_id(f, true, "generate");
@@ -543,6 +543,9 @@ generate_request decode_generate(const field_map& f) {
   if (so) r.structured = get_structured_outputs(*so);
   if (const auto* o = f.find("n")) r.n = static_cast<int32_t>(get_int(*o, "n", 1, max_n));
   get_truncation(f, r);
+  if (const auto* o = f.find("thinking_token_budget"))
+    r.thinking_token_budget =
+        static_cast<int32_t>(get_int(*o, "thinking_token_budget", -1, std::numeric_limits<int32_t>::max()));
   if (const auto* o = f.find("truncate_messages")) {
     if (r.kind != prompt_kind::messages || !r.prompts.empty())
       fail(error_code::invalid_value, "field 'truncate_messages' applies only to 'messages' prompts");
@@ -917,6 +920,7 @@ std::string encode_request(const request& req) {
     if (g->truncate_prompt_tokens) m.key("truncate_prompt_tokens").pack(*g->truncate_prompt_tokens);
     if (!g->cache_salt.empty()) detail::pack_str(m.key("cache_salt"), g->cache_salt);
     if (g->truncate_messages) m.key("truncate_messages").pack(true);
+    if (g->thinking_token_budget) m.key("thinking_token_budget").pack(*g->thinking_token_budget);
   } else if (const auto* t = std::get_if<tokenize_request>(&req)) {
     put_prompt(m, *t);
   } else if (const auto* p = std::get_if<set_policy_request>(&req)) {

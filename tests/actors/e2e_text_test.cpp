@@ -428,4 +428,44 @@ BOOST_AUTO_TEST_CASE(separate_reasoning_splits_the_same_output) {
   }
 }
 
+// thinking_token_budget over the wire: after a prompt that opened the think block, the first
+// `budget` tokens are the model's own (the same as without a budget), then </think> comes, and the
+// answer after it is split off as text; the same with speculative drafts and with n = 2 (each
+// completion counts its own thinking).
+BOOST_AUTO_TEST_CASE(a_thinking_budget_ends_the_thinking) {
+  auto cfg = test_config();
+  cfg.num_speculative_tokens = 3;  // the forced token is verified like any other
+  auto srv = start(cfg, full_vocab_dir, tokenizer_dir);
+  client::client cl("127.0.0.1", srv->port());
+  tokenizer tok(tokenizer_dir);
+  const int32_t end = *tok.token_to_id("</think>");
+  auto r = text_request("free", "<|im_start|>assistant\n<think>\n", 12);
+  r.sampling.temperature = 0.8;
+  r.sampling.seed = 11;
+  const auto free = cl.complete(r);
+  BOOST_TEST_REQUIRE(free.ids.size() == 12u);
+  BOOST_TEST_REQUIRE(std::count(free.ids.begin(), free.ids.begin() + 5, end) == 0);  // no thinking of its own ends early
+  for (int32_t budget : {0, 5}) {
+    r.id = "budget" + std::to_string(budget);
+    r.thinking_token_budget = budget;
+    r.separate_reasoning = true;
+    r.n = 2;
+    const auto got = cl.complete_all(r);
+    BOOST_TEST_REQUIRE(got.size() == 2u);
+    for (size_t i = 0; i < got.size(); ++i) {
+      const auto& c = got[i];
+      BOOST_TEST_REQUIRE(c.ids.size() == 12u);
+      const auto b = static_cast<size_t>(budget);
+      if (i == 0)  // completion 0 samples with the request's seed: the free run's tokens
+        BOOST_TEST(std::vector<int32_t>(c.ids.begin(), c.ids.begin() + budget) ==
+                       std::vector<int32_t>(free.ids.begin(), free.ids.begin() + budget),
+                   boost::test_tools::per_element());
+      BOOST_TEST(c.ids[b] == end);
+      BOOST_TEST(std::count(c.ids.begin(), c.ids.end(), end) >= 1);
+      BOOST_TEST(!c.text.empty());  // the answer after </think>
+    }
+  }
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

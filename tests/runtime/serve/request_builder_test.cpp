@@ -357,6 +357,35 @@ BOOST_AUTO_TEST_CASE(text_prompts_with_a_tokenizer) {
              boost::test_tools::per_element());
 }
 
+// thinking_token_budget: the sampler gets the budget with Qwen3's think ids, and whether the
+// prompt opened the block; -1 is none; a model without a tokenizer (no think ids) refuses it.
+BOOST_AUTO_TEST_CASE(a_thinking_budget_reaches_the_sampler) {
+  tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
+  auto m = with_tokenizer(tok);
+  const int32_t think = *tok.token_to_id("<think>"), end = *tok.token_to_id("</think>");
+  auto r = ids(tok.encode("<|im_start|>assistant\n"));
+  r.thinking_token_budget = 7;
+  auto b = build_generate(r, m);
+  BOOST_REQUIRE_MESSAGE(b.req, b.error.message);
+  BOOST_TEST(b.req->sampling.thinking_token_budget == 7);
+  BOOST_TEST(b.req->sampling.think_start_id == think);
+  BOOST_TEST(b.req->sampling.think_end_id == end);
+  BOOST_TEST(!b.req->sampling.thinking_opened_in_prompt);
+  r = ids(tok.encode("<|im_start|>assistant\n<think>\n"));
+  r.thinking_token_budget = 0;
+  b = build_generate(r, m);
+  BOOST_REQUIRE_MESSAGE(b.req, b.error.message);
+  BOOST_TEST(b.req->sampling.thinking_opened_in_prompt);
+  r.thinking_token_budget = -1;
+  BOOST_TEST(build_generate(r, m).req->sampling.thinking_token_budget == -1);
+  auto bare = ids({1, 2});
+  bare.thinking_token_budget = 5;
+  b = build_generate(bare, tiny());
+  BOOST_TEST(!b.req);
+  BOOST_TEST(to_string(b.error.code) == "unsupported");
+  BOOST_TEST(b.error.message.find("thinking_token_budget") != std::string::npos, b.error.message);
+}
+
 // OpenAI Responses' truncation "auto": the fewest oldest turns are dropped for the prompt to fit,
 // the system message kept and the conversation starting at a user message (a tool result stays
 // with its call); without it, or when the last turn alone is too long, the prompt is refused.

@@ -100,6 +100,25 @@ BOOST_AUTO_TEST_CASE(messages_become_chat_turns) {
   BOOST_TEST(r.separate_reasoning);
 }
 
+// An enabled thinking block's budget_tokens is the generate's thinking_token_budget (vLLM's); a
+// disabled one, or none, sets no budget.
+BOOST_AUTO_TEST_CASE(thinking_budget_tokens_bound_the_thinking) {
+  const std::string msg = R"("max_tokens": 100, "messages": [{"role": "user", "content": "x"}])";
+  auto p = parse(R"({"thinking": {"type": "enabled", "budget_tokens": 1024}, )" + msg + "}");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(p.chat.req->thinking_token_budget.value_or(-1) == 1024);
+  BOOST_TEST((p.chat.req->enable_thinking && *p.chat.req->enable_thinking));
+  p = parse(R"({"thinking": {"type": "disabled", "budget_tokens": 1024}, )" + msg + "}");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(!p.chat.req->thinking_token_budget.has_value());
+  p = parse(R"({"thinking": {"type": "enabled"}, )" + msg + "}");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(!p.chat.req->thinking_token_budget.has_value());
+  p = parse(R"({"thinking": {"type": "enabled", "budget_tokens": -5}, )" + msg + "}");
+  BOOST_TEST(!p.ok());
+  BOOST_TEST(p.error.param == "thinking.budget_tokens");
+}
+
 BOOST_AUTO_TEST_CASE(count_tokens_is_the_prompts_tokenize) {
   auto p = parse(R"({"model": "qwen3", "system": "Be brief.", "messages": [{"role": "user", "content": "Hi"}],
       "tools": [{"name": "f", "input_schema": {"type": "object"}}], "thinking": {"type": "enabled", "budget_tokens": 2048}})",

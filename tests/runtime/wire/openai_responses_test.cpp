@@ -109,11 +109,12 @@ BOOST_AUTO_TEST_CASE(fields_map_onto_the_generate) {
       "include": ["message.output_text.logprobs", "reasoning.encrypted_content"], "top_logprobs": 3,
       "metadata": {"k": "v"}, "store": false, "prompt_cache_key": "c", "service_tier": "auto",
       "stream_options": {"include_obfuscation": false}, "truncation": "auto", "background": false,
-      "max_tool_calls": 3, "cache_salt": "tenant-a"})");
+      "max_tool_calls": 3, "cache_salt": "tenant-a", "thinking_token_budget": 256})");
   BOOST_TEST_REQUIRE(p.ok(), p.chat.error.message);
   const auto& r = *p.chat.req;
   BOOST_TEST(r.cache_salt == "tenant-a");
   BOOST_TEST(r.truncate_messages);
+  BOOST_TEST(r.thinking_token_budget.value_or(-1) == 256);
   BOOST_TEST(r.max_tokens.value_or(0) == 50);
   BOOST_TEST(r.sampling.temperature.value_or(-1) == 0.3);
   BOOST_TEST(r.sampling.top_k.value_or(0) == 5);

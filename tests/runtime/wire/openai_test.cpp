@@ -843,6 +843,21 @@ BOOST_AUTO_TEST_CASE(truncate_prompt_tokens_passes_through) {
 
 // vLLM's cache_salt reaches the protocol from completions and chat; not from embeddings (whose
 // prompts are not cached across requests); an empty or non-string salt is refused naming it.
+// vLLM's thinking_token_budget reaches the protocol from chat and completions; -1 is no budget,
+// below it or not an integer is refused naming it.
+BOOST_AUTO_TEST_CASE(thinking_token_budget_passes_through) {
+  auto c = chat(R"({"messages": [{"role": "user", "content": "q"}], "thinking_token_budget": 64})");
+  BOOST_TEST_REQUIRE(c.ok(), c.error.message);
+  BOOST_TEST(c.req->thinking_token_budget.value_or(-2) == 64);
+  auto p = completion(R"({"prompt": "a", "thinking_token_budget": -1})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(p.req->thinking_token_budget.value_or(-2) == -1);
+  auto low = completion(R"({"prompt": "a", "thinking_token_budget": -2})");
+  BOOST_TEST(low.error.code == "invalid_value");
+  BOOST_TEST(low.error.message.find("thinking_token_budget") != std::string::npos);
+  BOOST_TEST(completion(R"({"prompt": "a", "thinking_token_budget": "many"})").error.code == "wrong_type");
+}
+
 BOOST_AUTO_TEST_CASE(cache_salt_passes_through) {
   auto p = completion(R"({"prompt": "a", "cache_salt": "tenant-a"})");
   BOOST_TEST_REQUIRE(p.ok(), p.error.message);

@@ -74,6 +74,7 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.add_generation_prompt = false;
   g.continue_final_message = true;
   g.truncate_messages = true;
+  g.thinking_token_budget = 512;
   g.sampling.temperature = 0.7;
   g.sampling.top_p = 0.9;
   g.sampling.top_k = 20;
@@ -544,6 +545,10 @@ BOOST_AUTO_TEST_CASE(limits_on_ids_stop_and_tenant) {
   expect_error(decode(generate_with({{"cache_salt", std::string(1025, 's')}})), error_code::invalid_value,
                "field 'cache_salt' has 1025 bytes; at most 1024", "r1");
   expect_error(decode(generate_with({{"cache_salt", 7}})), error_code::wrong_type, "'cache_salt'", "r1");
+  expect_error(decode(generate_with({{"thinking_token_budget", -2}})), error_code::invalid_value,
+               "'thinking_token_budget'", "r1");
+  expect_error(decode(generate_with({{"thinking_token_budget", "x"}})), error_code::wrong_type,
+               "'thinking_token_budget'", "r1");
 }
 
 // Tools and tool calls are free-form JSON: they arrive as JSON text with the client's key order
