@@ -515,6 +515,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);
     if (parsed.request_id && !given) parsed.req->id = id = kind + *parsed.request_id;  // the header wins, as vLLM's
     parsed.stream_tool_arguments = stream_arguments;
+    if (st.ctx->cfg.return_tokens_as_token_ids) parsed.tokens_as_ids = true;
     auto reply = std::make_unique<wire::openai::response_builder>(ep, parsed, now, token_bytes);
     if (parsed.echo) {  // each prompt as text and as ids, whichever form it came in
       const auto& pg = *parsed.req;

@@ -50,6 +50,7 @@ const std::vector<knob>& knobs() {
       {"server", "log_stats_interval_ms", &server_config::log_stats_interval_ms, 0, i32max},
       {"server", "log_requests", &server_config::log_requests},
       {"server", "request_id_headers", &server_config::request_id_headers},
+      {"server", "return_tokens_as_token_ids", &server_config::return_tokens_as_token_ids},
       {"server", "dev_endpoints", &server_config::dev_endpoints},
       {"server", "allow_runtime_lora_updating", &server_config::allow_runtime_lora_updating},
       {"server", "responses_store_bytes", &server_config::responses_store_bytes, 0, i64max},

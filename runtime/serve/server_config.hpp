@@ -36,6 +36,9 @@ struct server_config {
   // vLLM's --enable-request-id-headers: every HTTP answer carries X-Request-Id (the client's, or
   // the one the server made for the request).
   bool request_id_headers = false;
+  // vLLM's --return-tokens-as-token-ids: every chat and completions logprob names its token
+  // "token_id:ID" (as a request's return_tokens_as_token_ids does), not its text.
+  bool return_tokens_as_token_ids = false;
   // vLLM's VLLM_SERVER_DEV_MODE: POST /reset_prefix_cache is served (else 404); for benchmarks
   // that measure a cold cache without restarting the server.
   bool dev_endpoints = false;

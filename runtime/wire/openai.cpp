@@ -460,6 +460,9 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
       }
     } else if (!chat && k == "logprobs") {
       w["logprobs"] = v;
+    } else if (k == "return_tokens_as_token_ids") {  // vLLM's
+      want(v, v.is_boolean(), k, "a boolean");
+      out.tokens_as_ids = v.get<bool>();
     } else if (k == "return_token_ids") {  // vLLM's
       want(v, v.is_boolean(), k, "a boolean");
       out.return_token_ids = v.get<bool>();
@@ -653,7 +656,7 @@ response_builder::response_builder(endpoint ep, const parsed_request& p, int64_t
       n_(p.req->sequences()),
       per_prompt_(p.req->n),
       prompt_counted_(static_cast<size_t>(p.req->sequences() / p.req->n)),
-      token_bytes_(std::move(token_bytes)),
+      token_bytes_(p.tokens_as_ids ? [](int32_t id) { return "token_id:" + std::to_string(id); } : std::move(token_bytes)),
       choices_(static_cast<size_t>(p.req->sequences())),
       remaining_(p.req->sequences()),
       documents_(p.req->rerank ? p.req->rerank->documents : std::vector<std::string>{}),

@@ -59,6 +59,9 @@ struct parsed_request {
   // vLLM's return_token_ids (chat, completions): the prompt's token ids and each choice's
   // generated ids come back beside the text (prompt_token_ids, token_ids).
   bool return_token_ids = false;
+  // vLLM's return_tokens_as_token_ids (chat, completions): logprobs name each token "token_id:ID"
+  // instead of its text, so tokens that are not whole UTF-8 characters stay apart.
+  bool tokens_as_ids = false;
   bool base64 = false;  // embeddings: encoding_format "base64" (little-endian float32 bytes)
   int32_t top_n = 0;    // rerank: the best N results only; 0: every document
   // chat: tool_choice "required" or a named function (openai_tool_choice.hpp): the output is the

@@ -48,6 +48,7 @@ int run_serve(int argc, char** argv) {
   std::optional<int64_t> kv_bytes;
   bool static_batching = false, no_prefix_cache = false, no_mmap = false, expert_parallel = false, allow_credentials = false;
   bool disable_log_stats = false, enable_log_requests = false, runtime_lora = false, request_id_headers = false;
+  bool tokens_as_ids = false;
   app.add_option("--model", opts.model_dir, "Hugging Face Qwen3 checkpoint directory (default: a demo model)");
   app.add_option("--tokenizer", opts.tokenizer_dir, "directory with tokenizer.json (default: the model's)");
   std::vector<std::string> served_model_names;
@@ -93,6 +94,8 @@ int run_serve(int argc, char** argv) {
                "vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING)");
   app.add_flag("--enable-request-id-headers", request_id_headers,
                "every OpenAI-API answer carries X-Request-Id (server.request_id_headers)");
+  app.add_flag("--return-tokens-as-token-ids", tokens_as_ids,
+               "logprobs name tokens \"token_id:ID\", not their text (server.return_tokens_as_token_ids)");
   app.add_flag("--enable-log-requests", enable_log_requests,
                "a stderr line per request admitted and ended (server.log_requests; vLLM's flag)");
   app.add_option("--policy", policy,
@@ -178,6 +181,7 @@ int run_serve(int argc, char** argv) {
   if (disable_log_stats) c.log_stats_interval_ms = 0;
   if (enable_log_requests) c.log_requests = true;
   if (request_id_headers) c.request_id_headers = true;
+  if (tokens_as_ids) c.return_tokens_as_token_ids = true;
   if (runtime_lora) c.allow_runtime_lora_updating = true;
   if (expert_parallel) c.enable_expert_parallel = true;
   if (policy) c.policy = *policy;

@@ -1080,6 +1080,35 @@ BOOST_AUTO_TEST_CASE(chat_logprobs_carry_bytes) {
   BOOST_TEST(c["top_logprobs"][0]["logprob"] == -0.1);
 }
 
+// vLLM's return_tokens_as_token_ids: every token a logprob names is "token_id:ID" (its bytes those
+// of that text), in chat and completions; a non-boolean is refused naming it.
+BOOST_AUTO_TEST_CASE(tokens_as_token_ids_in_logprobs) {
+  auto p = chat(R"({"messages": [{"role": "user", "content": "q"}], "stream": true, "logprobs": true,
+                    "top_logprobs": 1, "return_tokens_as_token_ids": true})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  oa::response_builder b(oa::endpoint::chat, p, 5, token_text);
+  auto t = tok("", 7);
+  t.logprobs = wire::logprob_info{-0.1, {{9, -0.5}}, std::nullopt, std::nullopt};
+  auto ev = sse_events(b.feed(t));
+  BOOST_TEST_REQUIRE(ev.size() == 1u);
+  const auto& c = ev[0]["choices"][0]["logprobs"]["content"][0];
+  BOOST_TEST(c["token"] == "token_id:7");
+  BOOST_TEST((c["bytes"] == json::array({'t', 'o', 'k', 'e', 'n', '_', 'i', 'd', ':', '7'})));
+  BOOST_TEST(c["top_logprobs"][0]["token"] == "token_id:9");
+  auto q = completion(R"({"prompt": "a", "logprobs": 1, "return_tokens_as_token_ids": true})");
+  BOOST_TEST_REQUIRE(q.ok(), q.error.message);
+  oa::response_builder cb(oa::endpoint::completion, q, 5, token_text);
+  auto d = done(wire::finish_reason::stop, 1, 1);
+  d.has_output = true;
+  d.text = "x";
+  d.ids = {8};
+  d.logprobs = {{-1.0, {{8, -1.0}}}};
+  const auto j = json::parse(cb.feed(d));
+  BOOST_TEST(j["choices"][0]["logprobs"]["tokens"][0] == "token_id:8");
+  BOOST_TEST(j["choices"][0]["logprobs"]["top_logprobs"][0]["token_id:8"] == -1.0);
+  BOOST_TEST(completion(R"({"prompt": "a", "return_tokens_as_token_ids": 1})").error.code == "wrong_type");
+}
+
 BOOST_AUTO_TEST_CASE(models_list) {
   auto j = json::parse(oa::models_body(models, 3));
   BOOST_TEST(j["object"] == "list");
