@@ -20,6 +20,7 @@
 #include "runtime/serve/metrics.hpp"
 #include "runtime/serve/request_builder.hpp"
 #include "runtime/serve/server_config.hpp"
+#include "runtime/wire/conversation_store.hpp"
 #include "runtime/wire/response_store.hpp"
 #include "runtime/serve/step_backend.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
@@ -75,6 +76,8 @@ struct server_context {
   // The Responses API's stored responses (server.responses_store_bytes; null when 0). Here rather
   // than in the gateway's state so that a restarted gateway still finds them.
   std::shared_ptr<wire::openai::response_store> responses;
+  // OpenAI's conversations (server.conversations_store_bytes; null when 0), here for the same reason.
+  std::shared_ptr<wire::openai::conversation_store> conversations;
   // Where the stats line and the request log go (server_options::log_sink; stderr by default).
   std::function<void(const std::string&)> log;
 };

@@ -57,7 +57,7 @@ void start_background(self_ptr self, connection_handle hdl, wire::openai::parsed
                               "too_many_requests", "background"},
                              keep_alive);
   auto resp = std::make_unique<wire::openai::background_response>(p, created, std::move(token_bytes), think_end,
-                                                                   st.ctx->responses);
+                                                                   st.ctx->responses, st.ctx->conversations);
   const std::string id = resp->id();
   const bool stream = resp->streamed();
   const std::string queued = resp->created_json();

@@ -14,6 +14,7 @@
 #include "runtime/tokenizer/byte_level.hpp"
 #include "runtime/wire/anthropic_messages.hpp"
 #include "runtime/wire/event_codec.hpp"
+#include "runtime/wire/openai_conversations.hpp"
 #include "runtime/wire/openai_lora.hpp"
 #include "runtime/wire/openai_tokenize.hpp"
 
@@ -44,12 +45,35 @@ static std::string next_http_base(gateway_state& st) {
 
 // A stored response is read and deleted by its id alone, so the id is 128 random bits, not a
 // counter another client could count on.
-static std::string random_response_id() {
+static std::string random_id(const char* prefix) {
   std::random_device rd;
   char hex[33];
   std::snprintf(hex, sizeof hex, "%08x%08x%08x%08x", static_cast<unsigned>(rd()), static_cast<unsigned>(rd()),
                 static_cast<unsigned>(rd()), static_cast<unsigned>(rd()));
-  return std::string("resp_") + hex;
+  return std::string(prefix) + hex;
+}
+static std::string random_response_id() { return random_id("resp_"); }
+
+// OpenAI's Conversations API (/v1/conversations...): answered from the conversation store, whose
+// ids are random too (conversations are read and changed by id alone).
+static void on_conversations(self_ptr self, connection_handle hdl, const wire::http_request& req, std::string_view path) {
+  auto& st = self->state;
+  if (!st.ctx->conversations)
+    return http_answer_error(self, hdl,
+                             {404, "this server keeps no conversations (server.conversations_store_bytes = 0)",
+                              "not_found", ""},
+                             req.keep_alive);
+  wire::openai::conversations_call call;
+  call.method = req.method;
+  call.rest = path.substr(std::string_view("/v1/conversations").size());
+  call.body = req.body;
+  call.order = req.query("order");
+  call.limit = req.query("limit");
+  call.after = req.query("after");
+  call.now = static_cast<int64_t>(std::time(nullptr));
+  call.new_id = random_id("conv_");
+  const auto a = wire::openai::serve_conversations(*st.ctx->conversations, call);
+  http_answer(self, hdl, a.status, "application/json", a.body, req.keep_alive);
 }
 
 // The response to the connection's generate is complete: its other completions (an error ended it
@@ -382,6 +406,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     return on_lora_request(self, hdl, req, path == "/v1/load_lora_adapter");
   if (path == "/reset_prefix_cache") return on_reset_prefix_cache(self, hdl, req);
   if (path.rfind("/v1/responses/", 0) == 0) return on_stored_response(self, hdl, req, path.substr(14));
+  if (path == "/v1/conversations" || path.rfind("/v1/conversations/", 0) == 0) return on_conversations(self, hdl, req, path);
   if (path == "/v1/messages/count_tokens") {  // Anthropic's
     if (req.method != "POST") return not_allowed("POST");
     const std::string id = "count-" + base;
@@ -458,7 +483,8 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     return http_answer_error(self, hdl,
                              {404, "no endpoint " + std::string(path) +
                                        " (served: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, "
-                                       "GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, POST /v1/responses/{id}/cancel, POST /v1/messages, POST /v1/messages/count_tokens, "
+                                       "GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, POST /v1/responses/{id}/cancel, "
+                                       "POST /v1/conversations (and its items), POST /v1/messages, POST /v1/messages/count_tokens, "
                                        "POST /v1/embeddings, POST /v1/rerank, POST /v1/score, GET /v1/models, "
                                        "POST /tokenize, POST /detokenize, POST /invocations, GET /health, GET /ping, GET /version, GET /metrics)",
                               "not_found", ""},
@@ -490,16 +516,24 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     g = std::move(*parsed.chat.req);
   } else if (responses) {
     id = random_response_id();
-    auto parsed = wire::openai::parse_responses(req.body, st.models, id, st.ctx->responses.get());
+    auto parsed = wire::openai::parse_responses(req.body, st.models, id, st.ctx->responses.get(),
+                                                st.ctx->conversations.get());
     if (!parsed.ok()) return http_answer_error(self, hdl, parsed.chat.error, req.keep_alive);
     parsed.chat.stream_tool_arguments = stream_arguments;
     // </think> closes Qwen3's thinking: the tokens up to it are the usage's reasoning_tokens.
     const int32_t think_end = tok ? tok->token_to_id("</think>").value_or(-1) : -1;
     if (parsed.background) return start_background(self, hdl, parsed, now, token_bytes, think_end);
     auto reply = std::make_unique<wire::openai::responses_builder>(parsed, now, token_bytes, think_end);
-    if (parsed.store)  // kept with its conversation and output, for previous_response_id and GET
-      reply->set_on_final([store = st.ctx->responses, items = parsed.conversation, id](const nlohmann::ordered_json& r) {
-        wire::openai::keep_response(*store, id, *items, r);
+    // Kept with its conversation and output, for previous_response_id and GET; with
+    // `conversation`, its input and output join that conversation.
+    std::shared_ptr<wire::openai::response_store> store = parsed.store ? st.ctx->responses : nullptr;
+    std::shared_ptr<wire::openai::conversation_store> conversations =
+        parsed.conversation_id ? st.ctx->conversations : nullptr;
+    if (store || conversations)
+      reply->set_on_final([store, conversations, items = parsed.conversation, conv = parsed.conversation_id.value_or(""),
+                           added = parsed.new_items, id](const nlohmann::ordered_json& r) {
+        if (store) wire::openai::keep_response(*store, id, *items, r);
+        if (conversations) wire::openai::add_to_conversation(*conversations, conv, *added, r);
       });
     h.reply = std::move(reply);
     g = std::move(*parsed.chat.req);

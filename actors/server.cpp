@@ -180,6 +180,9 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   ctx->metrics = std::make_shared<serve::metrics>(f.name);
   if (ctx->cfg.responses_store_bytes > 0)
     ctx->responses = std::make_shared<wire::openai::response_store>(static_cast<size_t>(ctx->cfg.responses_store_bytes));
+  if (ctx->cfg.conversations_store_bytes > 0)
+    ctx->conversations =
+        std::make_shared<wire::openai::conversation_store>(static_cast<size_t>(ctx->cfg.conversations_store_bytes));
   ctx->metrics->add_renderer([pc = ctx->policy](std::string& out, const std::string& labels) { pc->render(out, labels); });
   if (ctx->prefix_metrics)
     ctx->metrics->add_renderer(

@@ -169,6 +169,7 @@ case "$target" in
   chat_template) sources="$tokenizer_sources $tokenizer_libs"; max_len=8192 ;;
   openai)
     sources="runtime/wire/http.cpp runtime/wire/openai.cpp runtime/wire/openai_responses.cpp runtime/wire/response_store.cpp runtime/wire/background_response.cpp runtime/wire/anthropic_messages.cpp runtime/wire/openai_lora.cpp
+      runtime/wire/conversation_store.cpp runtime/wire/openai_conversations.cpp
       runtime/wire/tool_call_stream.cpp runtime/wire/openai_tokenize.cpp
       runtime/wire/openai_tool_choice.cpp runtime/wire/cors.cpp runtime/wire/request_codec.cpp runtime/wire/json_msgpack.cpp
       runtime/wire/utf8.cpp runtime/wire/protocol.cpp runtime/core/json_in_order.cpp runtime/core/error.cpp" ;;

@@ -54,6 +54,7 @@ const std::vector<knob>& knobs() {
       {"server", "dev_endpoints", &server_config::dev_endpoints},
       {"server", "allow_runtime_lora_updating", &server_config::allow_runtime_lora_updating},
       {"server", "responses_store_bytes", &server_config::responses_store_bytes, 0, i64max},
+      {"server", "conversations_store_bytes", &server_config::conversations_store_bytes, 0, i64max},
       {"server", "max_background_responses", &server_config::max_background_responses, 0, i32max},
       {"server", "tokenizer_workers", &server_config::tokenizer_workers, 1, 64},
       {"server", "actor_threads", &server_config::actor_threads, 1, 256},

@@ -50,6 +50,9 @@ struct server_config {
   // kept in memory for previous_response_id and GET /v1/responses/{id}, the least recently used
   // dropped beyond this many bytes; 0 = none kept.
   int64_t responses_store_bytes = int64_t{64} << 20;
+  // OpenAI's Conversations API (/v1/conversations, a response's `conversation`): conversations kept
+  // in memory, the least recently used dropped beyond this many bytes; 0 = none kept.
+  int64_t conversations_store_bytes = int64_t{64} << 20;
   // Background responses (the Responses API's `background: true`) running at once; more are 429.
   // They belong to no connection, so max_requests_per_connection does not bound them.
   int32_t max_background_responses = 256;

@@ -11,10 +11,14 @@ using ojson = nlohmann::ordered_json;
 using detail::dump;  // broken UTF-8 as U+FFFD, as every answer is written
 
 background_response::background_response(const parsed_responses& p, int64_t created, token_bytes_fn token_bytes,
-                                         int32_t think_end, std::shared_ptr<response_store> store)
+                                         int32_t think_end, std::shared_ptr<response_store> store,
+                                         std::shared_ptr<conversation_store> conversations)
     : id_(p.chat.req->id),
       store_(std::move(store)),
       conversation_(p.conversation ? p.conversation : std::make_shared<const ojson>(ojson::array())),
+      conversations_(std::move(conversations)),
+      conversation_id_(p.conversation_id),
+      new_items_(p.new_items),
       builder_(p, created, std::move(token_bytes), think_end, /*stream=*/true),
       stream_(p.chat.req->stream) {
   builder_.set_on_final([this](const ojson& r) { final_ = r; });
@@ -57,6 +61,8 @@ void background_response::feed(const event& e) {
     (*final_)["error"] = {{"code", "internal"}, {"message", "the response ended without a final state"}};
   }
   keep_response(*store_, id_, *conversation_, *final_, stream_ ? events_ : nullptr, true);
+  if (conversations_ && conversation_id_)
+    add_to_conversation(*conversations_, *conversation_id_, new_items_ ? *new_items_ : ojson::array(), *final_);
 }
 
 std::string events_after(const std::vector<std::string>& events, int64_t starting_after) {

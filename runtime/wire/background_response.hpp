@@ -24,8 +24,9 @@ class background_response {
   // `p`: a parsed request with p.background and p.store set; `store`: where it is kept (not null).
   // Its generate must stream (p.chat.req->stream set true after this, whatever the client asked):
   // the output is built token by token so that GET shows it while it runs.
+  // `conversations`: where p.conversation_id is kept (its input and output join it at the end).
   background_response(const parsed_responses& p, int64_t created, token_bytes_fn token_bytes, int32_t think_end,
-                       std::shared_ptr<response_store> store);
+                      std::shared_ptr<response_store> store, std::shared_ptr<conversation_store> conversations = nullptr);
   background_response(const background_response&) = delete;
   background_response& operator=(const background_response&) = delete;
 
@@ -52,6 +53,9 @@ class background_response {
   std::string id_;
   std::shared_ptr<response_store> store_;
   std::shared_ptr<const nlohmann::ordered_json> conversation_;
+  std::shared_ptr<conversation_store> conversations_;
+  std::optional<std::string> conversation_id_;
+  std::shared_ptr<const nlohmann::ordered_json> new_items_;
   responses_builder builder_;
   bool stream_;
   bool started_ = false, complete_ = false;

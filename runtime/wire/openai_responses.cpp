@@ -55,9 +55,10 @@ std::string content_text(const ojson& c, const std::string& where) {
 // Function calls join the assistant turn before them (or open one); their outputs become tool
 // turns; a reasoning item's text becomes the next assistant turn's reasoning_content, which
 // Qwen3's template keeps for the turns after the last user message (a tool-calling loop).
-// `input` is the items array: the first `num_previous` come from previous_response_id's stored
-// conversation (already checked when they were stored; named as such should one fail).
-ojson input_messages(const ojson& input, const ojson* instructions, size_t num_previous) {
+// `input` is the items array: the first `num_previous` come from a stored conversation (already
+// checked when they were stored; named `previous` should one fail), the rest are named `name`.
+ojson input_messages(const ojson& input, const ojson* instructions, size_t num_previous,
+                     std::string_view previous, std::string_view name) {
   ojson msgs = ojson::array();
   if (instructions) msgs.push_back({{"role", "system"}, {"content", instructions->get<std::string>()}});
   std::string reasoning;  // a reasoning item's text, for the next assistant turn
@@ -70,8 +71,8 @@ ojson input_messages(const ojson& input, const ojson* instructions, size_t num_p
   };
   for (size_t i = 0; i < input.size(); ++i) {
     const auto& it = input[i];
-    const std::string where = i < num_previous ? "previous_response_id's input[" + std::to_string(i) + "]"
-                                               : "input[" + std::to_string(i - num_previous) + "]";
+    const std::string where = i < num_previous ? std::string(previous) + "[" + std::to_string(i) + "]"
+                                               : std::string(name) + "[" + std::to_string(i - num_previous) + "]";
     want(it, it.is_object(), where, "an object");
     const auto t = it.find("type");
     if (t != it.end()) want(*t, t->is_string(), where + ".type", "a string");
@@ -197,7 +198,7 @@ ojson input_items(const ojson& input) {
 }
 
 parsed_responses parse_responses(std::string_view body, const served_models& models, const std::string& id,
-                                 response_store* store) {
+                                 response_store* store, conversation_store* conversations) {
   parsed_responses out;
   out.chat.model = models.base;
   try {
@@ -214,6 +215,7 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
     const ojson* previous = nullptr;
     bool want_store = true;  // OpenAI's default
     bool truncate = false;   // truncation "auto"
+    std::optional<std::string> conversation_id;  // `conversation`
     for (const auto& [k, v] : b.items()) {
       if (v.is_null()) continue;
       if (k == "model") {
@@ -289,9 +291,10 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
         want(v, v.is_string(), k, "a string");
         previous = &v;
         echo[k] = v;
-      } else if (k == "conversation") {
-        refuse("unsupported", k, "conversation objects are not supported: continue with previous_response_id, "
-                                 "or send the whole conversation as 'input'");
+      } else if (k == "conversation") {  // "conv_..." or {"id": "conv_..."}
+        want(v, v.is_string() || v.is_object(), k, "a conversation id or an object with its id");
+        if (v.is_object()) only_keys(v, k, {"id"});
+        conversation_id = v.is_string() ? v.get<std::string>() : need_string(v, k, "id");
       } else if (k == "prompt") {
         refuse("unsupported", k, "stored prompt templates are not supported: send 'instructions' and 'input'");
       } else if (k == "max_tool_calls") {
@@ -312,6 +315,23 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
     if (!input) refuse("missing_field", "input", "a response needs field 'input'");
     ojson items = ojson::array();
     size_t num_previous = 0;
+    if (conversation_id && previous)
+      refuse("invalid_value", "conversation",
+             "give only one of 'conversation' and 'previous_response_id' (a conversation holds the earlier turns)");
+    if (conversation_id) {
+      auto found = conversations ? conversations->get(*conversation_id) : std::nullopt;
+      if (!found)
+        refuse("not_found", "conversation",
+               conversations ? "no conversation '" + *conversation_id + "' is kept here (never made, deleted, or "
+                                                                         "dropped to keep server.conversations_store_bytes)"
+                             : "no conversation '" + *conversation_id + "' is kept here: this server keeps none "
+                                                                         "(server.conversations_store_bytes = 0)",
+               404);
+      items = std::move(found->items);
+      num_previous = items.size();
+      out.conversation_id = *conversation_id;
+      echo["conversation"] = {{"id", *conversation_id}};
+    }
     if (previous) {
       // As OpenAI's: the earlier conversation (its instructions not included) comes first.
       const std::string prev = previous->get<std::string>();
@@ -330,8 +350,11 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
       items = *found->items;
       num_previous = items.size();
     }
-    for (const auto& it : input_items(*input)) items.push_back(it);
-    c["messages"] = input_messages(items, instructions, num_previous);
+    const ojson given = input_items(*input);
+    for (const auto& it : given) items.push_back(it);
+    if (conversation_id) out.new_items = std::make_shared<const ojson>(given);
+    c["messages"] = input_messages(items, instructions, num_previous,
+                                   conversation_id ? "conversation's items" : "previous_response_id's input", "input");
     out.store = want_store && store != nullptr;
     echo["store"] = out.store;
     if (out.background && !out.store)  // its client reads it from the store only
@@ -723,9 +746,17 @@ void keep_response(response_store& store, const std::string& id, const ojson& co
   store.put(id, std::move(all), std::move(text), conversation.size(), nullptr, finished);
 }
 
-input_items_page input_items(const response_store::entry& e, const std::string& response_id,
-                             const std::optional<std::string>& order, const std::optional<std::string>& limit,
-                             const std::optional<std::string>& after) {
+ojson listed_item(ojson it) {
+  if (!it.contains("type")) it["type"] = "message";
+  if (it["type"] == "message" && it.contains("content") && it["content"].is_string()) {
+    const bool out_text = it.value("role", "") == "assistant";
+    it["content"] = ojson::array({ojson{{"type", out_text ? "output_text" : "input_text"}, {"text", it["content"]}}});
+  }
+  return it;
+}
+
+list_page_answer list_page(ojson items, const std::string& owner, const std::optional<std::string>& order,
+                           const std::optional<std::string>& limit, const std::optional<std::string>& after) {
   try {
     const bool asc = order.value_or("desc") == "asc";
     if (order && *order != "asc" && *order != "desc")
@@ -741,26 +772,11 @@ input_items_page input_items(const response_store::entry& e, const std::string& 
       if (used == 0 || used != limit->size() || n < 1 || n > 100)
         refuse("invalid_value", "limit", "parameter 'limit' is '" + *limit + "'; expected an integer from 1 to 100");
     }
-    // Every input item with an id, in input order; a text content is one input_text part, as
-    // OpenAI lists it.
-    const std::string hex = response_id.substr(response_id.find('_') + 1);
-    ojson items = ojson::array();
-    for (size_t i = 0; i < e.num_input; ++i) {
-      ojson it = (*e.items)[i];
-      if (!it.contains("type")) it["type"] = "message";
-      if (it["type"] == "message" && it.contains("content") && it["content"].is_string()) {
-        const bool out_text = it.value("role", "") == "assistant";
-        it["content"] = ojson::array({ojson{{"type", out_text ? "output_text" : "input_text"}, {"text", it["content"]}}});
-      }
-      if (!it.contains("id") || !it["id"].is_string()) it["id"] = "item_" + hex + "_" + std::to_string(i);
-      items.push_back(std::move(it));
-    }
     if (!asc) std::reverse(items.begin(), items.end());
     size_t start = 0;
     if (after) {
       auto at = std::find_if(items.begin(), items.end(), [&](const ojson& it) { return it["id"] == *after; });
-      if (at == items.end())
-        refuse("invalid_value", "after", "parameter 'after' names no input item of response '" + response_id + "'");
+      if (at == items.end()) refuse("invalid_value", "after", "parameter 'after' names no item of " + owner);
       start = static_cast<size_t>(at - items.begin()) + 1;
     }
     ojson data = ojson::array();
@@ -775,6 +791,34 @@ input_items_page input_items(const response_store::entry& e, const std::string& 
   } catch (const refusal& r) {
     return {r.e.status, error_body(r.e)};
   }
+}
+
+input_items_page input_items(const response_store::entry& e, const std::string& response_id,
+                             const std::optional<std::string>& order, const std::optional<std::string>& limit,
+                             const std::optional<std::string>& after) {
+  // Every input item with an id (one made for an item sent without), in input order.
+  const std::string hex = response_id.substr(response_id.find('_') + 1);
+  ojson items = ojson::array();
+  for (size_t i = 0; i < e.num_input; ++i) {
+    ojson it = listed_item((*e.items)[i]);
+    if (!it.contains("id") || !it["id"].is_string()) it["id"] = "item_" + hex + "_" + std::to_string(i);
+    items.push_back(std::move(it));
+  }
+  return list_page(std::move(items), "response '" + response_id + "''s input", order, limit, after);
+}
+
+void check_input_items(const ojson& items, std::string_view name) {
+  want(items, items.is_array(), std::string(name), "an array of items");
+  input_messages(items, nullptr, 0, "", name);
+}
+
+bool add_to_conversation(conversation_store& store, const std::string& conversation_id, const ojson& new_items,
+                         const ojson& response) {
+  if (response.value("status", "") == "failed") return false;
+  ojson added = new_items;
+  ojson seen = ojson::parse(dump(response));  // the output as the client saw it (broken UTF-8 as U+FFFD)
+  for (auto& it : seen.at("output")) added.push_back(std::move(it));
+  return store.update(conversation_id, [&](conversation& c) { c.append(added); }) == conversation_store::status::ok;
 }
 
 std::string responses_builder::feed(const event& e) {

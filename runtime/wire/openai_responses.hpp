@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/wire/conversation_store.hpp"
 #include "runtime/wire/openai.hpp"
 #include "runtime/wire/response_store.hpp"
 
@@ -35,13 +36,42 @@ struct parsed_responses {
   // `background: true` (needs `store`): the response runs with no client waiting for it; the
   // gateway answers at once with it queued (runtime/wire/background_response.hpp).
   bool background = false;
+  // `conversation` (OpenAI's Conversations API): its items went ahead of the input; once the
+  // response ends, `new_items` (the request's own input) and its output join it (add_to_conversation).
+  std::optional<std::string> conversation_id;
+  std::shared_ptr<const nlohmann::ordered_json> new_items;
   bool ok() const noexcept { return chat.ok(); }
 };
 
 // `id` ("resp_...") becomes the generate's id and the response's. `store`: where responses are
-// kept (null: nowhere; `previous_response_id` is then 404 as every unknown id). Never throws.
+// kept (null: nowhere; `previous_response_id` is then 404 as every unknown id); `conversations`:
+// where conversations are (null: none, `conversation` is 404). Never throws.
 parsed_responses parse_responses(std::string_view body, const served_models& models, const std::string& id,
-                                 response_store* store = nullptr);
+                                 response_store* store = nullptr, conversation_store* conversations = nullptr);
+
+// A response given `conversation` ended (set_on_final's `response`): the request's input items
+// (parsed_responses::new_items) and
+// the response's output items as the client saw them join the conversation, unless it failed or
+// the conversation is gone. False when they were not added (gone, failed, or over the store's size).
+bool add_to_conversation(conversation_store& store, const std::string& conversation_id,
+                         const nlohmann::ordered_json& new_items, const nlohmann::ordered_json& response);
+
+// Refuses (detail::refusal) unless `items` is an array of input items the Responses API serves,
+// naming a bad one `name`[i].
+void check_input_items(const nlohmann::ordered_json& items, std::string_view name);
+
+// An item as OpenAI lists it: "type" message when left out, a message's text content as one part.
+nlohmann::ordered_json listed_item(nlohmann::ordered_json item);
+
+// A list page (OpenAI's: object "list", data, first_id, last_id, has_more) of `items` (each with an
+// "id", in their order): `order` "desc" (the default) or "asc", `limit` 1..100 (20), `after` the id
+// of the item the page follows, which must be one of `owner`'s. A bad parameter is a 400 naming it.
+struct list_page_answer {
+  int status = 200;
+  std::string body;
+};
+list_page_answer list_page(nlohmann::ordered_json items, const std::string& owner, const std::optional<std::string>& order,
+                           const std::optional<std::string>& limit, const std::optional<std::string>& after);
 
 // Keeps a response (set_on_final's) in `store` under `id`: the conversation it answered and its
 // output items as the client saw them (its JSON text read back, so a token's broken UTF-8 is
@@ -53,13 +83,8 @@ void keep_response(response_store& store, const std::string& id, const nlohmann:
                    std::shared_ptr<const std::vector<std::string>> events = nullptr, bool finished = true);
 
 // GET /v1/responses/{id}/input_items (OpenAI's): the input items stored response `e` answered,
-// each with an id (one is made for an item sent without), as a list page: `order` "desc" (the
-// default) or "asc", `limit` 1..100 (20), `after` the id of the item the page follows. A bad
-// parameter is a 400 naming it.
-struct input_items_page {
-  int status = 200;
-  std::string body;  // the list, or an error body
-};
+// each with an id (one is made for an item sent without), as a list_page.
+using input_items_page = list_page_answer;
 input_items_page input_items(const response_store::entry& e, const std::string& response_id,
                              const std::optional<std::string>& order, const std::optional<std::string>& limit,
                              const std::optional<std::string>& after);

@@ -616,10 +616,10 @@ BOOST_AUTO_TEST_CASE(responses_give_the_chat_answer) {
              whole["usage"]["input_tokens"].get<int64_t>() - 16);
 
   // A refusal names the Responses API's field, in OpenAI's error shape.
-  c.post("/v1/responses", R"({"input": "q", "conversation": "conv_1"})");
+  c.post("/v1/responses", R"({"input": "q", "prompt": {"id": "pmpt_1"}})");
   r = c.read();
   BOOST_TEST(r.status == 400);
-  BOOST_TEST(json::parse(r.body)["error"]["param"] == "conversation");
+  BOOST_TEST(json::parse(r.body)["error"]["param"] == "prompt");
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
@@ -847,6 +847,66 @@ BOOST_AUTO_TEST_CASE(responses_continue_a_stored_conversation) {
   r = b.read();
   BOOST_TEST(r.status == 404);
   BOOST_TEST(r.body.find("responses_store_bytes = 0") != std::string::npos, r.body);
+}
+
+// OpenAI's Conversations API over HTTP: a conversation made with a first turn, continued by two
+// responses naming it, holds every turn in order; each answer is the one to the whole conversation
+// sent as input; the items are listed, one is deleted, then the conversation.
+BOOST_AUTO_TEST_CASE(responses_continue_a_conversation) {
+  auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
+  http_client c(srv->http_port());
+  using ojson = nlohmann::ordered_json;
+  c.post("/v1/conversations", R"({"metadata": {"user": "u1"}, "items": [{"role": "user", "content": "Hello"}]})");
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const auto conv = json::parse(r.body);
+  const std::string id = conv["id"];
+  BOOST_TEST(id.size() == 37u);  // conv_ and 128 random bits
+  BOOST_TEST(conv["object"] == "conversation");
+  ojson turn = {{"conversation", id}, {"input", "Weather in Paris?"}, {"max_output_tokens", 6},
+                {"ignore_eos", true}, {"temperature", 0}, {"store", false}};
+  c.post("/v1/responses", turn.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const auto first = json::parse(r.body);
+  BOOST_TEST(first["conversation"]["id"] == id);
+  turn["input"] = "And tomorrow?";
+  turn["stream"] = true;  // the streamed one joins it too
+  c.post("/v1/responses", turn.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+
+  c.get("/v1/conversations/" + id + "/items?order=asc");
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  const auto items = json::parse(r.body)["data"];
+  BOOST_TEST_REQUIRE(items.size() == 5u, r.body);
+  const std::vector<std::string> texts = {"Hello", "Weather in Paris?", first["output"].back()["content"][0]["text"],
+                                          "And tomorrow?"};
+  for (size_t i = 0; i < texts.size(); ++i) BOOST_TEST(items[i]["content"][0]["text"] == texts[i], i);
+  BOOST_TEST(items[4]["role"] == "assistant");
+
+  // The second answer is the one to the whole conversation sent as input.
+  ojson whole = {{"input", ojson::array()}, {"max_output_tokens", 6}, {"ignore_eos", true}, {"temperature", 0},
+                 {"store", false}};
+  for (size_t i = 0; i < 4; ++i)
+    whole["input"].push_back({{"role", items[i]["role"]}, {"content", items[i]["content"][0]["text"]}});
+  c.post("/v1/responses", whole.dump());
+  r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  BOOST_TEST(json::parse(r.body)["output"].back()["content"][0]["text"] == items[4]["content"][0]["text"]);
+
+  c.del("/v1/conversations/" + id + "/items/" + items[0]["id"].get<std::string>());
+  r = c.read();
+  BOOST_TEST(r.status == 200, r.body);
+  c.del("/v1/conversations/" + id);
+  r = c.read();
+  BOOST_TEST(json::parse(r.body)["deleted"] == true);
+  c.post("/v1/responses", turn.dump());
+  r = c.read();
+  BOOST_TEST(r.status == 404);
+  BOOST_TEST(json::parse(r.body)["error"]["param"] == "conversation");
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
 // Responses' truncation "auto": a stored conversation continued past max_model_len (256 here)

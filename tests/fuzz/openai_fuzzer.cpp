@@ -13,7 +13,10 @@
 //   5: a /v1/load_lora_adapter or /v1/unload_lora_adapter body: names and a path, or an error;
 //   6: a /v1/messages (or count_tokens) body: a generate (or tokenize) request or an Anthropic
 //      error; an accepted one, answered with thinking, text, a call and a done made from the
-//      input, gives a parseable message (whole, or every event, the last message_stop or error).
+//      input, gives a parseable message (whole, or every event, the last message_stop or error);
+//   7: a /v1/conversations call (method and path from the input's first line, then the body):
+//      200, 400, 404 or 405 with a JSON body, and the store stays within its bound.
+// Case 4 keeps a conversation "conv_0" too: a response naming it reads and extends it.
 // Not part of ctest (it runs until stopped): tools/fuzz.sh openai.
 #include <algorithm>
 #include <cstdint>
@@ -29,6 +32,7 @@
 #include "runtime/wire/openai_lora.hpp"
 #include "runtime/wire/anthropic_messages.hpp"
 #include "runtime/wire/background_response.hpp"
+#include "runtime/wire/openai_conversations.hpp"
 #include "runtime/wire/openai_responses.hpp"
 #include "runtime/wire/openai_tokenize.hpp"
 
@@ -230,7 +234,12 @@ void fuzz_responses(std::string_view body) {
   auto store_ptr = std::make_shared<openai::response_store>(1 << 20);
   auto& store = *store_ptr;
   store.put("resp_0", nlohmann::ordered_json::array({{{"role", "user"}, {"content", "hi"}}}), "{}");
-  auto p = openai::parse_responses(body, models, "resp_1", &store);
+  openai::conversation_store conversations(1 << 20);
+  openai::conversation c0;
+  c0.id = "conv_0";
+  c0.append(nlohmann::ordered_json::array({{{"role", "user"}, {"content", "hi"}}}));
+  conversations.put(c0);
+  auto p = openai::parse_responses(body, models, "resp_1", &store, &conversations);
   if (!p.ok()) {
     check(p.chat.error.status == 400 || p.chat.error.status == 404);
     check(!p.chat.error.message.empty() && !p.chat.error.code.empty());
@@ -242,10 +251,13 @@ void fuzz_responses(std::string_view body) {
   if (p.background) return fuzz_background(p, store_ptr, body);
   openai::responses_builder b(p, 1, [](int32_t id) { return std::string(1, static_cast<char>(id)); }, 4);
   bool kept = false;
-  if (p.store)
+  if (p.store || p.conversation_id)
     b.set_on_final([&](const nlohmann::ordered_json& r) {
-      openai::keep_response(store, "resp_1", *p.conversation, r);
-      kept = true;
+      if (p.store) {
+        openai::keep_response(store, "resp_1", *p.conversation, r);
+        kept = true;
+      }
+      if (p.conversation_id) openai::add_to_conversation(conversations, *p.conversation_id, *p.new_items, r);
     });
   const std::string any(body.substr(0, 16));  // may be any bytes: the writer must keep JSON valid
   std::string out = feed_model_output(b, p.chat.req->id, any);
@@ -262,6 +274,12 @@ void fuzz_responses(std::string_view body) {
     auto next = openai::parse_responses(R"({"previous_response_id": "resp_1", "input": "more"})", models, "resp_2", &store);
     check(next.ok() || next.chat.error.param.rfind("messages", 0) == 0);
   }
+  if (p.conversation_id) {
+    // Whatever the model wrote, the conversation goes on: its items are valid input again.
+    auto next = openai::parse_responses(R"({"conversation": "conv_0", "input": "more"})", models, "resp_3", nullptr,
+                                        &conversations);
+    check(next.ok() || next.chat.error.param.rfind("messages", 0) == 0);
+  }
   if (!b.streaming()) {
     (void)nlohmann::json::parse(out);
     return;
@@ -269,6 +287,31 @@ void fuzz_responses(std::string_view body) {
   std::string last;
   for (const auto& data : sse_data(out)) last = nlohmann::json::parse(data)["type"];
   check(last == "response.completed" || last == "response.failed");
+}
+
+void fuzz_conversations(std::string_view in) {
+  openai::conversation_store store(4096);
+  openai::conversation c0;
+  c0.id = "conv_0";
+  c0.append(nlohmann::ordered_json::array({{{"role", "user"}, {"content", "hi"}}}));
+  store.put(c0);
+  const size_t nl = in.find('\n');
+  const std::string_view head = in.substr(0, nl), body = nl == std::string_view::npos ? "" : in.substr(nl + 1);
+  static constexpr std::string_view methods[] = {"GET", "POST", "DELETE", "PUT"};
+  openai::conversations_call call;
+  call.method = methods[head.empty() ? 0 : static_cast<uint8_t>(head[0]) % 4];
+  call.rest = head.empty() ? head : head.substr(1);
+  call.body = body;
+  if (body.size() > 3) call.order = std::string(body.substr(0, 3));
+  if (body.size() % 3 == 0) call.limit = std::string(body.substr(0, body.size() % 5));
+  call.now = 1;
+  call.new_id = "conv_1";
+  for (int round = 0; round < 2; ++round) {  // twice: the first call may have made or changed one
+    const auto a = openai::serve_conversations(store, call);
+    check(a.status == 200 || a.status == 400 || a.status == 404 || a.status == 405);
+    (void)nlohmann::json::parse(a.body);
+    check(store.bytes() <= store.max_bytes());
+  }
 }
 
 void fuzz_anthropic(std::string_view body) {
@@ -340,13 +383,14 @@ void fuzz_tokenize(std::string_view body) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 7) {
+  switch (data[0] % 8) {
     case 0: fuzz_http(in); break;
     case 1: fuzz_body(openai::endpoint::chat, in); break;
     case 3: fuzz_tokenize(in); break;
     case 4: fuzz_responses(in); break;
     case 5: fuzz_lora(in); break;
     case 6: fuzz_anthropic(in); break;
+    case 7: fuzz_conversations(in); break;
     default: fuzz_body(openai::endpoint::completion, in); break;
   }
   return 0;

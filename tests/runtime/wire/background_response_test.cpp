@@ -164,6 +164,29 @@ BOOST_AUTO_TEST_CASE(a_whole_one_shows_its_text_so_far) {
   BOOST_TEST(fin == sfin);
 }
 
+// Given `conversation`, its input and output join the conversation when it ends, not before.
+BOOST_AUTO_TEST_CASE(a_finished_one_extends_its_conversation) {
+  auto store = std::make_shared<oa::response_store>(1 << 20);
+  auto conversations = std::make_shared<oa::conversation_store>(1 << 20);
+  oa::conversation c;
+  c.id = "conv_1";
+  c.append(nlohmann::ordered_json::array({{{"role", "user"}, {"content", "Hi"}}}));
+  BOOST_TEST_REQUIRE((conversations->put(c) == oa::conversation_store::status::ok));
+  auto p = oa::parse_responses(R"({"input": "hello", "background": true, "conversation": "conv_1"})", models, "resp_0d",
+                               store.get(), conversations.get());
+  BOOST_TEST_REQUIRE(p.ok(), p.chat.error.message);
+  oa::background_response bg(p, 1700000000, token_bytes(), think_end, store, conversations);
+  const auto answer = streamed_answer();
+  for (size_t i = 0; i < answer.size(); ++i) {
+    BOOST_TEST(conversations->get("conv_1")->items.size() == 1u);  // nothing added while it runs
+    bg.feed(answer[i]);
+  }
+  const auto items = conversations->get("conv_1")->items;
+  BOOST_TEST_REQUIRE(items.size() == 4u);  // Hi, hello, the reasoning and the message
+  BOOST_TEST(items[1]["content"] == "hello");
+  BOOST_TEST(items[3]["content"][0]["text"] == "Hi there");
+}
+
 BOOST_AUTO_TEST_CASE(a_running_one_cannot_be_continued) {
   auto store = std::make_shared<oa::response_store>(1 << 20);
   oa::background_response bg(parse(R"({"input": "a", "background": true})", store.get()), 1, token_bytes(), -1, store);

@@ -172,7 +172,10 @@ BOOST_AUTO_TEST_CASE(bad_requests_name_the_responses_field) {
       {R"({"input": "x", "previous_response_id": "resp_1"})", 404, "not_found", "previous_response_id"},
       {R"({"input": "x", "previous_response_id": 1})", 400, "wrong_type", "previous_response_id"},
       {R"({"input": "x", "store": "yes"})", 400, "wrong_type", "store"},
-      {R"({"input": "x", "conversation": "conv_1"})", 400, "unsupported", "conversation"},
+      {R"({"input": "x", "conversation": "conv_1"})", 404, "not_found", "conversation"},  // no store given
+      {R"({"input": "x", "conversation": {"name": "c"}})", 400, "unknown_field", "conversation.name"},
+      {R"({"input": "x", "conversation": 3})", 400, "wrong_type", "conversation"},
+      {R"({"input": "x", "prompt": {"id": "p"}})", 400, "unsupported", "prompt"},
       {R"({"input": "x", "max_tool_calls": 0})", 400, "wrong_type", "max_tool_calls"},
       {R"({"input": "x", "background": true})", 400, "unsupported", "background"},
       {R"({"input": "x", "truncation": "middle"})", 400, "wrong_type", "truncation"},
