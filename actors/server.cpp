@@ -111,10 +111,12 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   if (!custom.empty() && tok_dir.empty())
     throw_error(errc::invalid_argument, "model.chat_template (--chat-template): the model is served without a "
                                         "tokenizer, so chat requests cannot be served; give --tokenizer DIR");
+  auto template_defaults = serve::parse_template_defaults(ctx->cfg.default_chat_template_kwargs);
+  f.default_enable_thinking = template_defaults.enable_thinking;
   if (!tok_dir.empty()) {
     try {
       auto tmpl = std::make_shared<const chat_template>(chat_template::from_directory(tok_dir, custom));
-      f.chat = serve::make_chat_renderer(tmpl);
+      f.chat = serve::make_chat_renderer(tmpl, std::move(template_defaults.kwargs));
       f.tool_format = serve::tool_call_format_for(tmpl->source());
     } catch (const troupe::error& e) {
       // A template asked for that cannot be used stops the start.

@@ -1,9 +1,12 @@
 #include "runtime/serve/chat_renderer.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
+#include "runtime/core/error.hpp"
 #include "runtime/core/json_in_order.hpp"
+#include "runtime/wire/request_codec.hpp"
 
 namespace troupe::serve {
 
@@ -34,8 +37,35 @@ void arguments_as_values(ojson& calls, size_t message) {
 
 }  // namespace
 
-chat_renderer make_chat_renderer(std::shared_ptr<const chat_template> tmpl) {
-  return [tmpl](const std::vector<wire::chat_message>& msgs, const std::string& tools, const chat_options& o) {
+template_defaults parse_template_defaults(const std::string& json) {
+  template_defaults d;
+  if (json.empty()) return d;
+  const std::string field = "model.default_chat_template_kwargs (--default-chat-template-kwargs)";
+  ojson j;
+  try {
+    j = parse_json_in_order(json);
+  } catch (const std::exception& e) {
+    throw_error(errc::invalid_argument, field + ": not JSON: " + e.what());
+  }
+  if (!j.is_object()) throw_error(errc::invalid_argument, field + ": expected a JSON object, got " + j.dump());
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "enable_thinking") {
+      if (!it.value().is_boolean())
+        throw_error(errc::invalid_argument, field + ": enable_thinking must be true or false, not " + it.value().dump());
+      d.enable_thinking = it.value().get<bool>();
+    } else if (std::find(std::begin(wire::reserved_template_variables), std::end(wire::reserved_template_variables),
+                         it.key()) != std::end(wire::reserved_template_variables)) {
+      throw_error(errc::invalid_argument, field + ": '" + it.key() + "' is not a template switch (requests set it)");
+    } else {
+      d.kwargs[it.key()] = it.value();
+    }
+  }
+  return d;
+}
+
+chat_renderer make_chat_renderer(std::shared_ptr<const chat_template> tmpl, ojson defaults) {
+  return [tmpl, defaults = std::move(defaults)](const std::vector<wire::chat_message>& msgs, const std::string& tools,
+                                                const chat_options& o) {
     // The wire decoder wrote tools and tool calls as JSON text with the client's key order, which
     // the template prints as it is (tojson): ordered_json keeps it. parse_json_in_order, not
     // ordered_json::parse, whose key search is quadratic (80,000 keys: 20 s in this worker).
@@ -50,7 +80,12 @@ chat_renderer make_chat_renderer(std::shared_ptr<const chat_template> tmpl) {
       m.push_back(std::move(j));
     }
     const ojson t = tools.empty() ? ojson(nullptr) : parse_json_in_order(tools);
-    const ojson extra = {{"enable_thinking", o.enable_thinking}};
+    ojson extra = defaults;
+    if (!o.kwargs_json.empty()) {  // the wire decoder checked it: an object without reserved names
+      const ojson given = parse_json_in_order(o.kwargs_json);
+      for (auto it = given.begin(); it != given.end(); ++it) extra[it.key()] = it.value();
+    }
+    extra["enable_thinking"] = o.enable_thinking;
     if (o.continue_final_message) return tmpl->render_continuing(m, t, extra);
     return tmpl->render(m, t, o.add_generation_prompt, extra);
   };

@@ -108,11 +108,16 @@ tokenize_result prompt_ids_of(wire::prompt_kind kind, const std::string& text,
   return out;
 }
 
+// A generate's or tokenize's chat fields as the renderer takes them.
+template <class Req>
+chat_options chat_options_of(const Req& r, const model_facts& m) {
+  return {r.enable_thinking.value_or(m.default_enable_thinking), r.add_generation_prompt, r.continue_final_message,
+          r.template_kwargs_json};
+}
+
 template <class Req>
 tokenize_result request_prompt_ids(const Req& r, const model_facts& m) {
-  return prompt_ids_of(r.kind, r.prompt, r.messages,
-                       {r.enable_thinking.value_or(true), r.add_generation_prompt, r.continue_final_message},
-                       r.tools_json, m);
+  return prompt_ids_of(r.kind, r.prompt, r.messages, chat_options_of(r, m), r.tools_json, m);
 }
 }  // namespace
 
@@ -232,9 +237,7 @@ bool fits(const std::vector<int32_t>& prompt, const model_facts& m) {
 // comes back and is refused as too long.
 tokenize_result truncated_messages_prompt(const wire::generate_request& r, const model_facts& m) {
   auto render = [&](const std::vector<wire::chat_message>& msgs) {
-    return prompt_ids_of(r.kind, r.prompt, msgs,
-                         {r.enable_thinking.value_or(true), r.add_generation_prompt, r.continue_final_message},
-                         r.tools_json, m);
+    return prompt_ids_of(r.kind, r.prompt, msgs, chat_options_of(r, m), r.tools_json, m);
   };
   auto whole = render(r.messages);
   if (whole.error || fits(whole.ids, m)) return whole;

@@ -26,6 +26,9 @@ struct chat_options {
   bool enable_thinking = true;
   bool add_generation_prompt = true;    // the assistant's turn opened for the model
   bool continue_final_message = false;  // instead, the model continues the final message
+  // The request's chat_template_kwargs (a JSON object's text; "" = none): template variables,
+  // over the server's defaults (make_chat_renderer).
+  std::string kwargs_json = {};
 };
 // tools_json: "" or a JSON array of tool definitions (wire::generate_request::tools_json).
 using chat_renderer = std::function<std::string(const std::vector<wire::chat_message>&,
@@ -44,6 +47,9 @@ struct model_facts {
   generation_defaults generation;
   const tokenizer* tok = nullptr;  // null: only prompt_ids are served
   chat_renderer chat;              // empty: no chat template available
+  // enable_thinking when a chat request leaves it out: Qwen3's own default (true), or the server's
+  // default_chat_template_kwargs (vLLM's --default-chat-template-kwargs '{"enable_thinking": false}').
+  bool default_enable_thinking = true;
   // How the model writes tool calls ([model] tool_call_parser; auto: from the chat template).
   tool_call_format tool_format = tool_call_format::hermes;
   // Structured output's grammars over the vocabulary (token_table::from_tokenizer of tok),

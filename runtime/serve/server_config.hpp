@@ -77,6 +77,10 @@ struct server_config {
   // vLLM's --chat-template: a template file, or the template itself, instead of the model's
   // (chat_template::from_directory); "" = the model's.
   std::string chat_template;
+  // vLLM's --default-chat-template-kwargs: a JSON object of template variables every chat request
+  // gets unless it gives its own (chat_template_kwargs); enable_thinking false makes Qwen3 answer
+  // without thinking by default. "" = none.
+  std::string default_chat_template_kwargs;
   // How the model writes tool calls (vLLM's --tool-call-parser): "auto" (from the chat template:
   // qwen3_coder when it teaches Qwen3-Coder's XML calls, else hermes), "hermes" or "qwen3_coder".
   std::string tool_call_parser = "auto";

@@ -92,9 +92,15 @@ bool names_adapter(const ojson& v, const served_models& models) {
 void chat_template_kwargs(const ojson& v, ojson& w) {
   want(v, v.is_object(), "chat_template_kwargs", "an object");
   for (const auto& [k, value] : v.items()) {
-    if (k != "enable_thinking")
-      refuse("unsupported", "chat_template_kwargs." + k, "chat_template_kwargs." + k + " is not supported (enable_thinking is)");
-    w["enable_thinking"] = value;
+    if (k == "enable_thinking") {
+      w["enable_thinking"] = value;
+    } else {
+      if (std::find(std::begin(reserved_template_variables), std::end(reserved_template_variables), k) !=
+          std::end(reserved_template_variables))
+        refuse("invalid_value", "chat_template_kwargs." + k,
+               "chat_template_kwargs." + k + " is not a template switch: the request's own fields set it");
+      w["chat_template_kwargs"][k] = value;
+    }
   }
 }
 

@@ -48,7 +48,8 @@ ojson parse_body(std::string_view body);
 // name is refused with 404 model_not_found.
 bool names_adapter(const ojson& v, const served_models& models);
 
-// vLLM's chat_template_kwargs: only enable_thinking, set in `w` (the protocol's request).
+// vLLM's chat_template_kwargs into `w` (the protocol's request): enable_thinking as its own field,
+// the others as the template's variables (chat_template_kwargs); a reserved name is refused.
 void chat_template_kwargs(const ojson& v, ojson& w);
 
 // `w` (a request in the msgpack protocol's fields) through the protocol's own decoder, so the HTTP

@@ -134,6 +134,9 @@ struct generate_request {
   // ({"type": "function", "function": {"name", "description", "parameters"}}), rendered by the chat
   // template; the done event then carries the calls the model made. "" = none.
   std::string tools_json;
+  // messages only: vLLM's chat_template_kwargs besides enable_thinking, a JSON object whose keys
+  // become the chat template's variables (a custom template's switches); "" = none.
+  std::string template_kwargs_json;
   sampling_fields sampling;
   std::optional<int32_t> max_tokens;   // absent: the server's default_max_tokens
   std::vector<std::string> stop;
@@ -207,6 +210,7 @@ struct tokenize_request {
   bool add_generation_prompt = true;    // as in generate_request
   bool continue_final_message = false;  // as in generate_request
   std::string tools_json;  // as in generate_request
+  std::string template_kwargs_json;  // as in generate_request
   friend bool operator==(const tokenize_request&, const tokenize_request&) = default;
 };
 

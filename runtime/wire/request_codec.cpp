@@ -1,5 +1,6 @@
 #include "runtime/wire/request_codec.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <span>
@@ -433,6 +434,23 @@ void get_chat_fields(const field_map& f, Req& r) {
       fail(error_code::invalid_value, "field 'tools' applies only to 'messages' prompts");
     r.tools_json = get_map_array(*t, "tools", max_tools);
   }
+  if (const auto* t = f.find("chat_template_kwargs")) {
+    if (r.kind != prompt_kind::messages)
+      fail(error_code::invalid_value, "field 'chat_template_kwargs' applies only to 'messages' prompts");
+    if (t->type != msgpack::type::MAP) wrong_type("chat_template_kwargs", "a map", *t);
+    for (uint32_t i = 0; i < t->via.map.size; ++i) {
+      const auto& k = t->via.map.ptr[i].key;
+      if (k.type != msgpack::type::STR) wrong_type("chat_template_kwargs", "a map with text keys", k);
+      const std::string_view name = detail::as_view(k);
+      if (std::find(std::begin(reserved_template_variables), std::end(reserved_template_variables), name) !=
+          std::end(reserved_template_variables))
+        fail(error_code::invalid_value,
+             "field 'chat_template_kwargs." + std::string(name) + "' is not a template switch: " +
+                 (name == "enable_thinking" ? std::string("give it as the field 'enable_thinking'")
+                                            : "the request's own fields set it"));
+    }
+    r.template_kwargs_json = t->via.map.size == 0 ? std::string() : get_json(*t, "chat_template_kwargs");
+  }
 }
 
 // A batch of prompts: 1..max_n texts or arrays of token ids (each element judged on its own).
@@ -476,7 +494,7 @@ void get_scheduling(const field_map& f, generate_request& r) {
 generate_request decode_generate(const field_map& f) {
   static constexpr std::string_view allowed[] = {
       "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "add_generation_prompt",
-      "continue_final_message", "tools", "temperature",
+      "continue_final_message", "tools", "chat_template_kwargs", "temperature",
       "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
       "seed", "max_tokens", "stop", "include_stop_str_in_output", "skip_special_tokens", "stop_ids", "ignore_eos", "return_prompt_ids", "stream", "priority", "tenant", "adapter",
       "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs", "bad_words",
@@ -642,7 +660,8 @@ request decode_body(const field_map& f, std::string_view type) {
   }
   if (type == "tokenize") {
     static constexpr std::string_view allowed[] = {"v", "type", "id", "prompt", "messages", "enable_thinking",
-                                                   "add_generation_prompt", "continue_final_message", "tools"};
+                                                   "add_generation_prompt", "continue_final_message", "tools",
+                                                   "chat_template_kwargs"};
     f.check_known(allowed, "a tokenize request");
     tokenize_request r;
     r.id = get_id(f, false, "tokenize");
@@ -793,6 +812,10 @@ void put_prompt(map_builder& m, const Req& r) {
   if (!r.tools_json.empty()) {
     m.key("tools");
     detail::pack_json_text(m.sink, r.tools_json);
+  }
+  if (!r.template_kwargs_json.empty()) {
+    m.key("chat_template_kwargs");
+    detail::pack_json_text(m.sink, r.template_kwargs_json);
   }
 }
 

@@ -1022,6 +1022,39 @@ BOOST_AUTO_TEST_CASE(embeddings_give_troupe_embeds_vectors) {
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
+// vLLM's --default-chat-template-kwargs '{"enable_thinking": false}': a chat that says nothing
+// renders with Qwen3's empty think block (its answer starts at once), one that asks to think does
+// not, and a chat completion's prompt is the tokenized one.
+BOOST_AUTO_TEST_CASE(default_chat_template_kwargs_turn_thinking_off) {
+  auto cfg = test_config();
+  cfg.default_chat_template_kwargs = R"({"enable_thinking": false})";
+  auto srv = start(cfg, full_vocab_dir, tokenizer_dir);
+  http_client c(srv->http_port());
+  auto prompt_of = [&](json body) {
+    body["messages"] = json::array({{{"role", "user"}, {"content", "Hi"}}});
+    body["return_token_strs"] = true;
+    c.post("/tokenize", body.dump());
+    auto r = c.read();
+    BOOST_TEST_REQUIRE(r.status == 200, r.body);
+    std::string text;
+    const auto j = json::parse(r.body);  // named: a range-for over a temporary's member would dangle
+    for (const auto& s : j["token_strs"]) text += s.get<std::string>();
+    return text;
+  };
+  const std::string plain = prompt_of(json::object());
+  BOOST_TEST(plain.find("<think>") != std::string::npos, plain);  // the empty block: thinking off
+  const std::string thinking = prompt_of({{"chat_template_kwargs", {{"enable_thinking", true}}}});
+  BOOST_TEST(thinking.find("<think>") == std::string::npos, thinking);
+  BOOST_TEST(prompt_of({{"chat_template_kwargs", {{"enable_thinking", false}}}}) == plain);
+  c.post("/v1/chat/completions", json{{"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
+                                      {"max_tokens", 1}, {"return_token_ids", true}}.dump());
+  auto r = c.read();
+  BOOST_TEST_REQUIRE(r.status == 200, r.body);
+  c.post("/tokenize", json{{"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})}}.dump());
+  auto t = c.read();
+  BOOST_TEST(json::parse(r.body)["prompt_token_ids"] == json::parse(t.body)["tokens"]);
+}
+
 BOOST_AUTO_TEST_CASE(tokenize_and_detokenize) {
   auto srv = start(test_config(), full_vocab_dir, tokenizer_dir);
   const tokenizer tok(tokenizer_dir);

@@ -42,6 +42,7 @@ int run_serve(int argc, char** argv) {
   std::vector<std::string> sets;
   std::optional<std::string> host, api_key, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
       rope_scaling, generation_config, override_generation_config, device, allowed_origins, allowed_methods, allowed_headers, chat_template,
+      default_chat_template_kwargs,
       tool_call_parser;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
       speculative_tokens, tensor_parallel_size, threads, max_loras, max_lora_rank;
@@ -58,6 +59,9 @@ int run_serve(int argc, char** argv) {
   app.add_option("--chat-template", chat_template,
                  "a chat template file, or the template itself, instead of the model's (model.chat_template; "
                  "vLLM's flag)");
+  app.add_option("--default-chat-template-kwargs", default_chat_template_kwargs,
+                 "template variables every chat request gets unless it gives its own, a JSON object, e.g. "
+                 "'{\"enable_thinking\": false}' (model.default_chat_template_kwargs; vLLM's flag)");
   app.add_option("--tool-call-parser", tool_call_parser,
                  "how the model writes tool calls: auto (from the chat template), hermes (Qwen3) or qwen3_coder "
                  "(Qwen3-Coder's XML) (model.tool_call_parser; vLLM's flag)");
@@ -208,6 +212,7 @@ int run_serve(int argc, char** argv) {
     for (const auto& n : served_model_names) c.served_model_name += (c.served_model_name.empty() ? "" : ",") + n;
   }
   if (chat_template) c.chat_template = *chat_template;
+  if (default_chat_template_kwargs) c.default_chat_template_kwargs = *default_chat_template_kwargs;
   if (tool_call_parser) c.tool_call_parser = *tool_call_parser;
   for (const auto& l : loras) {
     if (!c.lora_modules.empty()) c.lora_modules += ',';

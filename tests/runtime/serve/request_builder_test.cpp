@@ -2,6 +2,7 @@
 // EOS and request stop ids, and the refusals (vocabulary, prompt length, no tokenizer).
 #include <boost/test/unit_test.hpp>
 
+#include "runtime/core/error.hpp"
 #include "runtime/serve/chat_renderer.hpp"
 #include "runtime/serve/request_builder.hpp"
 
@@ -355,6 +356,40 @@ BOOST_AUTO_TEST_CASE(text_prompts_with_a_tokenizer) {
   BOOST_REQUIRE(b.req);
   BOOST_TEST(b.req->prompt == tok.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"),
              boost::test_tools::per_element());
+}
+
+// chat_template_kwargs: the template's variables are the server's defaults, then the request's
+// kwargs over them, then enable_thinking (the request's, else the server's default).
+BOOST_AUTO_TEST_CASE(template_kwargs_reach_the_template) {
+  tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
+  auto m = with_tokenizer(tok);
+  auto tmpl = std::make_shared<const chat_template>(
+      "{{ greeting }} {{ name | default('nobody') }} {{ enable_thinking }}: {{ messages[0].content }}");
+  const auto defaults = parse_template_defaults(R"({"greeting": "Hello", "enable_thinking": false})");
+  BOOST_TEST(!defaults.enable_thinking);
+  m.chat = make_chat_renderer(tmpl, defaults.kwargs);
+  m.default_enable_thinking = defaults.enable_thinking;
+  m.max_model_len = 1000;
+  wire::generate_request r;
+  r.id = "r";
+  r.kind = wire::prompt_kind::messages;
+  r.messages = {{"user", "hi", "", ""}};
+  auto text_of = [&](const wire::generate_request& q) {
+    auto b = build_generate(q, m);
+    BOOST_REQUIRE_MESSAGE(b.req, b.error.message);
+    return tok.decode(b.req->prompt);
+  };
+  BOOST_TEST(text_of(r) == "Hello nobody False: hi");
+  r.template_kwargs_json = R"({"greeting": "Hi", "name": "Ann"})";
+  r.enable_thinking = true;
+  BOOST_TEST(text_of(r) == "Hi Ann True: hi");
+  // Bad defaults stop the start, naming the setting.
+  for (const char* bad : {"[1]", R"({"enable_thinking": "no"})", R"({"messages": []})", "{"}) {
+    BOOST_CHECK_EXCEPTION(parse_template_defaults(bad), troupe::error, [](const troupe::error& e) {
+      return std::string(e.what()).find("default_chat_template_kwargs") != std::string::npos;
+    });
+  }
+  BOOST_TEST(parse_template_defaults("").kwargs.empty());
 }
 
 // thinking_token_budget: the sampler gets the budget with Qwen3's think ids, and whether the

@@ -165,7 +165,7 @@ BOOST_AUTO_TEST_CASE(bad_requests_name_what_is_wrong) {
       {R"({"messages": [{"role": "user", "content": "q"}], "tool_choice": "required"})", true, 400, "invalid_value", "tool_choice"},
       {R"({"messages": [{"role": "user", "content": "q"}], "top_logprobs": 2})", true, 400, "invalid_value", "logprobs"},
       {R"({"messages": [{"role": "user", "content": "q"}], "stream_options": {"foo": 1}})", true, 400, "unknown_field", "stream_options.foo"},
-      {R"({"messages": [{"role": "user", "content": "q"}], "chat_template_kwargs": {"x": 1}})", true, 400, "unsupported", "chat_template_kwargs.x"},
+      {R"({"messages": [{"role": "user", "content": "q"}], "chat_template_kwargs": {"messages": 1}})", true, 400, "invalid_value", "chat_template_kwargs.messages"},
       {R"({"messages": [{"role": "user", "content": "q"}], "stream": "yes"})", true, 400, "wrong_type", "stream"},
       {R"({"prompt": ["a", 3]})", false, 400, "wrong_type", "prompts[1]"},
       {R"({"prompt": ["a", ""]})", false, 400, "invalid_value", "prompts[1]"},
@@ -843,6 +843,21 @@ BOOST_AUTO_TEST_CASE(truncate_prompt_tokens_passes_through) {
 
 // vLLM's cache_salt reaches the protocol from completions and chat; not from embeddings (whose
 // prompts are not cached across requests); an empty or non-string salt is refused naming it.
+// chat_template_kwargs: enable_thinking becomes the protocol's field, the others template
+// variables; a name the request's own fields set is refused naming it.
+BOOST_AUTO_TEST_CASE(chat_template_kwargs_pass_to_the_template) {
+  auto c = chat(R"({"messages": [{"role": "user", "content": "q"}],
+                    "chat_template_kwargs": {"enable_thinking": false, "style": {"tone": "dry"}}})");
+  BOOST_TEST_REQUIRE(c.ok(), c.error.message);
+  BOOST_TEST((c.req->enable_thinking == std::optional<bool>(false)));
+  BOOST_TEST(c.req->template_kwargs_json == R"({"style":{"tone":"dry"}})");
+  auto only = chat(R"({"messages": [{"role": "user", "content": "q"}], "chat_template_kwargs": {"enable_thinking": true}})");
+  BOOST_TEST_REQUIRE(only.ok(), only.error.message);
+  BOOST_TEST(only.req->template_kwargs_json.empty());
+  auto bad = chat(R"({"messages": [{"role": "user", "content": "q"}], "chat_template_kwargs": {"tools": []}})");
+  BOOST_TEST(bad.error.param == "chat_template_kwargs.tools");
+}
+
 // vLLM's thinking_token_budget reaches the protocol from chat and completions; -1 is no budget,
 // below it or not an integer is refused naming it.
 BOOST_AUTO_TEST_CASE(thinking_token_budget_passes_through) {

@@ -72,8 +72,11 @@ BOOST_AUTO_TEST_CASE(bad_tokenize_bodies_name_the_field) {
           "invalid_value", "", "'continue_final_message' needs 'add_generation_prompt' false");
   refused(tokenize(R"({"messages": [{"role": "user", "content": "a"}], "add_generation_prompt": 1})").error, 400,
           "wrong_type", "", "add_generation_prompt");
-  refused(tokenize(R"({"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": {"x": 1}})").error, 400,
-          "unsupported", "chat_template_kwargs.x", "enable_thinking is");
+  refused(tokenize(R"({"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": {"tools": 1}})").error,
+          400, "invalid_value", "chat_template_kwargs.tools", "not a template switch");
+  auto kw = tokenize(R"({"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": {"x": 1}})");
+  BOOST_TEST_REQUIRE(kw.ok(), kw.error.message);
+  BOOST_TEST(kw.req->template_kwargs_json == R"({"x":1})");
   refused(tokenize(R"({"prompt": "a", "return_token_strs": 1})").error, 400, "wrong_type", "return_token_strs", "a boolean");
   // The protocol decoder's own checks still hold.
   refused(tokenize(R"({"prompt": ""})").error, 400, "invalid_value", "", "'prompt' must not be empty");

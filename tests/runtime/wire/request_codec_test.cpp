@@ -75,6 +75,7 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.continue_final_message = true;
   g.truncate_messages = true;
   g.thinking_token_budget = 512;
+  g.template_kwargs_json = R"({"style":"terse","depth":2})";
   g.sampling.temperature = 0.7;
   g.sampling.top_p = 0.9;
   g.sampling.top_k = 20;
@@ -507,6 +508,8 @@ BOOST_AUTO_TEST_CASE(enable_thinking_without_messages) {
                "'add_generation_prompt' applies only to 'messages'", "r1");
   expect_error(decode(generate_with({{"truncate_messages", true}})), error_code::invalid_value,
                "'truncate_messages' applies only to 'messages'", "r1");
+  expect_error(decode(generate_with({{"chat_template_kwargs", map{{"a", 1}}}})), error_code::invalid_value,
+               "'chat_template_kwargs' applies only to 'messages'", "r1");
 }
 
 // Assistant prefill: continue_final_message needs the generation prompt off, as vLLM's rule.
@@ -767,3 +770,29 @@ BOOST_AUTO_TEST_CASE(tokenize_has_no_prompt_ids) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// chat_template_kwargs: a map whose keys become template variables; names the request's own
+// fields set are refused naming them; it round-trips on tokenize too.
+BOOST_AUTO_TEST_CASE(chat_template_kwargs_are_a_map_of_switches) {
+  const array msgs{map{{"role", "user"}, {"content", "x"}}};
+  auto d = decode(map{{"v", 1}, {"type", "generate"}, {"id", "k"}, {"messages", msgs},
+                      {"chat_template_kwargs", map{{"style", "terse"}}}});
+  BOOST_REQUIRE_MESSAGE(d.ok(), d.error.message);
+  BOOST_TEST(std::get<generate_request>(*d.req).template_kwargs_json == R"({"style":"terse"})");
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "k"}, {"messages", msgs},
+                          {"chat_template_kwargs", map{{"enable_thinking", false}}}}),
+               error_code::invalid_value, "give it as the field 'enable_thinking'", "k");
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "k"}, {"messages", msgs},
+                          {"chat_template_kwargs", map{{"messages", array{}}}}}),
+               error_code::invalid_value, "'chat_template_kwargs.messages'", "k");
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "k"}, {"messages", msgs}, {"chat_template_kwargs", 3}}),
+               error_code::wrong_type, "'chat_template_kwargs'", "k");
+  tokenize_request t;
+  t.id = "t";
+  t.kind = prompt_kind::messages;
+  t.messages = {{"user", "hi", "", ""}};
+  t.template_kwargs_json = R"({"style":"terse"})";
+  auto back = decode_request(encode_request(t));
+  BOOST_REQUIRE_MESSAGE(back.ok(), back.error.message);
+  BOOST_TEST((std::get<tokenize_request>(*back.req) == t));
+}
