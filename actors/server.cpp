@@ -113,6 +113,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
                                         "tokenizer, so chat requests cannot be served; give --tokenizer DIR");
   auto template_defaults = serve::parse_template_defaults(ctx->cfg.default_chat_template_kwargs);
   f.default_enable_thinking = template_defaults.enable_thinking;
+  f.trust_request_chat_template = ctx->cfg.trust_request_chat_template;
   if (!tok_dir.empty()) {
     try {
       auto tmpl = std::make_shared<const chat_template>(chat_template::from_directory(tok_dir, custom));

@@ -1,6 +1,8 @@
 #include "runtime/serve/chat_renderer.hpp"
 
 #include <algorithm>
+#include <deque>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -35,6 +37,36 @@ void arguments_as_values(ojson& calls, size_t message) {
   }
 }
 
+// Requests' own templates (--trust-request-chat-template), compiled once and kept: a client that
+// sends one usually sends it with every request. The last kKept by first use; shared by the
+// tokenizer workers.
+class request_templates {
+ public:
+  explicit request_templates(nlohmann::ordered_json special_tokens) : special_(std::move(special_tokens)) {}
+
+  // Throws std::invalid_argument "chat_template: ..." for a template outside the Jinja subset.
+  std::shared_ptr<const chat_template> get(std::string_view text) {
+    std::lock_guard lock(mu_);
+    for (const auto& [t, compiled] : kept_)
+      if (t == text) return compiled;
+    std::shared_ptr<const chat_template> compiled;
+    try {
+      compiled = std::make_shared<const chat_template>(std::string(text), special_);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(std::string("chat_template: ") + e.what());
+    }
+    if (kept_.size() == kKept) kept_.pop_front();
+    kept_.emplace_back(std::string(text), compiled);
+    return compiled;
+  }
+
+ private:
+  static constexpr size_t kKept = 8;
+  nlohmann::ordered_json special_;
+  std::mutex mu_;
+  std::deque<std::pair<std::string, std::shared_ptr<const chat_template>>> kept_;
+};
+
 }  // namespace
 
 template_defaults parse_template_defaults(const std::string& json) {
@@ -64,8 +96,9 @@ template_defaults parse_template_defaults(const std::string& json) {
 }
 
 chat_renderer make_chat_renderer(std::shared_ptr<const chat_template> tmpl, ojson defaults) {
-  return [tmpl, defaults = std::move(defaults)](const std::vector<wire::chat_message>& msgs, const std::string& tools,
-                                                const chat_options& o) {
+  auto own = std::make_shared<request_templates>(tmpl->special_tokens());
+  return [tmpl, own, defaults = std::move(defaults)](const std::vector<wire::chat_message>& msgs,
+                                                     const std::string& tools, const chat_options& o) {
     // The wire decoder wrote tools and tool calls as JSON text with the client's key order, which
     // the template prints as it is (tojson): ordered_json keeps it. parse_json_in_order, not
     // ordered_json::parse, whose key search is quadratic (80,000 keys: 20 s in this worker).
@@ -86,8 +119,9 @@ chat_renderer make_chat_renderer(std::shared_ptr<const chat_template> tmpl, ojso
       for (auto it = given.begin(); it != given.end(); ++it) extra[it.key()] = it.value();
     }
     extra["enable_thinking"] = o.enable_thinking;
-    if (o.continue_final_message) return tmpl->render_continuing(m, t, extra);
-    return tmpl->render(m, t, o.add_generation_prompt, extra);
+    const auto used = o.template_text.empty() ? tmpl : own->get(o.template_text);
+    if (o.continue_final_message) return used->render_continuing(m, t, extra);
+    return used->render(m, t, o.add_generation_prompt, extra);
   };
 }
 

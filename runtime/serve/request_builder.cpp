@@ -85,6 +85,12 @@ tokenize_result prompt_ids_of(wire::prompt_kind kind, const std::string& text,
   std::string rendered;
   const std::string* src = &text;
   if (kind == wire::prompt_kind::messages) {
+    if (!chat.template_text.empty() && !m.trust_request_chat_template) {
+      out.error = err(wire::error_code::unsupported,
+                      "field 'chat_template': this server renders chats with its own template only; start it with "
+                      "--trust-request-chat-template (model.trust_request_chat_template) to take a request's");
+      return out;
+    }
     if (!m.chat) {
       out.error = err(wire::error_code::unsupported,
                       "model '" + m.name + "' has no chat template: send 'prompt' or 'prompt_ids'");
@@ -93,7 +99,10 @@ tokenize_result prompt_ids_of(wire::prompt_kind kind, const std::string& text,
     try {
       rendered = m.chat(messages, tools_json, chat);
     } catch (const std::exception& e) {
-      out.error = err(wire::error_code::invalid_value, std::string("messages: ") + e.what());
+      const std::string what = e.what();
+      const bool own_template = what.rfind("chat_template: ", 0) == 0;  // the request's template is bad
+      out.error = err(wire::error_code::invalid_value, own_template ? "field '" + what.substr(0, 13) + "'" + what.substr(13)
+                                                                    : "messages: " + what);
       return out;
     }
     src = &rendered;
@@ -112,7 +121,7 @@ tokenize_result prompt_ids_of(wire::prompt_kind kind, const std::string& text,
 template <class Req>
 chat_options chat_options_of(const Req& r, const model_facts& m) {
   return {r.enable_thinking.value_or(m.default_enable_thinking), r.add_generation_prompt, r.continue_final_message,
-          r.template_kwargs_json};
+          r.template_kwargs_json, r.chat_template};
 }
 
 template <class Req>

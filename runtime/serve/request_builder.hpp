@@ -29,6 +29,9 @@ struct chat_options {
   // The request's chat_template_kwargs (a JSON object's text; "" = none): template variables,
   // over the server's defaults (make_chat_renderer).
   std::string kwargs_json = {};
+  // The request's own chat template (Jinja text; "" = the server's): the renderer compiles it
+  // (keeping the last few) with the model's special tokens.
+  std::string_view template_text = {};
 };
 // tools_json: "" or a JSON array of tool definitions (wire::generate_request::tools_json).
 using chat_renderer = std::function<std::string(const std::vector<wire::chat_message>&,
@@ -50,6 +53,9 @@ struct model_facts {
   // enable_thinking when a chat request leaves it out: Qwen3's own default (true), or the server's
   // default_chat_template_kwargs (vLLM's --default-chat-template-kwargs '{"enable_thinking": false}').
   bool default_enable_thinking = true;
+  // vLLM's --trust-request-chat-template: a request may bring its own chat_template (else refused,
+  // since a template runs on the server).
+  bool trust_request_chat_template = false;
   // How the model writes tool calls ([model] tool_call_parser; auto: from the chat template).
   tool_call_format tool_format = tool_call_format::hermes;
   // Structured output's grammars over the vocabulary (token_table::from_tokenizer of tok),

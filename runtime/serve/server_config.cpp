@@ -68,6 +68,7 @@ const std::vector<knob>& knobs() {
       {"model", "served_model_name", &server_config::served_model_name},
       {"model", "chat_template", &server_config::chat_template},
       {"model", "default_chat_template_kwargs", &server_config::default_chat_template_kwargs},
+      {"model", "trust_request_chat_template", &server_config::trust_request_chat_template},
       {"model", "tool_call_parser", &server_config::tool_call_parser},
       {"model", "max_model_len", &server_config::max_model_len, 0, i32max},
       {"model", "default_max_tokens", &server_config::default_max_tokens, 1, i32max},

@@ -81,6 +81,9 @@ struct server_config {
   // gets unless it gives its own (chat_template_kwargs); enable_thinking false makes Qwen3 answer
   // without thinking by default. "" = none.
   std::string default_chat_template_kwargs;
+  // vLLM's --trust-request-chat-template: a request's own chat_template is rendered (a template
+  // runs on the server: for trusted clients). Off: such a request is refused.
+  bool trust_request_chat_template = false;
   // How the model writes tool calls (vLLM's --tool-call-parser): "auto" (from the chat template:
   // qwen3_coder when it teaches Qwen3-Coder's XML calls, else hermes), "hermes" or "qwen3_coder".
   std::string tool_call_parser = "auto";

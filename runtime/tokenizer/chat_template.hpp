@@ -64,6 +64,7 @@ class chat_template {
                                 const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
 
   const std::string& source() const { return source_; }
+  const nlohmann::ordered_json& special_tokens() const { return special_tokens_; }
 
  private:
   std::string source_;

@@ -447,6 +447,8 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
       top_logprobs = v;
     } else if (chat && k == "chat_template_kwargs") {
       chat_template_kwargs(v, w);
+    } else if (chat && k == "chat_template") {  // vLLM's; the server decides whether it trusts it
+      w[k] = v;
     } else if (chat && (k == "add_generation_prompt" || k == "continue_final_message")) {
       w[k] = v;  // vLLM's: the model continues the final message (assistant prefill)
     } else if (chat && k == "include_reasoning") {

@@ -31,6 +31,8 @@ tokenize_call parse_tokenize(std::string_view body, const served_models& models,
         w[k] = v;
       } else if (chat && k == "chat_template_kwargs") {
         chat_template_kwargs(v, w);
+      } else if (chat && k == "chat_template") {
+        w[k] = v;
       } else if (chat && k == "tools") {
         w["tools"] = v;
       } else {

@@ -137,6 +137,9 @@ struct generate_request {
   // messages only: vLLM's chat_template_kwargs besides enable_thinking, a JSON object whose keys
   // become the chat template's variables (a custom template's switches); "" = none.
   std::string template_kwargs_json;
+  // messages only: vLLM's per-request chat_template (Jinja text) instead of the server's; served
+  // only with model.trust_request_chat_template (--trust-request-chat-template). "" = the server's.
+  std::string chat_template;
   sampling_fields sampling;
   std::optional<int32_t> max_tokens;   // absent: the server's default_max_tokens
   std::vector<std::string> stop;
@@ -211,6 +214,7 @@ struct tokenize_request {
   bool continue_final_message = false;  // as in generate_request
   std::string tools_json;  // as in generate_request
   std::string template_kwargs_json;  // as in generate_request
+  std::string chat_template;         // as in generate_request
   friend bool operator==(const tokenize_request&, const tokenize_request&) = default;
 };
 

@@ -451,6 +451,12 @@ void get_chat_fields(const field_map& f, Req& r) {
     }
     r.template_kwargs_json = t->via.map.size == 0 ? std::string() : get_json(*t, "chat_template_kwargs");
   }
+  if (const auto* t = f.find("chat_template")) {
+    if (r.kind != prompt_kind::messages)
+      fail(error_code::invalid_value, "field 'chat_template' applies only to 'messages' prompts");
+    r.chat_template = get_string(*t, "chat_template", max_chat_template_bytes);
+    if (r.chat_template.empty()) fail(error_code::invalid_value, "field 'chat_template' must not be empty (leave it out for the server's)");
+  }
 }
 
 // A batch of prompts: 1..max_n texts or arrays of token ids (each element judged on its own).
@@ -494,7 +500,7 @@ void get_scheduling(const field_map& f, generate_request& r) {
 generate_request decode_generate(const field_map& f) {
   static constexpr std::string_view allowed[] = {
       "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "add_generation_prompt",
-      "continue_final_message", "tools", "chat_template_kwargs", "temperature",
+      "continue_final_message", "tools", "chat_template_kwargs", "chat_template", "temperature",
       "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty",
       "seed", "max_tokens", "stop", "include_stop_str_in_output", "skip_special_tokens", "stop_ids", "ignore_eos", "return_prompt_ids", "stream", "priority", "tenant", "adapter",
       "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs", "bad_words",
@@ -661,7 +667,7 @@ request decode_body(const field_map& f, std::string_view type) {
   if (type == "tokenize") {
     static constexpr std::string_view allowed[] = {"v", "type", "id", "prompt", "messages", "enable_thinking",
                                                    "add_generation_prompt", "continue_final_message", "tools",
-                                                   "chat_template_kwargs"};
+                                                   "chat_template_kwargs", "chat_template"};
     f.check_known(allowed, "a tokenize request");
     tokenize_request r;
     r.id = get_id(f, false, "tokenize");
@@ -817,6 +823,7 @@ void put_prompt(map_builder& m, const Req& r) {
     m.key("chat_template_kwargs");
     detail::pack_json_text(m.sink, r.template_kwargs_json);
   }
+  if (!r.chat_template.empty()) detail::pack_str(m.key("chat_template"), r.chat_template);
 }
 
 // Always as structured_outputs (response_format decodes to the same thing).

@@ -22,6 +22,7 @@ inline constexpr size_t max_id_bytes = 128;
 inline constexpr size_t max_tenant_bytes = 128;
 inline constexpr size_t max_adapter_name_bytes = 128;
 inline constexpr size_t max_cache_salt_bytes = 1024;
+inline constexpr size_t max_chat_template_bytes = 256 * 1024;
 // chat_template_kwargs keys that are not a template's switches: the request's own fields set
 // these variables (enable_thinking has a field of its own).
 inline constexpr std::string_view reserved_template_variables[] = {

@@ -1024,10 +1024,12 @@ BOOST_AUTO_TEST_CASE(embeddings_give_troupe_embeds_vectors) {
 
 // vLLM's --default-chat-template-kwargs '{"enable_thinking": false}': a chat that says nothing
 // renders with Qwen3's empty think block (its answer starts at once), one that asks to think does
-// not, and a chat completion's prompt is the tokenized one.
+// not, and a chat completion's prompt is the tokenized one. With --trust-request-chat-template a
+// request's own template renders, with the defaults' variables.
 BOOST_AUTO_TEST_CASE(default_chat_template_kwargs_turn_thinking_off) {
   auto cfg = test_config();
-  cfg.default_chat_template_kwargs = R"({"enable_thinking": false})";
+  cfg.default_chat_template_kwargs = R"({"enable_thinking": false, "mark": "!"})";
+  cfg.trust_request_chat_template = true;
   auto srv = start(cfg, full_vocab_dir, tokenizer_dir);
   http_client c(srv->http_port());
   auto prompt_of = [&](json body) {
@@ -1046,6 +1048,7 @@ BOOST_AUTO_TEST_CASE(default_chat_template_kwargs_turn_thinking_off) {
   const std::string thinking = prompt_of({{"chat_template_kwargs", {{"enable_thinking", true}}}});
   BOOST_TEST(thinking.find("<think>") == std::string::npos, thinking);
   BOOST_TEST(prompt_of({{"chat_template_kwargs", {{"enable_thinking", false}}}}) == plain);
+  BOOST_TEST(prompt_of({{"chat_template", "{{ messages[0].content }}{{ mark }}{{ enable_thinking }}"}}) == "Hi!False");
   c.post("/v1/chat/completions", json{{"messages", json::array({{{"role", "user"}, {"content", "Hi"}}})},
                                       {"max_tokens", 1}, {"return_token_ids", true}}.dump());
   auto r = c.read();

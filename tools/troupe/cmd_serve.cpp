@@ -49,7 +49,7 @@ int run_serve(int argc, char** argv) {
   std::optional<int64_t> kv_bytes;
   bool static_batching = false, no_prefix_cache = false, no_mmap = false, expert_parallel = false, allow_credentials = false;
   bool disable_log_stats = false, enable_log_requests = false, runtime_lora = false, request_id_headers = false;
-  bool tokens_as_ids = false;
+  bool tokens_as_ids = false, trust_request_template = false;
   app.add_option("--model", opts.model_dir, "Hugging Face Qwen3 checkpoint directory (default: a demo model)");
   app.add_option("--tokenizer", opts.tokenizer_dir, "directory with tokenizer.json (default: the model's)");
   std::vector<std::string> served_model_names;
@@ -62,6 +62,8 @@ int run_serve(int argc, char** argv) {
   app.add_option("--default-chat-template-kwargs", default_chat_template_kwargs,
                  "template variables every chat request gets unless it gives its own, a JSON object, e.g. "
                  "'{\"enable_thinking\": false}' (model.default_chat_template_kwargs; vLLM's flag)");
+  app.add_flag("--trust-request-chat-template", trust_request_template,
+               "render a chat request's own chat_template (model.trust_request_chat_template; vLLM's flag)");
   app.add_option("--tool-call-parser", tool_call_parser,
                  "how the model writes tool calls: auto (from the chat template), hermes (Qwen3) or qwen3_coder "
                  "(Qwen3-Coder's XML) (model.tool_call_parser; vLLM's flag)");
@@ -213,6 +215,7 @@ int run_serve(int argc, char** argv) {
   }
   if (chat_template) c.chat_template = *chat_template;
   if (default_chat_template_kwargs) c.default_chat_template_kwargs = *default_chat_template_kwargs;
+  if (trust_request_template) c.trust_request_chat_template = true;
   if (tool_call_parser) c.tool_call_parser = *tool_call_parser;
   for (const auto& l : loras) {
     if (!c.lora_modules.empty()) c.lora_modules += ',';

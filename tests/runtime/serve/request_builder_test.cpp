@@ -392,6 +392,39 @@ BOOST_AUTO_TEST_CASE(template_kwargs_reach_the_template) {
   BOOST_TEST(parse_template_defaults("").kwargs.empty());
 }
 
+// A request's own chat_template: refused unless the server trusts them; then rendered (compiled
+// once, kept) with the server's variables; one outside the Jinja subset is refused naming it.
+BOOST_AUTO_TEST_CASE(a_requests_own_template_needs_trust) {
+  tokenizer tok(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer");
+  auto m = with_tokenizer(tok);
+  m.max_model_len = 1000;
+  m.chat = make_chat_renderer(std::make_shared<const chat_template>("server: {{ messages[0].content }}",
+                                                                    nlohmann::ordered_json{{"eos_token", "<|im_end|>"}}),
+                              nlohmann::ordered_json{{"greeting", "Hey"}});
+  wire::generate_request r;
+  r.id = "r";
+  r.kind = wire::prompt_kind::messages;
+  r.messages = {{"user", "hi", "", ""}};
+  r.chat_template = "{{ greeting }} own: {{ messages[0].content }}{{ eos_token }}";
+  auto b = build_generate(r, m);
+  BOOST_TEST(!b.req);
+  BOOST_TEST(to_string(b.error.code) == "unsupported");
+  BOOST_TEST(b.error.message.find("--trust-request-chat-template") != std::string::npos, b.error.message);
+  m.trust_request_chat_template = true;
+  for (int twice = 0; twice < 2; ++twice) {
+    b = build_generate(r, m);
+    BOOST_REQUIRE_MESSAGE(b.req, b.error.message);
+    BOOST_TEST(tok.decode(b.req->prompt) == "Hey own: hi<|im_end|>");
+  }
+  r.chat_template.clear();
+  BOOST_TEST(tok.decode(build_generate(r, m).req->prompt) == "server: hi");
+  r.chat_template = "{% macro x() %}";
+  b = build_generate(r, m);
+  BOOST_TEST(!b.req);
+  BOOST_TEST(to_string(b.error.code) == "invalid_value");
+  BOOST_TEST(b.error.message.rfind("field 'chat_template'", 0) == 0, b.error.message);
+}
+
 // thinking_token_budget: the sampler gets the budget with Qwen3's think ids, and whether the
 // prompt opened the block; -1 is none; a model without a tokenizer (no think ids) refuses it.
 BOOST_AUTO_TEST_CASE(a_thinking_budget_reaches_the_sampler) {

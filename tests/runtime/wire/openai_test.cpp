@@ -856,6 +856,11 @@ BOOST_AUTO_TEST_CASE(chat_template_kwargs_pass_to_the_template) {
   BOOST_TEST(only.req->template_kwargs_json.empty());
   auto bad = chat(R"({"messages": [{"role": "user", "content": "q"}], "chat_template_kwargs": {"tools": []}})");
   BOOST_TEST(bad.error.param == "chat_template_kwargs.tools");
+  // vLLM's chat_template: passed on, the server decides whether it renders it.
+  auto own = chat(R"({"messages": [{"role": "user", "content": "q"}], "chat_template": "{{ messages }}"})");
+  BOOST_TEST_REQUIRE(own.ok(), own.error.message);
+  BOOST_TEST(own.req->chat_template == "{{ messages }}");
+  BOOST_TEST(completion(R"({"prompt": "q", "chat_template": "x"})").error.code == "unknown_field");
 }
 
 // vLLM's thinking_token_budget reaches the protocol from chat and completions; -1 is no budget,

@@ -76,6 +76,7 @@ BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   g.truncate_messages = true;
   g.thinking_token_budget = 512;
   g.template_kwargs_json = R"({"style":"terse","depth":2})";
+  g.chat_template = "{{ messages[0].content }}";
   g.sampling.temperature = 0.7;
   g.sampling.top_p = 0.9;
   g.sampling.top_k = 20;
@@ -510,6 +511,8 @@ BOOST_AUTO_TEST_CASE(enable_thinking_without_messages) {
                "'truncate_messages' applies only to 'messages'", "r1");
   expect_error(decode(generate_with({{"chat_template_kwargs", map{{"a", 1}}}})), error_code::invalid_value,
                "'chat_template_kwargs' applies only to 'messages'", "r1");
+  expect_error(decode(generate_with({{"chat_template", "{{ x }}"}})), error_code::invalid_value,
+               "'chat_template' applies only to 'messages'", "r1");
 }
 
 // Assistant prefill: continue_final_message needs the generation prompt off, as vLLM's rule.
@@ -787,11 +790,14 @@ BOOST_AUTO_TEST_CASE(chat_template_kwargs_are_a_map_of_switches) {
                error_code::invalid_value, "'chat_template_kwargs.messages'", "k");
   expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "k"}, {"messages", msgs}, {"chat_template_kwargs", 3}}),
                error_code::wrong_type, "'chat_template_kwargs'", "k");
+  expect_error(decode(map{{"v", 1}, {"type", "generate"}, {"id", "k"}, {"messages", msgs}, {"chat_template", ""}}),
+               error_code::invalid_value, "'chat_template' must not be empty", "k");
   tokenize_request t;
   t.id = "t";
   t.kind = prompt_kind::messages;
   t.messages = {{"user", "hi", "", ""}};
   t.template_kwargs_json = R"({"style":"terse"})";
+  t.chat_template = "{{ messages }}";
   auto back = decode_request(encode_request(t));
   BOOST_REQUIRE_MESSAGE(back.ok(), back.error.message);
   BOOST_TEST((std::get<tokenize_request>(*back.req) == t));
