@@ -28,71 +28,42 @@ size_t conversation_store::cost(const conversation& c) {
 
 conversation_store::status conversation_store::put(conversation c) {
   const size_t bytes = cost(c);
-  if (bytes > max_bytes_) return status::too_big;
-  std::lock_guard lock(mu_);
-  if (auto it = map_.find(c.id); it != map_.end()) drop(it);
-  lru_.push_front(c.id);
-  slot s;
-  s.bytes = bytes;
-  s.lru = lru_.begin();
   std::string id = c.id;
-  s.c = std::move(c);
-  map_.emplace(std::move(id), std::move(s));
-  bytes_ += bytes;
-  fit();
-  return status::ok;
+  std::lock_guard lock(mu_);
+  return entries_.put(id, std::move(c), bytes) ? status::ok : status::too_big;
 }
 
 std::optional<conversation> conversation_store::get(const std::string& id) {
   std::lock_guard lock(mu_);
-  auto it = map_.find(id);
-  if (it == map_.end()) return std::nullopt;
-  lru_.splice(lru_.begin(), lru_, it->second.lru);
-  return it->second.c;
+  const conversation* c = entries_.get(id);
+  return c ? std::optional<conversation>(*c) : std::nullopt;
 }
 
 conversation_store::status conversation_store::update(const std::string& id, const std::function<void(conversation&)>& change) {
   std::lock_guard lock(mu_);
-  auto it = map_.find(id);
-  if (it == map_.end()) return status::unknown;
-  conversation c = it->second.c;
+  const conversation* now = entries_.get(id);
+  if (!now) return status::unknown;
+  conversation c = *now;
   change(c);
   const size_t bytes = cost(c);
-  if (bytes > max_bytes_) return status::too_big;
-  bytes_ = bytes_ - it->second.bytes + bytes;
-  it->second.c = std::move(c);
-  it->second.bytes = bytes;
-  lru_.splice(lru_.begin(), lru_, it->second.lru);
-  fit();
+  if (bytes > entries_.max_bytes()) return status::too_big;  // checked first: the old one stays
+  entries_.put(id, std::move(c), bytes);
   return status::ok;
 }
 
 bool conversation_store::erase(const std::string& id) {
   std::lock_guard lock(mu_);
-  auto it = map_.find(id);
-  if (it == map_.end()) return false;
-  drop(it);
-  return true;
-}
-
-void conversation_store::drop(std::unordered_map<std::string, slot>::iterator it) {
-  bytes_ -= it->second.bytes;
-  lru_.erase(it->second.lru);
-  map_.erase(it);
-}
-
-void conversation_store::fit() {
-  while (bytes_ > max_bytes_) drop(map_.find(lru_.back()));  // the one just used is the front: it stays
+  return entries_.erase(id);
 }
 
 size_t conversation_store::bytes() const {
   std::lock_guard lock(mu_);
-  return bytes_;
+  return entries_.bytes();
 }
 
 size_t conversation_store::size() const {
   std::lock_guard lock(mu_);
-  return map_.size();
+  return entries_.size();
 }
 
 }  // namespace troupe::wire::openai

@@ -7,13 +7,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <unordered_map>
+
+#include "runtime/wire/lru_bytes.hpp"
 
 namespace troupe::wire::openai {
 
@@ -33,11 +33,11 @@ struct conversation {
 
 class conversation_store {
  public:
-  explicit conversation_store(size_t max_bytes) : max_bytes_(max_bytes) {}
+  explicit conversation_store(size_t max_bytes) : entries_(max_bytes) {}
 
   enum class status : uint8_t { ok, unknown, too_big };
   // Stores (or replaces) c, then drops the least recently used until the total fits; too_big when
-  // c alone is over max_bytes (an earlier c.id is then kept as it was).
+  // c alone is over max_bytes (nothing is kept under c.id then).
   status put(conversation c);
   // A copy of the conversation, now the most recently used; nothing when unknown or dropped.
   std::optional<conversation> get(const std::string& id);
@@ -48,23 +48,12 @@ class conversation_store {
 
   size_t bytes() const;
   size_t size() const;
-  size_t max_bytes() const noexcept { return max_bytes_; }
+  size_t max_bytes() const noexcept { return entries_.max_bytes(); }
 
  private:
-  struct slot {
-    conversation c;
-    size_t bytes = 0;
-    std::list<std::string>::iterator lru;
-  };
   static size_t cost(const conversation& c);
-  void drop(std::unordered_map<std::string, slot>::iterator it);
-  void fit();
-
-  const size_t max_bytes_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, slot> map_;
-  std::list<std::string> lru_;
-  size_t bytes_ = 0;
+  lru_bytes<conversation> entries_;
 };
 
 }  // namespace troupe::wire::openai

@@ -13,54 +13,35 @@ bool response_store::put(const std::string& id, nlohmann::ordered_json items, st
                  response.size() + 2 * id.size();
   if (events)
     for (const auto& e : *events) bytes += e.size();
+  entry e;
+  e.num_input = std::min(num_input, items.size());
+  e.items = std::make_shared<const nlohmann::ordered_json>(std::move(items));
+  e.response = std::make_shared<const std::string>(std::move(response));
+  e.events = std::move(events);
+  e.finished = finished;
   std::lock_guard lock(mu_);
-  if (auto it = map_.find(id); it != map_.end()) drop(it);
-  if (bytes > max_bytes_) return false;
-  lru_.push_front(id);
-  slot s;
-  s.e.num_input = std::min(num_input, items.size());
-  s.e.items = std::make_shared<const nlohmann::ordered_json>(std::move(items));
-  s.e.response = std::make_shared<const std::string>(std::move(response));
-  s.e.events = std::move(events);
-  s.e.finished = finished;
-  s.bytes = bytes;
-  s.lru = lru_.begin();
-  map_.emplace(id, std::move(s));
-  bytes_ += bytes;
-  while (bytes_ > max_bytes_) drop(map_.find(lru_.back()));
-  return true;
+  return entries_.put(id, std::move(e), bytes);
 }
 
 std::optional<response_store::entry> response_store::get(const std::string& id) {
   std::lock_guard lock(mu_);
-  auto it = map_.find(id);
-  if (it == map_.end()) return std::nullopt;
-  lru_.splice(lru_.begin(), lru_, it->second.lru);
-  return it->second.e;
+  const entry* e = entries_.get(id);
+  return e ? std::optional<entry>(*e) : std::nullopt;
 }
 
 bool response_store::erase(const std::string& id) {
   std::lock_guard lock(mu_);
-  auto it = map_.find(id);
-  if (it == map_.end()) return false;
-  drop(it);
-  return true;
-}
-
-void response_store::drop(std::unordered_map<std::string, slot>::iterator it) {
-  bytes_ -= it->second.bytes;
-  lru_.erase(it->second.lru);
-  map_.erase(it);
+  return entries_.erase(id);
 }
 
 size_t response_store::bytes() const {
   std::lock_guard lock(mu_);
-  return bytes_;
+  return entries_.bytes();
 }
 
 size_t response_store::size() const {
   std::lock_guard lock(mu_);
-  return map_.size();
+  return entries_.size();
 }
 
 }  // namespace troupe::wire::openai

@@ -8,14 +8,14 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
+
+#include "runtime/wire/lru_bytes.hpp"
 
 namespace troupe::wire::openai {
 
@@ -31,7 +31,7 @@ class response_store {
     bool finished = true;  // false: a background response still queued or running (its input only)
   };
 
-  explicit response_store(size_t max_bytes) : max_bytes_(max_bytes) {}
+  explicit response_store(size_t max_bytes) : entries_(max_bytes) {}
 
   // Stores (or replaces) `id`, then drops the least recently used until the total fits. An entry
   // larger than max_bytes alone is not kept (false; an earlier entry of `id` is gone too).
@@ -43,21 +43,11 @@ class response_store {
 
   size_t bytes() const;
   size_t size() const;
-  size_t max_bytes() const noexcept { return max_bytes_; }
+  size_t max_bytes() const noexcept { return entries_.max_bytes(); }
 
  private:
-  struct slot {
-    entry e;
-    size_t bytes = 0;
-    std::list<std::string>::iterator lru;  // its place in lru_ (front: most recent)
-  };
-  void drop(std::unordered_map<std::string, slot>::iterator it);
-
-  const size_t max_bytes_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, slot> map_;
-  std::list<std::string> lru_;
-  size_t bytes_ = 0;
+  lru_bytes<entry> entries_;
 };
 
 }  // namespace troupe::wire::openai
