@@ -53,6 +53,7 @@ struct seq_meta {
   int64_t prompt_tokens = 0;
   int32_t cached_prompt_tokens = 0;  // set at first_scheduled
   int64_t generated = 0;
+  int32_t max_tokens = 0;  // the request's max_tokens (0: an embed or rerank, which has none)
   std::optional<clock::time_point> first_token;
 };
 
@@ -152,6 +153,7 @@ void record_finished(self_ptr self, const seq_meta& m, serve::finished_reason_la
   serve::finished_request r;
   r.prompt_tokens = m.prompt_tokens;
   r.generation_tokens = m.generated;
+  r.max_tokens = m.max_tokens;
   if (m.first_scheduled) {
     r.inference_seconds = seconds(now - *m.first_scheduled);
     if (m.first_token) {
@@ -451,6 +453,7 @@ caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::a
         if (m.spec.adapter >= 0 && !st.ctx->facts.adapters->is_live(m.spec.adapter))
           return reject(wire::error_code::invalid_value, "the LoRA adapter this request names was unloaded");
         int64_t prompt = static_cast<int64_t>(m.spec.prompt.size());
+        const int32_t max_tokens = m.spec.embed ? 0 : m.spec.max_tokens;
         auto a = st.core->add(std::move(m.spec));
         switch (a.status) {
           case sched::admit_status::ok: break;
@@ -463,6 +466,7 @@ caf::behavior scheduler_actor(self_ptr self, context_ptr ctx, std::vector<caf::a
         meta.sampling = std::move(m.sampling);
         meta.received = m.received;
         meta.prompt_tokens = prompt;
+        meta.max_tokens = max_tokens;
         st.metas.emplace(m.rid, std::move(meta));
         dispatch_lookups(self);
         publish_gauges(self);

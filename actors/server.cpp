@@ -181,6 +181,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   sched::scheduler probe(s, ctx->num_blocks, bs, ctx->policy->initial());
   ctx->backends = std::make_shared<backend_source>(backend_factory(o, *ctx));
   ctx->metrics = std::make_shared<serve::metrics>(f.name);
+  ctx->metrics->set_cache_config(bs, ctx->num_blocks, ctx->cfg.kv_cache_dtype, ctx->sched.enable_prefix_caching);
   if (ctx->cfg.responses_store_bytes > 0)
     ctx->responses = std::make_shared<wire::openai::response_store>(static_cast<size_t>(ctx->cfg.responses_store_bytes));
   if (ctx->cfg.conversations_store_bytes > 0)

@@ -129,6 +129,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         // reserved the ids), sampled with seed + j as vLLM's child requests; a prompt's logprobs
         // are the same for all its completions: its first reports them.
         const bool indexed = r.sequences() > 1;
+        for (size_t p = 0; p < b.reqs.size(); ++p) st.ctx->metrics->observe_request_n(r.n);  // vLLM's: per prompt
         for (size_t p = 0; p < b.reqs.size(); ++p) {
           const auto& br = b.reqs[p];
           const int64_t leader = m.rid + static_cast<int64_t>(p) * r.n;

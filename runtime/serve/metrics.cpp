@@ -61,7 +61,9 @@ metrics::metrics(std::string model_name)
       prefill_(latency_buckets),
       decode_(latency_buckets),
       inference_(latency_buckets),
-      iteration_tokens_(token_buckets) {}
+      iteration_tokens_(token_buckets),
+      params_n_({1, 2, 5, 10, 20}),
+      params_max_tokens_(token_buckets) {}
 
 void metrics::set_queue_sizes(int64_t running, int64_t waiting) {
   std::lock_guard lock(mu_);
@@ -129,6 +131,19 @@ void metrics::observe_finished(const finished_request& r) {
   if (r.prefill_seconds) prefill_.observe(*r.prefill_seconds);
   if (r.decode_seconds) decode_.observe(*r.decode_seconds);
   if (r.inference_seconds) inference_.observe(*r.inference_seconds);
+  if (r.max_tokens > 0) params_max_tokens_.observe(static_cast<double>(r.max_tokens));
+}
+void metrics::observe_request_n(int32_t n) {
+  std::lock_guard lock(mu_);
+  params_n_.observe(static_cast<double>(n));
+}
+void metrics::set_cache_config(int32_t block_size, int64_t num_blocks, std::string cache_dtype, bool prefix_caching) {
+  std::lock_guard lock(mu_);
+  // vLLM's label names (its CacheConfig's fields): num_gpu_blocks is the KV pool's blocks on any
+  // back-end (on the CPU one, in host memory), the blocks requests use.
+  cache_config_labels_ = "block_size=\"" + std::to_string(block_size) + "\",cache_dtype=\"" +
+                         prometheus::escape_label(cache_dtype) + "\",enable_prefix_caching=\"" +
+                         (prefix_caching ? "True" : "False") + "\",num_gpu_blocks=\"" + std::to_string(num_blocks) + "\"";
 }
 void metrics::add_step(double engine_seconds, double loop_seconds, int64_t tokens) {
   std::lock_guard lock(mu_);
@@ -236,6 +251,14 @@ std::string metrics::render() const {
   hist("request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", decode_);
   hist("request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", inference_);
   hist("iteration_tokens_total", "Histogram of number of tokens per engine_step.", iteration_tokens_);
+  hist("request_params_n", "Histogram of the n request parameter.", params_n_);
+  hist("request_params_max_tokens", "Histogram of the max_tokens request parameter.", params_max_tokens_);
+  // vLLM's older name for the inter-token latency, which its dashboards before 0.11 chart.
+  hist("time_per_output_token_seconds", "Histogram of time per output token in seconds (inter_token_latency_seconds).", itl_);
+  if (!cache_config_labels_.empty()) {
+    family(o, "cache_config_info", "gauge", "Information of the LLMEngine CacheConfig.");
+    sample(o, "cache_config_info", labels_ + "," + cache_config_labels_, "1");
+  }
   family(o, "engine_steps_total", "counter", "Forward steps run (troupe-specific).");
   sample(o, "engine_steps_total", labels_, std::to_string(steps_));
   family(o, "engine_step_tokens_total", "counter", "Tokens computed in forward steps (troupe-specific).");

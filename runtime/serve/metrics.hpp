@@ -38,6 +38,7 @@ enum class finished_reason_label : uint8_t { stop, length, abort, error };
 struct finished_request {
   int64_t prompt_tokens = 0, generation_tokens = 0;
   std::optional<double> prefill_seconds, decode_seconds, inference_seconds;
+  int32_t max_tokens = 0;  // the request's max_tokens (0: none, an embed or rerank)
 };
 
 class metrics {
@@ -63,6 +64,10 @@ class metrics {
   void observe_e2e(double seconds);
   void observe_queue(double seconds);
   void observe_finished(const finished_request& r);
+  // A generate request's n (vLLM's request_params_n), once per prompt.
+  void observe_request_n(int32_t n);
+  // vLLM's cache_config_info: the KV cache's settings as labels (rendered once set).
+  void set_cache_config(int32_t block_size, int64_t num_blocks, std::string cache_dtype, bool prefix_caching);
   void add_step(double engine_seconds, double loop_seconds, int64_t batched_tokens);
   // The gateway's connections: how many are open, and those it closed for idle_timeout_ms.
   void set_client_connections(int64_t open);
@@ -97,6 +102,8 @@ class metrics {
   double engine_seconds_ = 0, loop_seconds_ = 0;
   histogram ttft_, itl_, e2e_, queue_;
   histogram prompt_len_, generation_len_, prefill_, decode_, inference_, iteration_tokens_;
+  histogram params_n_, params_max_tokens_;
+  std::string cache_config_labels_;  // empty until set_cache_config
   std::vector<std::function<void(std::string&, const std::string&)>> renderers_;
 };
 

@@ -51,7 +51,7 @@ BOOST_AUTO_TEST_CASE(vllm_names_with_the_troupe_prefix) {
   has("# TYPE troupe:e2e_request_latency_seconds histogram");
   has("# TYPE troupe:request_queue_time_seconds histogram");
   // vLLM's per-request histograms (a request never scheduled has no phase times).
-  m.observe_finished({120, 7, 0.5, 2.0, 2.5});
+  m.observe_finished({120, 7, 0.5, 2.0, 2.5, 16});
   m.observe_finished({3, 0, std::nullopt, std::nullopt, std::nullopt});
   m.add_step(0.1, 0.11, 64);
   t = m.render();
@@ -67,6 +67,25 @@ BOOST_AUTO_TEST_CASE(vllm_names_with_the_troupe_prefix) {
   has("troupe:request_inference_time_seconds_sum" + l + "} 2.5");
   has("troupe:iteration_tokens_total_count" + l + "} 1");
   has("troupe:iteration_tokens_total_sum" + l + "} 64");
+  has("troupe:request_params_max_tokens_count" + l + "} 1");  // the one with max_tokens
+  has("troupe:request_params_max_tokens_bucket" + l + ",le=\"20\"} 1");
+  has("troupe:request_params_max_tokens_bucket" + l + ",le=\"10\"} 0");
+  // vLLM's request_params_n, the inter-token latency under its older name, and cache_config_info
+  // once the pool is known.
+  BOOST_TEST(t.find("troupe:cache_config_info") == std::string::npos);
+  m.observe_request_n(1);
+  m.observe_request_n(4);
+  m.observe_inter_token(0.02);
+  m.set_cache_config(16, 512, "auto", true);
+  t = m.render();
+  has("troupe:request_params_n_count" + l + "} 2");
+  has("troupe:request_params_n_bucket" + l + ",le=\"2\"} 1");
+  has("troupe:request_params_n_bucket" + l + ",le=\"5\"} 2");
+  has("# TYPE troupe:time_per_output_token_seconds histogram");
+  has("troupe:time_per_output_token_seconds_count" + l + "} 1");
+  has("troupe:inter_token_latency_seconds_count" + l + "} 1");
+  has("troupe:cache_config_info" + l + ",block_size=\"16\",cache_dtype=\"auto\",enable_prefix_caching=\"True\","
+      "num_gpu_blocks=\"512\"} 1");
 }
 
 // The gateway's connections (troupe-specific): the open count as set last, the idle closes summed.
