@@ -379,7 +379,7 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
   ojson w = {{"v", protocol_version}, {"type", "generate"}, {"id", id}, {"stream", false}};
   if (chat) w["separate_reasoning"] = true;
   ojson so = ojson::object();
-  bool logprobs_on = false, drop_tools = false, thinking_off = false;
+  bool logprobs_on = false, drop_tools = false, thinking_off = false, chat_echo = false;
   std::optional<ojson> forced_choice;  // tool_choice "required" or a named function
   bool parallel_calls = true;
   std::optional<ojson> top_logprobs;
@@ -482,6 +482,9 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
                                  "for 0..20 of the most likely tokens");
       w[k] = v;  // the protocol checks its range
       out.prompt_logprobs = true;
+    } else if (chat && k == "echo") {  // vLLM's: the assistant's prefill comes back ahead of the answer
+      want(v, v.is_boolean(), k, "a boolean");
+      chat_echo = v.get<bool>();
     } else if (!chat && k == "echo") {
       want(v, v.is_boolean(), k, "a boolean");
       out.echo = v.get<bool>();
@@ -550,6 +553,9 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
   if (!d) return;
   out.req = std::get<generate_request>(std::move(*d));
   if (!chat) out.include_reasoning = false;
+  // vLLM's chat echo: the final message comes back ahead of the answer when it is the assistant's.
+  if (chat_echo && !out.req->messages.empty() && out.req->messages.back().role == "assistant")
+    out.chat_echo = out.req->messages.back().content;
 }
 
 }  // namespace detail
@@ -661,6 +667,7 @@ response_builder::response_builder(endpoint ep, const parsed_request& p, int64_t
       base64_(p.base64),
       prompt_logprobs_(p.prompt_logprobs),
       return_token_ids_(p.return_token_ids),
+      chat_echo_(p.chat_echo),
       n_(p.req->sequences()),
       per_prompt_(p.req->n),
       prompt_counted_(static_cast<size_t>(p.req->sequences() / p.req->n)),
@@ -791,10 +798,22 @@ std::string response_builder::chunk(int32_t index, ojson delta, ojson logprobs, 
   return "data: " + dump(j) + "\n\n";
 }
 
-std::string response_builder::call_chunk(int32_t index, choice& ch, const tool_call_stream::call_piece& c) {
+ojson response_builder::delta_for(choice& ch) const {
   ojson delta = ojson::object();
-  if (!ch.role_sent) delta["role"] = "assistant";
+  if (!ch.role_sent) {
+    delta["role"] = "assistant";
+    if (!chat_echo_.empty()) delta["content"] = chat_echo_;
+  }
   ch.role_sent = true;
+  return delta;
+}
+
+void response_builder::add_content(ojson& delta, const std::string& text) {
+  delta["content"] = (delta.contains("content") ? delta["content"].get<std::string>() : std::string()) + text;
+}
+
+std::string response_builder::call_chunk(int32_t index, choice& ch, const tool_call_stream::call_piece& c) {
+  ojson delta = delta_for(ch);
   ojson call = {{"index", c.index}};
   if (c.begins) {
     call["id"] = call_id(static_cast<size_t>(index), c.index);
@@ -840,11 +859,9 @@ std::string response_builder::on_token(const token_event& t) {
   // The text first (it came before any call in this token's text), then the calls' pieces; a
   // first chunk that would carry only the role leaves it to the first call piece.
   if (!(text.empty() && reasoning.empty() && lp.is_null() && !ids_out && (ch.role_sent || !pieces.empty()))) {
-    ojson delta = ojson::object();
-    if (!ch.role_sent) delta["role"] = "assistant";
-    ch.role_sent = true;
+    ojson delta = delta_for(ch);
     if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
-    if (!text.empty() || reasoning.empty()) delta["content"] = text;
+    if (!text.empty() || reasoning.empty()) add_content(delta, text);
     out = chunk(i, std::move(delta), std::move(lp), nullptr, ids);
   }
   for (const auto& c : pieces) out += call_chunk(i, ch, c);
@@ -932,15 +949,13 @@ std::string response_builder::on_done(done_event&& d) {
   if (ep_ == endpoint::completion) {
     out += chunk(i, "", nullptr, reason);
   } else {
-    ojson delta = ojson::object();
-    if (!ch.role_sent) delta["role"] = "assistant";
-    ch.role_sent = true;
+    ojson delta = delta_for(ch);
     if (d.tool_calls.size() > streamed_calls) {  // the calls not streamed, whole
       const std::vector<tool_call> rest(d.tool_calls.begin() + static_cast<std::ptrdiff_t>(streamed_calls),
                                         d.tool_calls.end());
       delta["tool_calls"] = tool_calls_json(rest, static_cast<size_t>(i), true, streamed_calls);
     } else if (!calls && !held.empty()) {
-      delta["content"] = held;  // held back as a possible tool call, and it was none
+      add_content(delta, held);  // held back as a possible tool call, and it was none
     }
     out += chunk(i, std::move(delta), nullptr, reason);
   }
@@ -983,10 +998,10 @@ std::string response_builder::final_body() {
     if (chat) {
       ojson m = {{"role", "assistant"}};
       if (calls) {
-        auto content = content_before_calls(ch.text);
+        auto content = chat_echo_ + content_before_calls(ch.text);
         m["content"] = content.empty() ? ojson(nullptr) : ojson(content);
       } else {
-        m["content"] = ch.text;
+        m["content"] = chat_echo_ + ch.text;
       }
       if (include_reasoning_ && !ch.reasoning.empty()) m["reasoning_content"] = ch.reasoning;
       if (calls) m["tool_calls"] = tool_calls_json(ch.last.tool_calls, i, false);

@@ -52,6 +52,9 @@ struct parsed_request {
   // completions: `echo`: the prompt comes back ahead of the completion (and its tokens' logprobs
   // with `logprobs`); with max_tokens 0 (scoring a text) the one token generated is left out.
   bool echo = false;
+  // chat: vLLM's `echo`: the final message, when it is the assistant's (a prefill), comes back
+  // ahead of the answer's content (whole, or on each choice's first chunk); "": nothing.
+  std::string chat_echo;
   bool prompt_only = false;
   // vLLM's prompt_logprobs (chat, completions; not streamed): each prompt token's logprob, rank
   // and the most likely tokens there, as vLLM answers them (a choice's, or a chat body's).
@@ -151,6 +154,10 @@ class response_builder final : public reply_builder {
   // `ids` (return_token_ids): the token event whose ids (and, on a choice's first, the prompt's)
   // the chunk carries; null: none.
   std::string chunk(int32_t index, json delta, json logprobs, const char* finish_reason, const token_event* ids = nullptr);
+  // A chat chunk's delta: the role on the choice's first chunk, with chat_echo as its content.
+  json delta_for(choice& ch) const;
+  // Adds `text` to the delta's content (after an echo already there).
+  static void add_content(json& delta, const std::string& text);
   std::string on_token(const token_event& t);
   std::string on_done(done_event&& d);
   std::string on_error(const wire_error& e);
@@ -178,6 +185,7 @@ class response_builder final : public reply_builder {
   int64_t created_;
   bool stream_, include_usage_, continuous_usage_, include_reasoning_, has_tools_, want_logprobs_, echo_, prompt_only_, base64_,
       prompt_logprobs_, return_token_ids_;
+  std::string chat_echo_;                       // chat echo: the assistant's prefill, ahead of each answer
   std::vector<std::string> echo_text_;          // by prompt
   std::vector<std::vector<int32_t>> echo_ids_;  // by prompt
   int32_t n_;           // completions in all (generate_request::sequences)

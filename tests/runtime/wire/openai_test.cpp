@@ -1100,6 +1100,39 @@ BOOST_AUTO_TEST_CASE(chat_logprobs_carry_bytes) {
   BOOST_TEST(c["top_logprobs"][0]["logprob"] == -0.1);
 }
 
+// vLLM's chat echo: an assistant prefill (the final message) comes back ahead of the answer, whole
+// or on the first chunk; after a user message there is nothing to echo; not a boolean: refused.
+BOOST_AUTO_TEST_CASE(chat_echo_returns_the_prefill_ahead_of_the_answer) {
+  const std::string prefill = R"({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "Sure, "}],
+      "continue_final_message": true, "add_generation_prompt": false, "echo": true)";
+  auto p = chat(prefill + "}");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(p.chat_echo == "Sure, ");
+  oa::response_builder whole(oa::endpoint::chat, p, 5, token_text);
+  auto d = done(wire::finish_reason::stop, 3, 1);
+  d.has_output = true;
+  d.text = "here";
+  whole.feed(tok("here", 7));
+  const auto j = json::parse(whole.feed(d));
+  BOOST_TEST(j["choices"][0]["message"]["content"] == "Sure, here");
+
+  auto ps = chat(prefill + R"(, "stream": true})");
+  BOOST_TEST_REQUIRE(ps.ok(), ps.error.message);
+  oa::response_builder streamed(oa::endpoint::chat, ps, 5, token_text);
+  std::string out = streamed.feed(tok("he", 7));
+  out += streamed.feed(tok("re", 8));
+  auto ev = sse_events(out);
+  BOOST_TEST_REQUIRE(ev.size() == 2u);
+  BOOST_TEST(ev[0]["choices"][0]["delta"]["role"] == "assistant");
+  BOOST_TEST(ev[0]["choices"][0]["delta"]["content"] == "Sure, he");
+  BOOST_TEST(ev[1]["choices"][0]["delta"]["content"] == "re");
+
+  auto user_last = chat(R"({"messages": [{"role": "user", "content": "q"}], "echo": true})");
+  BOOST_TEST_REQUIRE(user_last.ok(), user_last.error.message);
+  BOOST_TEST(user_last.chat_echo.empty());
+  BOOST_TEST(chat(R"({"messages": [{"role": "user", "content": "q"}], "echo": 1})").error.code == "wrong_type");
+}
+
 // vLLM's return_tokens_as_token_ids: every token a logprob names is "token_id:ID" (its bytes those
 // of that text), in chat and completions; a non-boolean is refused naming it.
 BOOST_AUTO_TEST_CASE(tokens_as_token_ids_in_logprobs) {
