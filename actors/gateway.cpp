@@ -264,7 +264,8 @@ caf::behavior gateway(self_ptr self, context_ptr ctx, std::vector<caf::actor> wo
     char hex[9];
     std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(rd()));
     st.http_id_prefix = hex;
-    st.models = {ctx->facts.name, {}, ctx->facts.max_model_len, ctx->facts.aliases};
+    st.models = {ctx->facts.name, {}, ctx->facts.max_model_len, ctx->facts.aliases,
+                 serve::parse_effort_budgets(ctx->cfg.reasoning_effort_budgets)};
     st.cors = serve::cors_policy_of(ctx->cfg);  // validate() has checked it
   }
   bound->set_value({res->second, {}, st.http_port});

@@ -1,6 +1,8 @@
 #include "runtime/serve/server_config.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 
 #include <fstream>
 #include <limits>
@@ -69,6 +71,7 @@ const std::vector<knob>& knobs() {
       {"model", "chat_template", &server_config::chat_template},
       {"model", "default_chat_template_kwargs", &server_config::default_chat_template_kwargs},
       {"model", "trust_request_chat_template", &server_config::trust_request_chat_template},
+      {"model", "reasoning_effort_budgets", &server_config::reasoning_effort_budgets},
       {"model", "tool_call_parser", &server_config::tool_call_parser},
       {"model", "max_model_len", &server_config::max_model_len, 0, i32max},
       {"model", "default_max_tokens", &server_config::default_max_tokens, 1, i32max},
@@ -259,6 +262,32 @@ std::vector<std::pair<std::string, std::string>> parse_lora_modules(std::string_
   return out;
 }
 
+std::vector<std::pair<std::string, int32_t>> parse_effort_budgets(std::string_view budgets) {
+  std::vector<std::pair<std::string, int32_t>> out;
+  auto fail = [](const std::string& why) {
+    throw_error(errc::invalid_argument, "model.reasoning_effort_budgets (--reasoning-effort-budgets): " + why);
+  };
+  while (!budgets.empty()) {
+    const auto comma = budgets.find(',');
+    const std::string_view entry = budgets.substr(0, comma);
+    budgets = comma == std::string_view::npos ? std::string_view{} : budgets.substr(comma + 1);
+    if (entry.empty()) continue;
+    const auto eq = entry.find('=');
+    if (eq == std::string_view::npos || eq == 0) fail("'" + std::string(entry) + "' is not EFFORT=TOKENS");
+    std::string name(entry.substr(0, eq));
+    if (name == "none") fail("'none' turns thinking off; it takes no budget");
+    for (const auto& [n, b] : out)
+      if (n == name) fail("effort '" + name + "' is given twice");
+    const std::string_view num = entry.substr(eq + 1);
+    int64_t tokens = 0;
+    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), tokens);
+    if (ec != std::errc() || p != num.data() + num.size() || num.empty() || tokens < -1 || tokens > INT32_MAX)
+      fail("'" + std::string(entry) + "': TOKENS must be a count >= 0, or -1 for no budget");
+    out.emplace_back(std::move(name), static_cast<int32_t>(tokens));
+  }
+  return out;
+}
+
 wire::cors_policy cors_policy_of(const server_config& c) {
   wire::cors_policy p;
   p.origins = wire::parse_cors_list(c.allowed_origins, "server.allowed_origins (--allowed-origins)");
@@ -278,6 +307,7 @@ void validate(const server_config& c) {
   try {
     parse_lora_modules(c.lora_modules);
     parse_served_model_names(c.served_model_name);
+    parse_effort_budgets(c.reasoning_effort_budgets);
   } catch (const error& e) {
     bad2(e.what());
   }

@@ -84,6 +84,10 @@ struct server_config {
   // vLLM's --trust-request-chat-template: a request's own chat_template is rendered (a template
   // runs on the server: for trusted clients). Off: such a request is refused.
   bool trust_request_chat_template = false;
+  // A chat's reasoning_effort (the Responses API's reasoning.effort) as a thinking_token_budget:
+  // "low=1024,medium=8192,high=-1"; "" = efforts other than "none" change nothing (Qwen3 thinks or
+  // does not). A request's own thinking_token_budget wins.
+  std::string reasoning_effort_budgets;
   // How the model writes tool calls (vLLM's --tool-call-parser): "auto" (from the chat template:
   // qwen3_coder when it teaches Qwen3-Coder's XML calls, else hermes), "hermes" or "qwen3_coder".
   std::string tool_call_parser = "auto";
@@ -166,5 +170,9 @@ std::vector<std::string> parse_served_model_names(std::string_view names);
 // model.lora_modules "a=/x,b=/y" -> {{"a", "/x"}, {"b", "/y"}}; throws troupe::error(invalid_argument)
 // naming the entry when one is not NAME=DIR, a name has white space or a comma, or repeats.
 std::vector<std::pair<std::string, std::string>> parse_lora_modules(std::string_view modules);
+// model.reasoning_effort_budgets "low=1024,medium=8192,high=-1" -> {{"low", 1024}, ...}; throws
+// troupe::error(invalid_argument) naming the entry when one is not EFFORT=TOKENS (TOKENS >= -1),
+// names "none" (which turns thinking off), or repeats.
+std::vector<std::pair<std::string, int32_t>> parse_effort_budgets(std::string_view budgets);
 
 }  // namespace troupe::serve

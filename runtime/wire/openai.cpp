@@ -380,6 +380,7 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
   if (chat) w["separate_reasoning"] = true;
   ojson so = ojson::object();
   bool logprobs_on = false, drop_tools = false, thinking_off = false, chat_echo = false;
+  std::string effort;  // reasoning_effort
   std::optional<ojson> forced_choice;  // tool_choice "required" or a named function
   bool parallel_calls = true;
   std::optional<ojson> top_logprobs;
@@ -416,9 +417,11 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
       want(v, v.is_string(), k, "a string");
       if (!b.contains("user") || b["user"].is_null()) w["tenant"] = v;  // OpenAI's successor of `user`
     } else if (chat && k == "reasoning_effort") {
-      // Qwen3 thinks or does not: "none" turns thinking off; other efforts change nothing.
+      // Qwen3 thinks or does not: "none" turns thinking off; another effort is a thinking budget
+      // where the server maps it to one (model.reasoning_effort_budgets), else changes nothing.
       want(v, v.is_string(), k, "a string");
       thinking_off = v == "none";
+      effort = v.get<std::string>();
     } else if (chat && (k == "store" || k == "metadata" || k == "service_tier" || k == "prompt_cache_key" ||
                         k == "verbosity")) {
       // OpenAI's fields that change nothing here: nothing is stored, there is one tier, prefix
@@ -545,6 +548,9 @@ void parse_generate(endpoint ep, const ojson& b, const served_models& models, co
     refuse("unsupported", "prompt_logprobs", "prompt_logprobs are not available when stream is true");
   if (top_logprobs && !logprobs_on) refuse("invalid_value", "top_logprobs", "top_logprobs needs logprobs: true");
   if (logprobs_on) w["logprobs"] = top_logprobs ? *top_logprobs : ojson(0);
+  if (!w.contains("thinking_token_budget"))  // the request's own budget wins
+    for (const auto& [name, budget] : models.effort_budgets)
+      if (name == effort) w["thinking_token_budget"] = budget;
   if (!so.empty()) {
     if (w.contains("structured_outputs")) refuse("invalid_value", "structured_outputs", "give structured_outputs or guided_*, not both");
     w["structured_outputs"] = so;

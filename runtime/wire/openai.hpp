@@ -39,6 +39,9 @@ struct served_models {
   std::vector<std::string> adapters;
   int64_t max_model_len = 0;
   std::vector<std::string> aliases = {};  // other names of the base model (--served-model-name a b)
+  // model.reasoning_effort_budgets: a chat's reasoning_effort (the Responses API's reasoning.effort)
+  // as a thinking_token_budget, e.g. {"low", 1024}; empty: efforts other than "none" change nothing.
+  std::vector<std::pair<std::string, int32_t>> effort_budgets = {};
 };
 
 struct parsed_request {

@@ -42,7 +42,7 @@ int run_serve(int argc, char** argv) {
   std::vector<std::string> sets;
   std::optional<std::string> host, api_key, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
       rope_scaling, generation_config, override_generation_config, device, allowed_origins, allowed_methods, allowed_headers, chat_template,
-      default_chat_template_kwargs,
+      default_chat_template_kwargs, reasoning_effort_budgets,
       tool_call_parser;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
       speculative_tokens, tensor_parallel_size, threads, max_loras, max_lora_rank;
@@ -62,6 +62,9 @@ int run_serve(int argc, char** argv) {
   app.add_option("--default-chat-template-kwargs", default_chat_template_kwargs,
                  "template variables every chat request gets unless it gives its own, a JSON object, e.g. "
                  "'{\"enable_thinking\": false}' (model.default_chat_template_kwargs; vLLM's flag)");
+  app.add_option("--reasoning-effort-budgets", reasoning_effort_budgets,
+                 "reasoning_effort as a thinking budget, e.g. low=1024,medium=8192,high=-1 "
+                 "(model.reasoning_effort_budgets)");
   app.add_flag("--trust-request-chat-template", trust_request_template,
                "render a chat request's own chat_template (model.trust_request_chat_template; vLLM's flag)");
   app.add_option("--tool-call-parser", tool_call_parser,
@@ -216,6 +219,7 @@ int run_serve(int argc, char** argv) {
   if (chat_template) c.chat_template = *chat_template;
   if (default_chat_template_kwargs) c.default_chat_template_kwargs = *default_chat_template_kwargs;
   if (trust_request_template) c.trust_request_chat_template = true;
+  if (reasoning_effort_budgets) c.reasoning_effort_budgets = *reasoning_effort_budgets;
   if (tool_call_parser) c.tool_call_parser = *tool_call_parser;
   for (const auto& l : loras) {
     if (!c.lora_modules.empty()) c.lora_modules += ',';

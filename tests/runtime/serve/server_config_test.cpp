@@ -113,6 +113,27 @@ BOOST_AUTO_TEST_CASE(speculative_keys_and_their_errors) {
                "speculative.prompt_lookup_min (6) must be <= speculative.prompt_lookup_max (5)");
 }
 
+BOOST_AUTO_TEST_CASE(reasoning_effort_budgets_and_their_errors) {
+  server_config c;
+  BOOST_TEST(parse_effort_budgets(c.reasoning_effort_budgets).empty());  // none unless asked for
+  apply_toml(c, "[model]\nreasoning_effort_budgets = \"low=1024,medium=8192,,high=-1\"\n", "t.toml");
+  const auto b = parse_effort_budgets(c.reasoning_effort_budgets);
+  const std::vector<std::pair<std::string, int32_t>> expected = {{"low", 1024}, {"medium", 8192}, {"high", -1}};
+  BOOST_TEST((b == expected));
+  validate(c);
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {"low", "'low' is not EFFORT=TOKENS"},
+           {"=5", "'=5' is not EFFORT=TOKENS"},
+           {"low=", "'low=': TOKENS must be a count >= 0, or -1 for no budget"},
+           {"low=-2", "'low=-2': TOKENS must be a count >= 0, or -1 for no budget"},
+           {"low=1k", "'low=1k': TOKENS must be a count >= 0, or -1 for no budget"},
+           {"none=5", "'none' turns thinking off; it takes no budget"},
+           {"low=1,low=2", "effort 'low' is given twice"}}) {
+    c.reasoning_effort_budgets = bad;
+    expect_error([&] { validate(c); }, "config: model.reasoning_effort_budgets (--reasoning-effort-budgets): " + why);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(lora_modules_and_their_errors) {
   server_config c;
   BOOST_TEST(parse_lora_modules(c.lora_modules).empty());  // none unless asked for

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/wire/openai.hpp"
+#include "runtime/wire/openai_responses.hpp"
 
 namespace oa = troupe::wire::openai;
 namespace wire = troupe::wire;
@@ -861,6 +862,31 @@ BOOST_AUTO_TEST_CASE(chat_template_kwargs_pass_to_the_template) {
   BOOST_TEST_REQUIRE(own.ok(), own.error.message);
   BOOST_TEST(own.req->chat_template == "{{ messages }}");
   BOOST_TEST(completion(R"({"prompt": "q", "chat_template": "x"})").error.code == "unknown_field");
+}
+
+// model.reasoning_effort_budgets: an effort the server maps is a thinking budget (the request's own
+// budget wins); "none" still turns thinking off; an effort it does not map changes nothing.
+BOOST_AUTO_TEST_CASE(reasoning_effort_maps_to_a_thinking_budget) {
+  auto mapped = models;
+  mapped.effort_budgets = {{"low", 1024}, {"high", -1}};
+  auto p = [&](const std::string& extra) {
+    return oa::parse_request(oa::endpoint::chat, R"({"messages": [{"role": "user", "content": "q"}])" + extra + "}",
+                             mapped, "c");
+  };
+  auto low = p(R"(, "reasoning_effort": "low")");
+  BOOST_TEST_REQUIRE(low.ok(), low.error.message);
+  BOOST_TEST(low.req->thinking_token_budget.value_or(-2) == 1024);
+  BOOST_TEST(p(R"(, "reasoning_effort": "high")").req->thinking_token_budget.value_or(-2) == -1);
+  BOOST_TEST(!p(R"(, "reasoning_effort": "medium")").req->thinking_token_budget.has_value());
+  BOOST_TEST(p(R"(, "reasoning_effort": "low", "thinking_token_budget": 7)").req->thinking_token_budget.value_or(-2) == 7);
+  auto none = p(R"(, "reasoning_effort": "none")");
+  BOOST_TEST(!none.req->thinking_token_budget.has_value());
+  BOOST_TEST((none.req->enable_thinking == std::optional<bool>(false)));
+  BOOST_TEST(!chat(R"({"messages": [{"role": "user", "content": "q"}], "reasoning_effort": "low"})").req->thinking_token_budget.has_value());
+  // The Responses API's reasoning.effort is chat's reasoning_effort.
+  auto r = oa::parse_responses(R"({"input": "q", "reasoning": {"effort": "low"}})", mapped, "resp_0");
+  BOOST_TEST_REQUIRE(r.ok(), r.chat.error.message);
+  BOOST_TEST(r.chat.req->thinking_token_budget.value_or(-2) == 1024);
 }
 
 // vLLM's thinking_token_budget reaches the protocol from chat and completions; -1 is no budget,
