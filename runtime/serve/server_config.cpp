@@ -241,14 +241,23 @@ std::vector<std::string> parse_served_model_names(std::string_view names) {
   return out;
 }
 
+namespace {
+// The non-empty entries of a comma-separated list ("a=1,,b=2" -> "a=1", "b=2").
+std::vector<std::string_view> comma_entries(std::string_view list) {
+  std::vector<std::string_view> out;
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    if (comma != 0) out.push_back(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  return out;
+}
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> parse_lora_modules(std::string_view modules) {
   std::vector<std::pair<std::string, std::string>> out;
   auto fail = [](const std::string& why) { throw_error(errc::invalid_argument, "model.lora_modules (--lora): " + why); };
-  while (!modules.empty()) {
-    const auto comma = modules.find(',');
-    const std::string_view entry = modules.substr(0, comma);
-    modules = comma == std::string_view::npos ? std::string_view{} : modules.substr(comma + 1);
-    if (entry.empty()) continue;
+  for (const std::string_view entry : comma_entries(modules)) {
     const auto eq = entry.find('=');
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == entry.size())
       fail("'" + std::string(entry) + "' is not NAME=DIR");
@@ -267,11 +276,7 @@ std::vector<std::pair<std::string, int32_t>> parse_effort_budgets(std::string_vi
   auto fail = [](const std::string& why) {
     throw_error(errc::invalid_argument, "model.reasoning_effort_budgets (--reasoning-effort-budgets): " + why);
   };
-  while (!budgets.empty()) {
-    const auto comma = budgets.find(',');
-    const std::string_view entry = budgets.substr(0, comma);
-    budgets = comma == std::string_view::npos ? std::string_view{} : budgets.substr(comma + 1);
-    if (entry.empty()) continue;
+  for (const std::string_view entry : comma_entries(budgets)) {
     const auto eq = entry.find('=');
     if (eq == std::string_view::npos || eq == 0) fail("'" + std::string(entry) + "' is not EFFORT=TOKENS");
     std::string name(entry.substr(0, eq));
