@@ -2,6 +2,7 @@
 // Built from examples/ into the troupe binary (it is also the C++ client library's example).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdint>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -54,7 +55,7 @@ int run_client(int argc, char** argv) {
   uint16_t port = 7711;
   wire::generate_request r;
   std::optional<double> temperature, top_p, min_p;
-  std::optional<int32_t> top_k, max_tokens;
+  std::optional<int32_t> top_k, max_tokens, thinking_budget;
   std::optional<uint64_t> seed;
   int32_t n = 1;
   std::vector<std::string> stop;
@@ -77,8 +78,12 @@ int run_client(int argc, char** argv) {
   app.add_option("--n", n, "completions of the prompt (printed one after another once all have ended)")
       ->check(CLI::Range(1, 128));
   app.add_option("--stop", stop, "stop string (repeatable)");
-  std::string adapter;
+  std::string adapter, cache_salt;
   app.add_option("--adapter", adapter, "a LoRA adapter the server serves (troupe serve --lora NAME=DIR)");
+  app.add_option("--thinking-budget", thinking_budget,
+                 "at most this many tokens of Qwen3's thinking, then </think> is forced (thinking_token_budget)")
+      ->check(CLI::Range(0, INT32_MAX));
+  app.add_option("--cache-salt", cache_salt, "share cached prompt prefixes only with requests of this salt");
   app.add_flag("--no-stream", no_stream, "one answer at the end instead of a stream");
   app.add_flag("--show-ids", show_ids, "print the token ids too");
   app.add_flag("--separate-reasoning", separate_reasoning,
@@ -120,6 +125,8 @@ int run_client(int argc, char** argv) {
   r.structured = structured.value();
   r.n = n;
   r.adapter = adapter;
+  r.thinking_token_budget = thinking_budget;
+  r.cache_salt = cache_salt;
 
   client::client c(host, port);
   try {

@@ -193,6 +193,15 @@ try:
             check(done["finish_reason"] == "stop" and text in ("left", "right", "up"),
                   f"structured_outputs choice (seed {seed}): {text!r}")
 
+        # `troupe client --thinking-budget 2`: after a prompt that opened the think block, two tokens
+        # of thinking, then </think> (151668), whatever the random model would have written.
+        out = subprocess.run([troupe, "client", "--port", str(port), "--prompt", "<|im_start|>assistant\n<think>\n",
+                              "--thinking-budget", "2", "--max-tokens", "4", "--seed", "3", "--temperature", "0.8",
+                              "--show-ids", "--cache-salt", "tenant-a"], capture_output=True, text=True)
+        ids = [int(x) for x in re.findall(r"\[(\d+)\]", out.stdout)]
+        check(out.returncode == 0 and len(ids) == 4 and ids[2] == 151668 and 151668 not in ids[:2],
+              "troupe client --thinking-budget 2: " + out.stdout.replace("\n", " | ") + out.stderr.strip())
+
         # Embeddings: each exactly what `troupe embed` prints for the same texts.
         texts = ["hello world", "a second, longer text"]
         got = c.embed(texts)
