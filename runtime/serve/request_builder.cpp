@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 #include <span>
 
 #include "runtime/core/error.hpp"
@@ -309,20 +310,29 @@ std::optional<wire::wire_error> build_prompt(const wire::generate_request& r, co
 // think block (enable_thinking=false), the grammar holds from the first token: letting <think>
 // open the output there let a random model's unlikely <think> through, and its whole output was
 // then unconstrained "reasoning".
+// Qwen3's <think> and </think> ids, when the model has a tokenizer holding both.
+std::optional<std::pair<int32_t, int32_t>> think_ids(const model_facts& m) {
+  if (!m.tok) return std::nullopt;
+  const auto start = m.tok->token_to_id("<think>"), end = m.tok->token_to_id("</think>");
+  if (!start || !end) return std::nullopt;
+  return std::pair{*start, *end};
+}
+
 void apply_prompt_reasoning(const wire::generate_request& r, const model_facts& m, built_request& b) {
-  if (b.sampling.thinking_token_budget >= 0)  // its think ids were found: a tokenizer is there
-    b.sampling.thinking_opened_in_prompt = prompt_opens_reasoning(*m.tok, b.prompt);
-  if (!r.separate_reasoning || !m.tok) return;
-  b.reasoning_opened_in_prompt = prompt_opens_reasoning(*m.tok, b.prompt);
   auto& s = b.sampling;
+  const bool budget = s.thinking_token_budget >= 0;  // its think ids were found: a tokenizer is there
+  if (!budget && (!r.separate_reasoning || !m.tok)) return;
+  const bool opened = prompt_opens_reasoning(*m.tok, b.prompt);
+  if (budget) s.thinking_opened_in_prompt = opened;
+  if (!r.separate_reasoning) return;
+  b.reasoning_opened_in_prompt = opened;
   s.grammar_think_start = s.grammar_think_end = -1;
   s.grammar_in_thinking = false;
   if (!s.grammar || prompt_closes_reasoning(*m.tok, b.prompt)) return;
-  const auto start = m.tok->token_to_id("<think>"), end = m.tok->token_to_id("</think>");
-  if (start && end) {
-    s.grammar_think_start = *start;
-    s.grammar_think_end = *end;
-    s.grammar_in_thinking = *b.reasoning_opened_in_prompt;
+  if (const auto ids = think_ids(m)) {
+    s.grammar_think_start = ids->first;
+    s.grammar_think_end = ids->second;
+    s.grammar_in_thinking = opened;
   }
 }
 
@@ -454,9 +464,8 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
     b.sampling.grammar_end_ids = b.stop_ids;
   }
   if (r.thinking_token_budget && *r.thinking_token_budget >= 0) {
-    const auto start = m.tok ? m.tok->token_to_id("<think>") : std::nullopt;
-    const auto end = m.tok ? m.tok->token_to_id("</think>") : std::nullopt;
-    if (!start || !end) {
+    const auto ids = think_ids(m);
+    if (!ids) {
       res.error = err(wire::error_code::unsupported,
                       "field 'thinking_token_budget': model '" + m.name + "' " +
                           (m.tok ? "has no <think> and </think> tokens" : "is served without a tokenizer") +
@@ -464,8 +473,8 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
       return res;
     }
     b.sampling.thinking_token_budget = *r.thinking_token_budget;
-    b.sampling.think_start_id = *start;
-    b.sampling.think_end_id = *end;
+    b.sampling.think_start_id = ids->first;
+    b.sampling.think_end_id = ids->second;
   }
   apply_prompt_reasoning(r, m, b);
   res.req = std::move(b);

@@ -736,12 +736,20 @@ std::string responses_builder::on_done(done_event&& d) {
   return out + sse(event, {{"response", std::move(r)}});
 }
 
+namespace {
+// `items`, then the output items of the response whose text is `text` as the client saw them: read
+// back, so a token's broken UTF-8 is U+FFFD there too and every item is valid input again.
+ojson with_output_as_sent(ojson items, const std::string& text) {
+  ojson seen = ojson::parse(text);  // named: a range-for over a temporary's member would dangle
+  for (auto& it : seen.at("output")) items.push_back(std::move(it));
+  return items;
+}
+}  // namespace
+
 void keep_response(response_store& store, const std::string& id, const ojson& conversation, const ojson& response,
                    std::shared_ptr<const std::vector<std::string>> events, bool finished) {
   std::string text = dump(response);
-  ojson all = conversation;
-  ojson seen = ojson::parse(text);  // named: a range-for over a temporary's member would dangle
-  for (auto& it : seen.at("output")) all.push_back(std::move(it));
+  ojson all = with_output_as_sent(conversation, text);
   if (events && store.put(id, all, text, conversation.size(), std::move(events), finished)) return;
   store.put(id, std::move(all), std::move(text), conversation.size(), nullptr, finished);
 }
@@ -815,9 +823,7 @@ void check_input_items(const ojson& items, std::string_view name) {
 bool add_to_conversation(conversation_store& store, const std::string& conversation_id, const ojson& new_items,
                          const ojson& response) {
   if (response.value("status", "") == "failed") return false;
-  ojson added = new_items;
-  ojson seen = ojson::parse(dump(response));  // the output as the client saw it (broken UTF-8 as U+FFFD)
-  for (auto& it : seen.at("output")) added.push_back(std::move(it));
+  const ojson added = with_output_as_sent(new_items, dump(response));
   return store.update(conversation_id, [&](conversation& c) { c.append(added); }) == conversation_store::status::ok;
 }
 
