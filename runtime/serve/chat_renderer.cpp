@@ -1,6 +1,5 @@
 #include "runtime/serve/chat_renderer.hpp"
 
-#include <algorithm>
 #include <deque>
 #include <mutex>
 #include <stdexcept>
@@ -85,8 +84,7 @@ template_defaults parse_template_defaults(const std::string& json) {
       if (!it.value().is_boolean())
         throw_error(errc::invalid_argument, field + ": enable_thinking must be true or false, not " + it.value().dump());
       d.enable_thinking = it.value().get<bool>();
-    } else if (std::find(std::begin(wire::reserved_template_variables), std::end(wire::reserved_template_variables),
-                         it.key()) != std::end(wire::reserved_template_variables)) {
+    } else if (wire::is_reserved_template_variable(it.key())) {
       throw_error(errc::invalid_argument, field + ": '" + it.key() + "' is not a template switch (requests set it)");
     } else {
       d.kwargs[it.key()] = it.value();

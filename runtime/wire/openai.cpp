@@ -95,8 +95,7 @@ void chat_template_kwargs(const ojson& v, ojson& w) {
     if (k == "enable_thinking") {
       w["enable_thinking"] = value;
     } else {
-      if (std::find(std::begin(reserved_template_variables), std::end(reserved_template_variables), k) !=
-          std::end(reserved_template_variables))
+      if (is_reserved_template_variable(k))
         refuse("invalid_value", "chat_template_kwargs." + k,
                "chat_template_kwargs." + k + " is not a template switch: the request's own fields set it");
       w["chat_template_kwargs"][k] = value;

@@ -1,6 +1,5 @@
 #include "runtime/wire/request_codec.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <span>
@@ -442,8 +441,7 @@ void get_chat_fields(const field_map& f, Req& r) {
       const auto& k = t->via.map.ptr[i].key;
       if (k.type != msgpack::type::STR) wrong_type("chat_template_kwargs", "a map with text keys", k);
       const std::string_view name = detail::as_view(k);
-      if (std::find(std::begin(reserved_template_variables), std::end(reserved_template_variables), name) !=
-          std::end(reserved_template_variables))
+      if (is_reserved_template_variable(name))
         fail(error_code::invalid_value,
              "field 'chat_template_kwargs." + std::string(name) + "' is not a template switch: " +
                  (name == "enable_thinking" ? std::string("give it as the field 'enable_thinking'")

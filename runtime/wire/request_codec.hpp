@@ -27,6 +27,11 @@ inline constexpr size_t max_chat_template_bytes = 256 * 1024;
 // these variables (enable_thinking has a field of its own).
 inline constexpr std::string_view reserved_template_variables[] = {
     "messages", "tools", "documents", "add_generation_prompt", "continue_final_message", "enable_thinking"};
+inline bool is_reserved_template_variable(std::string_view name) noexcept {
+  for (std::string_view r : reserved_template_variables)
+    if (r == name) return true;
+  return false;
+}
 inline constexpr size_t max_stop_strings = 16;
 inline constexpr size_t max_stop_string_bytes = 256;
 inline constexpr size_t max_stop_ids = 64;
