@@ -124,21 +124,27 @@ bool scheduler::leader_computing_prompt(const sequence& s) const {
   return !leader.running || leader.num_computed < full;
 }
 
-// Drafts for a decoding sequence: within the step's budget (the token itself needs one) and so
-// that all of them plus the token after cannot pass the sequence's length limit. They end before
-// any stop id: verification goes on past an accepted draft, and nothing may be sampled after a
-// token that ends the sequence (a grammar would find no token allowed there).
+// Drafts for a decoding sequence (prompt lookup's, or the draft model's last guesses): within the
+// step's budget (the token itself needs one) and so that all of them plus the token after cannot
+// pass the sequence's length limit. They end before any stop id: verification goes on past an
+// accepted draft, and nothing may be sampled after a token that ends the sequence (a grammar
+// would find no token allowed there).
 std::vector<int32_t> scheduler::drafts_for(const sequence& s, int32_t budget) const {
   if (cfg_.speculative.num_tokens <= 0 || s.spec.embed) return {};
   const auto room = std::min<int64_t>(budget - 1, int64_t{s.max_total} - static_cast<int64_t>(s.tokens.size()) - 1);
   if (room <= 0) return {};
-  auto drafts = propose_ngram_drafts(s.tokens, cfg_.speculative, static_cast<int32_t>(room));
+  std::vector<int32_t> drafts;
+  if (cfg_.draft_model)
+    drafts.assign(s.proposed.begin(), s.proposed.begin() + std::min<ptrdiff_t>(std::ssize(s.proposed), room));
+  else
+    drafts = propose_ngram_drafts(s.tokens, cfg_.speculative, static_cast<int32_t>(room));
   const auto& stops = s.spec.stop_ids;
   drafts.erase(std::find_first_of(drafts.begin(), drafts.end(), stops.begin(), stops.end()), drafts.end());
   return drafts;
 }
 
-void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan, std::span<const int32_t> drafts) {
+void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan, std::span<const int32_t> drafts,
+                            int64_t reserved_blocks) {
   const auto d = static_cast<int32_t>(drafts.size());
   scheduled_seq e;
   e.seq_id = s.spec.seq_id;
@@ -146,6 +152,18 @@ void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan, std::span<c
   e.num_tokens = n + d;
   e.num_draft = d;
   e.sample = s.num_computed + n == static_cast<int32_t>(s.tokens.size());
+  // The draft model's positions past the chunk: as many guesses as free blocks (less what decodes
+  // still to plan need) allow, none past the length limit (no token can be drafted there).
+  if (cfg_.draft_model && cfg_.speculative.num_tokens > 0 && e.sample && !s.spec.embed) {
+    const int32_t end = e.start_pos + e.num_tokens;
+    int32_t look = std::min(cfg_.speculative.num_tokens, s.max_total - end);
+    while (look > 0 && alloc_.blocks_needed(e.seq_id, end + look) > alloc_.num_free_blocks() - reserved_blocks) --look;
+    if (look > 0) {
+      bool ok = grow(e.seq_id, end + look);
+      TROUPE_ASSERT(ok);
+      e.num_lookahead = look;
+    }
+  }
   e.first_scheduled = !s.ever_scheduled;
   if (prefix_ && e.first_scheduled) e.num_cached_tokens = prefix_->num_cached_tokens(e.seq_id);
   s.ever_scheduled = true;
@@ -153,8 +171,8 @@ void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan, std::span<c
   plan.tokens.insert(plan.tokens.end(), s.tokens.begin() + s.num_computed, s.tokens.begin() + s.num_computed + n);
   plan.tokens.insert(plan.tokens.end(), drafts.begin(), drafts.end());
   auto table = alloc_.block_table(e.seq_id);
-  // Only the blocks this step touches or reads: positions [0, start + n + d).
-  auto used = static_cast<size_t>(alloc_.blocks_for_tokens(s.num_computed + n + d));
+  // Only the blocks this step touches or reads: positions [0, start + n + d + lookahead).
+  auto used = static_cast<size_t>(alloc_.blocks_for_tokens(s.num_computed + n + d + e.num_lookahead));
   TROUPE_ASSERT(used <= table.size());
   plan.blocks.insert(plan.blocks.end(), table.begin(), table.begin() + static_cast<ptrdiff_t>(used));
   // Blocks are published only for known tokens: a block that drafts complete is not (its K/V may
@@ -169,6 +187,7 @@ void scheduler::preempt(int64_t id, step_plan& plan) {
   alloc_.free(id);
   if (prefix_) prefix_->preempted(id);
   s.num_computed = 0;  // recomputation: prompt + output are prefilled again
+  s.proposed.clear();
   s.running = false;
   running_.erase(std::find(running_.begin(), running_.end(), id));
   insert_sorted(waiting_, id);
@@ -237,7 +256,7 @@ step_plan scheduler::schedule() {
       drafts.pop_back();
     bool ok = grow(id, s.num_computed + 1 + static_cast<int64_t>(drafts.size()));
     TROUPE_ASSERT(ok);
-    add_to_plan(s, 1, plan, drafts);
+    add_to_plan(s, 1, plan, drafts, reserved_blocks);
     budget -= 1 + static_cast<int32_t>(drafts.size());
   }
 
@@ -319,7 +338,7 @@ step_plan scheduler::schedule() {
   size_t tok = 0, blk = 0;
   plan.batch.reserve(plan.seqs.size());
   for (const auto& e : plan.seqs) {
-    auto used = static_cast<size_t>(alloc_.blocks_for_tokens(e.start_pos + e.num_tokens));
+    auto used = static_cast<size_t>(alloc_.blocks_for_tokens(e.start_pos + e.num_tokens + e.num_lookahead));
     step_sequence sq;
     sq.seq_id = e.seq_id;
     sq.tokens = std::span<const int32_t>(plan.tokens.data() + tok, static_cast<size_t>(e.num_tokens));
@@ -367,6 +386,7 @@ std::vector<seq_event> scheduler::update(const step_plan& plan, std::span<const 
     const auto drafts = plan.batch[i].tokens.subspan(1);
     for (size_t j = 0; j + 1 < out.size(); ++j) TROUPE_ASSERT(out[j] == drafts[j]);
     s.num_computed += e.num_draft > 0 ? static_cast<int32_t>(out.size()) : e.num_tokens;
+    s.proposed.clear();  // guesses after the old tokens (the executor's new ones come after update)
     seq_event ev{e.seq_id, {}, std::nullopt};
     if (s.spec.embed && e.sample) {  // the prompt is in: its embedding was the step's output
       if (prefix_) prefix_->computed(e.seq_id, s.tokens, alloc_.block_table(e.seq_id), s.num_computed);
@@ -391,9 +411,10 @@ std::vector<seq_event> scheduler::update(const step_plan& plan, std::span<const 
     // Drafts hold no stop id and end before the length limit, so every accepted one was appended.
     TROUPE_ASSERT(s.num_computed <= static_cast<int32_t>(s.tokens.size()));
     if (prefix_) prefix_->computed(e.seq_id, s.tokens, alloc_.block_table(e.seq_id), s.num_computed);
-    // Blocks that only rejected drafts reached go back now, not when the sequence ends: held,
-    // they could make another sequence's real token preempt someone next step.
-    if (e.num_draft > 0 && !ev.finished) alloc_.shrink(e.seq_id, static_cast<int64_t>(s.tokens.size()));
+    // Blocks that only rejected drafts or the draft model's guesses reached go back now, not when
+    // the sequence ends: held, they could make another sequence's real token preempt someone next step.
+    if ((e.num_draft > 0 || e.num_lookahead > 0) && !ev.finished)
+      alloc_.shrink(e.seq_id, static_cast<int64_t>(s.tokens.size()));
     if (ev.finished)
       remove(e.seq_id);
     else
@@ -401,6 +422,12 @@ std::vector<seq_event> scheduler::update(const step_plan& plan, std::span<const 
     events.push_back(std::move(ev));
   }
   return events;
+}
+
+void scheduler::propose(int64_t seq_id, std::vector<int32_t> drafts) {
+  auto it = seqs_.find(seq_id);
+  if (it == seqs_.end() || !it->second.running) return;
+  it->second.proposed = std::move(drafts);
 }
 
 void scheduler::remove(int64_t id) {

@@ -50,6 +50,10 @@ struct sched_config {
   // Speculative decoding by prompt lookup (num_tokens > 0): a decode carries up to num_tokens
   // drafts after its last token, verified in the same step (see scheduled_seq::num_draft).
   ngram_options speculative;
+  // With speculative.num_tokens: the drafts come from a draft model the executor runs (propose())
+  // instead of prompt lookup. Each sampling entry then reserves blocks for num_lookahead positions
+  // past its chunk, where the draft writes its own K/V while guessing (scheduled_seq::num_lookahead).
+  bool draft_model = false;
   // vLLM's max_loras: at most this many distinct LoRA adapters among the running sequences
   // (0 = no cap). A waiting sequence whose adapter would be one too many is not admitted, and
   // neither is any adapter sequence the policy orders after it (base-model ones still are): the
@@ -111,6 +115,10 @@ struct scheduled_seq {
   // equals draft j: the tokens out are exactly what decoding one at a time would give, 1 to
   // num_draft + 1 of them (update() takes the count).
   int32_t num_draft = 0;
+  // Draft model (sched_config::draft_model): after this step the executor guesses this many tokens
+  // past the ones it samples, for propose(); the block table covers that many positions past the
+  // chunk (the draft writes its K/V there; the target's pool is not touched). 0: no guesses.
+  int32_t num_lookahead = 0;
 };
 
 // One step's work. `batch` spans point into the plan's own buffers, so the plan is move-only and
@@ -170,6 +178,11 @@ class scheduler {
   // are skipped. Tokens after a stop id or past the length limit are dropped.
   std::vector<seq_event> update(const step_plan& plan, std::span<const int32_t> sampled,
                                 std::span<const int32_t> counts = {});
+  // Draft model: the executor's guesses of what follows a sequence's tokens as update() left them,
+  // offered as drafts in its next decode (cut to the step's room and before any stop id, as
+  // prompt-lookup drafts are). update() drops guesses it has not used. An unknown, finished or
+  // waiting sequence is ignored.
+  void propose(int64_t seq_id, std::vector<int32_t> drafts);
   // Ends a sequence now (cancel, deadline, a stop string the detokenizer found, an error) and
   // frees its blocks. False when it is not queued (already finished).
   bool finish(int64_t seq_id, finish_reason why);
@@ -228,6 +241,7 @@ class scheduler {
     clock::time_point arrival_time;
     bool ever_scheduled = false;
     bool running = false;
+    std::vector<int32_t> proposed;  // the draft model's guesses after `tokens` (propose())
   };
 
   seq_view view(const sequence& s) const;
@@ -235,7 +249,8 @@ class scheduler {
   void insert_sorted(std::vector<int64_t>& q, int64_t id);
   void preempt(int64_t id, step_plan& plan);
   int64_t pick_victim(const step_plan& plan);
-  void add_to_plan(sequence& s, int32_t n, step_plan& plan, std::span<const int32_t> drafts = {});
+  void add_to_plan(sequence& s, int32_t n, step_plan& plan, std::span<const int32_t> drafts = {},
+                   int64_t spare_blocks = 0);
   std::vector<int32_t> drafts_for(const sequence& s, int32_t budget) const;
   void remove(int64_t id);
   int32_t chunk_limit(const sequence& s, int32_t budget) const;

@@ -169,4 +169,65 @@ BOOST_AUTO_TEST_CASE(the_length_limit_ends_a_run_of_accepted_drafts) {
   BOOST_TEST(sim.accepted == 1);
 }
 
+// A draft model's guesses (sched_config::draft_model): a sampling entry reserves num_lookahead
+// positions past its chunk for the draft's own K/V (given back by update()), and what propose()
+// hands in becomes the next decode's drafts, cut before a stop id and to the length limit, and
+// dropped once update() has moved the sequence on.
+BOOST_AUTO_TEST_CASE(draft_model_guesses_become_the_next_drafts) {
+  auto cfg = spec_config(3);
+  cfg.draft_model = true;
+  scheduler s(cfg, 64, 4);
+  request_spec r;
+  r.seq_id = 1;
+  r.prompt = {10, 11, 12, 13, 14, 15};
+  r.max_tokens = 8;  // 14 tokens at most
+  r.stop_ids = {99};
+  BOOST_REQUIRE(s.add(std::move(r)).status == admit_status::ok);
+  s.propose(1, {1, 2, 3});  // waiting: ignored
+  s.propose(7, {1, 2, 3});  // unknown: ignored
+
+  auto p1 = s.schedule();
+  BOOST_REQUIRE(p1.seqs.size() == 1u);
+  BOOST_TEST(p1.seqs[0].num_tokens == 6);
+  BOOST_TEST(p1.seqs[0].num_draft == 0);
+  BOOST_TEST(p1.seqs[0].num_lookahead == 3);
+  BOOST_TEST(p1.batch[0].block_table.size() == 3u);  // positions 0..8: the prompt and 3 guesses
+  s.update(p1, std::vector<int32_t>{20});
+  s.check_invariants();
+  BOOST_TEST(s.allocator().block_table(1).size() == 2u);  // back to the 7 tokens
+
+  s.propose(1, {21, 22, 23});
+  auto p2 = s.schedule();
+  BOOST_TEST(p2.seqs[0].num_draft == 3);
+  BOOST_TEST(std::vector<int32_t>(p2.batch[0].tokens.begin(), p2.batch[0].tokens.end()) ==
+                 (std::vector<int32_t>{20, 21, 22, 23}),
+             boost::test_tools::per_element());
+  BOOST_TEST(p2.seqs[0].num_lookahead == 3);  // ends at 10: room for 4 more tokens
+  BOOST_TEST(p2.batch[0].block_table.size() == 4u);
+  s.update(p2, std::vector<int32_t>{21, 22, 30}, std::vector<int32_t>{3});  // two guesses held
+  s.check_invariants();
+  BOOST_TEST(s.num_computed_tokens(1) == 9);
+  BOOST_TEST(s.tokens(1).size() == 10u);
+
+  auto p3 = s.schedule();  // nothing proposed since: a plain decode
+  BOOST_TEST(p3.seqs[0].num_draft == 0);
+  BOOST_TEST(p3.seqs[0].num_lookahead == 3);
+  s.update(p3, std::vector<int32_t>{31});
+
+  s.propose(1, {32, 99, 33});  // a stop id ends the drafts
+  auto p4 = s.schedule();
+  BOOST_TEST(p4.seqs[0].num_draft == 1);
+  BOOST_TEST(p4.seqs[0].num_lookahead == 2);  // the chunk ends at 12 of 14
+  s.update(p4, std::vector<int32_t>{40}, std::vector<int32_t>{1});  // the guess rejected
+  s.propose(1, {41, 42, 43});
+  auto p5 = s.schedule();  // 12 tokens of 14: one draft and the token after
+  BOOST_TEST(p5.seqs[0].num_draft == 1);
+  BOOST_TEST(p5.seqs[0].num_lookahead == 1);  // never a position past the length limit
+  auto ev = s.update(p5, std::vector<int32_t>{41, 44}, std::vector<int32_t>{2});
+  BOOST_REQUIRE(ev.size() == 1u);
+  BOOST_TEST(ev[0].finished.has_value());  // the length limit
+  BOOST_TEST(s.idle());
+  BOOST_TEST(s.allocator().num_free_blocks() == 64);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
