@@ -124,6 +124,14 @@ step_outcome batch_executor::run(step_job& job) {
       out.seq_errors.emplace_back(e.seq_id, ex.what());
     }
   }
+  if (draft_) {
+    try {
+      out.proposals = draft_->propose(job.plan, out.sampled, out.counts);
+    } catch (const std::exception& e) {
+      out.proposals.clear();
+      out.draft_error = e.what();
+    }
+  }
   out.engine_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -17,6 +17,7 @@
 #include "runtime/sampling/logprobs.hpp"
 #include "runtime/sampling/sampler.hpp"
 #include "runtime/sched/scheduler.hpp"
+#include "runtime/serve/draft_proposer.hpp"
 #include "runtime/serve/rerank.hpp"
 #include "runtime/serve/step_backend.hpp"
 
@@ -74,6 +75,11 @@ struct step_outcome {
   double engine_seconds = 0;
   // Prefix caching: the blocks listed in plan.kv_saves, copied out after the step (to publish).
   std::vector<prefix::saved_block> saved;
+  // Speculative decoding with a draft model: (seq_id, the draft's guesses after the tokens it
+  // sampled) for scheduler::propose once update() has taken the tokens. draft_error: the draft's
+  // step failed, so there are no guesses this step (the sampled tokens stand).
+  std::vector<std::pair<int64_t, std::vector<int32_t>>> proposals;
+  std::string draft_error;
 };
 
 class batch_executor {
@@ -92,6 +98,9 @@ class batch_executor {
   // The payload layout of a block as the prefix cache stores it (the whole model's heads).
   prefix::kv_layout kv_layout() const { return backend_->kv_layout(); }
   const step_backend& backend() const noexcept { return *backend_; }
+  // Speculative decoding with a draft model (sched_config::draft_model): after each step's
+  // sampling, the draft guesses for the entries with num_lookahead (step_outcome::proposals).
+  void set_draft(std::unique_ptr<draft_proposer> draft) { draft_ = std::move(draft); }
   // step_backend::set_adapter, between steps.
   void set_adapter(int32_t slot, std::shared_ptr<const lora_adapter> adapter) {
     backend_->set_adapter(slot, std::move(adapter));
@@ -99,6 +108,7 @@ class batch_executor {
 
  private:
   std::unique_ptr<step_backend> backend_;
+  std::unique_ptr<draft_proposer> draft_;
   step_result result_;
 };
 

@@ -65,14 +65,17 @@ struct run_result {
   int64_t preemptions = 0;
   int steps = 0;
   int64_t accepted = 0;  // draft tokens the model agreed with
+  int64_t drafted = 0;   // draft tokens the steps carried
 };
 
 // embed: the requests that are embedding requests (request_spec::embed, default options).
 run_result serve_all(const std::vector<test_request>& reqs, sched::sched_config cfg, int32_t num_blocks,
                      const std::map<int64_t, int>& cancel_at_step = {}, int32_t prompt_logprobs = -1,
-                     const std::set<size_t>& embed = {}) {
+                     const std::set<size_t>& embed = {}, std::shared_ptr<const checkpoint> draft = nullptr) {
   sched::scheduler s(cfg, num_blocks, 16);
   batch_executor ex(tiny_dense(), num_blocks, 16);
+  if (draft)
+    ex.set_draft(std::make_unique<draft_proposer>(make_cpu_backend(draft, num_blocks, 16), tiny_dense()->config.vocab_size));
   std::map<int64_t, std::shared_ptr<seq_sampling>> samplers;
   for (size_t i = 0; i < reqs.size(); ++i) {
     sched::request_spec spec;
@@ -110,9 +113,12 @@ run_result serve_all(const std::vector<test_request>& reqs, sched::sched_config 
       BOOST_TEST(!res.embeddings.count(id), "request " << id << " embedded twice");
       res.embeddings[id] = std::move(v);
     }
+    BOOST_REQUIRE_MESSAGE(outcome.draft_error.empty(), outcome.draft_error);
     for (size_t i = 0; i < outcome.counts.size(); ++i) res.accepted += outcome.counts[i] - 1;
+    for (const auto& e : job.plan.seqs) res.drafted += e.num_draft;
     for (const auto& ev : s.update(job.plan, outcome.sampled, outcome.counts))
       res.out[ev.seq_id].insert(res.out[ev.seq_id].end(), ev.tokens.begin(), ev.tokens.end());
+    for (auto& [id, guesses] : outcome.proposals) s.propose(id, std::move(guesses));
     s.check_invariants();
     ++res.steps;
   }
@@ -182,6 +188,49 @@ BOOST_AUTO_TEST_CASE(drafts_verified_by_the_engine_change_no_token) {
   BOOST_TEST(tight.preemptions > 0);
   BOOST_TEST(tight.accepted > 0);
   expect_reference_outputs(reqs, tight);
+}
+
+// A draft model: the target's own weights guess every greedy token right (each step then carries
+// all its drafts and confirms them); another model (tiny-moe, same vocabulary) guesses worse. Either
+// way every request gets exactly the generator's tokens, also when a small pool preempts sequences
+// (the draft's K/V are recomputed with the target's) and with chunked prefill.
+BOOST_AUTO_TEST_CASE(draft_model_guesses_change_no_token) {
+  auto reqs = make_requests(8, 5);
+  for (auto& r : reqs) r.max_tokens = 40;
+  auto c = cfg(8, 256, 128);
+  c.speculative.num_tokens = 3;
+  c.draft_model = true;
+  auto plain = serve_all(reqs, cfg(8, 256, 128), 64);
+  auto self = serve_all(reqs, c, 64, {}, -1, {}, tiny_dense());
+  expect_reference_outputs(reqs, self);
+  BOOST_TEST(self.drafted > 0);
+  BOOST_TEST_MESSAGE("self-draft: " << self.accepted << " of " << self.drafted << " drafts, " << self.steps
+                                    << " steps (plain " << plain.steps << ")");
+  BOOST_TEST(self.steps < plain.steps / 2);
+
+  // Greedy requests alone: a draft equal to the target is right every time.
+  std::vector<test_request> greedy;
+  for (size_t i = 0; i < reqs.size(); i += 2) greedy.push_back(reqs[i]);
+  auto g = serve_all(greedy, c, 64, {}, -1, {}, tiny_dense());
+  expect_reference_outputs(greedy, g);
+  BOOST_TEST(g.accepted == g.drafted);
+
+  std::shared_ptr<const checkpoint> other_model = load_checkpoint(TROUPE_TEST_DATA_DIR "/golden/tiny-moe");
+  auto other = serve_all(reqs, c, 64, {}, -1, {}, other_model);
+  expect_reference_outputs(reqs, other);
+  BOOST_TEST_MESSAGE("tiny-moe draft: " << other.accepted << " of " << other.drafted << " drafts");
+  BOOST_TEST(other.accepted < other.drafted);
+
+  auto tight = serve_all(reqs, c, 8, {}, -1, {}, tiny_dense());  // 8 blocks of 16: preemption
+  BOOST_TEST(tight.preemptions > 0);
+  BOOST_TEST(tight.accepted > 0);
+  expect_reference_outputs(reqs, tight);
+
+  auto chunked = c;
+  chunked.max_num_batched_tokens = 8;  // prompts in chunks; drafts squeezed by the budget
+  auto ch = serve_all(reqs, chunked, 64, {}, -1, {}, tiny_dense());
+  BOOST_TEST(ch.accepted > 0);
+  expect_reference_outputs(reqs, ch);
 }
 
 // prompt_logprobs: each prompt token's, given the ones before it, exactly as from the logits the
