@@ -22,7 +22,7 @@
 #include "runtime/serve/server_config.hpp"
 #include "runtime/wire/conversation_store.hpp"
 #include "runtime/wire/response_store.hpp"
-#include "runtime/serve/step_backend.hpp"
+#include "runtime/serve/batch_executor.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 
 namespace troupe::actors {
@@ -38,14 +38,15 @@ struct prefix_settings {
   size_t max_publish_queue_bytes = 0;
 };
 
-// The shard executor's step backend. The first is made at start-up (make_context), so that a device
-// or memory failure stops the start with its message rather than a restart loop; the executor
-// takes it when it first starts and makes a fresh one (a clean pool) when it is restarted.
-class backend_source {
+// The shard executor's batch executor: its step backend (and draft model, if any) with their KV
+// pools. The first is made at start-up (make_context), so that a device or memory failure stops
+// the start with its message rather than a restart loop; the executor takes it when it first
+// starts and makes a fresh one (clean pools) when it is restarted.
+class executor_source {
  public:
-  using factory = std::function<std::unique_ptr<serve::step_backend>()>;
-  explicit backend_source(factory make) : make_(std::move(make)), first_(make_()) {}
-  std::unique_ptr<serve::step_backend> take() {
+  using factory = std::function<std::unique_ptr<serve::batch_executor>()>;
+  explicit executor_source(factory make) : make_(std::move(make)), first_(make_()) {}
+  std::unique_ptr<serve::batch_executor> take() {
     std::lock_guard lock(mu_);
     return first_ ? std::move(first_) : make_();
   }
@@ -53,7 +54,7 @@ class backend_source {
  private:
   factory make_;
   std::mutex mu_;
-  std::unique_ptr<serve::step_backend> first_;
+  std::unique_ptr<serve::batch_executor> first_;
 };
 
 struct server_context {
@@ -64,7 +65,9 @@ struct server_context {
   sched::sched_config sched;
   int32_t num_blocks = 0;
   dtype kv_type = dtype::f32;      // the executor's KV pool (kv_cache.kv_cache_dtype)
-  std::shared_ptr<backend_source> backends;  // the executor's step backend (model.device)
+  std::shared_ptr<executor_source> executors;  // the shard executor's engine (model.device)
+  // Speculative decoding's draft model (speculative.model); null: none.
+  std::shared_ptr<const checkpoint> draft_ckpt;
   std::shared_ptr<serve::metrics> metrics;
   // The scheduling policy: loaded by the scheduler actor, swapped by set_policy (its thread only).
   std::shared_ptr<plugin_host::policy_control> policy;

@@ -359,6 +359,9 @@ void on_step_done(self_ptr self, const std::shared_ptr<serve::step_job>& job, se
                  token ? logprobs_of_seq(ev.seq_id) : std::nullopt);
       }
     }
+    // The draft model's guesses after the tokens just taken: the next step's drafts.
+    for (auto& [id, guesses] : out.proposals) st.core->propose(id, std::move(guesses));
+    if (!out.draft_error.empty()) std::fprintf(stderr, "troupe serve: draft model step failed: %s\n", out.draft_error.c_str());
   }
   publish_gauges(self);
   flush(self);

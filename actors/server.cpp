@@ -42,20 +42,50 @@ namespace {
 void set_prefix_caching(server_context& ctx);
 
 // The executor's step backend for model.device: the CPU engine (its tensor-parallel group, its KV
-// dtype, the LoRA adapters) or the CUDA runner the binary provides (server_options::cuda_backend).
-backend_source::factory backend_factory(const server_options& o, const server_context& ctx) {
+// dtype, the LoRA adapters) or the CUDA runner the binary provides (server_options::cuda_backend);
+// with speculative.model, the draft model's CPU engine beside it over as many blocks.
+executor_source::factory executor_factory(const server_options& o, const server_context& ctx) {
   const auto& c = ctx.cfg;
   if (c.device == "cuda") {
-    TROUPE_ASSERT(o.cuda_backend);  // make_context checked
-    return [make = o.cuda_backend, ckpt = ctx.ckpt, n = ctx.num_blocks, bs = c.block_size] { return make(ckpt, n, bs); };
+    TROUPE_ASSERT(o.cuda_backend && !ctx.draft_ckpt);  // make_context and validate checked
+    return [make = o.cuda_backend, ckpt = ctx.ckpt, n = ctx.num_blocks, bs = c.block_size] {
+      return std::make_unique<serve::batch_executor>(make(ckpt, n, bs));
+    };
   }
   const model_runner_options ro{parse_compute_dtype(c.compute_dtype, "model.compute_dtype")};
   // The adapters as the registry holds them when the backend is made (a restart's too: those
   // loaded since start-up, and the draining ones sequences may still name).
-  return [ckpt = ctx.ckpt, n = ctx.num_blocks, bs = c.block_size, kv = ctx.kv_type, ro, adapters = ctx.facts.adapters,
-          par = parallel_config{c.tensor_parallel_size, c.enable_expert_parallel, c.threads}] {
-    return serve::make_cpu_backend(ckpt, n, bs, kv, ro, adapters->slots(), par);
+  return [ckpt = ctx.ckpt, draft = ctx.draft_ckpt, n = ctx.num_blocks, bs = c.block_size, kv = ctx.kv_type, ro,
+          adapters = ctx.facts.adapters, par = parallel_config{c.tensor_parallel_size, c.enable_expert_parallel, c.threads}] {
+    auto ex = std::make_unique<serve::batch_executor>(serve::make_cpu_backend(ckpt, n, bs, kv, ro, adapters->slots(), par));
+    if (draft)
+      ex->set_draft(std::make_unique<serve::draft_proposer>(
+          serve::make_cpu_backend(draft, n, bs, kv, ro, {}, parallel_config{1, false, par.threads}), ckpt->config.vocab_size));
+    return ex;
   };
+}
+
+// Speculative decoding's draft model (speculative.model): a generative model whose guesses are ids
+// of the target's vocabulary (make_context checks its context length against max_model_len).
+std::shared_ptr<const checkpoint> load_draft_model(const server_context& ctx) {
+  const std::string& dir = ctx.cfg.speculative_model;
+  if (dir.empty()) return nullptr;
+  quant::load_options lo;
+  if (!ctx.cfg.use_mmap) lo.weights = residency::huge_pages;
+  std::shared_ptr<const checkpoint> draft;
+  try {
+    draft = quant::load_model(dir, lo);
+  } catch (const troupe::error& e) {
+    throw troupe::error(e.code(), "speculative.model (--speculative-model): " + std::string(e.what()));
+  }
+  const auto& dc = draft->config;
+  const auto& tc = ctx.ckpt->config;
+  auto bad = [&](const std::string& m) { throw_error(errc::invalid_argument, "speculative.model '" + dir + "': " + m); };
+  if (draft->no_lm_head) bad("has no lm_head (an embedding model) and cannot guess tokens");
+  if (dc.vocab_size != tc.vocab_size)
+    bad("its vocabulary has " + std::to_string(dc.vocab_size) + " ids, the model's " + std::to_string(tc.vocab_size) +
+        ": a draft model must share the model's tokenizer");
+  return draft;
 }
 
 std::shared_ptr<server_context> make_context(const server_options& o, bool& clamped) {
@@ -133,10 +163,19 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
 
   int32_t bs = ctx->cfg.block_size;
   // The budget covers what the group stores: a KV head replicated on several ranks counts each time.
+  // A draft model's pool has as many blocks: the budget is shared in proportion to their token bytes.
+  const int64_t budget = ctx->cfg.kv_cache_memory_bytes;
+  ctx->draft_ckpt = load_draft_model(*ctx);
+  int64_t target_budget = budget;
+  if (ctx->draft_ckpt) {
+    const auto t = static_cast<double>(kv_cache::token_bytes(stored_kv_config(mc, ctx->cfg.tensor_parallel_size), ctx->kv_type));
+    const auto d = static_cast<double>(kv_cache::token_bytes(ctx->draft_ckpt->config, ctx->kv_type));
+    target_budget = static_cast<int64_t>(static_cast<double>(budget) * t / (t + d));
+  }
   ctx->num_blocks = ctx->cfg.num_kv_blocks > 0
                         ? ctx->cfg.num_kv_blocks
                         : kv_cache::blocks_for_budget(stored_kv_config(mc, ctx->cfg.tensor_parallel_size),
-                                                      static_cast<size_t>(ctx->cfg.kv_cache_memory_bytes), bs, ctx->kv_type);
+                                                      static_cast<size_t>(target_budget), bs, ctx->kv_type);
   int64_t pool_tokens = int64_t{ctx->num_blocks} * bs;
   int64_t model_len = mc.context_length() > 0 ? mc.context_length() : pool_tokens;
   int64_t max_len = ctx->cfg.max_model_len > 0 ? ctx->cfg.max_model_len : model_len;
@@ -157,6 +196,11 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
     clamped = true;
   }
   f.max_model_len = static_cast<int32_t>(max_len);
+  if (ctx->draft_ckpt && ctx->draft_ckpt->config.context_length() > 0 && ctx->draft_ckpt->config.context_length() < max_len)
+    throw_error(errc::invalid_argument, "speculative.model '" + ctx->cfg.speculative_model + "': its context length (" +
+                                            std::to_string(ctx->draft_ckpt->config.context_length()) +
+                                            ") is below max_model_len (" + std::to_string(max_len) +
+                                            "); lower --max-model-len");
 
   auto& s = ctx->sched;
   s.max_num_seqs = ctx->cfg.max_num_seqs;
@@ -169,6 +213,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   s.static_batching = ctx->cfg.static_batching;
   s.max_loras = ctx->cfg.max_loras;
   s.speculative = {ctx->cfg.num_speculative_tokens, ctx->cfg.prompt_lookup_min, ctx->cfg.prompt_lookup_max};
+  s.draft_model = ctx->draft_ckpt != nullptr;
   set_prefix_caching(*ctx);
   plugin_host::policy_settings ps;
   ps.policy = ctx->cfg.policy;
@@ -179,7 +224,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   // Fail here, with the message, rather than inside the scheduler actor (restart loop): this
   // also loads the policy plugin once (a wrong ABI or a refused config stops the start).
   sched::scheduler probe(s, ctx->num_blocks, bs, ctx->policy->initial());
-  ctx->backends = std::make_shared<backend_source>(backend_factory(o, *ctx));
+  ctx->executors = std::make_shared<executor_source>(executor_factory(o, *ctx));
   ctx->metrics = std::make_shared<serve::metrics>(f.name);
   ctx->metrics->set_cache_config(bs, ctx->num_blocks, ctx->cfg.kv_cache_dtype, ctx->sched.enable_prefix_caching);
   if (ctx->cfg.responses_store_bytes > 0)
@@ -381,6 +426,13 @@ std::string server::banner() const {
   b += "  KV pool: " + std::to_string(m.ctx->num_blocks) + " blocks x " + std::to_string(c.block_size) + " tokens (" +
        std::string(kv_cache::kv_dtype_name(m.ctx->kv_type)) + ", " + mib(pool_bytes) + "); max_num_seqs " + std::to_string(c.max_num_seqs) + ", max_num_batched_tokens " +
        std::to_string(c.max_num_batched_tokens) + (c.static_batching ? ", STATIC batching" : "") + "\n";
+  if (const auto& d = m.ctx->draft_ckpt) {
+    const double draft_pool = double(m.ctx->num_blocks) * c.block_size * double(kv_cache::token_bytes(d->config, m.ctx->kv_type));
+    b += "  speculative decoding: draft model " + c.speculative_model + " guesses " + std::to_string(c.num_speculative_tokens) +
+         " tokens a step (" + mib(double(d->weights.bytes)) + " read per guess; its KV pool " + mib(draft_pool) + ")\n";
+  } else if (c.num_speculative_tokens > 0) {
+    b += "  speculative decoding: prompt lookup, up to " + std::to_string(c.num_speculative_tokens) + " drafts a step\n";
+  }
   b += "  scheduling policy: " + m.ctx->policy->active() +
        (c.policy_config.empty() ? std::string() : " (" + c.policy_config + ")") +
        (c.admin_token.empty() ? "; admin requests off" : "; admin requests on (set_policy)") + "\n";

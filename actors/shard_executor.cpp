@@ -17,14 +17,14 @@ namespace {
 
 caf::behavior shard_executor(caf::event_based_actor* self, context_ptr ctx) {
   (void)self;
-  // The backend made at start-up, or a fresh one after a restart (backend_source). A restart
+  // The executor made at start-up, or a fresh one after a restart (executor_source). A restart
   // whose backend cannot be made (the device lost, its memory taken) leaves an executor that fails
   // every step with the reason: requests end with an error naming it instead of waiting on a
   // restart loop.
   std::shared_ptr<serve::batch_executor> ex;
   std::string broken;
   try {
-    ex = std::make_shared<serve::batch_executor>(ctx->backends->take());
+    ex = ctx->executors->take();
   } catch (const std::exception& e) {
     broken = std::string("the shard executor has no engine: restarting it failed: ") + e.what();
     std::fprintf(stderr, "troupe serve: %s\n", broken.c_str());

@@ -5,8 +5,10 @@
 #include <cstdint>
 
 #include <fstream>
+#include <optional>
 #include <limits>
 #include <sstream>
+#include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 #include <variant>
 
@@ -103,6 +105,7 @@ const std::vector<knob>& knobs() {
       {"speculative", "num_tokens", &server_config::num_speculative_tokens, 0, 64},
       {"speculative", "prompt_lookup_min", &server_config::prompt_lookup_min, 1, 64},
       {"speculative", "prompt_lookup_max", &server_config::prompt_lookup_max, 1, 64},
+      {"speculative", "model", &server_config::speculative_model},
       {"kv_cache", "block_size", &server_config::block_size, 1, 1024},
       {"kv_cache", "kv_cache_memory_bytes", &server_config::kv_cache_memory_bytes, 1, i64max},
       {"kv_cache", "num_kv_blocks", &server_config::num_kv_blocks, 0, i32max},
@@ -302,6 +305,53 @@ wire::cors_policy cors_policy_of(const server_config& c) {
   return p;
 }
 
+void apply_speculative_config(server_config& cfg, std::string_view json) {
+  const std::string who = "--speculative-config";
+  auto bad = [&](const std::string& m) { throw_error(errc::invalid_argument, who + ": " + m); };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json);
+  } catch (const nlohmann::json::exception& e) {
+    bad(std::string("not JSON: ") + e.what());
+  }
+  if (!j.is_object()) bad("expected a JSON object such as '{\"model\": \"DIR\", \"num_speculative_tokens\": 4}'");
+  auto count = [&](const char* key, int32_t lo) -> std::optional<int32_t> {
+    if (!j.contains(key)) return std::nullopt;
+    const auto& v = j[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > 64)
+      bad(std::string(key) + " must be an integer from " + std::to_string(lo) + " to 64");
+    return v.get<int32_t>();
+  };
+  for (const auto& [key, value] : j.items())
+    if (key != "method" && key != "model" && key != "num_speculative_tokens" && key != "prompt_lookup_min" &&
+        key != "prompt_lookup_max")
+      bad("unknown key '" + key +
+          "'; Troupe reads method, model, num_speculative_tokens, prompt_lookup_min and prompt_lookup_max");
+  std::string model;
+  if (j.contains("model")) {
+    if (!j["model"].is_string() || j["model"].get<std::string>().empty()) bad("model must be a directory name");
+    model = j["model"].get<std::string>();
+  }
+  std::string method = model.empty() ? "ngram" : "draft_model";
+  if (j.contains("method")) {
+    if (!j["method"].is_string()) bad("method must be a string");
+    method = j["method"].get<std::string>();
+  }
+  if (method == "ngram") {
+    if (!model.empty()) bad("method 'ngram' (prompt lookup) takes no model");
+  } else if (method == "draft_model") {
+    if (model.empty()) bad("method 'draft_model' needs \"model\": the draft model's directory");
+  } else {
+    bad("method '" + method + "' is not one Troupe runs; it runs 'ngram' (prompt lookup) and 'draft_model'");
+  }
+  const auto n = count("num_speculative_tokens", 1);
+  if (!n) bad("num_speculative_tokens is required: the tokens guessed per step");
+  cfg.num_speculative_tokens = *n;
+  cfg.speculative_model = model;
+  if (auto v = count("prompt_lookup_min", 1)) cfg.prompt_lookup_min = *v;
+  if (auto v = count("prompt_lookup_max", 1)) cfg.prompt_lookup_max = *v;
+}
+
 void validate(const server_config& c) {
   auto bad2 = [](const std::string& m) { throw_error(errc::invalid_argument, "config: " + m); };
   try {
@@ -328,6 +378,12 @@ void validate(const server_config& c) {
   if (c.prompt_lookup_min > c.prompt_lookup_max)
     bad2("speculative.prompt_lookup_min (" + std::to_string(c.prompt_lookup_min) +
          ") must be <= speculative.prompt_lookup_max (" + std::to_string(c.prompt_lookup_max) + ")");
+  if (!c.speculative_model.empty() && c.num_speculative_tokens == 0)
+    bad2("speculative.model (--speculative-model) needs speculative.num_tokens (--speculative-tokens) > 0: the "
+         "number of tokens the draft model guesses per step");
+  if (!c.speculative_model.empty() && c.device != "cpu")
+    bad2("speculative.model (--speculative-model): a draft model runs on the CPU device only (model.device = '" +
+         c.device + "')");
   if (c.host.empty()) bad2("server.host must not be empty");
   if (c.actor_scheduling != "sharing" && c.actor_scheduling != "stealing")
     bad2("server.actor_scheduling = '" + c.actor_scheduling + "'; expected sharing or stealing");

@@ -127,6 +127,9 @@ struct server_config {
   int32_t num_speculative_tokens = 0;  // key `num_tokens`; 0 = off; --speculative-tokens
   int32_t prompt_lookup_min = sched::ngram_options{}.min_n;
   int32_t prompt_lookup_max = sched::ngram_options{}.max_n;
+  // A draft model's directory instead of prompt lookup (vLLM's draft_model; docs/speculative.md);
+  // key `model`, --speculative-model. Needs num_tokens > 0 and the CPU device.
+  std::string speculative_model;
   // [kv_cache]
   int32_t block_size = 16;
   int64_t kv_cache_memory_bytes = int64_t{1} << 30;
@@ -174,5 +177,10 @@ std::vector<std::pair<std::string, std::string>> parse_lora_modules(std::string_
 // troupe::error(invalid_argument) naming the entry when one is not EFFORT=TOKENS (TOKENS >= -1),
 // names "none" (which turns thinking off), or repeats.
 std::vector<std::pair<std::string, int32_t>> parse_effort_budgets(std::string_view budgets);
+// vLLM's --speculative-config JSON onto the [speculative] keys: "method" ("ngram" or
+// "draft_model"; a "model" alone means draft_model), "model", "num_speculative_tokens",
+// "prompt_lookup_min", "prompt_lookup_max". Throws troupe::error(invalid_argument) naming the key
+// for an unknown key, a method Troupe does not run (eagle, mtp, ...), or a value of the wrong type.
+void apply_speculative_config(server_config& cfg, std::string_view json);
 
 }  // namespace troupe::serve

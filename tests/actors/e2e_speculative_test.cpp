@@ -119,4 +119,66 @@ BOOST_AUTO_TEST_CASE(grammars_and_stop_strings_see_every_accepted_draft) {
   BOOST_TEST(none == 0.0);
 }
 
+// A draft model (speculative.model): the target's own weights as the draft guess greedy tokens
+// right, another model of the same vocabulary (tiny-moe) mostly wrong; the tokens and logprobs are
+// the plain ones either way, also under preemption with chunked prompts and prefix caching.
+BOOST_AUTO_TEST_CASE(a_draft_model_changes_no_token) {
+  auto reqs = mixed_requests(9, 8, 40);
+  auto off = start(spec_config(0));
+  auto without = serve_all(*off, reqs);
+  for (const std::string& draft : {tiny_dense_dir, std::string(TROUPE_TEST_DATA_DIR "/golden/tiny-moe")}) {
+    BOOST_TEST_CONTEXT("draft " << draft) {
+      auto cfg = spec_config(3);
+      cfg.speculative_model = draft;
+      auto on = start(cfg);
+      auto with = serve_all(*on, reqs);
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        BOOST_TEST(with[i].ids == without[i].ids, "request " << i);
+        BOOST_TEST((with[i].logprobs == without[i].logprobs), "request " << i);
+      }
+      const double drafts = metric(*on, "spec_decode_num_draft_tokens_total");
+      const double accepted = metric(*on, "spec_decode_num_accepted_tokens_total");
+      BOOST_TEST_MESSAGE(accepted << " of " << drafts << " drafts accepted");
+      BOOST_TEST(drafts > 0.0);
+      if (draft == tiny_dense_dir) BOOST_TEST(accepted > drafts / 2);
+      BOOST_TEST(eventually([&] { return server_idle(*on); }));
+    }
+  }
+  auto cfg = spec_config(4);
+  cfg.speculative_model = tiny_dense_dir;
+  cfg.num_kv_blocks = 16;  // one 256-token sequence: four of ~140 tokens preempt each other
+  cfg.max_num_batched_tokens = 32;
+  auto tight = start(cfg);
+  std::mt19937 rng(8);
+  std::vector<wire::generate_request> long_reqs;
+  for (int i = 0; i < 4; ++i)
+    long_reqs.push_back(ids_request("p" + std::to_string(i), random_prompt(rng, 40), 100, i % 2 ? i : -1));
+  auto got = serve_all(*tight, long_reqs);
+  for (size_t i = 0; i < long_reqs.size(); ++i)
+    BOOST_TEST(got[i].ids == reference(tiny_dense(), long_reqs[i]), boost::test_tools::per_element());
+  BOOST_TEST(metric(*tight, "num_preemptions_total") > 0.0);
+  BOOST_TEST(metric(*tight, "spec_decode_num_accepted_tokens_total") > 0.0);
+  BOOST_TEST(eventually([&] { return server_idle(*tight); }));
+}
+
+// A draft model that cannot serve stops the start with the key and the reason.
+BOOST_AUTO_TEST_CASE(an_unusable_draft_model_stops_the_start) {
+  auto expect_error = [](serve::server_config c, const std::string& needle) {
+    try {
+      start(std::move(c));
+      BOOST_FAIL("the server started; expected an error containing '" << needle << "'");
+    } catch (const troupe::error& e) {
+      BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos, "'" << e.what() << "' lacks '" << needle << "'");
+    }
+  };
+  auto c = spec_config(3);
+  c.speculative_model = full_vocab_dir;  // 151936 ids against tiny-dense's 4096
+  expect_error(c, "a draft model must share the model's tokenizer");
+  c.speculative_model = TROUPE_TEST_DATA_DIR "/golden/no-such-model";
+  expect_error(c, "speculative.model (--speculative-model)");
+  c = spec_config(0);
+  c.speculative_model = tiny_dense_dir;
+  expect_error(c, "needs speculative.num_tokens");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

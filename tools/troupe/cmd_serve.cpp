@@ -43,7 +43,7 @@ int run_serve(int argc, char** argv) {
   std::optional<std::string> host, api_key, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
       rope_scaling, generation_config, override_generation_config, device, allowed_origins, allowed_methods, allowed_headers, chat_template,
       default_chat_template_kwargs, reasoning_effort_budgets,
-      tool_call_parser;
+      tool_call_parser, speculative_model, speculative_config;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
       speculative_tokens, tensor_parallel_size, threads, max_loras, max_lora_rank;
   std::optional<int64_t> kv_bytes;
@@ -135,6 +135,12 @@ int run_serve(int argc, char** argv) {
                  "\"max_new_tokens\": 1024}' (model.override_generation_config)");
   app.add_option("--speculative-tokens", speculative_tokens,
                  "prompt-lookup drafts per decode step, verified in the step (speculative.num_tokens; 0 = off)");
+  app.add_option("--speculative-model", speculative_model,
+                 "a draft model's directory (a smaller Qwen3 of the same vocabulary): it guesses --speculative-tokens "
+                 "tokens a step, the model verifies them (speculative.model; docs/speculative.md)");
+  app.add_option("--speculative-config", speculative_config,
+                 "vLLM's JSON form: '{\"model\": DIR, \"num_speculative_tokens\": 4}' or '{\"method\": \"ngram\", "
+                 "\"num_speculative_tokens\": 4, \"prompt_lookup_max\": 4}'");
   std::vector<std::string> loras;
   app.add_option("--lora", loras,
                  "serve a PEFT LoRA adapter as NAME=DIR (repeatable; requests pick it with `adapter`; "
@@ -184,8 +190,15 @@ int run_serve(int argc, char** argv) {
   if (threads) serve::apply_override(c, "model.threads=" + std::to_string(*threads));
   if (max_loras) serve::apply_override(c, "model.max_loras=" + std::to_string(*max_loras));
   if (max_lora_rank) serve::apply_override(c, "model.max_lora_rank=" + std::to_string(*max_lora_rank));
+  if (speculative_config) {
+    if (speculative_tokens || speculative_model)
+      throw_error(errc::invalid_argument,
+                  "--speculative-config and --speculative-tokens / --speculative-model: give the JSON or the flags");
+    serve::apply_speculative_config(c, *speculative_config);
+  }
   if (speculative_tokens)
     serve::apply_override(c, "speculative.num_tokens=" + std::to_string(*speculative_tokens));
+  if (speculative_model) c.speculative_model = *speculative_model;
   if (static_batching) c.static_batching = true;
   if (disable_log_stats) c.log_stats_interval_ms = 0;
   if (enable_log_requests) c.log_requests = true;

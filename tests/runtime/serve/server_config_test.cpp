@@ -134,6 +134,42 @@ BOOST_AUTO_TEST_CASE(reasoning_effort_budgets_and_their_errors) {
   }
 }
 
+// vLLM's --speculative-config JSON: a model means draft_model, ngram keeps prompt lookup, and what
+// Troupe cannot honour is refused by name (never silently dropped).
+BOOST_AUTO_TEST_CASE(speculative_config_json_and_its_errors) {
+  server_config c;
+  apply_speculative_config(c, R"({"model": "/m/qwen3-0.6b", "num_speculative_tokens": 5})");
+  BOOST_TEST(c.speculative_model == "/m/qwen3-0.6b");
+  BOOST_TEST(c.num_speculative_tokens == 5);
+  validate(c);
+  apply_speculative_config(c, R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 3, "prompt_lookup_max": 5})");
+  BOOST_TEST(c.speculative_model.empty());
+  BOOST_TEST(c.num_speculative_tokens == 3);
+  BOOST_TEST(c.prompt_lookup_min == 3);
+  BOOST_TEST(c.prompt_lookup_max == 5);
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {"[1]", "expected a JSON object"},
+           {"{", "not JSON"},
+           {R"({"model": "/m", "num_speculative_tokens": 4, "draft_tensor_parallel_size": 1})",
+            "unknown key 'draft_tensor_parallel_size'"},
+           {R"({"method": "eagle", "model": "/m", "num_speculative_tokens": 4})", "method 'eagle' is not one Troupe runs"},
+           {R"({"method": "draft_model", "num_speculative_tokens": 4})", "method 'draft_model' needs \"model\""},
+           {R"({"method": "ngram", "model": "/m", "num_speculative_tokens": 4})", "method 'ngram' (prompt lookup) takes no model"},
+           {R"({"model": "/m"})", "num_speculative_tokens is required"},
+           {R"({"model": "/m", "num_speculative_tokens": 0})", "num_speculative_tokens must be an integer from 1 to 64"},
+           {R"({"model": "/m", "num_speculative_tokens": "4"})", "num_speculative_tokens must be an integer from 1 to 64"},
+           {R"({"model": 7, "num_speculative_tokens": 4})", "model must be a directory name"}}) {
+    server_config d;
+    expect_error([&] { apply_speculative_config(d, bad); }, "--speculative-config: " + why);
+  }
+  server_config d;
+  d.speculative_model = "/m";
+  expect_error([&] { validate(d); }, "speculative.model (--speculative-model) needs speculative.num_tokens");
+  d.num_speculative_tokens = 2;
+  d.device = "cuda";
+  expect_error([&] { validate(d); }, "a draft model runs on the CPU device only");
+}
+
 BOOST_AUTO_TEST_CASE(lora_modules_and_their_errors) {
   server_config c;
   BOOST_TEST(parse_lora_modules(c.lora_modules).empty());  // none unless asked for
