@@ -70,6 +70,34 @@ BOOST_AUTO_TEST_CASE(generate_with_speculative_tokens_gives_the_same_ids) {
              too_many.output);
 }
 
+// --speculative-model: the same ids from a draft model's guesses; the model's own weights as the
+// draft guess every greedy token, another model of the vocabulary (tiny-moe) hardly any.
+BOOST_AUTO_TEST_CASE(generate_with_a_draft_model_gives_the_same_ids) {
+  const std::string base = "generate --model " + troupe::testing::golden_dir("tiny-dense") +
+                           " --ids 11,22,33,44 --max-tokens 40 --ignore-eos --json";
+  for (std::string sampling : {" --temperature 0", " --temperature 0.8 --seed 3"}) {
+    auto plain = nlohmann::json::parse(run(base + sampling).output);
+    for (std::string draft : {"tiny-dense", "tiny-moe"}) {
+      auto r = run(base + sampling + " --speculative-tokens 3 --speculative-model " + troupe::testing::golden_dir(draft));
+      BOOST_TEST_REQUIRE(r.exit_code == 0, r.output);
+      auto s = nlohmann::json::parse(r.output);
+      BOOST_TEST(s.at("ids").get<std::vector<int32_t>>() == plain.at("ids").get<std::vector<int32_t>>(),
+                 boost::test_tools::per_element());
+      const auto steps = s.at("decode_steps").get<int64_t>(), accepted = s.at("accepted_drafts").get<int64_t>();
+      BOOST_TEST(steps + accepted == 39);
+      // Every guess held: a step for each 4 tokens (the last step may have fewer guesses).
+      if (draft == "tiny-dense" && sampling == " --temperature 0") BOOST_TEST(steps == (39 + 3) / 4);
+    }
+  }
+  auto no_k = run(base + " --speculative-model " + troupe::testing::golden_dir("tiny-dense"));
+  BOOST_TEST(no_k.exit_code != 0);
+  BOOST_TEST(no_k.output.find("--speculative-model needs --speculative-tokens") != std::string::npos, no_k.output);
+  auto other_vocab = run(base + " --speculative-tokens 2 --speculative-model " + troupe::testing::golden_dir("e2e-full-vocab"));
+  BOOST_TEST(other_vocab.exit_code != 0);
+  BOOST_TEST(other_vocab.output.find("a draft model must share the model's tokenizer") != std::string::npos,
+             other_vocab.output);
+}
+
 BOOST_AUTO_TEST_CASE(logits_writes_every_prompt_row) {
   const std::string set = "tiny-untied-sharded";
   const auto cases = troupe::testing::load_golden(set);
