@@ -532,8 +532,9 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     if (store || conversations)
       reply->set_on_final([store, conversations, items = parsed.conversation, conv = parsed.conversation_id.value_or(""),
                            added = parsed.new_items, id](const nlohmann::ordered_json& r) {
-        if (store) wire::openai::keep_response(*store, id, *items, r);
-        if (conversations) wire::openai::add_to_conversation(*conversations, conv, *added, r);
+        const std::string text = wire::openai::response_text(r);  // one dump for both
+        if (store) wire::openai::keep_response(*store, id, *items, r, nullptr, true, &text);
+        if (conversations) wire::openai::add_to_conversation(*conversations, conv, *added, r, &text);
       });
     h.reply = std::move(reply);
     g = std::move(*parsed.chat.req);

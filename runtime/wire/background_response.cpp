@@ -60,9 +60,10 @@ void background_response::feed(const event& e) {
     final_ = builder_.snapshot("failed");
     (*final_)["error"] = {{"code", "internal"}, {"message", "the response ended without a final state"}};
   }
-  keep_response(*store_, id_, *conversation_, *final_, stream_ ? events_ : nullptr, true);
+  const std::string text = response_text(*final_);  // one dump for the store and the conversation
+  keep_response(*store_, id_, *conversation_, *final_, stream_ ? events_ : nullptr, true, &text);
   if (conversations_ && conversation_id_)
-    add_to_conversation(*conversations_, *conversation_id_, new_items_ ? *new_items_ : ojson::array(), *final_);
+    add_to_conversation(*conversations_, *conversation_id_, new_items_ ? *new_items_ : ojson::array(), *final_, &text);
 }
 
 std::string events_after(const std::vector<std::string>& events, int64_t starting_after) {

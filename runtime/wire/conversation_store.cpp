@@ -33,10 +33,11 @@ conversation_store::status conversation_store::put(conversation c) {
   return entries_.put(id, std::move(c), bytes) ? status::ok : status::too_big;
 }
 
-std::optional<conversation> conversation_store::get(const std::string& id) {
+bool conversation_store::read(const std::string& id, const std::function<void(const conversation&)>& see) {
   std::lock_guard lock(mu_);
   const conversation* c = entries_.get(id);
-  return c ? std::optional<conversation>(*c) : std::nullopt;
+  if (c) see(*c);
+  return c != nullptr;
 }
 
 conversation_store::status conversation_store::update(const std::string& id, const std::function<void(conversation&)>& change) {

@@ -39,8 +39,9 @@ class conversation_store {
   // Stores (or replaces) c, then drops the least recently used until the total fits; too_big when
   // c alone is over max_bytes (nothing is kept under c.id then).
   status put(conversation c);
-  // A copy of the conversation, now the most recently used; nothing when unknown or dropped.
-  std::optional<conversation> get(const std::string& id);
+  // Shows conversation `id` to `see` in place, under the lock (a GET of its metadata or of one
+  // item copies nothing else), and makes it the most recently used; false when unknown or dropped.
+  bool read(const std::string& id, const std::function<void(const conversation&)>& see);
   // Changes conversation `id` in place under the lock (concurrent responses on one conversation
   // each append whole). too_big: the change would make it larger than max_bytes; it is not made.
   status update(const std::string& id, const std::function<void(conversation&)>& change);

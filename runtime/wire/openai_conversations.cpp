@@ -89,9 +89,9 @@ conversations_answer create(conversation_store& store, const conversations_call&
 
 conversations_answer one_conversation(conversation_store& store, const conversations_call& call, const std::string& id) {
   if (call.method == "GET") {
-    auto c = store.get(id);
-    if (!c) no_conversation(id);
-    return ok(c->object_json());
+    ojson answer;
+    if (!store.read(id, [&](const conversation& c) { answer = c.object_json(); })) no_conversation(id);
+    return ok(answer);
   }
   if (call.method == "DELETE") {
     if (!store.erase(id)) no_conversation(id);
@@ -113,10 +113,11 @@ conversations_answer one_conversation(conversation_store& store, const conversat
 
 conversations_answer items(conversation_store& store, const conversations_call& call, const std::string& id) {
   if (call.method == "GET") {
-    auto c = store.get(id);
-    if (!c) no_conversation(id);
     ojson listed = ojson::array();
-    for (const auto& it : c->items) listed.push_back(listed_item(it));
+    if (!store.read(id, [&](const conversation& c) {
+          for (const auto& it : c.items) listed.push_back(listed_item(it));
+        }))
+      no_conversation(id);
     auto page = list_page(std::move(listed), "conversation '" + id + "'", call.order, call.limit, call.after);
     return {page.status, std::move(page.body)};
   }
@@ -143,11 +144,17 @@ conversations_answer one_item(conversation_store& store, const conversations_cal
     refuse("not_found", "item_id", "conversation '" + id + "' has no item '" + item + "'", 404);
   };
   if (call.method == "GET") {
-    auto c = store.get(id);
-    if (!c) no_conversation(id);
-    for (const auto& it : c->items)
-      if (it["id"] == item) return ok(listed_item(it));
-    no_item();
+    std::optional<ojson> found;
+    if (!store.read(id, [&](const conversation& c) {
+          for (const auto& it : c.items)
+            if (it.value("id", std::string()) == item) {
+              found = listed_item(it);
+              break;
+            }
+        }))
+      no_conversation(id);
+    if (!found) no_item();
+    return ok(std::move(*found));
   }
   if (call.method != "DELETE") wrong_method(call, "GET or DELETE");
   bool found = false;

@@ -319,7 +319,8 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
       refuse("invalid_value", "conversation",
              "give only one of 'conversation' and 'previous_response_id' (a conversation holds the earlier turns)");
     if (conversation_id) {
-      auto found = conversations ? conversations->get(*conversation_id) : std::nullopt;
+      const bool found =
+          conversations && conversations->read(*conversation_id, [&](const conversation& c) { items = c.items; });
       if (!found)
         refuse("not_found", "conversation",
                conversations ? "no conversation '" + *conversation_id + "' is kept here (never made, deleted, or "
@@ -327,7 +328,6 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
                              : "no conversation '" + *conversation_id + "' is kept here: this server keeps none "
                                                                          "(server.conversations_store_bytes = 0)",
                404);
-      items = std::move(found->items);
       num_previous = items.size();
       out.conversation_id = *conversation_id;
       echo["conversation"] = {{"id", *conversation_id}};
@@ -746,9 +746,11 @@ ojson with_output_as_sent(ojson items, const std::string& text) {
 }
 }  // namespace
 
+std::string response_text(const ojson& response) { return dump(response); }
+
 void keep_response(response_store& store, const std::string& id, const ojson& conversation, const ojson& response,
-                   std::shared_ptr<const std::vector<std::string>> events, bool finished) {
-  std::string text = dump(response);
+                   std::shared_ptr<const std::vector<std::string>> events, bool finished, const std::string* given) {
+  std::string text = given ? *given : dump(response);
   ojson all = with_output_as_sent(conversation, text);
   if (events && store.put(id, all, text, conversation.size(), std::move(events), finished)) return;
   store.put(id, std::move(all), std::move(text), conversation.size(), nullptr, finished);
@@ -821,9 +823,9 @@ void check_input_items(const ojson& items, std::string_view name) {
 }
 
 bool add_to_conversation(conversation_store& store, const std::string& conversation_id, const ojson& new_items,
-                         const ojson& response) {
+                         const ojson& response, const std::string* text) {
   if (response.value("status", "") == "failed") return false;
-  const ojson added = with_output_as_sent(new_items, dump(response));
+  const ojson added = with_output_as_sent(new_items, text ? *text : dump(response));
   return store.update(conversation_id, [&](conversation& c) { c.append(added); }) == conversation_store::status::ok;
 }
 

@@ -53,8 +53,13 @@ parsed_responses parse_responses(std::string_view body, const served_models& mod
 // (parsed_responses::new_items) and
 // the response's output items as the client saw them join the conversation, unless it failed or
 // the conversation is gone. False when they were not added (gone, failed, or over the store's size).
+// `text`: the response's response_text() when the caller has it (one dump for store and conversation).
 bool add_to_conversation(conversation_store& store, const std::string& conversation_id,
-                         const nlohmann::ordered_json& new_items, const nlohmann::ordered_json& response);
+                         const nlohmann::ordered_json& new_items, const nlohmann::ordered_json& response,
+                         const std::string* text = nullptr);
+
+// A response's JSON text as it is sent and kept (invalid UTF-8 replaced by U+FFFD).
+std::string response_text(const nlohmann::ordered_json& response);
 
 // Refuses (detail::refusal) unless `items` is an array of input items the Responses API serves,
 // naming a bad one `name`[i].
@@ -77,10 +82,12 @@ list_page_answer list_page(nlohmann::ordered_json items, const std::string& owne
 // output items as the client saw them (its JSON text read back, so a token's broken UTF-8 is
 // U+FFFD there too and every item is valid input again), and that text for GET. A background
 // response is kept queued (`finished` false) when it starts, then again when it ends, with its
-// streamed events when it had them (without them when they would not fit the store).
+// streamed events when it had them (without them when they would not fit the store). `text`: as
+// for add_to_conversation.
 void keep_response(response_store& store, const std::string& id, const nlohmann::ordered_json& conversation,
                    const nlohmann::ordered_json& response,
-                   std::shared_ptr<const std::vector<std::string>> events = nullptr, bool finished = true);
+                   std::shared_ptr<const std::vector<std::string>> events = nullptr, bool finished = true,
+                   const std::string* text = nullptr);
 
 // GET /v1/responses/{id}/input_items (OpenAI's): the input items stored response `e` answered,
 // each with an id (one is made for an item sent without), as a list_page.

@@ -176,12 +176,17 @@ BOOST_AUTO_TEST_CASE(a_finished_one_extends_its_conversation) {
                                store.get(), conversations.get());
   BOOST_TEST_REQUIRE(p.ok(), p.chat.error.message);
   oa::background_response bg(p, 1700000000, token_bytes(), think_end, store, conversations);
+  auto items_of = [&] {
+    nlohmann::ordered_json items;
+    BOOST_TEST_REQUIRE(conversations->read("conv_1", [&](const oa::conversation& c) { items = c.items; }));
+    return items;
+  };
   const auto answer = streamed_answer();
   for (size_t i = 0; i < answer.size(); ++i) {
-    BOOST_TEST(conversations->get("conv_1")->items.size() == 1u);  // nothing added while it runs
+    BOOST_TEST(items_of().size() == 1u);  // nothing added while it runs
     bg.feed(answer[i]);
   }
-  const auto items = conversations->get("conv_1")->items;
+  const auto items = items_of();
   BOOST_TEST_REQUIRE(items.size() == 4u);  // Hi, hello, the reasoning and the message
   BOOST_TEST(items[1]["content"] == "hello");
   BOOST_TEST(items[3]["content"][0]["text"] == "Hi there");
