@@ -66,6 +66,7 @@ struct run_result {
   int steps = 0;
   int64_t accepted = 0;  // draft tokens the model agreed with
   int64_t drafted = 0;   // draft tokens the steps carried
+  int64_t cached = 0;    // prompt tokens that came from the prefix cache
 };
 
 // embed: the requests that are embedding requests (request_spec::embed, default options).
@@ -115,7 +116,10 @@ run_result serve_all(const std::vector<test_request>& reqs, sched::sched_config 
     }
     BOOST_REQUIRE_MESSAGE(outcome.draft_error.empty(), outcome.draft_error);
     for (size_t i = 0; i < outcome.counts.size(); ++i) res.accepted += outcome.counts[i] - 1;
-    for (const auto& e : job.plan.seqs) res.drafted += e.num_draft;
+    for (const auto& e : job.plan.seqs) {
+      res.drafted += e.num_draft;
+      if (e.first_scheduled) res.cached += e.num_cached_tokens;
+    }
     for (const auto& ev : s.update(job.plan, outcome.sampled, outcome.counts))
       res.out[ev.seq_id].insert(res.out[ev.seq_id].end(), ev.tokens.begin(), ev.tokens.end());
     for (auto& [id, guesses] : outcome.proposals) s.propose(id, std::move(guesses));
@@ -231,6 +235,36 @@ BOOST_AUTO_TEST_CASE(draft_model_guesses_change_no_token) {
   auto ch = serve_all(reqs, chunked, 64, {}, -1, {}, tiny_dense());
   BOOST_TEST(ch.accepted > 0);
   expect_reference_outputs(reqs, ch);
+}
+
+// The draft's K/V follow the model's into the local prefix cache: requests sharing a long prompt
+// prefix start from cached blocks, and a draft equal to the model still guesses every greedy token
+// right (it reads its own K/V of those blocks, written when they were first computed).
+BOOST_AUTO_TEST_CASE(draft_model_reads_its_own_kv_of_cached_prefix_blocks) {
+  std::mt19937 rng(6);
+  std::vector<int32_t> shared;
+  for (int k = 0; k < 48; ++k) shared.push_back(static_cast<int32_t>(rng() % 4000));
+  std::vector<test_request> reqs;
+  for (int i = 0; i < 6; ++i) {
+    test_request r;
+    r.prompt = shared;
+    for (int k = 0; k <= i; ++k) r.prompt.push_back(static_cast<int32_t>(rng() % 4000));
+    r.sampling = defaults_from(tiny_dense()->generation);
+    r.sampling.temperature = 0;
+    r.sampling.ignore_eos = true;
+    r.max_tokens = 24;
+    reqs.push_back(r);
+  }
+  auto c = cfg(2, 256, 128);  // two at a time: the later ones find the prefix cached
+  c.speculative.num_tokens = 3;
+  c.draft_model = true;
+  c.enable_prefix_caching = true;
+  c.prefix_identity.model_fingerprint = "tiny-dense";
+  auto r = serve_all(reqs, c, 64, {}, -1, {}, tiny_dense());
+  expect_reference_outputs(reqs, r);
+  BOOST_TEST(r.cached >= 4 * 48);  // the last four started from the cached prefix's three blocks
+  BOOST_TEST(r.drafted > 0);
+  BOOST_TEST(r.accepted == r.drafted);
 }
 
 // prompt_logprobs: each prompt token's, given the ones before it, exactly as from the logits the
