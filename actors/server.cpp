@@ -214,6 +214,10 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   s.max_loras = ctx->cfg.max_loras;
   s.speculative = {ctx->cfg.num_speculative_tokens, ctx->cfg.prompt_lookup_min, ctx->cfg.prompt_lookup_max};
   s.draft_model = ctx->draft_ckpt != nullptr;
+  // A guess's price against a step: on a memory-bound decode, the ratio of the weights read.
+  if (s.draft_model && ctx->cfg.adaptive_draft_length)
+    s.draft_cost = static_cast<double>(ctx->draft_ckpt->weights.active_bytes) /
+                    static_cast<double>(std::max<size_t>(1, ctx->ckpt->weights.active_bytes));
   set_prefix_caching(*ctx);
   plugin_host::policy_settings ps;
   ps.policy = ctx->cfg.policy;
@@ -428,8 +432,13 @@ std::string server::banner() const {
        std::to_string(c.max_num_batched_tokens) + (c.static_batching ? ", STATIC batching" : "") + "\n";
   if (const auto& d = m.ctx->draft_ckpt) {
     const double draft_pool = double(m.ctx->num_blocks) * c.block_size * double(kv_cache::token_bytes(d->config, m.ctx->kv_type));
-    b += "  speculative decoding: draft model " + c.speculative_model + " guesses " + std::to_string(c.num_speculative_tokens) +
-         " tokens a step (" + mib(double(d->weights.bytes)) + " read per guess; its KV pool " + mib(draft_pool) + ")\n";
+    char cost[96] = "";
+    if (m.ctx->sched.draft_cost > 0)
+      std::snprintf(cost, sizeof cost, ", as many as each request's acceptance pays for at %.2f of a step each",
+                    m.ctx->sched.draft_cost);
+    b += "  speculative decoding: draft model " + c.speculative_model + " guesses up to " +
+         std::to_string(c.num_speculative_tokens) + " tokens a step" + cost + " (" + mib(double(d->weights.bytes)) +
+         " read per guess; its KV pool " + mib(draft_pool) + ")\n";
   } else if (c.num_speculative_tokens > 0) {
     b += "  speculative decoding: prompt lookup, up to " + std::to_string(c.num_speculative_tokens) + " drafts a step\n";
   }

@@ -18,6 +18,7 @@
 #include "runtime/engine/step.hpp"
 #include "runtime/kv/block_allocator.hpp"
 #include "runtime/prefix/prefix_cache.hpp"
+#include "runtime/sched/draft_length.hpp"
 #include "runtime/sched/ngram_proposer.hpp"
 #include "runtime/sched/policy.hpp"
 
@@ -54,6 +55,10 @@ struct sched_config {
   // instead of prompt lookup. Each sampling entry then reserves blocks for num_lookahead positions
   // past its chunk, where the draft writes its own K/V while guessing (scheduled_seq::num_lookahead).
   bool draft_model = false;
+  // With draft_model: what one guess costs against a step of the model (about their weight bytes'
+  // ratio). > 0: each sequence guesses only as many tokens as its recent acceptance pays for
+  // (draft_length.hpp), probing with one guess every few steps when none pay; 0: always num_tokens.
+  double draft_cost = 0;
   // vLLM's max_loras: at most this many distinct LoRA adapters among the running sequences
   // (0 = no cap). A waiting sequence whose adapter would be one too many is not admitted, and
   // neither is any adapter sequence the policy orders after it (base-model ones still are): the
@@ -242,6 +247,8 @@ class scheduler {
     bool ever_scheduled = false;
     bool running = false;
     std::vector<int32_t> proposed;  // the draft model's guesses after `tokens` (propose())
+    acceptance_estimate acceptance;  // of its draft-model guesses (draft_cost)
+    int32_t steps_without_guesses = 0;
   };
 
   seq_view view(const sequence& s) const;

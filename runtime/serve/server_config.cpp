@@ -106,6 +106,7 @@ const std::vector<knob>& knobs() {
       {"speculative", "prompt_lookup_min", &server_config::prompt_lookup_min, 1, 64},
       {"speculative", "prompt_lookup_max", &server_config::prompt_lookup_max, 1, 64},
       {"speculative", "model", &server_config::speculative_model},
+      {"speculative", "adaptive_draft_length", &server_config::adaptive_draft_length},
       {"kv_cache", "block_size", &server_config::block_size, 1, 1024},
       {"kv_cache", "kv_cache_memory_bytes", &server_config::kv_cache_memory_bytes, 1, i64max},
       {"kv_cache", "num_kv_blocks", &server_config::num_kv_blocks, 0, i32max},

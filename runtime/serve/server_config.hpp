@@ -130,6 +130,10 @@ struct server_config {
   // A draft model's directory instead of prompt lookup (vLLM's draft_model; docs/speculative.md);
   // key `model`, --speculative-model. Needs num_tokens > 0 and the CPU device.
   std::string speculative_model;
+  // With a draft model: each sequence guesses only as many tokens as its acceptance pays for
+  // (sched::worthwhile_guesses, the price of a guess from the two models' weight bytes); false:
+  // always num_tokens. Key `adaptive_draft_length`.
+  bool adaptive_draft_length = true;
   // [kv_cache]
   int32_t block_size = 16;
   int64_t kv_cache_memory_bytes = int64_t{1} << 30;

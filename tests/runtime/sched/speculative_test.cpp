@@ -230,4 +230,58 @@ BOOST_AUTO_TEST_CASE(draft_model_guesses_become_the_next_drafts) {
   BOOST_TEST(s.allocator().num_free_blocks() == 64);
 }
 
+// The adaptive draft length: a sequence whose guesses all fail stops guessing within a few steps,
+// probes with one guess every 8 steps, and guesses the whole k again once guesses hold.
+BOOST_AUTO_TEST_CASE(guesses_that_fail_stop_being_made) {
+  auto cfg = spec_config(4);
+  cfg.draft_model = true;
+  cfg.draft_cost = 0.1;
+  cfg.max_model_len = 512;
+  scheduler s(cfg, 128, 4);
+  request_spec r;
+  r.seq_id = 1;
+  r.prompt = {10, 11, 12};
+  r.max_tokens = 200;
+  BOOST_REQUIRE(s.add(std::move(r)).status == admit_status::ok);
+  std::vector<int32_t> looks;
+  int32_t next = 100;
+  auto step = [&](bool hold) {
+    auto p = s.schedule();
+    BOOST_REQUIRE(p.seqs.size() == 1u);
+    const auto& e = p.seqs[0];
+    looks.push_back(e.num_lookahead);
+    std::vector<int32_t> out;
+    const auto drafts = p.batch[0].tokens.subspan(1);
+    for (size_t j = 0; j < drafts.size() && hold; ++j) out.push_back(drafts[j]);
+    out.push_back(next++);
+    s.update(p, out, std::vector<int32_t>{static_cast<int32_t>(out.size())});
+    if (e.num_lookahead > 0) {
+      std::vector<int32_t> g;
+      for (int32_t j = 0; j < e.num_lookahead; ++j) g.push_back(5000 + j);  // never what comes
+      s.propose(1, std::move(g));
+    }
+    s.check_invariants();
+  };
+  for (int i = 0; i < 24; ++i) step(false);
+  BOOST_TEST(looks[0] == 4);  // a new sequence guesses the whole k
+  const auto stopped = std::find(looks.begin(), looks.end(), 0);
+  BOOST_REQUIRE(bool(stopped != looks.end()));
+  const auto steps_to_stop = stopped - looks.begin();
+  BOOST_TEST(steps_to_stop <= 8);  // a few failed steps later it has stopped
+  int probes = 0, quiet = 0;
+  for (auto it = stopped; it != looks.end(); ++it) {
+    if (*it == 0) {
+      ++quiet;
+      continue;
+    }
+    BOOST_TEST(*it == 1);      // a probe is one guess
+    BOOST_TEST(quiet >= 8);    // after 8 steps without
+    ++probes;
+    quiet = 0;
+  }
+  BOOST_TEST(probes >= 1);
+  for (int i = 0; i < 12; ++i) step(true);
+  BOOST_TEST(looks.back() == 4);  // guesses that hold win the whole k back
+}
+
 BOOST_AUTO_TEST_SUITE_END()
