@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""What prompt-lookup speculative decoding gives on running `troupe serve` instances: the same
-requests against a server with drafts (--speculative-tokens K) and one without, one request at a
+"""What speculative decoding gives on running `troupe serve` instances: the same requests against
+a server with drafts (--speculative-tokens K, by prompt lookup or with --speculative-model DIR)
+and one without, one request at a
 time, decode speed (completion tokens per second after the first token) for each and their
 ratio, the outputs compared token for token, and the draft acceptance from the drafting server's
 /metrics. Workloads: greedy from a random prompt (random-weight models fall into loops: the
