@@ -103,6 +103,9 @@ void metrics::add_spec_decode(int64_t drafts, int64_t accepted) {
   spec_drafts_ += drafts;
   spec_accepted_ += accepted;
   ++spec_steps_;
+  // Drafts are accepted in order: this step's first `accepted` positions held.
+  if (static_cast<int64_t>(spec_accepted_at_.size()) < drafts) spec_accepted_at_.resize(static_cast<size_t>(drafts), 0);
+  for (int64_t j = 0; j < accepted; ++j) ++spec_accepted_at_[static_cast<size_t>(j)];
 }
 void metrics::add_finished(finished_reason_label why) {
   std::lock_guard lock(mu_);
@@ -232,6 +235,11 @@ std::string metrics::render() const {
   sample(o, "spec_decode_num_draft_tokens_total", labels_, std::to_string(spec_drafts_));
   family(o, "spec_decode_num_accepted_tokens_total", "counter", "Number of draft tokens the model agreed with.");
   sample(o, "spec_decode_num_accepted_tokens_total", labels_, std::to_string(spec_accepted_));
+  // vLLM's per-position acceptance: how far into the drafts guesses hold (positions seen so far).
+  family(o, "spec_decode_num_accepted_tokens_per_pos", "counter", "Accepted tokens per draft position.");
+  for (size_t j = 0; j < spec_accepted_at_.size(); ++j)
+    sample(o, "spec_decode_num_accepted_tokens_per_pos", labels_ + ",position=\"" + std::to_string(j) + "\"",
+           std::to_string(spec_accepted_at_[j]));
   family(o, "request_success_total", "counter", "Count of finished requests by finish reason.");
   static const char* reasons[] = {"stop", "length", "abort", "error"};
   for (size_t i = 0; i < finished_.size(); ++i)

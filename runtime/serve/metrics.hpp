@@ -96,6 +96,7 @@ class metrics {
   double decode_step_s_ = 0, prompt_token_s_ = 0;
   int64_t preemptions_ = 0, prompt_tokens_ = 0, generation_tokens_ = 0;
   int64_t spec_drafts_ = 0, spec_accepted_ = 0, spec_steps_ = 0;
+  std::vector<int64_t> spec_accepted_at_;  // [j]: steps whose draft j (0-based) was accepted
   std::array<int64_t, 4> finished_{};
   int64_t steps_ = 0, step_tokens_ = 0;
   int64_t connections_ = 0, idle_closed_ = 0;

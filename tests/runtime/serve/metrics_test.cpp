@@ -88,6 +88,26 @@ BOOST_AUTO_TEST_CASE(vllm_names_with_the_troupe_prefix) {
       "num_gpu_blocks=\"512\"} 1");
 }
 
+// Speculative decoding's counters, vLLM's names: per position, how often the draft there held
+// (a step's accepted drafts are its first ones).
+BOOST_AUTO_TEST_CASE(spec_decode_acceptance_per_position) {
+  metrics m("m");
+  m.add_spec_decode(4, 2);
+  m.add_spec_decode(3, 3);
+  m.add_spec_decode(2, 0);
+  auto t = m.render();
+  auto has = [&](const std::string& line) { BOOST_TEST(t.find(line + "\n") != std::string::npos, "missing: " << line); };
+  has("troupe:spec_decode_num_drafts_total{model_name=\"m\"} 3");
+  has("troupe:spec_decode_num_draft_tokens_total{model_name=\"m\"} 9");
+  has("troupe:spec_decode_num_accepted_tokens_total{model_name=\"m\"} 5");
+  has("# TYPE troupe:spec_decode_num_accepted_tokens_per_pos counter");
+  has("troupe:spec_decode_num_accepted_tokens_per_pos{model_name=\"m\",position=\"0\"} 2");
+  has("troupe:spec_decode_num_accepted_tokens_per_pos{model_name=\"m\",position=\"1\"} 2");
+  has("troupe:spec_decode_num_accepted_tokens_per_pos{model_name=\"m\",position=\"2\"} 1");
+  has("troupe:spec_decode_num_accepted_tokens_per_pos{model_name=\"m\",position=\"3\"} 0");
+  BOOST_TEST(t.find("position=\"4\"") == std::string::npos);
+}
+
 // The gateway's connections (troupe-specific): the open count as set last, the idle closes summed.
 BOOST_AUTO_TEST_CASE(client_connections_and_idle_closes) {
   metrics m("m");
