@@ -110,6 +110,10 @@ std::optional<request> decode_wire(const ojson& w, api_error& error) {
   auto d = decode_request(payload);
   if (!d.ok()) {
     error = from_wire(d.error);
+    // The protocol's messages name the field ("field 'n' must be ..."): OpenAI's `param`.
+    const std::string& m = d.error.message;
+    if (const size_t at = m.find("field '"); at != std::string::npos)
+      if (const size_t end = m.find('\'', at + 7); end != std::string::npos) error.param = m.substr(at + 7, end - at - 7);
     return std::nullopt;
   }
   return std::move(*d.req);
@@ -202,7 +206,7 @@ const char* guided_key(const std::string& k) {
 // vLLM's sampling fields whose default is what Troupe does, which clients written for vLLM send
 // as they are (true when `k` is one and `v` its default; another value is refused naming it):
 // Qwen3's tokenizer adds no special tokens (add_special_tokens either way), structured output has
-// one backend (guided_decoding_backend, any name), no beam search, and special tokens' text, when
+// one backend (guided_decoding_backend, any name), and special tokens' text, when
 // kept, is joined as the tokenizer decodes it (spaces_between_special_tokens).
 bool vllm_default_only(const std::string& k, const ojson& v) {
   if (k == "add_special_tokens") {
@@ -213,17 +217,9 @@ bool vllm_default_only(const std::string& k, const ojson& v) {
     want(v, v.is_string(), k, "a string");  // one grammar engine serves every backend's requests
     return true;
   }
-  if (k == "use_beam_search" || k == "spaces_between_special_tokens") {
+  if (k == "spaces_between_special_tokens") {
     want(v, v.is_boolean(), k, "a boolean");
-    const bool default_value = k == "spaces_between_special_tokens";
-    if (v.get<bool>() != default_value)
-      refuse("unsupported", k, k == "use_beam_search" ? "beam search is not served: sample, or give n for several answers"
-                                                     : "spaces_between_special_tokens false is not served");
-    return true;
-  }
-  if (k == "length_penalty") {  // beam search's
-    want(v, v.is_number(), k, "a number");
-    if (v.get<double>() != 1.0) refuse("unsupported", k, "length_penalty applies to beam search, which is not served");
+    if (!v.get<bool>()) refuse("unsupported", k, "spaces_between_special_tokens false is not served");
     return true;
   }
   return false;
@@ -234,7 +230,8 @@ bool passes_through(const std::string& k) {
       "temperature", "top_p",  "n",           "seed",       "presence_penalty", "frequency_penalty",
       "logit_bias",  "top_k",  "min_p",       "repetition_penalty", "min_tokens", "ignore_eos",
       "allowed_token_ids", "bad_words", "response_format", "structured_outputs", "priority", "truncate_prompt_tokens",
-      "include_stop_str_in_output", "skip_special_tokens", "cache_salt", "thinking_token_budget"};
+      "include_stop_str_in_output", "skip_special_tokens", "cache_salt", "thinking_token_budget",
+      "use_beam_search", "length_penalty"};
   return std::find(std::begin(same), std::end(same), k) != std::end(same);
 }
 

@@ -194,6 +194,11 @@ struct generate_request {
   // prompt / prompt_ids, each as if it were the request's only one, with the same fields; its n
   // completions are completions p * n .. p * n + n - 1 of the request. Empty: one prompt.
   std::vector<batch_prompt> prompts;
+  // vLLM's use_beam_search: the n completions are the n best beams of a beam search of width n
+  // (runtime/serve/beam_search.hpp), best first, scored by cumulative log-probability over the
+  // length to the power length_penalty; they come whole at the end (no token events before).
+  bool use_beam_search = false;
+  double length_penalty = 1.0;
   // The sequences the request runs (and the completions its events index): n per prompt.
   int32_t sequences() const noexcept { return n * static_cast<int32_t>(prompts.empty() ? 1 : prompts.size()); }
   friend bool operator==(const generate_request&, const generate_request&) = default;

@@ -495,6 +495,25 @@ void get_scheduling(const field_map& f, generate_request& r) {
     r.deadline_ms = static_cast<uint32_t>(get_int(*o, "deadline_ms", 1, std::numeric_limits<uint32_t>::max()));
 }
 
+// Beam search keeps the n best beams of its own loop: what shapes one sampled sequence does not
+// apply, and is refused by name rather than ignored.
+void check_beam_search(const generate_request& r) {
+  if (r.n > max_beam_width)
+    fail(error_code::invalid_value, "field 'n' is the beam width with 'use_beam_search': at most " +
+                                        std::to_string(max_beam_width) + "; got " + std::to_string(r.n));
+  auto refuse = [](const char* field) {
+    fail(error_code::invalid_value, std::string("field '") + field + "' does not apply to 'use_beam_search'");
+  };
+  if (r.logprobs) refuse("logprobs");
+  if (r.prompt_logprobs) refuse("prompt_logprobs");
+  if (r.structured.k != structured_output::kind::none) refuse("response_format");
+  if (r.min_tokens.value_or(0) > 0) refuse("min_tokens");
+  if (!r.allowed_token_ids.empty()) refuse("allowed_token_ids");
+  if (!r.logit_bias.empty()) refuse("logit_bias");
+  if (!r.bad_words.empty()) refuse("bad_words");
+  if (r.thinking_token_budget.value_or(-1) >= 0) refuse("thinking_token_budget");
+}
+
 generate_request decode_generate(const field_map& f) {
   static constexpr std::string_view allowed[] = {
       "v", "type", "id", "prompt", "prompt_ids", "messages", "enable_thinking", "add_generation_prompt",
@@ -503,7 +522,7 @@ generate_request decode_generate(const field_map& f) {
       "seed", "max_tokens", "stop", "include_stop_str_in_output", "skip_special_tokens", "stop_ids", "ignore_eos", "return_prompt_ids", "stream", "priority", "tenant", "adapter",
       "deadline_ms", "logprobs", "separate_reasoning", "min_tokens", "allowed_token_ids", "logit_bias", "prompt_logprobs", "bad_words",
       "response_format", "structured_outputs", "n", "prompts", "truncate_prompt_tokens", "cache_salt",
-      "truncate_messages", "thinking_token_budget"};
+      "truncate_messages", "thinking_token_budget", "use_beam_search", "length_penalty"};
   f.check_known(allowed, "a generate request");
   generate_request r;
   r.id = get_id(f, true, "generate");
@@ -573,6 +592,9 @@ generate_request decode_generate(const field_map& f) {
       fail(error_code::invalid_value, "field 'truncate_messages' applies only to 'messages' prompts");
     r.truncate_messages = get_bool(*o, "truncate_messages");
   }
+  if (const auto* o = f.find("length_penalty")) r.length_penalty = get_number(*o, "length_penalty", -10, false, 10);
+  if (const auto* o = f.find("use_beam_search")) r.use_beam_search = get_bool(*o, "use_beam_search");
+  if (r.use_beam_search) check_beam_search(r);
   if (r.sequences() > max_n)
     fail(error_code::invalid_value, "'prompts' (" + std::to_string(r.prompts.size()) + ") times 'n' (" +
                                         std::to_string(r.n) + ") asks for more than " + std::to_string(max_n) +
@@ -949,6 +971,8 @@ std::string encode_request(const request& req) {
     if (!g->cache_salt.empty()) detail::pack_str(m.key("cache_salt"), g->cache_salt);
     if (g->truncate_messages) m.key("truncate_messages").pack(true);
     if (g->thinking_token_budget) m.key("thinking_token_budget").pack(*g->thinking_token_budget);
+    if (g->use_beam_search) m.key("use_beam_search").pack(true);
+    if (g->length_penalty != 1.0) m.f64("length_penalty", g->length_penalty);
   } else if (const auto* t = std::get_if<tokenize_request>(&req)) {
     put_prompt(m, *t);
   } else if (const auto* p = std::get_if<set_policy_request>(&req)) {

@@ -43,6 +43,7 @@ inline constexpr size_t max_bad_words = 64;                // entries of bad_wor
 inline constexpr size_t max_allowed_token_ids = 262144;    // entries of allowed_token_ids
 inline constexpr int64_t max_logprobs = 20;               // top alternatives per token
 inline constexpr int64_t max_n = 128;                     // completions of one generate (OpenAI's bound)
+inline constexpr int64_t max_beam_width = 10;             // n with use_beam_search: 2n top logprobs a beam
 inline constexpr size_t max_embed_inputs = max_n;         // inputs of one embed (each is a sequence, as n)
 inline constexpr size_t max_policy_bytes = 4096;          // set_policy.policy (a name or a path)
 inline constexpr size_t max_policy_config_bytes = 65536;  // set_policy.config

@@ -251,14 +251,36 @@ BOOST_AUTO_TEST_CASE(vllm_fields_at_their_defaults_are_accepted) {
   p = completion(R"({"prompt": "x", "add_special_tokens": true, "use_beam_search": false})");
   BOOST_TEST(p.ok(), p.error.message);
   for (const auto& [body, param] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"prompt": "x", "use_beam_search": true})", "use_beam_search"},
-           {R"({"prompt": "x", "length_penalty": 0.8})", "length_penalty"},
            {R"({"prompt": "x", "spaces_between_special_tokens": false})", "spaces_between_special_tokens"},
            {R"({"prompt": "x", "add_special_tokens": "yes"})", "add_special_tokens"},
            {R"({"prompt": "x", "guided_decoding_backend": 3})", "guided_decoding_backend"}}) {
     p = completion(body);
     BOOST_TEST(!p.ok(), body);
     BOOST_TEST(p.error.param == param, body);
+  }
+}
+
+// vLLM's use_beam_search: n is the beam width, length_penalty weighs the beams' lengths; what does
+// not apply to beams is refused naming the field.
+BOOST_AUTO_TEST_CASE(beam_search_fields) {
+  auto p = completion(R"({"prompt": "x", "use_beam_search": true, "n": 3, "length_penalty": 0.8, "max_tokens": 5})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(p.req->use_beam_search);
+  BOOST_TEST(p.req->n == 3);
+  BOOST_TEST(p.req->length_penalty == 0.8);
+  p = chat(R"({"messages": [{"role": "user", "content": "hi"}], "use_beam_search": true, "n": 2})");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST(p.req->use_beam_search);
+  for (const auto& [body, param] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"prompt": "x", "use_beam_search": true, "n": 11})", "n"},
+           {R"({"prompt": "x", "use_beam_search": true, "logprobs": 2})", "logprobs"},
+           {R"({"prompt": "x", "use_beam_search": true, "min_tokens": 3})", "min_tokens"},
+           {R"({"prompt": "x", "use_beam_search": true, "response_format": {"type": "json_object"}})", "response_format"},
+           {R"({"prompt": "x", "use_beam_search": "yes"})", "use_beam_search"},
+           {R"({"prompt": "x", "length_penalty": "long"})", "length_penalty"}}) {
+    p = completion(body);
+    BOOST_TEST(!p.ok(), body);
+    BOOST_TEST(p.error.param == param, body << ": " << p.error.param << " / " << p.error.message);
   }
 }
 

@@ -69,18 +69,19 @@ BOOST_AUTO_TEST_CASE(bad_tokenize_bodies_name_the_field) {
   refused(tokenize(R"({"prompt": "a", "tools": []})").error, 400, "unknown_field", "tools", "with a prompt");
   // vLLM's rule: continuing the final message needs the generation prompt off.
   refused(tokenize(R"({"messages": [{"role": "user", "content": "a"}], "continue_final_message": true})").error, 400,
-          "invalid_value", "", "'continue_final_message' needs 'add_generation_prompt' false");
+          "invalid_value", "continue_final_message", "'continue_final_message' needs 'add_generation_prompt' false");
   refused(tokenize(R"({"messages": [{"role": "user", "content": "a"}], "add_generation_prompt": 1})").error, 400,
-          "wrong_type", "", "add_generation_prompt");
+          "wrong_type", "add_generation_prompt", "add_generation_prompt");
   refused(tokenize(R"({"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": {"tools": 1}})").error,
           400, "invalid_value", "chat_template_kwargs.tools", "not a template switch");
   auto kw = tokenize(R"({"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": {"x": 1}})");
   BOOST_TEST_REQUIRE(kw.ok(), kw.error.message);
   BOOST_TEST(kw.req->template_kwargs_json == R"({"x":1})");
   refused(tokenize(R"({"prompt": "a", "return_token_strs": 1})").error, 400, "wrong_type", "return_token_strs", "a boolean");
-  // The protocol decoder's own checks still hold.
-  refused(tokenize(R"({"prompt": ""})").error, 400, "invalid_value", "", "'prompt' must not be empty");
-  refused(tokenize(R"({"messages": [{"role": "wizard", "content": "a"}]})").error, 400, "invalid_value", "", "wizard");
+  // The protocol decoder's own checks still hold, the field they name as `param`.
+  refused(tokenize(R"({"prompt": ""})").error, 400, "invalid_value", "prompt", "'prompt' must not be empty");
+  refused(tokenize(R"({"messages": [{"role": "wizard", "content": "a"}]})").error, 400, "invalid_value",
+          "messages[0].role", "wizard");
 }
 
 BOOST_AUTO_TEST_CASE(detokenize_takes_token_ids) {

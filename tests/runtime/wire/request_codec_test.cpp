@@ -64,6 +64,28 @@ BOOST_AUTO_TEST_CASE(golden_bytes_of_cancel_and_health) {
              test::hex("\x82\xa1v\x01\xa4type\xa6health"));
 }
 
+// Beam search's two fields round-trip; what does not apply to beams is refused naming the field.
+BOOST_AUTO_TEST_CASE(beam_search_fields_round_trip_and_refuse_sampling_shapes) {
+  generate_request g;
+  g.id = "b";
+  g.kind = prompt_kind::ids;
+  g.prompt_ids = {5, 6};
+  g.n = 4;
+  g.use_beam_search = true;
+  g.length_penalty = 0.5;
+  auto d = decode_request(encode_request(g));
+  BOOST_TEST_REQUIRE(d.ok(), d.error.message);
+  BOOST_TEST((std::get<generate_request>(*d.req) == g));
+  expect_error(decode(generate_with({{"use_beam_search", true}, {"n", 11}})), error_code::invalid_value,
+               "field 'n' is the beam width with 'use_beam_search': at most 10", "r1");
+  expect_error(decode(generate_with({{"use_beam_search", true}, {"logprobs", 2}})), error_code::invalid_value,
+               "field 'logprobs' does not apply to 'use_beam_search'", "r1");
+  expect_error(decode(generate_with({{"use_beam_search", true}, {"bad_words", array{"x"}}})),
+               error_code::invalid_value, "field 'bad_words' does not apply", "r1");
+  expect_error(decode(generate_with({{"use_beam_search", 1}})), error_code::wrong_type, "'use_beam_search'", "r1");
+  expect_error(decode(generate_with({{"length_penalty", 11.0}})), error_code::invalid_value, "'length_penalty'", "r1");
+}
+
 BOOST_AUTO_TEST_CASE(every_generate_field_round_trips) {
   generate_request g;
   g.id = "req-7";
