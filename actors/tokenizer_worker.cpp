@@ -8,6 +8,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/scheduler_actor.hpp"
+#include "runtime/serve/beam_request.hpp"
 #include "runtime/serve/request_log.hpp"
 #include "runtime/serve/response.hpp"
 #include "runtime/wire/event_codec.hpp"
@@ -16,12 +17,27 @@ namespace troupe::actors {
 
 namespace {
 
+// A prompt's beam search (use_beam_search): its completions are sequences first_rid .. + n - 1
+// for the gateway, written whole at the end; meanwhile each round's probes run as sequences of
+// the worker's own (negative) ids.
+struct beam_job {
+  std::shared_ptr<const wire::generate_request> req;
+  clock::time_point received;
+  int32_t prompt_index = 0;       // p: its completions are p * n .. p * n + n - 1 of the request
+  serve::beam_request search;
+  std::vector<int64_t> probes;    // this round's probe ids, live beam i's at [i]
+  std::optional<clock::time_point> first_scheduled;
+};
+
 struct worker_state {
   static inline const char* name = "troupe.tokenizer";
   context_ptr ctx;
   int32_t index = 0;
   caf::actor scheduler, gateway;
   std::unordered_map<int64_t, serve::response> live;
+  std::unordered_map<int64_t, beam_job> beams;         // by first_rid
+  std::unordered_map<int64_t, int64_t> probe_of;       // probe id -> its job's first_rid
+  int64_t probes_made = 0;
 };
 
 using self_ptr = caf::stateful_actor<worker_state>*;
@@ -109,6 +125,143 @@ void submit_rerank(self_ptr self, generate_msg& m) {
   submit_pooled(self, m, b.req->prompts, true, [&](serve::seq_sampling& s) { s.rerank = b.req->tokens; });
 }
 
+// How completion i of request r (prompt built as br) is written: stop strings, tool calls, the
+// reasoning split, its index among several.
+serve::output_rules rules_for(self_ptr self, const wire::generate_request& r, const serve::built_request& br, int32_t i,
+                              bool prompt_logprobs) {
+  const auto& st = self->state;
+  serve::output_rules rules{br.stop, br.min_tokens, /*find_tool_calls=*/!r.tools_json.empty(),
+                            br.reasoning_opened_in_prompt, prompt_logprobs};
+  if (r.sequences() > 1) rules.index = i;
+  rules.include_stop_str_in_output = br.include_stop_str_in_output;
+  rules.skip_special_tokens = br.skip_special_tokens;
+  rules.tool_format = st.ctx->facts.tool_format;
+  if (rules.tool_format != serve::tool_call_format::hermes) rules.tools_json = r.tools_json;
+  if (r.return_prompt_ids) rules.prompt_ids = br.prompt;
+  return rules;
+}
+
+// Submits a beam job's current round: one probe per live beam, ids of the worker's own.
+void submit_round(self_ptr self, int64_t first_rid) {
+  auto& st = self->state;
+  auto& job = st.beams.at(first_rid);
+  const auto& r = *job.req;
+  const auto& br = job.search.built();
+  job.probes.clear();
+  for (auto& prompt : job.search.probes()) {
+    // Negative ids, distinct between workers: never a gateway's.
+    const int64_t id = -(1 + st.index + int64_t{st.ctx->cfg.tokenizer_workers} * st.probes_made++);
+    submit_msg s;
+    s.rid = id;
+    s.worker = st.index;
+    s.received = job.received;
+    s.spec.seq_id = id;
+    s.spec.max_tokens = 1;
+    s.spec.priority = r.priority;
+    s.spec.tenant = r.tenant;
+    s.spec.cache_salt = r.cache_salt;
+    s.spec.adapter = br.adapter;
+    s.spec.adapter_identity = br.adapter_identity;
+    if (r.deadline_ms) s.spec.deadline = job.received + std::chrono::milliseconds(*r.deadline_ms);
+    s.sampling = std::make_shared<serve::seq_sampling>(job.search.probe_sampling(), prompt);
+    s.sampling->logprobs = job.search.probe_logprobs();
+    s.spec.prompt = std::move(prompt);
+    st.probe_of.emplace(id, first_rid);
+    job.probes.push_back(id);
+    self->send(st.scheduler, std::move(s));
+  }
+}
+
+// A generate with use_beam_search: a beam job per prompt, its first round submitted.
+void start_beams(self_ptr self, generate_msg& m, std::vector<serve::built_request> reqs) {
+  auto& st = self->state;
+  const auto& r = *m.req;
+  for (size_t p = 0; p < reqs.size(); ++p) {
+    const int64_t first_rid = m.rid + static_cast<int64_t>(p) * r.n;
+    st.ctx->metrics->observe_request_n(r.n);
+    const bool include_stop = reqs[p].include_stop_str_in_output;
+    st.beams.emplace(first_rid, beam_job{m.req, m.received, static_cast<int32_t>(p),
+                                         serve::beam_request(std::move(reqs[p]), r.n, r.length_penalty, include_stop),
+                                         {}, std::nullopt});
+    submit_round(self, first_rid);
+  }
+}
+
+// Ends beam job first_rid: its running probes are cancelled and each completion gets its done
+// (why, with err); with why == stop or length, the completions are the search's best beams.
+void end_beams(self_ptr self, int64_t first_rid, wire::finish_reason why, std::optional<wire::wire_error> err,
+               std::vector<out_item>& items) {
+  auto& st = self->state;
+  auto node = st.beams.extract(first_rid);
+  auto& job = node.mapped();
+  for (int64_t id : job.probes)
+    if (st.probe_of.erase(id)) self->send(st.scheduler, cancel_msg{id});
+  const auto& r = *job.req;
+  const auto& br = job.search.built();
+  const bool answered = why == wire::finish_reason::stop || why == wire::finish_reason::length;
+  const auto best = answered ? job.search.best() : std::vector<serve::beam>{};
+  const auto now = clock::now();
+  for (int32_t j = 0; j < r.n; ++j) {
+    const int32_t i = job.prompt_index * r.n + j;
+    serve::response resp(r.id, r.stream, st.ctx->facts.tok, rules_for(self, r, br, i, false),
+                         static_cast<int64_t>(br.prompt.size()), job.received);
+    if (job.first_scheduled) resp.set_queue_time(*job.first_scheduled);
+    out_item item{first_rid + j, {}, true};
+    auto reason = why;
+    if (static_cast<size_t>(j) < best.size()) {
+      const auto& b = best[static_cast<size_t>(j)];
+      for (int32_t t : b.tokens)
+        if (resp.add_token(t, now, item.bytes)) break;  // a stop string ends it there
+      reason = b.stopped ? wire::finish_reason::stop : wire::finish_reason::length;
+    }
+    resp.finish(reason, err, now, item.bytes);
+    if (st.ctx->cfg.log_requests) st.ctx->log(serve::finished_line(resp.outcome()));
+    items.push_back(std::move(item));
+  }
+}
+
+// A probe's update: its token's logprobs answer its beam; a probe refused or ended without a
+// token ends the whole search with that reason.
+void on_probe(self_ptr self, seq_update& u, std::vector<out_item>& items) {
+  auto& st = self->state;
+  auto owner = st.probe_of.find(u.rid);
+  if (owner == st.probe_of.end()) return;  // its search already ended
+  const int64_t first_rid = owner->second;
+  auto& job = st.beams.at(first_rid);
+  if (u.first_scheduled && !job.first_scheduled) job.first_scheduled = u.first_scheduled;
+  if (u.token >= 0 && u.logprobs) {
+    st.probe_of.erase(owner);
+    const auto at = std::find(job.probes.begin(), job.probes.end(), u.rid);
+    TROUPE_ASSERT(at != job.probes.end());
+    *at = 0;  // answered: nothing to cancel
+    if (!job.search.answer(static_cast<size_t>(at - job.probes.begin()), *u.logprobs)) return;
+    if (job.search.done()) return end_beams(self, first_rid, wire::finish_reason::length, std::nullopt, items);
+    return submit_round(self, first_rid);
+  }
+  if (u.rejected || u.finished) {
+    auto why = u.rejected ? wire::finish_reason::error : *u.finished;
+    if (why == wire::finish_reason::stop || why == wire::finish_reason::length) why = wire::finish_reason::error;
+    auto err = u.error;
+    if (why == wire::finish_reason::error && !err)
+      err = wire::wire_error{wire::error_code::internal, "a beam search probe ended without a token", {}};
+    end_beams(self, first_rid, why, err, items);
+  }
+}
+
+// A cancel for a completion of a running beam search ends the whole search (each completion gets
+// its done, cancelled). False when rid is not one.
+bool cancel_beams(self_ptr self, int64_t rid) {
+  auto& st = self->state;
+  for (const auto& [first_rid, job] : st.beams)
+    if (rid >= first_rid && rid < first_rid + job.req->n) {
+      std::vector<out_item> items;
+      end_beams(self, first_rid, wire::finish_reason::cancelled, std::nullopt, items);
+      send_out(self, std::move(items));
+      return true;
+    }
+  return false;
+}
+
 caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, caf::actor scheduler,
                                caf::actor gateway) {
   auto& st = self->state;
@@ -125,10 +278,10 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         if (r.rerank) return submit_rerank(self, m);
         auto b = serve::build_generates(r, st.ctx->facts);
         if (b.error) return refuse_all(self, m, *b.error);
+        if (r.use_beam_search) return start_beams(self, m, std::move(b.reqs));
         // Completion j of prompt p is completion i = p * n + j, sequence rid + i (the gateway
         // reserved the ids), sampled with seed + j as vLLM's child requests; a prompt's logprobs
         // are the same for all its completions: its first reports them.
-        const bool indexed = r.sequences() > 1;
         for (size_t p = 0; p < b.reqs.size(); ++p) st.ctx->metrics->observe_request_n(r.n);  // vLLM's: per prompt
         for (size_t p = 0; p < b.reqs.size(); ++p) {
           const auto& br = b.reqs[p];
@@ -137,14 +290,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
             const auto i = static_cast<int32_t>(p) * r.n + j;
             const int64_t rid = m.rid + i;
             const bool prompt_logprobs = br.prompt_logprobs >= 0 && j == 0;
-            serve::output_rules rules{br.stop, br.min_tokens, /*find_tool_calls=*/!r.tools_json.empty(),
-                                      br.reasoning_opened_in_prompt, prompt_logprobs};
-            if (indexed) rules.index = i;
-            rules.include_stop_str_in_output = br.include_stop_str_in_output;
-            rules.skip_special_tokens = br.skip_special_tokens;
-            rules.tool_format = st.ctx->facts.tool_format;
-            if (rules.tool_format != serve::tool_call_format::hermes) rules.tools_json = r.tools_json;
-            if (r.return_prompt_ids) rules.prompt_ids = br.prompt;
+            auto rules = rules_for(self, r, br, i, prompt_logprobs);
             if (st.ctx->cfg.log_requests) st.ctx->log(serve::received_line(r.id, rules.index, br, r.adapter));
             st.live.emplace(rid, serve::response(r.id, r.stream, st.ctx->facts.tok, std::move(rules),
                                                  static_cast<int64_t>(br.prompt.size()), m.received));
@@ -178,12 +324,18 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         wire::append_event_frame(it.bytes, wire::tokenize_event{r.id, std::move(t.ids)});
         send_out(self, {std::move(it)});
       },
-      [=](cancel_msg& m) { self->send(self->state.scheduler, m); },
+      [=](cancel_msg& m) {
+        if (!cancel_beams(self, m.rid)) self->send(self->state.scheduler, m);
+      },
       [=](updates_msg& m) {
         auto& st = self->state;
         auto now = clock::now();
         std::vector<out_item> items;
         for (auto& u : m.items) {
+          if (u.rid < 0) {
+            on_probe(self, u, items);
+            continue;
+          }
           auto it = st.live.find(u.rid);
           if (it == st.live.end()) continue;  // already done (a stop string ended it)
           auto& resp = it->second;
@@ -235,6 +387,9 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
           items.push_back(std::move(item));
         }
         st.live.clear();
+        const wire::wire_error lost{wire::error_code::internal,
+                                    "the scheduler failed and was restarted; this request was lost", {}};
+        while (!st.beams.empty()) end_beams(self, st.beams.begin()->first, wire::finish_reason::error, lost, items);
         send_out(self, std::move(items));
       },
       [=](gateway_msg& m) { self->state.gateway = m.gateway; },

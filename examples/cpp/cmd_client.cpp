@@ -78,6 +78,9 @@ int run_client(int argc, char** argv) {
   app.add_option("--n", n, "completions of the prompt (printed one after another once all have ended)")
       ->check(CLI::Range(1, 128));
   app.add_option("--stop", stop, "stop string (repeatable)");
+  bool beam_search = false;
+  app.add_flag("--beam-search", beam_search,
+               "the --n best beams of a beam search of width --n (use_beam_search), best first");
   std::string adapter, cache_salt;
   app.add_option("--adapter", adapter, "a LoRA adapter the server serves (troupe serve --lora NAME=DIR)");
   app.add_option("--thinking-budget", thinking_budget,
@@ -124,13 +127,14 @@ int run_client(int argc, char** argv) {
   r.separate_reasoning = separate_reasoning;
   r.structured = structured.value();
   r.n = n;
+  r.use_beam_search = beam_search;
   r.adapter = adapter;
   r.thinking_token_budget = thinking_budget;
   r.cache_salt = cache_salt;
 
   client::client c(host, port);
   try {
-    if (r.n > 1) return print_completions(c, r, show_ids);
+    if (r.n > 1 || r.use_beam_search) return print_completions(c, r, show_ids);
     auto s = c.generate(r);
     bool thinking = false;  // reasoning printed and not yet ended by a newline
     while (auto t = s.next()) {

@@ -202,6 +202,16 @@ try:
         check(out.returncode == 0 and len(ids) == 4 and ids[2] == 151668 and 151668 not in ids[:2],
               "troupe client --thinking-budget 2: " + out.stdout.replace("\n", " | ") + out.stderr.strip())
 
+        # `troupe client --beam-search --n 3`: three beams, best first, each 4 tokens; a search is
+        # deterministic, so a second run prints the same.
+        beam_cmd = [troupe, "client", "--port", str(port), "--ids", "9707,11,1879", "--beam-search", "--n", "3",
+                    "--max-tokens", "4", "--show-ids"]
+        first, again = (subprocess.run(beam_cmd, capture_output=True, text=True) for _ in range(2))
+        beams = [[int(x) for x in re.findall(r"\[(\d+)\]", part)] for part in first.stdout.split("--- completion")[1:]]
+        check(first.returncode == 0 and len(beams) == 3 and all(len(b) == 4 for b in beams)
+              and len({tuple(b) for b in beams}) == 3 and first.stdout == again.stdout,
+              "troupe client --beam-search --n 3: " + first.stdout.replace("\n", " | ") + first.stderr.strip())
+
         # Embeddings: each exactly what `troupe embed` prints for the same texts.
         texts = ["hello world", "a second, longer text"]
         got = c.embed(texts)

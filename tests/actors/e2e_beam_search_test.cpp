@@ -1,0 +1,131 @@
+// End to end: beam search (`use_beam_search`, vLLM's loop of one-token probes). The n completions
+// are exactly the best beams of a reference search whose candidates come from the single-request
+// engine's logits of each prompt + beam (the server's probes read the same rows: batch- and
+// chunk-invariant, prefix cache or not), in score order; stop ids finish beams; a cancel ends the
+// whole search with every probe's blocks back; what does not apply to beams is refused.
+#include "tests/actors/e2e_fixture.hpp"
+
+#include "runtime/sampling/logprobs.hpp"
+#include "runtime/serve/beam_search.hpp"
+
+using namespace troupe;
+using namespace troupe::e2e;
+
+namespace {
+
+// The beams a search of width n over the engine's own logits keeps, best first.
+std::vector<serve::beam> reference_beams(const wire::generate_request& r) {
+  generator g(tiny_dense());
+  serve::beam_search s(static_cast<int64_t>(r.prompt_ids.size()), r.n, *r.max_tokens, r.stop_ids, r.length_penalty,
+                       r.include_stop_str_in_output);
+  const int64_t vocab = tiny_dense().config.vocab_size;
+  while (!s.done()) {
+    std::vector<std::vector<std::pair<int32_t, double>>> next;
+    for (const auto& b : s.live()) {
+      auto seq = r.prompt_ids;
+      seq.insert(seq.end(), b.tokens.begin(), b.tokens.end());
+      const auto logits = g.prompt_logits(seq);
+      std::span<const float> last(logits.data() + (static_cast<int64_t>(seq.size()) - 1) * vocab, static_cast<size_t>(vocab));
+      next.push_back(logprobs_of(last, 0, s.candidates_per_beam()).top);
+    }
+    s.advance(next);
+  }
+  return s.best();
+}
+
+std::vector<int32_t> random_ids(unsigned seed, int n) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> p;
+  for (int i = 0; i < n; ++i) p.push_back(static_cast<int32_t>(rng() % 4000));
+  return p;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(e2e_beam_search)
+
+BOOST_AUTO_TEST_CASE(completions_are_the_reference_search_best_beams) {
+  auto srv = start(test_config());
+  client::client cl("127.0.0.1", srv->port());
+  auto r = ids_request("beams", random_ids(3, 37), 6);
+  r.use_beam_search = true;
+  r.n = 3;
+  const auto want = reference_beams(r);
+  BOOST_REQUIRE(want.size() == 3u);
+  auto got = cl.complete_all(r);
+  BOOST_REQUIRE(got.size() == 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    BOOST_TEST_CONTEXT("beam " << i) {
+      BOOST_TEST(got[i].ids == want[i].tokens, boost::test_tools::per_element());
+      BOOST_TEST((got[i].done.reason == wire::finish_reason::length));
+      BOOST_TEST(got[i].done.index.value_or(-1) == static_cast<int32_t>(i));
+      BOOST_TEST(got[i].done.usage.prompt_tokens == 37);
+      BOOST_TEST(got[i].done.usage.completion_tokens == 6);
+    }
+  }
+  // A wider search is not greedy decoding: the best beam scores at least as well as the greedy path.
+  auto greedy = ids_request("greedy", r.prompt_ids, 6);
+  const auto g = reference(tiny_dense(), greedy);
+  BOOST_TEST(want[0].cum_logprob >= reference_beams([&] {
+    auto one = r;
+    one.n = 1;
+    return one;
+  }())[0].cum_logprob - 1e-9);
+  BOOST_TEST_MESSAGE("greedy " << (g == want[0].tokens ? "equals" : "differs from") << " the best beam");
+
+  // A stop id ends the beams that pick it (left out of the text, finish reason stop); the
+  // length penalty reorders finished against live ones as the reference does.
+  auto s = r;
+  s.id = "stopping";
+  s.stop_ids = {want[0].tokens[2], want[1].tokens[1]};
+  s.length_penalty = 0.5;
+  const auto want_s = reference_beams(s);
+  auto got_s = cl.complete_all(s);
+  BOOST_REQUIRE(got_s.size() == want_s.size());
+  bool any_stopped = false;
+  for (size_t i = 0; i < got_s.size(); ++i) {
+    BOOST_TEST(got_s[i].ids == want_s[i].tokens, boost::test_tools::per_element());
+    BOOST_TEST((got_s[i].done.reason == (want_s[i].stopped ? wire::finish_reason::stop : wire::finish_reason::length)));
+    any_stopped = any_stopped || want_s[i].stopped;
+  }
+  BOOST_TEST(any_stopped);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+// A cancel ends every completion of the search (cancelled) and its probes leave the scheduler.
+BOOST_AUTO_TEST_CASE(a_cancel_ends_the_whole_search) {
+  auto srv = start(test_config());
+  client::client cl("127.0.0.1", srv->port());
+  auto r = ids_request("long-beams", random_ids(4, 20), 200);
+  r.use_beam_search = true;
+  r.n = 4;
+  auto st = cl.generate(r);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  cl.cancel("long-beams");
+  while (st.next()) {
+  }
+  BOOST_REQUIRE(st.dones().size() == 4u);
+  for (const auto& d : st.dones()) BOOST_TEST((d.reason == wire::finish_reason::cancelled));
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+BOOST_AUTO_TEST_CASE(what_does_not_apply_to_beams_is_refused) {
+  auto srv = start(test_config());
+  client::client cl("127.0.0.1", srv->port());
+  auto r = ids_request("wide", random_ids(5, 8), 4);
+  r.use_beam_search = true;
+  r.n = 11;
+  auto refused = [&](const std::string& needle) {
+    BOOST_CHECK_EXCEPTION(cl.complete_all(r), client::request_error, [&](const client::request_error& e) {
+      BOOST_TEST_MESSAGE(e.what());
+      return std::string(e.what()).find(needle) != std::string::npos;
+    });
+  };
+  refused("beam width");
+  r.n = 2;
+  r.logprobs = 1;
+  r.id = "lp";
+  refused("'logprobs' does not apply");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
