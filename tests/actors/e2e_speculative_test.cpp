@@ -44,6 +44,23 @@ std::vector<client::completion> serve_all(actors::server& srv, const std::vector
   return out;
 }
 
+// Four requests of ~140 tokens in a pool for one 256-token sequence (they preempt each other),
+// prompts in 32-token chunks: each still gets the reference's tokens, some from accepted drafts.
+void check_under_preemption(serve::server_config cfg) {
+  cfg.num_kv_blocks = 16;
+  cfg.max_num_batched_tokens = 32;
+  auto srv = start(cfg);
+  std::mt19937 rng(8);
+  std::vector<wire::generate_request> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back(ids_request("p" + std::to_string(i), random_prompt(rng, 40), 100, i % 2 ? i : -1));
+  auto got = serve_all(*srv, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i)
+    BOOST_TEST(got[i].ids == reference(tiny_dense(), reqs[i]), boost::test_tools::per_element());
+  BOOST_TEST(metric(*srv, "num_preemptions_total") > 0.0);
+  BOOST_TEST(metric(*srv, "spec_decode_num_accepted_tokens_total") > 0.0);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(e2e_speculative)
@@ -71,21 +88,7 @@ BOOST_AUTO_TEST_CASE(drafts_change_no_token_and_no_logprob) {
   BOOST_TEST(eventually([&] { return server_idle(*on); }));
 }
 
-BOOST_AUTO_TEST_CASE(drafts_under_preemption_and_chunked_prompts) {
-  auto cfg = spec_config(6);
-  cfg.num_kv_blocks = 16;  // one 256-token sequence: four of ~140 tokens preempt each other
-  cfg.max_num_batched_tokens = 32;
-  auto srv = start(cfg);
-  std::mt19937 rng(8);
-  std::vector<wire::generate_request> reqs;
-  for (int i = 0; i < 4; ++i) reqs.push_back(ids_request("p" + std::to_string(i), random_prompt(rng, 40), 100, i % 2 ? i : -1));
-  auto got = serve_all(*srv, reqs);
-  for (size_t i = 0; i < reqs.size(); ++i)
-    BOOST_TEST(got[i].ids == reference(tiny_dense(), reqs[i]), boost::test_tools::per_element());
-  BOOST_TEST(metric(*srv, "num_preemptions_total") > 0.0);
-  BOOST_TEST(metric(*srv, "spec_decode_num_accepted_tokens_total") > 0.0);
-  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
-}
+BOOST_AUTO_TEST_CASE(drafts_under_preemption_and_chunked_prompts) { check_under_preemption(spec_config(6)); }
 
 // A grammar advances token by token through accepted drafts: with the real tokenizer, structured
 // and stop-string requests give the same text with and without drafts.
@@ -148,19 +151,7 @@ BOOST_AUTO_TEST_CASE(a_draft_model_changes_no_token) {
   auto cfg = spec_config(4);
   cfg.speculative_model = tiny_dense_dir;
   cfg.adaptive_draft_length = false;
-  cfg.num_kv_blocks = 16;  // one 256-token sequence: four of ~140 tokens preempt each other
-  cfg.max_num_batched_tokens = 32;
-  auto tight = start(cfg);
-  std::mt19937 rng(8);
-  std::vector<wire::generate_request> long_reqs;
-  for (int i = 0; i < 4; ++i)
-    long_reqs.push_back(ids_request("p" + std::to_string(i), random_prompt(rng, 40), 100, i % 2 ? i : -1));
-  auto got = serve_all(*tight, long_reqs);
-  for (size_t i = 0; i < long_reqs.size(); ++i)
-    BOOST_TEST(got[i].ids == reference(tiny_dense(), long_reqs[i]), boost::test_tools::per_element());
-  BOOST_TEST(metric(*tight, "num_preemptions_total") > 0.0);
-  BOOST_TEST(metric(*tight, "spec_decode_num_accepted_tokens_total") > 0.0);
-  BOOST_TEST(eventually([&] { return server_idle(*tight); }));
+  check_under_preemption(cfg);
 }
 
 // A draft model that cannot serve stops the start with the key and the reason.
