@@ -153,7 +153,9 @@ void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan, std::span<c
   e.num_draft = d;
   e.sample = s.num_computed + n == static_cast<int32_t>(s.tokens.size());
   // The draft model's positions past the chunk: as many guesses as free blocks (less what decodes
-  // still to plan need) allow, none past the length limit (no token can be drafted there).
+  // still to plan need) allow, and only while a next step could carry one: the token this step
+  // samples plus a guess must fit the length limit (a one-token request, a beam-search probe,
+  // guesses nothing).
   if (cfg_.draft_model && cfg_.speculative.num_tokens > 0 && e.sample && !s.spec.embed) {
     const int32_t end = e.start_pos + e.num_tokens;
     // As many guesses as the sequence's acceptance pays for; one now and then when none do, so
@@ -163,7 +165,7 @@ void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan, std::span<c
                        ? worthwhile_guesses(s.acceptance.rate(), cfg_.draft_cost, cfg_.speculative.num_tokens)
                        : cfg_.speculative.num_tokens;
     if (want == 0 && s.steps_without_guesses >= kProbeEvery) want = 1;
-    int32_t look = std::min(want, s.max_total - end);
+    int32_t look = std::min(want, s.max_total - end - 1);
     while (look > 0 && alloc_.blocks_needed(e.seq_id, end + look) > alloc_.num_free_blocks() - reserved_blocks) --look;
     if (look > 0) {
       bool ok = grow(e.seq_id, end + look);

@@ -217,12 +217,12 @@ BOOST_AUTO_TEST_CASE(draft_model_guesses_become_the_next_drafts) {
   s.propose(1, {32, 99, 33});  // a stop id ends the drafts
   auto p4 = s.schedule();
   BOOST_TEST(p4.seqs[0].num_draft == 1);
-  BOOST_TEST(p4.seqs[0].num_lookahead == 2);  // the chunk ends at 12 of 14
+  BOOST_TEST(p4.seqs[0].num_lookahead == 1);  // the chunk ends at 12 of 14: its token and one guess
   s.update(p4, std::vector<int32_t>{40}, std::vector<int32_t>{1});  // the guess rejected
   s.propose(1, {41, 42, 43});
   auto p5 = s.schedule();  // 12 tokens of 14: one draft and the token after
   BOOST_TEST(p5.seqs[0].num_draft == 1);
-  BOOST_TEST(p5.seqs[0].num_lookahead == 1);  // never a position past the length limit
+  BOOST_TEST(p5.seqs[0].num_lookahead == 0);  // its token ends the sequence: nothing to guess for
   auto ev = s.update(p5, std::vector<int32_t>{41, 44}, std::vector<int32_t>{2});
   BOOST_REQUIRE(ev.size() == 1u);
   BOOST_TEST(ev[0].finished.has_value());  // the length limit
