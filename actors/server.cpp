@@ -214,6 +214,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   s.max_loras = ctx->cfg.max_loras;
   s.speculative = {ctx->cfg.num_speculative_tokens, ctx->cfg.prompt_lookup_min, ctx->cfg.prompt_lookup_max};
   s.draft_model = ctx->draft_ckpt != nullptr;
+  s.speculation_max_running = ctx->cfg.speculative_disable_by_batch_size;
   // A guess's price against a step: on a memory-bound decode, the ratio of the weights read.
   if (s.draft_model && ctx->cfg.adaptive_draft_length)
     s.draft_cost = static_cast<double>(ctx->draft_ckpt->weights.active_bytes) /

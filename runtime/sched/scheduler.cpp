@@ -130,7 +130,7 @@ bool scheduler::leader_computing_prompt(const sequence& s) const {
 // accepted draft, and nothing may be sampled after a token that ends the sequence (a grammar
 // would find no token allowed there).
 std::vector<int32_t> scheduler::drafts_for(const sequence& s, int32_t budget) const {
-  if (cfg_.speculative.num_tokens <= 0 || s.spec.embed) return {};
+  if (!speculating_ || s.spec.embed) return {};
   const auto room = std::min<int64_t>(budget - 1, int64_t{s.max_total} - static_cast<int64_t>(s.tokens.size()) - 1);
   if (room <= 0) return {};
   std::vector<int32_t> drafts;
@@ -156,7 +156,7 @@ void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan, std::span<c
   // still to plan need) allow, and only while a next step could carry one: the token this step
   // samples plus a guess must fit the length limit (a one-token request, a beam-search probe,
   // guesses nothing).
-  if (cfg_.draft_model && cfg_.speculative.num_tokens > 0 && e.sample && !s.spec.embed) {
+  if (cfg_.draft_model && speculating_ && e.sample && !s.spec.embed) {
     const int32_t end = e.start_pos + e.num_tokens;
     // As many guesses as the sequence's acceptance pays for; one now and then when none do, so
     // that a change (the text turning predictable) is noticed.
@@ -225,7 +225,9 @@ step_plan scheduler::schedule() {
   std::unordered_map<int64_t, int32_t> own_blocks;
   int64_t reserved_blocks = 0;
   int32_t reserved_budget = 0;
-  if (cfg_.speculative.num_tokens > 0)
+  speculating_ = cfg_.speculative.num_tokens > 0 &&
+                 (cfg_.speculation_max_running <= 0 || std::ssize(running_) < cfg_.speculation_max_running);
+  if (speculating_)
     for (int64_t id : order) {
       const auto& s = seqs_.at(id);
       if (static_cast<int32_t>(s.tokens.size()) - s.num_computed != 1) continue;

@@ -59,6 +59,10 @@ struct sched_config {
   // ratio). > 0: each sequence guesses only as many tokens as its recent acceptance pays for
   // (draft_length.hpp), probing with one guess every few steps when none pay; 0: always num_tokens.
   double draft_cost = 0;
+  // vLLM's disable_by_batch_size: no drafts or guesses in a step planned while at least this many
+  // sequences run (a large batch already keeps the cores busy; verifying drafts then costs more
+  // than it saves). 0: never disabled.
+  int32_t speculation_max_running = 0;
   // vLLM's max_loras: at most this many distinct LoRA adapters among the running sequences
   // (0 = no cap). A waiting sequence whose adapter would be one too many is not admitted, and
   // neither is any adapter sequence the policy orders after it (base-model ones still are): the
@@ -274,6 +278,7 @@ class scheduler {
   std::vector<int64_t> running_;  // policy order; preemption takes from the back
   int64_t next_arrival_ = 0;
   int64_t num_preemptions_ = 0;
+  bool speculating_ = false;  // this schedule() plans drafts (speculation_max_running)
 };
 
 std::string_view to_string(finish_reason r) noexcept;

@@ -107,6 +107,7 @@ const std::vector<knob>& knobs() {
       {"speculative", "prompt_lookup_max", &server_config::prompt_lookup_max, 1, 64},
       {"speculative", "model", &server_config::speculative_model},
       {"speculative", "adaptive_draft_length", &server_config::adaptive_draft_length},
+      {"speculative", "disable_by_batch_size", &server_config::speculative_disable_by_batch_size, 0, i32max},
       {"kv_cache", "block_size", &server_config::block_size, 1, 1024},
       {"kv_cache", "kv_cache_memory_bytes", &server_config::kv_cache_memory_bytes, 1, i64max},
       {"kv_cache", "num_kv_blocks", &server_config::num_kv_blocks, 0, i32max},
@@ -325,9 +326,10 @@ void apply_speculative_config(server_config& cfg, std::string_view json) {
   };
   for (const auto& [key, value] : j.items())
     if (key != "method" && key != "model" && key != "num_speculative_tokens" && key != "prompt_lookup_min" &&
-        key != "prompt_lookup_max")
+        key != "prompt_lookup_max" && key != "disable_by_batch_size")
       bad("unknown key '" + key +
-          "'; Troupe reads method, model, num_speculative_tokens, prompt_lookup_min and prompt_lookup_max");
+          "'; Troupe reads method, model, num_speculative_tokens, prompt_lookup_min, prompt_lookup_max and "
+          "disable_by_batch_size");
   std::string model;
   if (j.contains("model")) {
     if (!j["model"].is_string() || j["model"].get<std::string>().empty()) bad("model must be a directory name");
@@ -351,6 +353,12 @@ void apply_speculative_config(server_config& cfg, std::string_view json) {
   cfg.speculative_model = model;
   if (auto v = count("prompt_lookup_min", 1)) cfg.prompt_lookup_min = *v;
   if (auto v = count("prompt_lookup_max", 1)) cfg.prompt_lookup_max = *v;
+  if (j.contains("disable_by_batch_size")) {
+    const auto& v = j["disable_by_batch_size"];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > std::numeric_limits<int32_t>::max())
+      bad("disable_by_batch_size must be an integer >= 0 (0: never)");
+    cfg.speculative_disable_by_batch_size = v.get<int32_t>();
+  }
 }
 
 void validate(const server_config& c) {

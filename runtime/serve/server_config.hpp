@@ -134,6 +134,8 @@ struct server_config {
   // (sched::worthwhile_guesses, the price of a guess from the two models' weight bytes); false:
   // always num_tokens. Key `adaptive_draft_length`.
   bool adaptive_draft_length = true;
+  // vLLM's disable_by_batch_size: no drafts while at least this many requests run; 0 = never.
+  int32_t speculative_disable_by_batch_size = 0;
   // [kv_cache]
   int32_t block_size = 16;
   int64_t kv_cache_memory_bytes = int64_t{1} << 30;

@@ -284,4 +284,20 @@ BOOST_AUTO_TEST_CASE(guesses_that_fail_stop_being_made) {
   BOOST_TEST(looks.back() == 4);  // guesses that hold win the whole k back
 }
 
+// vLLM's disable_by_batch_size: while that many sequences run, steps carry no drafts (prompt
+// lookup's, here) and no guesses; below it they do again.
+BOOST_AUTO_TEST_CASE(large_batches_carry_no_drafts) {
+  auto cfg = spec_config(4);
+  cfg.speculation_max_running = 3;
+  paged_sim sim(cfg, 64, 4);
+  sim.model = looping_model;
+  for (int64_t id = 1; id <= 3; ++id) sim.add(id, {500, 501, 502, 503, 504, 505, 506}, 30);
+  for (int i = 0; i < 10; ++i) sim.step();
+  BOOST_TEST(sim.drafted == 0);  // three running: none, though the text loops
+  sim.s.finish(3, finish_reason::cancelled);
+  for (int i = 0; i < 10; ++i) sim.step();
+  BOOST_TEST(sim.drafted > 0);   // two running: drafts again
+  sim.run();
+}
+
 BOOST_AUTO_TEST_SUITE_END()

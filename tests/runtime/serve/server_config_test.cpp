@@ -138,9 +138,10 @@ BOOST_AUTO_TEST_CASE(reasoning_effort_budgets_and_their_errors) {
 // Troupe cannot honour is refused by name (never silently dropped).
 BOOST_AUTO_TEST_CASE(speculative_config_json_and_its_errors) {
   server_config c;
-  apply_speculative_config(c, R"({"model": "/m/qwen3-0.6b", "num_speculative_tokens": 5})");
+  apply_speculative_config(c, R"({"model": "/m/qwen3-0.6b", "num_speculative_tokens": 5, "disable_by_batch_size": 8})");
   BOOST_TEST(c.speculative_model == "/m/qwen3-0.6b");
   BOOST_TEST(c.num_speculative_tokens == 5);
+  BOOST_TEST(c.speculative_disable_by_batch_size == 8);
   validate(c);
   apply_speculative_config(c, R"({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 3, "prompt_lookup_max": 5})");
   BOOST_TEST(c.speculative_model.empty());
@@ -158,7 +159,9 @@ BOOST_AUTO_TEST_CASE(speculative_config_json_and_its_errors) {
            {R"({"model": "/m"})", "num_speculative_tokens is required"},
            {R"({"model": "/m", "num_speculative_tokens": 0})", "num_speculative_tokens must be an integer from 1 to 64"},
            {R"({"model": "/m", "num_speculative_tokens": "4"})", "num_speculative_tokens must be an integer from 1 to 64"},
-           {R"({"model": 7, "num_speculative_tokens": 4})", "model must be a directory name"}}) {
+           {R"({"model": 7, "num_speculative_tokens": 4})", "model must be a directory name"},
+           {R"({"model": "/m", "num_speculative_tokens": 4, "disable_by_batch_size": -1})",
+            "disable_by_batch_size must be an integer >= 0"}}) {
     server_config d;
     expect_error([&] { apply_speculative_config(d, bad); }, "--speculative-config: " + why);
   }
