@@ -180,6 +180,9 @@ void start_beams(self_ptr self, generate_msg& m, std::vector<serve::built_reques
     const int64_t first_rid = m.rid + static_cast<int64_t>(p) * r.n;
     st.ctx->metrics->observe_request_n(r.n);
     const bool include_stop = reqs[p].include_stop_str_in_output;
+    // A beam ends at max_model_len as a sequence does (length): no probe may outgrow it.
+    const auto room = static_cast<int32_t>(st.ctx->facts.max_model_len - static_cast<int64_t>(reqs[p].prompt.size()));
+    reqs[p].max_tokens = std::min(reqs[p].max_tokens, room);
     st.beams.emplace(first_rid, beam_job{m.req, m.received, static_cast<int32_t>(p),
                                          serve::beam_request(std::move(reqs[p]), r.n, r.length_penalty, include_stop),
                                          {}, std::nullopt});

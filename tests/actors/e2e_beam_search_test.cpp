@@ -92,6 +92,28 @@ BOOST_AUTO_TEST_CASE(completions_are_the_reference_search_best_beams) {
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 
+// Beams end at max_model_len (finish reason length) as a sequence does: no probe outgrows it.
+BOOST_AUTO_TEST_CASE(beams_end_at_max_model_len) {
+  auto cfg = test_config();
+  cfg.max_model_len = 32;
+  cfg.num_kv_blocks = 64;
+  auto srv = start(cfg);
+  client::client cl("127.0.0.1", srv->port());
+  auto r = ids_request("edge", random_ids(6, 28), 10);
+  r.use_beam_search = true;
+  r.n = 2;
+  auto got = cl.complete_all(r);
+  BOOST_REQUIRE(got.size() == 2u);
+  auto capped = r;
+  capped.max_tokens = 4;  // what fits: 28 + 4 = 32
+  const auto want = reference_beams(capped);
+  for (size_t i = 0; i < 2; ++i) {
+    BOOST_TEST(got[i].ids == want[i].tokens, boost::test_tools::per_element());
+    BOOST_TEST((got[i].done.reason == wire::finish_reason::length));
+  }
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
 // A cancel ends every completion of the search (cancelled) and its probes leave the scheduler.
 BOOST_AUTO_TEST_CASE(a_cancel_ends_the_whole_search) {
   auto srv = start(test_config());
