@@ -4,6 +4,7 @@
 // chunk-invariant, prefix cache or not), in score order; stop ids finish beams; a cancel ends the
 // whole search with every probe's blocks back; what does not apply to beams is refused.
 #include "tests/actors/e2e_fixture.hpp"
+#include "tests/actors/http_client.hpp"
 
 #include "runtime/sampling/logprobs.hpp"
 #include "runtime/serve/beam_search.hpp"
@@ -90,6 +91,37 @@ BOOST_AUTO_TEST_CASE(completions_are_the_reference_search_best_beams) {
   }
   BOOST_TEST(any_stopped);
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+// The OpenAI API's use_beam_search (vLLM's): choices are the beams, best first, streamed or not.
+BOOST_AUTO_TEST_CASE(openai_completions_serve_beam_search) {
+  auto srv = start(test_config());
+  http_client c(srv->http_port());
+  auto r = ids_request("beams", random_ids(7, 21), 5);
+  r.use_beam_search = true;
+  r.n = 2;
+  const auto want = reference_beams(r);
+  for (bool stream : {false, true}) {
+    BOOST_TEST_CONTEXT("stream " << stream) {
+      c.post("/v1/completions", nlohmann::json({{"prompt", r.prompt_ids}, {"max_tokens", 5}, {"ignore_eos", true},
+                                                {"use_beam_search", true}, {"n", 2}, {"stream", stream},
+                                                {"return_token_ids", true}})
+                                    .dump());
+      auto reply = c.read();
+      BOOST_TEST_REQUIRE(reply.status == 200, reply.body);
+      std::vector<std::vector<int32_t>> ids(2);
+      if (stream) {
+        for (const auto& e : sse_events(reply.body))
+          if (e != "[DONE]")
+            for (const auto& ch : e["choices"])
+              for (const auto& t : ch.value("token_ids", nlohmann::json::array())) ids.at(ch["index"]).push_back(t);
+      } else {
+        const auto body = nlohmann::json::parse(reply.body);  // not a temporary: the loop holds its member
+        for (const auto& ch : body["choices"]) ids.at(ch["index"]) = ch["token_ids"].get<std::vector<int32_t>>();
+      }
+      for (size_t i = 0; i < 2; ++i) BOOST_TEST(ids[i] == want[i].tokens, boost::test_tools::per_element());
+    }
+  }
 }
 
 // Beams end at max_model_len (finish reason length) as a sequence does: no probe outgrows it.
