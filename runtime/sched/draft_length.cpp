@@ -29,4 +29,14 @@ int32_t worthwhile_guesses(double acceptance, double draft_cost, int32_t max_gue
   return best;
 }
 
+int32_t draft_length::want() const {
+  const int32_t k = cost_ > 0 ? worthwhile_guesses(acceptance_.rate(), cost_, max_) : max_;
+  return k == 0 && steps_without_ >= kProbeEvery ? 1 : k;
+}
+
+void draft_length::stepped(int32_t drafts, int32_t accepted, bool guessing) {
+  acceptance_.observe(drafts, accepted);
+  steps_without_ = guessing ? 0 : steps_without_ + 1;
+}
+
 }  // namespace troupe::sched

@@ -31,4 +31,25 @@ class acceptance_estimate {
 // The k in 0..max_guesses with the most tokens per unit of step cost (ties: the smaller k).
 int32_t worthwhile_guesses(double acceptance, double draft_cost, int32_t max_guesses);
 
+// One sequence's draft length: how many guesses to ask for before a step, from its acceptance so
+// far, with one guess every kProbeEvery steps when none pay (so that text turning predictable is
+// noticed). draft_cost 0: always max_guesses. The scheduler keeps one per sequence; `troupe
+// generate` one for its request.
+class draft_length {
+ public:
+  static constexpr int32_t kProbeEvery = 8;
+  draft_length(double draft_cost, int32_t max_guesses) : cost_(draft_cost), max_(max_guesses) {}
+  int32_t want() const;
+  // A step ran: it carried `drafts` guesses of which the first `accepted` held (0, 0: none), and
+  // asked for `guessing` new ones after it (the probe clock restarts).
+  void stepped(int32_t drafts, int32_t accepted, bool guessing);
+  double acceptance() const noexcept { return acceptance_.rate(); }
+
+ private:
+  double cost_;
+  int32_t max_;
+  acceptance_estimate acceptance_;
+  int32_t steps_without_ = 0;
+};
+
 }  // namespace troupe::sched

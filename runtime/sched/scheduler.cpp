@@ -158,14 +158,9 @@ void scheduler::add_to_plan(sequence& s, int32_t n, step_plan& plan, std::span<c
   // guesses nothing).
   if (cfg_.draft_model && speculating_ && e.sample && !s.spec.embed) {
     const int32_t end = e.start_pos + e.num_tokens;
-    // As many guesses as the sequence's acceptance pays for; one now and then when none do, so
-    // that a change (the text turning predictable) is noticed.
-    constexpr int32_t kProbeEvery = 8;
-    int32_t want = cfg_.draft_cost > 0
-                       ? worthwhile_guesses(s.acceptance.rate(), cfg_.draft_cost, cfg_.speculative.num_tokens)
-                       : cfg_.speculative.num_tokens;
-    if (want == 0 && s.steps_without_guesses >= kProbeEvery) want = 1;
-    int32_t look = std::min(want, s.max_total - end - 1);
+    // As many guesses as the sequence's acceptance pays for (draft_length.hpp).
+    if (!s.guesses) s.guesses.emplace(cfg_.draft_cost, cfg_.speculative.num_tokens);
+    int32_t look = std::min(s.guesses->want(), s.max_total - end - 1);
     while (look > 0 && alloc_.blocks_needed(e.seq_id, end + look) > alloc_.num_free_blocks() - reserved_blocks) --look;
     if (look > 0) {
       bool ok = grow(e.seq_id, end + look);
@@ -398,8 +393,8 @@ std::vector<seq_event> scheduler::update(const step_plan& plan, std::span<const 
     for (size_t j = 0; j + 1 < out.size(); ++j) TROUPE_ASSERT(out[j] == drafts[j]);
     s.num_computed += e.num_draft > 0 ? static_cast<int32_t>(out.size()) : e.num_tokens;
     s.proposed.clear();  // guesses after the old tokens (the executor's new ones come after update)
-    if (cfg_.draft_model && e.num_draft > 0) s.acceptance.observe(e.num_draft, static_cast<int32_t>(out.size()) - 1);
-    if (e.sample) s.steps_without_guesses = e.num_lookahead > 0 ? 0 : s.steps_without_guesses + 1;
+    if (s.guesses && e.sample)
+      s.guesses->stepped(e.num_draft, e.num_draft > 0 ? static_cast<int32_t>(out.size()) - 1 : 0, e.num_lookahead > 0);
     seq_event ev{e.seq_id, {}, std::nullopt};
     if (s.spec.embed && e.sample) {  // the prompt is in: its embedding was the step's output
       if (prefix_) prefix_->computed(e.seq_id, s.tokens, alloc_.block_table(e.seq_id), s.num_computed);

@@ -251,8 +251,7 @@ class scheduler {
     bool ever_scheduled = false;
     bool running = false;
     std::vector<int32_t> proposed;  // the draft model's guesses after `tokens` (propose())
-    acceptance_estimate acceptance;  // of its draft-model guesses (draft_cost)
-    int32_t steps_without_guesses = 0;
+    std::optional<draft_length> guesses;  // with a draft model: how many to ask for (draft_cost)
   };
 
   seq_view view(const sequence& s) const;
