@@ -11,6 +11,7 @@
 #include "runtime/engine/draft_sequence.hpp"
 #include "runtime/engine/generator.hpp"
 #include "runtime/quant/load.hpp"
+#include "runtime/sched/draft_length.hpp"
 #include "runtime/sched/ngram_proposer.hpp"
 #include "runtime/grammar/automaton.hpp"
 #include "runtime/serve/output_text.hpp"
@@ -55,6 +56,10 @@ int run_generate(int argc, char** argv) {
   app.add_option("--speculative-model", speculative_model,
                  "a draft model (a smaller Qwen3 of the same vocabulary) guesses the --speculative-tokens instead of "
                  "prompt lookup: the same ids, fewer steps of the model when it guesses right");
+  bool fixed_draft_length = false;
+  app.add_flag("--fixed-draft-length", fixed_draft_length,
+               "with --speculative-model: always guess --speculative-tokens tokens (default: as many as the "
+               "draft's acceptance so far pays for, as troupe serve's speculative.adaptive_draft_length)");
   app.add_flag("--json", json, "print {\"ids\": [...]} instead of the ids as text");
   cli::model_flags model_flags;
   model_flags.add_to(app);
@@ -110,7 +115,17 @@ int run_generate(int argc, char** argv) {
   }
 
   std::unique_ptr<checkpoint> draft_ck;
-  std::shared_ptr<draft_sequence> draft;
+  // The draft model's guesses, as many each step as its acceptance so far pays for
+  // (sched::draft_length; a guess costs the draft's weight bytes over the model's).
+  struct draft_state {
+    std::unique_ptr<draft_sequence> seq;
+    sched::draft_length length;
+    std::vector<int32_t> last;  // the guesses after `last_at` context tokens
+    size_t last_at = 0;
+    bool started = false;
+    int64_t guessed = 0;
+  };
+  std::shared_ptr<draft_state> draft;
   if (!speculative_model.empty()) {
     if (speculative_tokens <= 0)
       throw_error(errc::invalid_argument, "--speculative-model needs --speculative-tokens N > 0: the tokens it guesses a step");
@@ -120,9 +135,27 @@ int run_generate(int argc, char** argv) {
                                               std::to_string(draft_ck->config.vocab_size) + " ids, the model's " +
                                               std::to_string(ck->config.vocab_size) +
                                               ": a draft model must share the model's tokenizer");
-    draft = std::make_shared<draft_sequence>(*draft_ck, static_cast<int64_t>(prompt.size()) + o.max_tokens + speculative_tokens,
-                                             ck->config.vocab_size, speculative_tokens);
-    o.propose = [draft](std::span<const int32_t> context, int32_t max_drafts) { return draft->propose(context, max_drafts); };
+    const double cost = fixed_draft_length ? 0.0
+                                           : static_cast<double>(draft_ck->weights.active_bytes) /
+                                                 static_cast<double>(std::max<size_t>(1, ck->weights.active_bytes));
+    draft = std::make_shared<draft_state>(draft_state{
+        std::make_unique<draft_sequence>(*draft_ck, static_cast<int64_t>(prompt.size()) + o.max_tokens + speculative_tokens,
+                                         ck->config.vocab_size, speculative_tokens),
+        sched::draft_length(cost, speculative_tokens)});
+    o.propose = [d = draft](std::span<const int32_t> context, int32_t max_drafts) {
+      if (d->started) {  // the step since the last call verified d->last: how many held
+        int32_t held = 0;
+        while (static_cast<size_t>(held) < d->last.size() && d->last_at + static_cast<size_t>(held) < context.size() &&
+               context[d->last_at + static_cast<size_t>(held)] == d->last[static_cast<size_t>(held)])
+          ++held;
+        d->length.stepped(static_cast<int32_t>(d->last.size()), held, !d->last.empty());
+      }
+      d->started = true;
+      d->last = d->seq->propose(context, std::min(d->length.want(), max_drafts));
+      d->last_at = context.size();
+      d->guessed += static_cast<int64_t>(d->last.size());
+      return d->last;
+    };
   } else if (speculative_tokens > 0) {
     sched::ngram_options ngram;  // the server's default suffix lengths
     ngram.num_tokens = speculative_tokens;
@@ -154,6 +187,7 @@ int run_generate(int argc, char** argv) {
     if (speculative_tokens > 0) {
       j["decode_steps"] = out.decode_steps;
       j["accepted_drafts"] = out.accepted_drafts;
+      if (draft) j["draft_tokens"] = draft->guessed;
     }
     std::printf("%s\n", j.dump().c_str());
   } else {

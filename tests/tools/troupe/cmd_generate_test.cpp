@@ -78,7 +78,9 @@ BOOST_AUTO_TEST_CASE(generate_with_a_draft_model_gives_the_same_ids) {
   for (std::string sampling : {" --temperature 0", " --temperature 0.8 --seed 3"}) {
     auto plain = nlohmann::json::parse(run(base + sampling).output);
     for (std::string draft : {"tiny-dense", "tiny-moe"}) {
-      auto r = run(base + sampling + " --speculative-tokens 3 --speculative-model " + troupe::testing::golden_dir(draft));
+      // A fixed length: the model as its own draft (a guess costs a whole step) would guess nothing.
+      auto r = run(base + sampling + " --speculative-tokens 3 --fixed-draft-length --speculative-model " +
+                   troupe::testing::golden_dir(draft));
       BOOST_TEST_REQUIRE(r.exit_code == 0, r.output);
       auto s = nlohmann::json::parse(r.output);
       BOOST_TEST(s.at("ids").get<std::vector<int32_t>>() == plain.at("ids").get<std::vector<int32_t>>(),
@@ -89,6 +91,14 @@ BOOST_AUTO_TEST_CASE(generate_with_a_draft_model_gives_the_same_ids) {
       if (draft == "tiny-dense" && sampling == " --temperature 0") BOOST_TEST(steps == (39 + 3) / 4);
     }
   }
+  // The adaptive length (the default): tiny-moe's guesses never hold, so it soon stops guessing;
+  // the ids are the same.
+  const std::string moe = " --temperature 0 --speculative-tokens 3 --speculative-model " + troupe::testing::golden_dir("tiny-moe");
+  auto fixed = nlohmann::json::parse(run(base + moe + " --fixed-draft-length").output);
+  auto adaptive = nlohmann::json::parse(run(base + moe).output);
+  BOOST_TEST(adaptive.at("ids") == fixed.at("ids"));
+  BOOST_TEST(fixed.at("draft_tokens").get<int64_t>() > 3 * 30);
+  BOOST_TEST(adaptive.at("draft_tokens").get<int64_t>() < fixed.at("draft_tokens").get<int64_t>() / 3);
   auto no_k = run(base + " --speculative-model " + troupe::testing::golden_dir("tiny-dense"));
   BOOST_TEST(no_k.exit_code != 0);
   BOOST_TEST(no_k.output.find("--speculative-model needs --speculative-tokens") != std::string::npos, no_k.output);
