@@ -4,6 +4,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <atomic>
 #include <unordered_map>
 
 #include "actors/messages.hpp"
@@ -37,7 +38,6 @@ struct worker_state {
   std::unordered_map<int64_t, serve::response> live;
   std::unordered_map<int64_t, beam_job> beams;         // by first_rid
   std::unordered_map<int64_t, int64_t> probe_of;       // probe id -> its job's first_rid
-  int64_t probes_made = 0;
 };
 
 using self_ptr = caf::stateful_actor<worker_state>*;
@@ -149,8 +149,10 @@ void submit_round(self_ptr self, int64_t first_rid) {
   const auto& br = job.search.built();
   job.probes.clear();
   for (auto& prompt : job.search.probes()) {
-    // Negative ids, distinct between workers: never a gateway's.
-    const int64_t id = -(1 + st.index + int64_t{st.ctx->cfg.tokenizer_workers} * st.probes_made++);
+    // Negative ids, never a gateway's; one counter for the process, so that a restarted worker
+    // never reuses an id a probe of its predecessor may still hold in the scheduler.
+    static std::atomic<int64_t> probes_made{0};
+    const int64_t id = -1 - probes_made.fetch_add(1, std::memory_order_relaxed);
     submit_msg s;
     s.rid = id;
     s.worker = st.index;
