@@ -41,6 +41,14 @@ std::vector<int32_t> random_ids(unsigned seed, int n) {
   return p;
 }
 
+// A greedy ids request made a beam search of width n.
+wire::generate_request beams_request(std::string id, std::vector<int32_t> prompt, int32_t max_tokens, int32_t n) {
+  auto r = ids_request(std::move(id), std::move(prompt), max_tokens);
+  r.use_beam_search = true;
+  r.n = n;
+  return r;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(e2e_beam_search)
@@ -48,9 +56,7 @@ BOOST_AUTO_TEST_SUITE(e2e_beam_search)
 BOOST_AUTO_TEST_CASE(completions_are_the_reference_search_best_beams) {
   auto srv = start(test_config());
   client::client cl("127.0.0.1", srv->port());
-  auto r = ids_request("beams", random_ids(3, 37), 6);
-  r.use_beam_search = true;
-  r.n = 3;
+  auto r = beams_request("beams", random_ids(3, 37), 6, 3);
   const auto want = reference_beams(r);
   BOOST_REQUIRE(want.size() == 3u);
   auto got = cl.complete_all(r);
@@ -97,9 +103,7 @@ BOOST_AUTO_TEST_CASE(completions_are_the_reference_search_best_beams) {
 BOOST_AUTO_TEST_CASE(openai_completions_serve_beam_search) {
   auto srv = start(test_config());
   http_client c(srv->http_port());
-  auto r = ids_request("beams", random_ids(7, 21), 5);
-  r.use_beam_search = true;
-  r.n = 2;
+  auto r = beams_request("beams", random_ids(7, 21), 5, 2);
   const auto want = reference_beams(r);
   for (bool stream : {false, true}) {
     BOOST_TEST_CONTEXT("stream " << stream) {
@@ -131,9 +135,7 @@ BOOST_AUTO_TEST_CASE(beams_end_at_max_model_len) {
   cfg.num_kv_blocks = 64;
   auto srv = start(cfg);
   client::client cl("127.0.0.1", srv->port());
-  auto r = ids_request("edge", random_ids(6, 28), 10);
-  r.use_beam_search = true;
-  r.n = 2;
+  auto r = beams_request("edge", random_ids(6, 28), 10, 2);
   auto got = cl.complete_all(r);
   BOOST_REQUIRE(got.size() == 2u);
   auto capped = r;
@@ -150,9 +152,7 @@ BOOST_AUTO_TEST_CASE(beams_end_at_max_model_len) {
 BOOST_AUTO_TEST_CASE(a_cancel_ends_the_whole_search) {
   auto srv = start(test_config());
   client::client cl("127.0.0.1", srv->port());
-  auto r = ids_request("long-beams", random_ids(4, 20), 200);
-  r.use_beam_search = true;
-  r.n = 4;
+  auto r = beams_request("long-beams", random_ids(4, 20), 200, 4);
   auto st = cl.generate(r);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   cl.cancel("long-beams");
@@ -166,9 +166,7 @@ BOOST_AUTO_TEST_CASE(a_cancel_ends_the_whole_search) {
 BOOST_AUTO_TEST_CASE(what_does_not_apply_to_beams_is_refused) {
   auto srv = start(test_config());
   client::client cl("127.0.0.1", srv->port());
-  auto r = ids_request("wide", random_ids(5, 8), 4);
-  r.use_beam_search = true;
-  r.n = 11;
+  auto r = beams_request("wide", random_ids(5, 8), 4, 11);
   auto refused = [&](const std::string& needle) {
     BOOST_CHECK_EXCEPTION(cl.complete_all(r), client::request_error, [&](const client::request_error& e) {
       BOOST_TEST_MESSAGE(e.what());
