@@ -38,6 +38,14 @@ struct worker_state {
   std::unordered_map<int64_t, serve::response> live;
   std::unordered_map<int64_t, beam_job> beams;         // by first_rid
   std::unordered_map<int64_t, int64_t> probe_of;       // probe id -> its job's first_rid
+  // A prompt's n completions, for vLLM's request_max_num_generation_tokens: by the first one's id,
+  // those still running and the most tokens one of the ended ones generated.
+  struct sibling_group {
+    int32_t left = 0;
+    int64_t most = 0;
+  };
+  std::unordered_map<int64_t, sibling_group> groups;
+  std::unordered_map<int64_t, int64_t> group_of;  // completion id -> its group's first id
 };
 
 using self_ptr = caf::stateful_actor<worker_state>*;
@@ -141,6 +149,21 @@ serve::output_rules rules_for(self_ptr self, const wire::generate_request& r, co
   return rules;
 }
 
+// Completion rid ended having generated `tokens`; once its prompt's completions all have, the most
+// any of them generated is observed (vLLM's request_max_num_generation_tokens).
+void completion_ended(self_ptr self, int64_t rid, int64_t tokens) {
+  auto& st = self->state;
+  auto g = st.group_of.find(rid);
+  if (g == st.group_of.end()) return;  // not a generate's (an embed or rerank input)
+  auto grp = st.groups.find(g->second);
+  grp->second.most = std::max(grp->second.most, tokens);
+  if (--grp->second.left == 0) {
+    st.ctx->metrics->observe_max_generation_tokens(grp->second.most);
+    st.groups.erase(grp);
+  }
+  st.group_of.erase(g);
+}
+
 // Submits a beam job's current round: one probe per live beam, ids of the worker's own.
 void submit_round(self_ptr self, int64_t first_rid) {
   auto& st = self->state;
@@ -205,6 +228,11 @@ void end_beams(self_ptr self, int64_t first_rid, wire::finish_reason why, std::o
   const auto& br = job.search.built();
   const bool answered = why == wire::finish_reason::stop || why == wire::finish_reason::length;
   const auto best = answered ? job.search.best() : std::vector<serve::beam>{};
+  if (answered) {
+    size_t most = 0;
+    for (const auto& b : best) most = std::max(most, b.tokens.size());
+    st.ctx->metrics->observe_max_generation_tokens(static_cast<int64_t>(most));
+  }
   const auto now = clock::now();
   for (int32_t j = 0; j < r.n; ++j) {
     const int32_t i = job.prompt_index * r.n + j;
@@ -291,9 +319,11 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         for (size_t p = 0; p < b.reqs.size(); ++p) {
           const auto& br = b.reqs[p];
           const int64_t leader = m.rid + static_cast<int64_t>(p) * r.n;
+          st.groups[leader] = {r.n, 0};
           for (int32_t j = 0; j < r.n; ++j) {
             const auto i = static_cast<int32_t>(p) * r.n + j;
             const int64_t rid = m.rid + i;
+            st.group_of[rid] = leader;
             const bool prompt_logprobs = br.prompt_logprobs >= 0 && j == 0;
             auto rules = rules_for(self, r, br, i, prompt_logprobs);
             if (st.ctx->cfg.log_requests) st.ctx->log(serve::received_line(r.id, rules.index, br, r.adapter));
@@ -346,6 +376,7 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
           auto& resp = it->second;
           if (u.rejected && !resp.index()) {
             items.push_back(error_item(u.rid, *u.error, resp.client_id()));
+            completion_ended(self, u.rid, 0);
             st.live.erase(it);
             continue;
           }
@@ -372,7 +403,10 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
           if (u.finished && !resp.done()) resp.finish(*u.finished, u.error, now, item.bytes);
           item.final = resp.done();
           if (item.final && st.ctx->cfg.log_requests) st.ctx->log(serve::finished_line(resp.outcome()));
-          if (item.final) st.live.erase(it);
+          if (item.final) {
+            completion_ended(self, u.rid, resp.completion_tokens());
+            st.live.erase(it);
+          }
           if (!item.bytes.empty() || item.final) items.push_back(std::move(item));
         }
         send_out(self, std::move(items));
@@ -392,6 +426,8 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
           items.push_back(std::move(item));
         }
         st.live.clear();
+        st.groups.clear();
+        st.group_of.clear();
         const wire::wire_error lost{wire::error_code::internal,
                                     "the scheduler failed and was restarted; this request was lost", {}};
         while (!st.beams.empty()) end_beams(self, st.beams.begin()->first, wire::finish_reason::error, lost, items);

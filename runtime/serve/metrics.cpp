@@ -63,7 +63,8 @@ metrics::metrics(std::string model_name)
       inference_(latency_buckets),
       iteration_tokens_(token_buckets),
       params_n_({1, 2, 5, 10, 20}),
-      params_max_tokens_(token_buckets) {}
+      params_max_tokens_(token_buckets),
+      max_generation_len_(token_buckets) {}
 
 void metrics::set_queue_sizes(int64_t running, int64_t waiting) {
   std::lock_guard lock(mu_);
@@ -139,6 +140,10 @@ void metrics::observe_finished(const finished_request& r) {
 void metrics::observe_request_n(int32_t n) {
   std::lock_guard lock(mu_);
   params_n_.observe(static_cast<double>(n));
+}
+void metrics::observe_max_generation_tokens(int64_t n) {
+  std::lock_guard lock(mu_);
+  max_generation_len_.observe(static_cast<double>(n));
 }
 void metrics::set_cache_config(int32_t block_size, int64_t num_blocks, std::string cache_dtype, bool prefix_caching) {
   std::lock_guard lock(mu_);
@@ -260,6 +265,8 @@ std::string metrics::render() const {
   hist("request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", inference_);
   hist("iteration_tokens_total", "Histogram of number of tokens per engine_step.", iteration_tokens_);
   hist("request_params_n", "Histogram of the n request parameter.", params_n_);
+  hist("request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.",
+       max_generation_len_);
   hist("request_params_max_tokens", "Histogram of the max_tokens request parameter.", params_max_tokens_);
   // vLLM's older name for the inter-token latency, which its dashboards before 0.11 chart.
   hist("time_per_output_token_seconds", "Histogram of time per output token in seconds (inter_token_latency_seconds).", itl_);

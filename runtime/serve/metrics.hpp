@@ -66,6 +66,9 @@ class metrics {
   void observe_finished(const finished_request& r);
   // A generate request's n (vLLM's request_params_n), once per prompt.
   void observe_request_n(int32_t n);
+  // vLLM's request_max_num_generation_tokens: once a prompt's n completions have all ended, the
+  // most tokens one of them generated.
+  void observe_max_generation_tokens(int64_t n);
   // vLLM's cache_config_info: the KV cache's settings as labels (rendered once set).
   void set_cache_config(int32_t block_size, int64_t num_blocks, std::string cache_dtype, bool prefix_caching);
   void add_step(double engine_seconds, double loop_seconds, int64_t batched_tokens);
@@ -103,7 +106,7 @@ class metrics {
   double engine_seconds_ = 0, loop_seconds_ = 0;
   histogram ttft_, itl_, e2e_, queue_;
   histogram prompt_len_, generation_len_, prefill_, decode_, inference_, iteration_tokens_;
-  histogram params_n_, params_max_tokens_;
+  histogram params_n_, params_max_tokens_, max_generation_len_;
   std::string cache_config_labels_;  // empty until set_cache_config
   std::vector<std::function<void(std::string&, const std::string&)>> renderers_;
 };

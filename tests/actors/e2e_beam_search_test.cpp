@@ -96,6 +96,8 @@ BOOST_AUTO_TEST_CASE(completions_are_the_reference_search_best_beams) {
     any_stopped = any_stopped || want_s[i].stopped;
   }
   BOOST_TEST(any_stopped);
+  // Each search is one request for vLLM's request_max_num_generation_tokens: its longest beam.
+  BOOST_TEST(metric(*srv, "request_max_num_generation_tokens_count") == 2.0);
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 

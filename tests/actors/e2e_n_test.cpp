@@ -56,6 +56,9 @@ BOOST_AUTO_TEST_CASE(completion_i_is_the_request_with_seed_plus_i) {
   r.stream = false;
   auto whole = cl.complete_all(r);
   for (size_t i = 0; i < got.size(); ++i) BOOST_TEST(whole[i].ids == got[i].ids, boost::test_tools::per_element());
+  // vLLM's request_max_num_generation_tokens: once per prompt, the longest of its completions.
+  BOOST_TEST(eventually([&] { return metric(*srv, "request_max_num_generation_tokens_count") == 2.0; }));
+  BOOST_TEST(metric(*srv, "request_max_num_generation_tokens_sum") == 12.0);
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
 

@@ -75,12 +75,15 @@ BOOST_AUTO_TEST_CASE(vllm_names_with_the_troupe_prefix) {
   BOOST_TEST(t.find("troupe:cache_config_info") == std::string::npos);
   m.observe_request_n(1);
   m.observe_request_n(4);
+  m.observe_max_generation_tokens(7);
   m.observe_inter_token(0.02);
   m.set_cache_config(16, 512, "auto", true);
   t = m.render();
   has("troupe:request_params_n_count" + l + "} 2");
   has("troupe:request_params_n_bucket" + l + ",le=\"2\"} 1");
   has("troupe:request_params_n_bucket" + l + ",le=\"5\"} 2");
+  has("# TYPE troupe:request_max_num_generation_tokens histogram");
+  has("troupe:request_max_num_generation_tokens_sum" + l + "} 7");
   has("# TYPE troupe:time_per_output_token_seconds histogram");
   has("troupe:time_per_output_token_seconds_count" + l + "} 1");
   has("troupe:inter_token_latency_seconds_count" + l + "} 1");
