@@ -76,21 +76,26 @@ void refuse_all(self_ptr self, const generate_msg& m, const wire::wire_error& er
   send_out(self, std::move(items));
 }
 
-// Completion (or input) i of the request: sequence m.rid + i (the gateway reserved the ids), its
-// prompt, and the request's scheduling fields; the caller adds the rest of the spec and sampling.
-submit_msg submit_for(self_ptr self, const generate_msg& m, int32_t i, std::vector<int32_t> prompt) {
-  const auto& r = *m.req;
+// Sequence `rid` of request r (received then) with its prompt and the request's scheduling fields;
+// the caller adds the rest of the spec and sampling.
+submit_msg submit_for(self_ptr self, const wire::generate_request& r, clock::time_point received, int64_t rid,
+                      std::vector<int32_t> prompt) {
   submit_msg s;
-  s.rid = m.rid + i;
+  s.rid = rid;
   s.worker = self->state.index;
-  s.received = m.received;
-  s.spec.seq_id = s.rid;
+  s.received = received;
+  s.spec.seq_id = rid;
   s.spec.prompt = std::move(prompt);
   s.spec.priority = r.priority;
   s.spec.tenant = r.tenant;
   s.spec.cache_salt = r.cache_salt;
-  if (r.deadline_ms) s.spec.deadline = m.received + std::chrono::milliseconds(*r.deadline_ms);
+  if (r.deadline_ms) s.spec.deadline = received + std::chrono::milliseconds(*r.deadline_ms);
   return s;
+}
+
+// Completion (or input) i of the request: sequence m.rid + i (the gateway reserved the ids).
+submit_msg submit_for(self_ptr self, const generate_msg& m, int32_t i, std::vector<int32_t> prompt) {
+  return submit_for(self, *m.req, m.received, m.rid + i, std::move(prompt));
 }
 
 // Requests pooled at their prompt's end (embed, rerank): input i is sequence rid + i (the gateway
@@ -176,21 +181,12 @@ void submit_round(self_ptr self, int64_t first_rid) {
     // never reuses an id a probe of its predecessor may still hold in the scheduler.
     static std::atomic<int64_t> probes_made{0};
     const int64_t id = -1 - probes_made.fetch_add(1, std::memory_order_relaxed);
-    submit_msg s;
-    s.rid = id;
-    s.worker = st.index;
-    s.received = job.received;
-    s.spec.seq_id = id;
+    auto s = submit_for(self, r, job.received, id, prompt);
     s.spec.max_tokens = 1;
-    s.spec.priority = r.priority;
-    s.spec.tenant = r.tenant;
-    s.spec.cache_salt = r.cache_salt;
     s.spec.adapter = br.adapter;
     s.spec.adapter_identity = br.adapter_identity;
-    if (r.deadline_ms) s.spec.deadline = job.received + std::chrono::milliseconds(*r.deadline_ms);
-    s.sampling = std::make_shared<serve::seq_sampling>(job.search.probe_sampling(), prompt);
+    s.sampling = std::make_shared<serve::seq_sampling>(job.search.probe_sampling(), std::move(prompt));
     s.sampling->logprobs = job.search.probe_logprobs();
-    s.spec.prompt = std::move(prompt);
     st.probe_of.emplace(id, first_rid);
     job.probes.push_back(id);
     self->send(st.scheduler, std::move(s));
@@ -417,19 +413,16 @@ caf::behavior tokenizer_worker(self_ptr self, context_ptr ctx, int32_t index, ca
         st.scheduler = m.scheduler;
         auto now = clock::now();
         std::vector<out_item> items;
+        const wire::wire_error lost{wire::error_code::internal,
+                                    "the scheduler failed and was restarted; this request was lost", {}};
         for (auto& [rid, resp] : st.live) {
           out_item item{rid, {}, true};
-          resp.finish(wire::finish_reason::error,
-                      wire::wire_error{wire::error_code::internal,
-                                       "the scheduler failed and was restarted; this request was lost", {}},
-                      now, item.bytes);
+          resp.finish(wire::finish_reason::error, lost, now, item.bytes);
           items.push_back(std::move(item));
         }
         st.live.clear();
         st.groups.clear();
         st.group_of.clear();
-        const wire::wire_error lost{wire::error_code::internal,
-                                    "the scheduler failed and was restarted; this request was lost", {}};
         while (!st.beams.empty()) end_beams(self, st.beams.begin()->first, wire::finish_reason::error, lost, items);
         send_out(self, std::move(items));
       },
