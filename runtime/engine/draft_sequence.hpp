@@ -9,8 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "runtime/engine/model_runner.hpp"
-#include "runtime/kv/kv_cache.hpp"
+#include "runtime/engine/single_sequence_pool.hpp"
 #include "runtime/model/checkpoint.hpp"
 
 namespace troupe {
@@ -28,9 +27,7 @@ class draft_sequence {
   std::vector<int32_t> propose(std::span<const int32_t> context, int32_t max_drafts);
 
  private:
-  kv_cache kv_;
-  model_runner runner_;
-  std::vector<int32_t> table_;  // the identity block table
+  single_sequence_pool pool_;
   std::vector<int32_t> held_;   // the tokens whose K/V are in the pool, from position 0
   int64_t target_vocab_;
   int32_t num_tokens_;

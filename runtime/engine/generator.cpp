@@ -6,39 +6,12 @@
 #include <optional>
 
 #include "runtime/core/error.hpp"
+#include "runtime/engine/single_sequence_pool.hpp"
 
 namespace troupe {
 
 namespace {
-constexpr int32_t kBlockSize = 16;
-
-// A private pool just large enough for one sequence, with the identity block table: on the CPU
-// engine, or on an engine from `engines` when one is given.
-struct single_sequence_pool {
-  single_sequence_pool(const checkpoint& ckpt, int64_t max_len, dtype kv_type, model_runner_options runner_opts,
-                       parallel_config parallel, const step_engine_factory& engines)
-      : table(static_cast<size_t>(std::max<int64_t>(1, (max_len + kBlockSize - 1) / kBlockSize))) {
-    const auto blocks = static_cast<int32_t>(table.size());
-    if (engines)
-      engine = engines(blocks, kBlockSize);
-    else
-      cpu.emplace(ckpt, blocks, kBlockSize, kv_type, runner_opts, parallel);
-    std::iota(table.begin(), table.end(), 0);
-  }
-  void step(std::span<const step_sequence> batch, step_result& res) {
-    if (cpu)
-      cpu->step(batch, res);
-    else
-      engine->step(batch, res);
-  }
-  int32_t add_adapter(std::shared_ptr<const lora_adapter> adapter) {
-    if (!cpu) throw_error(errc::unsupported, "LoRA adapters run on the CPU engine only");
-    return cpu->add_adapter(std::move(adapter));
-  }
-  std::vector<int32_t> table;
-  std::optional<tensor_parallel_runner> cpu;
-  std::unique_ptr<step_engine> engine;
-};
+constexpr int32_t kBlockSize = single_sequence_pool::block_size;
 
 // Runs the prompt through `pool`'s runner in chunks of `chunk` tokens (0: one step): the last
 // chunk asks for `last`, earlier ones for `earlier`; after(res) sees each step's result.
