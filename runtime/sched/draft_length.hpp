@@ -43,7 +43,6 @@ class draft_length {
   // A step ran: it carried `drafts` guesses of which the first `accepted` held (0, 0: none), and
   // asked for `guessing` new ones after it (the probe clock restarts).
   void stepped(int32_t drafts, int32_t accepted, bool guessing);
-  double acceptance() const noexcept { return acceptance_.rate(); }
 
  private:
   double cost_;

@@ -317,12 +317,15 @@ void apply_speculative_config(server_config& cfg, std::string_view json) {
     bad(std::string("not JSON: ") + e.what());
   }
   if (!j.is_object()) bad("expected a JSON object such as '{\"model\": \"DIR\", \"num_speculative_tokens\": 4}'");
-  auto count = [&](const char* key, int32_t lo) -> std::optional<int32_t> {
+  // An integer key within [lo, hi]; `expected` says so in the refusal.
+  auto integer = [&](const char* key, int64_t lo, int64_t hi, const std::string& expected) -> std::optional<int32_t> {
     if (!j.contains(key)) return std::nullopt;
     const auto& v = j[key];
-    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > 64)
-      bad(std::string(key) + " must be an integer from " + std::to_string(lo) + " to 64");
+    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi) bad(std::string(key) + " must be " + expected);
     return v.get<int32_t>();
+  };
+  auto count = [&](const char* key, int32_t lo) {
+    return integer(key, lo, 64, "an integer from " + std::to_string(lo) + " to 64");
   };
   for (const auto& [key, value] : j.items())
     if (key != "method" && key != "model" && key != "num_speculative_tokens" && key != "prompt_lookup_min" &&
@@ -353,12 +356,8 @@ void apply_speculative_config(server_config& cfg, std::string_view json) {
   cfg.speculative_model = model;
   if (auto v = count("prompt_lookup_min", 1)) cfg.prompt_lookup_min = *v;
   if (auto v = count("prompt_lookup_max", 1)) cfg.prompt_lookup_max = *v;
-  if (j.contains("disable_by_batch_size")) {
-    const auto& v = j["disable_by_batch_size"];
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > std::numeric_limits<int32_t>::max())
-      bad("disable_by_batch_size must be an integer >= 0 (0: never)");
-    cfg.speculative_disable_by_batch_size = v.get<int32_t>();
-  }
+  if (auto v = integer("disable_by_batch_size", 0, std::numeric_limits<int32_t>::max(), "an integer >= 0 (0: never)"))
+    cfg.speculative_disable_by_batch_size = *v;
 }
 
 void validate(const server_config& c) {
