@@ -4,6 +4,14 @@
 // models fall into loops, so the drafts are often right and sometimes wrong.
 #include "tests/actors/e2e_fixture.hpp"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "runtime/model/safetensors.hpp"
+
 using namespace troupe;
 using namespace troupe::e2e;
 
@@ -172,6 +180,34 @@ BOOST_AUTO_TEST_CASE(an_unusable_draft_model_stops_the_start) {
   c = spec_config(0);
   c.speculative_model = tiny_dense_dir;
   expect_error(c, "needs speculative.num_tokens");
+
+  // tiny-dense's weights under a config that reaches 128 positions (max_model_len is 256), and
+  // as a bare Qwen3Model export without lm_head (an embedding model).
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("troupe-drafts-" + std::to_string(::getpid()));
+  const auto short_dir = dir / "short", headless_dir = dir / "headless";
+  fs::create_directories(short_dir);
+  fs::create_directories(headless_dir);
+  auto config = nlohmann::json::parse(std::ifstream(tiny_dense_dir + "/config.json"));
+  auto short_config = config;
+  short_config["max_position_embeddings"] = 128;
+  std::ofstream(short_dir / "config.json") << short_config.dump();
+  fs::copy_file(tiny_dense_dir + "/model.safetensors", short_dir / "model.safetensors");
+  config["tie_word_embeddings"] = false;
+  std::ofstream(headless_dir / "config.json") << config.dump();
+  {
+    safetensors_file in(tiny_dense_dir + "/model.safetensors");
+    std::vector<tensor_to_write> ts;
+    for (const auto& t : in.tensors())
+      ts.push_back({t.name.rfind("model.", 0) == 0 ? t.name.substr(6) : t.name, t.type, t.shape, t.data, {}});
+    write_safetensors((headless_dir / "model.safetensors").string(), ts);
+  }
+  c = spec_config(3);
+  c.speculative_model = short_dir.string();
+  expect_error(c, "its context length (128) is below max_model_len (256)");
+  c.speculative_model = headless_dir.string();
+  expect_error(c, "has no lm_head (an embedding model) and cannot guess tokens");
+  fs::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -44,6 +44,18 @@ BOOST_AUTO_TEST_CASE(serve_chat_template_flag_is_checked_at_start) {
                  "model.chat_template (--chat-template): the model is served without a tokenizer");
 }
 
+// The speculative flags reach [speculative]: vLLM's JSON and the flags are one or the other, a bad
+// JSON is refused naming the key, and a draft model with no token count or on cuda stops the start.
+BOOST_AUTO_TEST_CASE(serve_speculative_flags_are_checked_at_start) {
+  const std::string draft = std::string(" --speculative-model ") + TROUPE_TEST_DATA_DIR "/golden/tiny-dense";
+  expect_refused("--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 2}' --speculative-tokens 3",
+                 "--speculative-config and --speculative-tokens / --speculative-model: give the JSON or the flags");
+  expect_refused("--speculative-config '{\"method\": \"eagle\", \"model\": \"x\", \"num_speculative_tokens\": 2}'",
+                 "--speculative-config: method 'eagle' is not one Troupe runs");
+  expect_refused(draft, "speculative.model (--speculative-model) needs speculative.num_tokens (--speculative-tokens) > 0");
+  expect_refused(draft + " --speculative-tokens 2 --device cuda", "a draft model runs on the CPU device only");
+}
+
 // A vLLM launch command's flags for Qwen3 run unchanged: the server starts (then stops on
 // SIGINT); a reasoning parser for another format, or prefix caching both on and off, is refused.
 BOOST_AUTO_TEST_CASE(vllm_launch_flags_are_accepted) {
