@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "runtime/core/dtype.hpp"
 
@@ -67,6 +68,19 @@ void matmul(const float* x, int64_t n, const weight_ref& w, float* y);
 //         (Zen 4 yes, the dev machine's Intel cores no: docs/kernels.md, "bf16 compute").
 enum class compute_dtype : uint8_t { f32, bf16 };
 void matmul(const float* x, int64_t n, const weight_ref& w, float* y, compute_dtype compute);
+
+// Several products of one x in one parallel region: y = x · wᵀ for each (w, y) of `outs`, each
+// the same bits as its own matmul() call. The engine's q/k/v and gate/up projections go through
+// it: one fork and join of the threads instead of three or two, and the small matrices' row units
+// share out over the threads with the large ones' instead of each leaving a thread idle at its end
+// (decode is bound by streaming the weights, and every join drains that stream). Every w has the
+// same cols; at most max_matmul_outs of them.
+struct matmul_out {
+  weight_ref w;
+  float* y = nullptr;
+};
+inline constexpr size_t max_matmul_outs = 8;
+void matmul(const float* x, int64_t n, std::span<const matmul_out> outs, compute_dtype compute);
 
 // The vdpbf16ps arithmetic above in scalar C++ (every back-end must reproduce it bit for bit);
 // the tests' reference for matmul(..., compute_dtype::bf16) on BF16 weights.

@@ -116,8 +116,115 @@ bool check_call(const float* x, int64_t n, const weight_ref& w, float* y) {
 }
 
 // Threads cost a few microseconds to wake: not worth it below ~100k multiply-adds.
-bool worth_threads(int64_t units, int64_t n, const weight_ref& w) {
-  return units > 1 && n * w.rows * w.cols >= (int64_t{1} << 17);
+bool worth_threads(int64_t units, int64_t macs) { return units > 1 && macs >= (int64_t{1} << 17); }
+
+// One call's products, each cut into units of weight rows and numbered one after the other, so a
+// thread's next unit may be any product's.
+struct unit_plan {
+  struct part {
+    weight_ref w;
+    float* y;
+    int64_t unit, first;  // rows per unit; the index of its first unit
+  };
+  part parts[max_matmul_outs];
+  int count = 0;
+  int64_t units = 0, macs = 0;
+
+  void add(const weight_ref& w, float* y, int64_t n, int64_t unit) {
+    parts[count++] = {w, y, unit, units};
+    units += (w.rows + unit - 1) / unit;
+    macs += n * w.rows * w.cols;
+  }
+  // Product and rows [j0, j1) of unit u.
+  const part& locate(int64_t u, int64_t& j0, int64_t& j1) const {
+    int i = count - 1;
+    while (parts[i].first > u) --i;
+    j0 = (u - parts[i].first) * parts[i].unit;
+    j1 = std::min(j0 + parts[i].unit, parts[i].w.rows);
+    return parts[i];
+  }
+};
+
+// Checks every product (check_call) and the shared width; false when none has anything to compute.
+bool check_outs(const float* x, int64_t n, std::span<const matmul_out> outs) {
+  if (outs.size() > max_matmul_outs)
+    throw_error(errc::invalid_argument, "matmul: " + std::to_string(outs.size()) + " products in one call (at most " +
+                                            std::to_string(max_matmul_outs) + ")");
+  for (const auto& o : outs)
+    if (o.w.cols != outs[0].w.cols)
+      throw_error(errc::invalid_argument, "matmul: products of one x need one width, got " +
+                                              std::to_string(outs[0].w.cols) + " and " + std::to_string(o.w.cols) +
+                                              " columns");
+  bool any = false;
+  for (const auto& o : outs) any = check_call(x, n, o.w, o.y) || any;
+  return any;
+}
+
+void matmul_f32(const float* x, int64_t n, std::span<const matmul_out> outs) {
+  if (!check_outs(x, n, outs)) return;
+  const cpu::matmul_backend& b = *chosen_isa().backend;
+  unit_plan plan;
+  size_t scratch = 0;
+  for (const auto& o : outs) {
+    if (o.w.rows == 0 || o.w.cols == 0) continue;  // check_call has written (or had nothing to write)
+    plan.add(o.w, o.y, n, b.unit_rows(n, o.w));
+    scratch = std::max(scratch, b.scratch_floats(n, o.w));
+  }
+  std::exception_ptr failure;
+#pragma omp parallel if (worth_threads(plan.units, plan.macs))
+  {
+    float* buf = nullptr;
+    try {
+      buf = scratch ? thread_scratch(scratch) : nullptr;
+    } catch (...) {
+#pragma omp critical(troupe_matmul_failure)
+      failure = std::current_exception();
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t u = 0; u < plan.units; ++u) {
+      if (scratch && !buf) continue;
+      int64_t j0 = 0, j1 = 0;
+      const auto& p = plan.locate(u, j0, j1);
+      b.run(x, n, p.w, j0, j1, p.y, buf);
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+// bf16 compute for products of BF16 weights (every one of them: the caller sorts them out).
+void matmul_bf16(const float* x, int64_t n, std::span<const matmul_out> outs) {
+  if (!check_outs(x, n, outs)) return;
+  const cpu::matmul_bf16_backend& b = bf16_backend();
+  const int64_t cols = outs[0].w.cols, ldx = cpu::bf16_padded_cols(cols), unit = b.unit_rows(n);
+  unit_plan plan;
+  for (const auto& o : outs)
+    if (o.w.rows > 0 && o.w.cols > 0) plan.add(o.w, o.y, n, unit);
+  uint16_t* xb = activation_buffer(static_cast<size_t>(n * ldx));
+  std::exception_ptr failure;
+#pragma omp parallel if (worth_threads(plan.units, plan.macs))
+  {
+    // x rounded once per call (not per weight row), by the whole team; the barrier at the end of
+    // this loop publishes it before any unit starts.
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const float* src = x + i * cols;
+      uint16_t* dst = xb + i * ldx;
+      for (int64_t k = 0; k < cols; ++k) dst[k] = f32_to_bf16(src[k]);
+      for (int64_t k = cols; k < ldx; ++k) dst[k] = 0;
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t u = 0; u < plan.units; ++u) {
+      try {
+        int64_t j0 = 0, j1 = 0;
+        const auto& p = plan.locate(u, j0, j1);
+        b.run(xb, n, p.w, j0, j1, p.y);
+      } catch (...) {
+#pragma omp critical(troupe_matmul_failure)
+        failure = std::current_exception();
+      }
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace
@@ -137,63 +244,25 @@ const char* matmul_isa() noexcept {
 const char* quant_arithmetic() noexcept { return "dequant"; }
 
 void matmul(const float* x, int64_t n, const weight_ref& w, float* y) {
-  if (!check_call(x, n, w, y)) return;
-  const cpu::matmul_backend& b = *chosen_isa().backend;
-  const int64_t unit = b.unit_rows(n, w);
-  const int64_t units = (w.rows + unit - 1) / unit;
-  const size_t scratch = b.scratch_floats(n, w);
-  const bool parallel = worth_threads(units, n, w);
-  std::exception_ptr failure;
-#pragma omp parallel if (parallel)
-  {
-    float* buf = nullptr;
-    try {
-      buf = scratch ? thread_scratch(scratch) : nullptr;
-    } catch (...) {
-#pragma omp critical(troupe_matmul_failure)
-      failure = std::current_exception();
-    }
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < units; ++u) {
-      if (scratch && !buf) continue;
-      const int64_t j0 = u * unit, j1 = std::min(j0 + unit, w.rows);
-      b.run(x, n, w, j0, j1, y, buf);
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
+  const matmul_out one{w, y};
+  matmul_f32(x, n, {&one, 1});
 }
 
 void matmul(const float* x, int64_t n, const weight_ref& w, float* y, compute_dtype compute) {
-  if (compute == compute_dtype::f32 || w.type != dtype::bf16) return matmul(x, n, w, y);
-  if (!check_call(x, n, w, y)) return;
-  const cpu::matmul_bf16_backend& b = bf16_backend();
-  const int64_t ldx = cpu::bf16_padded_cols(w.cols), unit = b.unit_rows(n);
-  const int64_t units = (w.rows + unit - 1) / unit;
-  uint16_t* xb = activation_buffer(static_cast<size_t>(n * ldx));
-  std::exception_ptr failure;
-#pragma omp parallel if (worth_threads(units, n, w))
-  {
-    // x rounded once per call (not per weight row), by the whole team; the barrier at the end of
-    // this loop publishes it before any unit starts.
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const float* src = x + i * w.cols;
-      uint16_t* dst = xb + i * ldx;
-      for (int64_t k = 0; k < w.cols; ++k) dst[k] = f32_to_bf16(src[k]);
-      for (int64_t k = w.cols; k < ldx; ++k) dst[k] = 0;
-    }
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < units; ++u) {
-      try {
-        const int64_t j0 = u * unit, j1 = std::min(j0 + unit, w.rows);
-        b.run(xb, n, w, j0, j1, y);
-      } catch (...) {
-#pragma omp critical(troupe_matmul_failure)
-        failure = std::current_exception();
-      }
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
+  const matmul_out one{w, y};
+  matmul(x, n, {&one, 1}, compute);
+}
+
+// bf16 compute applies to BF16 weights only: a mixed call runs its BF16 products in one region and
+// the others in another.
+void matmul(const float* x, int64_t n, std::span<const matmul_out> outs, compute_dtype compute) {
+  if (compute == compute_dtype::f32) return matmul_f32(x, n, outs);
+  matmul_out bf16[max_matmul_outs], other[max_matmul_outs];
+  size_t nb = 0, no = 0;
+  if (outs.size() > max_matmul_outs) return matmul_f32(x, n, outs);  // throws, naming the count
+  for (const auto& o : outs) (o.w.type == dtype::bf16 ? bf16[nb++] : other[no++]) = o;
+  if (no > 0) matmul_f32(x, n, {other, no});
+  if (nb > 0) matmul_bf16(x, n, {bf16, nb});
 }
 
 }  // namespace troupe::kernels

@@ -52,6 +52,20 @@ void model_runner::matmul(const float* x, int64_t n, const kernels::weight_ref& 
   kernels::matmul(x, n, w, y, opts_.compute);
 }
 
+void model_runner::matmul(const float* x, int64_t n, std::initializer_list<kernels::matmul_out> outs) {
+  const auto is_fp8 = [](const kernels::matmul_out& o) { return o.w.type == dtype::f8_e4m3; };
+  if (opts_.fp8_activations && std::any_of(outs.begin(), outs.end(), is_fp8)) {
+    if (!std::all_of(outs.begin(), outs.end(), is_fp8)) {  // x is rounded for the FP8 products only
+      for (const auto& o : outs) matmul(x, n, o.w, o.y);
+      return;
+    }
+    ensure(fp8_x_, static_cast<size_t>(n * outs.begin()->w.cols));
+    kernels::round_fp8_act_rows(x, n, outs.begin()->w.cols, fp8_x_.data());
+    x = fp8_x_.data();
+  }
+  kernels::matmul(x, n, std::span<const kernels::matmul_out>(outs.begin(), outs.size()), opts_.compute);
+}
+
 void model_runner::all_reduce(float* buf, int64_t count) {
   if (opts_.tp) opts_.tp->all_reduce_sum(opts_.tp_rank, buf, count);
 }
@@ -218,9 +232,11 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
   ensure(v_, n_ * hk * d);
   ensure(attn_, n_ * hq * d);
   ensure(tmp_, n_ * hidden);
-  // K and V of every token go to the pool.
-  matmul(h_.data(), n_, lw.k_proj, k_.data());
-  matmul(h_.data(), n_, lw.v_proj, v_.data());
+  // K and V of every token go to the pool; so do the queries unless this layer keeps only some rows.
+  if (keep)
+    matmul(h_.data(), n_, {{lw.k_proj, k_.data()}, {lw.v_proj, v_.data()}});
+  else
+    matmul(h_.data(), n_, {{lw.q_proj, q_.data()}, {lw.k_proj, k_.data()}, {lw.v_proj, v_.data()}});
   apply_lora(l, lora_target::k_proj, h_.data(), k_.data());
   apply_lora(l, lora_target::v_proj, h_.data(), v_.data());
   // Qwen3: per-head RMSNorm of q and k over head_dim, before RoPE.
@@ -261,7 +277,7 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
     for (size_t s = 0; s < batch.size(); ++s) seq_queries_[s] = static_cast<int64_t>(batch[s].tokens.size());
   }
   if (n_ == 0) return;
-  matmul(h_.data(), n_, lw.q_proj, q_.data());
+  if (keep) matmul(h_.data(), n_, lw.q_proj, q_.data());
   apply_lora(l, lora_target::q_proj, h_.data(), q_.data());
   kernels::rmsnorm(q_.data(), lw.q_norm.data(), n_ * hq, d, eps, q_.data());
   kernels::rope(q_.data(), n_, hq, d, positions_.data(), rope_.inv_freq.data(), rope_.attention_factor);
@@ -297,8 +313,7 @@ void model_runner::dense_mlp(int64_t layer, const layer_weights& lw) {
   const int64_t inter = lw.gate_proj.rows;
   ensure(gate_, n_ * inter);
   ensure(up_, n_ * inter);
-  matmul(h_.data(), n_, lw.gate_proj, gate_.data());
-  matmul(h_.data(), n_, lw.up_proj, up_.data());
+  matmul(h_.data(), n_, {{lw.gate_proj, gate_.data()}, {lw.up_proj, up_.data()}});
   apply_lora(layer, lora_target::gate_proj, h_.data(), gate_.data());
   apply_lora(layer, lora_target::up_proj, h_.data(), up_.data());
   kernels::silu_mul(gate_.data(), up_.data(), n_ * inter, gate_.data());
@@ -356,8 +371,7 @@ void model_runner::moe_mlp(const layer_weights& lw) {
     ensure(expert_out_, m * hidden);
     for (int64_t i = 0; i < m; ++i)
       std::copy_n(h_.data() + (slots[i] / top_k) * hidden, hidden, expert_in_.data() + i * hidden);
-    matmul(expert_in_.data(), m, ew.gate_proj, expert_gate_.data());
-    matmul(expert_in_.data(), m, ew.up_proj, expert_up_.data());
+    matmul(expert_in_.data(), m, {{ew.gate_proj, expert_gate_.data()}, {ew.up_proj, expert_up_.data()}});
     kernels::silu_mul(expert_gate_.data(), expert_up_.data(), m * inter, expert_gate_.data());
     matmul(expert_gate_.data(), m, ew.down_proj, expert_out_.data());
     for (int64_t i = 0; i < m; ++i)

@@ -2,6 +2,7 @@
 // through the paged KV pool: the step every higher layer (generate, scheduler, executors) drives.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -71,6 +72,8 @@ class model_runner {
   // The partial sums of a row-parallel matmul (o_proj, down_proj) become the whole sums.
   void all_reduce(float* buf, int64_t count);
   void matmul(const float* x, int64_t n, const kernels::weight_ref& w, float* y);
+  // Several projections of one x (q/k/v, gate/up) in one kernel call: the same bits as one call each.
+  void matmul(const float* x, int64_t n, std::initializer_list<kernels::matmul_out> outs);
   // y[r] += scaling * B (A x[r]) for every row r of the first n_ whose sequence's adapter has a
   // pair on (layer, t); x rows have the pair's `in` floats, y rows its `out`.
   void apply_lora(int64_t layer, lora_target t, const float* x, float* y);

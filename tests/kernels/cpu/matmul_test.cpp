@@ -236,6 +236,38 @@ BOOST_AUTO_TEST_CASE(empty_shapes) {
   for (float v : untouched) BOOST_TEST(v == -1.f);
 }
 
+// Products of one x in one call (q/k/v, gate/up) give each product the bits of its own call,
+// whatever the mix of sizes, dtypes, compute modes and thread counts.
+BOOST_AUTO_TEST_CASE(products_in_one_call_equal_their_own_calls) {
+  if (std::string(tk::matmul_isa()) == "invalid") return;
+  const int saved = omp_get_max_threads();
+  const int64_t cols = 200;
+  test_weight q(dtype::bf16, 300, cols, 41), k(dtype::bf16, 40, cols, 43), v(dtype::f16, 7, cols, 47),
+      empty(dtype::f32, 0, cols, 53), f(dtype::f32, 520, cols, 59);
+  const tk::weight_ref* ws[] = {&q.ref, &k.ref, &v.ref, &empty.ref, &f.ref};
+  for (auto compute : {tk::compute_dtype::f32, tk::compute_dtype::bf16})
+    for (int threads : {1, 2, 3})
+      for (int64_t n : {1, 3, 5, 12, 70}) {
+        omp_set_num_threads(threads);
+        auto x = random_x(n, cols, 61);
+        std::vector<std::vector<float>> one, many;
+        std::vector<tk::matmul_out> outs;
+        for (const auto* w : ws) {
+          one.emplace_back(static_cast<size_t>(n * w->rows), -1.f);
+          tk::matmul(x.data(), n, *w, one.back().data(), compute);
+          many.emplace_back(static_cast<size_t>(n * w->rows), -2.f);
+        }
+        for (size_t i = 0; i < many.size(); ++i) outs.push_back({*ws[i], many[i].data()});
+        tk::matmul(x.data(), n, outs, compute);
+        for (size_t i = 0; i < many.size(); ++i)
+          BOOST_TEST(same_bits(one[i].data(), many[i].data(), n * ws[i]->rows),
+                     name(ws[i]->type, ws[i]->rows, cols)
+                         << " product " << i << " n=" << n << " threads=" << threads
+                         << " compute=" << (compute == tk::compute_dtype::f32 ? "f32" : "bf16"));
+      }
+  omp_set_num_threads(saved);
+}
+
 BOOST_AUTO_TEST_CASE(rejects_bad_calls) {
   std::vector<float> x(16, 1.f), y(16);
   std::vector<int32_t> q(16);
@@ -258,6 +290,17 @@ BOOST_AUTO_TEST_CASE(rejects_bad_calls) {
   expect([&] { tk::matmul(x.data(), 1, ok, nullptr); }, troupe::errc::invalid_argument, "null");
   tk::weight_ref no_data{nullptr, dtype::bf16, 4, 4};
   expect([&] { tk::matmul(x.data(), 1, no_data, y.data()); }, troupe::errc::invalid_argument, "null");
+  // Products of one x: one width, a bounded count, and each product checked as its own call is.
+  tk::weight_ref narrow{x.data(), dtype::f32, 4, 2};
+  const tk::matmul_out mixed[] = {{ok, y.data()}, {narrow, y.data()}};
+  expect([&] { tk::matmul(x.data(), 1, mixed, tk::compute_dtype::f32); }, troupe::errc::invalid_argument,
+         "got 4 and 2 columns");
+  std::vector<tk::matmul_out> lots(tk::max_matmul_outs + 1, tk::matmul_out{ok, y.data()});
+  expect([&] { tk::matmul(x.data(), 1, lots, tk::compute_dtype::bf16); }, troupe::errc::invalid_argument,
+         "9 products in one call (at most 8)");
+  const tk::matmul_out bad_second[] = {{ok, y.data()}, {i32, y.data()}};
+  if (std::string(tk::matmul_isa()) != "invalid")  // else the first product's call is refused first
+    expect([&] { tk::matmul(x.data(), 1, bad_second, tk::compute_dtype::f32); }, troupe::errc::unsupported, "dtype I32");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
