@@ -141,7 +141,7 @@ int run_generate(int argc, char** argv) {
     draft = std::make_shared<draft_state>(draft_state{
         std::make_unique<draft_sequence>(*draft_ck, static_cast<int64_t>(prompt.size()) + o.max_tokens + speculative_tokens,
                                          ck->config.vocab_size, speculative_tokens),
-        sched::draft_length(cost, speculative_tokens)});
+        sched::draft_length(cost, speculative_tokens), {}, 0, false, 0});
     o.propose = [d = draft](std::span<const int32_t> context, int32_t max_drafts) {
       if (d->started) {  // the step since the last call verified d->last: how many held
         int32_t held = 0;
