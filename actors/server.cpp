@@ -82,6 +82,7 @@ std::shared_ptr<const checkpoint> load_draft_model(const server_context& ctx) {
   const auto& tc = ctx.ckpt->config;
   auto bad = [&](const std::string& m) { throw_error(errc::invalid_argument, "speculative.model '" + dir + "': " + m); };
   if (draft->no_lm_head) bad("has no lm_head (an embedding model) and cannot guess tokens");
+  if (dc.num_labels > 0) bad("is a " + model_class_name(dc) + " (label logits, no lm_head) and cannot guess tokens");
   if (dc.vocab_size != tc.vocab_size)
     bad("its vocabulary has " + std::to_string(dc.vocab_size) + " ids, the model's " + std::to_string(tc.vocab_size) +
         ": a draft model must share the model's tokenizer");
@@ -132,6 +133,8 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   // A Qwen3Model export with untied embeddings (Qwen3-Embedding-8B) has no lm_head: served for
   // embeddings only, generation refused per request (build_generate), as vLLM's pooling runner.
   f.embedding_only = ctx->ckpt->no_lm_head;
+  // A Qwen3ForSequenceClassification: scores (rerank with one label), embeds, never generates.
+  f.num_labels = ctx->ckpt->config.num_labels;
   // Structured output walks the vocabulary as bytes in a trie: built on the first structured
   // request, then shared, as are the automata of grammars that requests repeat.
   if (ctx->tok)
@@ -413,6 +416,10 @@ std::string server::banner() const {
   if (f.embedding_only)
     b += "  EMBEDDINGS ONLY: the checkpoint has no lm_head.weight; embed requests (/v1/embeddings) are served, "
          "generation is refused\n";
+  if (f.num_labels > 0)
+    b += "  SEQUENCE CLASSIFIER: " + model_class_name(m.ctx->ckpt->config) + " with " + std::to_string(f.num_labels) +
+         " label(s); " + (f.num_labels == 1 ? "rerank and score requests (/v1/rerank, /v1/score) and " : "") +
+         "embed requests are served, generation is refused\n";
   b += "  tokenizer: " + std::string(f.tok ? f.tok->model_dir() : "none (prompt_ids only)") + "\n";
   if (f.chat) b += "  tool calls: " + std::string(serve::to_string(f.tool_format)) + " format\n";
   if (const rope_scaling& r = m.ctx->ckpt->config.rope; r.type != rope_scaling_type::none) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/core/error.hpp"
 #include "runtime/sampling/row.hpp"
 
 namespace troupe {
@@ -12,7 +13,13 @@ int32_t draft_guess(std::span<const float> row, int64_t target_vocab_size) {
 }
 
 draft_sequence::draft_sequence(const checkpoint& draft, int64_t max_len, int64_t target_vocab_size, int32_t num_tokens)
-    : pool_(draft, max_len), target_vocab_(target_vocab_size), num_tokens_(num_tokens) {}
+    : pool_(draft, max_len), target_vocab_(target_vocab_size), num_tokens_(num_tokens) {
+  if (draft.no_lm_head || draft.config.num_labels > 0)
+    throw_error(errc::unsupported, "draft model " + draft.dir + " has no lm_head (" +
+                                       (draft.no_lm_head ? std::string("an embedding model")
+                                                         : "a " + model_class_name(draft.config)) +
+                                       "): it cannot guess tokens");
+}
 
 std::vector<int32_t> draft_sequence::propose(std::span<const int32_t> context, int32_t max_drafts) {
   const int64_t room = pool_.capacity();

@@ -45,8 +45,8 @@ const char* shape_meaning(tensor_kind k) {
 }
 
 std::string expectation(const expected_tensor& t) {
-  return "expected F32, F16 or BF16 with shape " + shape_string(t.shape) + " = " +
-         shape_meaning(t.kind) + " from config.json";
+  const char* meaning = t.name == "score.weight" ? "[num_labels, hidden_size]" : shape_meaning(t.kind);
+  return "expected F32, F16 or BF16 with shape " + shape_string(t.shape) + " = " + meaning + " from config.json";
 }
 
 bool ignorable(std::string_view name, const model_config& c) {
@@ -107,7 +107,7 @@ std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir, residency wh
   shape_weights(w, c);
 
   std::string file_path;
-  ck->no_lm_head = wf.bare_model && !c.tie_word_embeddings && !wf.find("lm_head.weight", file_path);
+  ck->no_lm_head = c.num_labels == 0 && wf.bare_model && !c.tie_word_embeddings && !wf.find("lm_head.weight", file_path);
   for (const auto& t : expected) {
     if (t.kind == tensor_kind::lm_head && ck->no_lm_head) continue;
     const tensor_info* info = locate(wf, t, file_path);
@@ -139,9 +139,11 @@ std::unique_ptr<checkpoint> load_checkpoint(const std::string& dir, residency wh
   auto unexpected = [&](const std::string& where, const std::string& name) {
     throw_error(errc::invalid_checkpoint,
                 where + ": unexpected tensor '" + name + "'; expected only the tensors of a " +
-                    architecture_name(c.arch) + " with config.json's shape (" +
+                    model_class_name(c) + " with config.json's shape (" +
                     std::to_string(c.num_hidden_layers) + " layers" +
-                    (c.tie_word_embeddings ? ", tied embeddings" : ", untied lm_head") +
+                    (c.num_labels > 0       ? ", a score head of " + std::to_string(c.num_labels) + " labels"
+                     : c.tie_word_embeddings ? std::string(", tied embeddings")
+                                             : std::string(", untied lm_head")) +
                     (c.arch == architecture::qwen3_moe
                          ? ", " + std::to_string(c.num_experts) + " experts"
                          : std::string()) +

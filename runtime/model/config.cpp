@@ -140,16 +140,20 @@ json parse_object(const std::string& text, const std::string& path) {
   return j;
 }
 
-architecture parse_architecture(const fields& f) {
-  const std::string expected = "[\"Qwen3ForCausalLM\"] or [\"Qwen3MoeForCausalLM\"]";
+// `classifier`: the class is a ForSequenceClassification one (parse_labels reads its head).
+architecture parse_architecture(const fields& f, bool& classifier) {
+  const std::string expected =
+      "[\"Qwen3ForCausalLM\"] or [\"Qwen3MoeForCausalLM\"] (or their ForSequenceClassification siblings)";
   std::optional<architecture> arch;
+  classifier = false;
   if (const json* a = f.get("architectures")) {
     if (!a->is_array() || a->empty())
       f.bad_value(errc::invalid_checkpoint, "architectures", *a, expected);
     for (const auto& name : *a) {
       if (!name.is_string()) f.bad_value(errc::invalid_checkpoint, "architectures", *a, expected);
-      if (name == "Qwen3ForCausalLM") arch = architecture::qwen3;
-      if (name == "Qwen3MoeForCausalLM") arch = architecture::qwen3_moe;
+      if (name == "Qwen3ForCausalLM" || name == "Qwen3ForSequenceClassification") arch = architecture::qwen3;
+      if (name == "Qwen3MoeForCausalLM" || name == "Qwen3MoeForSequenceClassification") arch = architecture::qwen3_moe;
+      classifier = name == "Qwen3ForSequenceClassification" || name == "Qwen3MoeForSequenceClassification";
       if (arch) break;
     }
     if (!arch) f.bad_value(errc::unsupported, "architectures", *a, expected);
@@ -171,6 +175,39 @@ architecture parse_architecture(const fields& f) {
 }
 
 void parse_rope(const fields& f, model_config& c);
+
+// A classifier's labels, as transformers' PretrainedConfig stores them: id2label ({"0": name, ...},
+// every id from 0 once), else num_labels (names LABEL_i), else its default of 2.
+void parse_labels(const fields& f, model_config& c) {
+  const json* ids = f.get("id2label");
+  const json* n = f.get("num_labels");
+  if (!ids) {
+    c.num_labels = n ? f.positive("num_labels", *n) : 2;
+    for (int64_t i = 0; i < c.num_labels; ++i) c.labels.push_back("LABEL_" + std::to_string(i));
+    return;
+  }
+  if (!ids->is_object() || ids->empty())
+    f.bad_value(errc::invalid_checkpoint, "id2label", *ids, "an object from label ids (\"0\", \"1\", ...) to names");
+  c.num_labels = static_cast<int64_t>(ids->size());
+  c.labels.assign(static_cast<size_t>(c.num_labels), std::string());
+  for (const auto& [key, name] : ids->items()) {
+    size_t used = 0;
+    int64_t id = -1;
+    try {
+      id = std::stoll(key, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != key.size() || id < 0 || id >= c.num_labels || !c.labels[static_cast<size_t>(id)].empty() ||
+        !name.is_string() || name.get<std::string>().empty())
+      f.fail(errc::invalid_checkpoint, "id2label",
+             "has entry \"" + key + "\": " + show(name) + "; expected the ids 0.." + std::to_string(c.num_labels - 1) +
+                 " once each, each a non-empty name");
+    c.labels[static_cast<size_t>(id)] = name.get<std::string>();
+  }
+  if (n && f.positive("num_labels", *n) != c.num_labels)
+    f.bad_value(errc::invalid_checkpoint, "num_labels", *n,
+                std::to_string(c.num_labels) + ", the number of id2label entries");
+}
 
 // Rejects what the forward pass does not implement: each would silently give wrong logits.
 void check_unsupported(const fields& f, model_config& c) {
@@ -313,6 +350,11 @@ const char* architecture_name(architecture arch) noexcept {
   return arch == architecture::qwen3_moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM";
 }
 
+std::string model_class_name(const model_config& c) {
+  if (c.num_labels == 0) return architecture_name(c.arch);
+  return c.arch == architecture::qwen3_moe ? "Qwen3MoeForSequenceClassification" : "Qwen3ForSequenceClassification";
+}
+
 const char* model_type_name(architecture arch) noexcept {
   return arch == architecture::qwen3_moe ? "qwen3_moe" : "qwen3";
 }
@@ -363,7 +405,8 @@ model_config parse_model_config(const std::string& json_text, const std::string&
   json j = parse_object(json_text, path);
   fields f(j, path);
   model_config c;
-  c.arch = parse_architecture(f);
+  bool classifier = false;
+  c.arch = parse_architecture(f, classifier);
 
   c.vocab_size = f.size("vocab_size");
   c.hidden_size = f.size("hidden_size");
@@ -397,6 +440,10 @@ model_config parse_model_config(const std::string& json_text, const std::string&
     f.bad_value(errc::invalid_checkpoint, "rms_norm_eps", c.rms_norm_eps, "a positive number");
   c.max_position_embeddings = f.size_or("max_position_embeddings", 32768);
   c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", false);
+  if (classifier) {
+    parse_labels(f, c);
+    c.tie_word_embeddings = false;  // ties lm_head, which a classifier does not have; its score is its own
+  }
   c.torch_dtype = f.string_or("torch_dtype", f.string_or("dtype", ""));
   check_unsupported(f, c);
 

@@ -52,6 +52,11 @@ struct model_config {
   bool norm_topk_prob = false;
   int64_t decoder_sparse_step = 1;
   std::vector<int64_t> mlp_only_layers;
+  // Qwen3ForSequenceClassification / Qwen3MoeForSequenceClassification (transformers'): a `score`
+  // head of num_labels rows stands where lm_head would (never tied), its outputs one logit per
+  // label, named by id2label in order. 0: a causal LM.
+  int64_t num_labels = 0;
+  std::vector<std::string> labels;
 
   // True when layer `layer` uses experts (transformers' Qwen3MoeDecoderLayer rule).
   bool layer_is_moe(int64_t layer) const;
@@ -92,6 +97,9 @@ void override_rope_scaling(model_config& config, const std::string& json_text, c
 
 // "Qwen3ForCausalLM" / "Qwen3MoeForCausalLM" and "qwen3" / "qwen3_moe".
 const char* architecture_name(architecture arch) noexcept;
+// The transformers class config.json names: architecture_name, or its ForSequenceClassification
+// sibling when num_labels > 0.
+std::string model_class_name(const model_config& c);
 const char* model_type_name(architecture arch) noexcept;
 
 // config.json / generation_config.json text as transformers writes them (sorted keys, 2-space

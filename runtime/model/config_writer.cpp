@@ -42,7 +42,16 @@ json rope_scaling_json(const rope_scaling& s) {
 
 std::string to_config_json(const model_config& c) {
   json j;
-  j["architectures"] = json::array({architecture_name(c.arch)});
+  j["architectures"] = json::array({model_class_name(c)});
+  if (c.num_labels > 0) {
+    json ids = json::object(), labels = json::object();
+    for (size_t i = 0; i < c.labels.size(); ++i) {
+      ids[std::to_string(i)] = c.labels[i];
+      labels[c.labels[i]] = static_cast<int64_t>(i);
+    }
+    j["id2label"] = ids;
+    j["label2id"] = labels;
+  }
   j["model_type"] = model_type_name(c.arch);
   j["attention_bias"] = false;
   j["attention_dropout"] = 0.0;

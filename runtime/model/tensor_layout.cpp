@@ -48,7 +48,10 @@ std::vector<expected_tensor> expected_tensors(const model_config& c) {
     }
   }
   add("model.norm.weight", tensor_kind::final_norm, {h});
-  if (!c.tie_word_embeddings) add("lm_head.weight", tensor_kind::lm_head, {c.vocab_size, h});
+  if (c.num_labels > 0)
+    add("score.weight", tensor_kind::lm_head, {c.num_labels, h});  // a classifier's head, read as lm_head
+  else if (!c.tie_word_embeddings)
+    add("lm_head.weight", tensor_kind::lm_head, {c.vocab_size, h});
   return out;
 }
 

@@ -43,6 +43,10 @@ rerank_tokens rerank_tokens_of(const tokenizer& tok, int64_t vocab_size, std::st
 }
 
 double rerank_score(std::span<const float> logits, rerank_tokens t) {
+  if (t.no < 0) {
+    TROUPE_ASSERT(t.yes == 0 && !logits.empty());
+    return 1.0 / (1.0 + std::exp(-static_cast<double>(logits[0])));
+  }
   TROUPE_ASSERT(t.yes >= 0 && t.no >= 0 && static_cast<size_t>(std::max(t.yes, t.no)) < logits.size());
   const double d = static_cast<double>(logits[static_cast<size_t>(t.no)]) - logits[static_cast<size_t>(t.yes)];
   return 1.0 / (1.0 + std::exp(d));

@@ -29,11 +29,16 @@ std::vector<int32_t> rerank_prompt(const tokenizer& tok, std::string_view instru
 // vocabulary stops before them.
 struct rerank_tokens {
   int32_t yes = -1, no = -1;
+  // A sequence classifier of one label (Qwen3ForSequenceClassification, as the Qwen3-Reranker
+  // "seq-cls" conversions ship with score = lm_head[yes] - lm_head[no]): the logits row is that one
+  // logit, and the score is its sigmoid (vLLM's).
+  static rerank_tokens single_logit() { return {0, -1}; }
 };
 rerank_tokens rerank_tokens_of(const tokenizer& tok, int64_t vocab_size, std::string_view model);
 
 // P(yes) from the logits row of the prompt's last token: exp(l_yes) / (exp(l_yes) + exp(l_no)),
-// in double (a logistic of the difference, so never 0/0).
+// in double (a logistic of the difference, so never 0/0); single_logit(): 1 / (1 + exp(-l_0)),
+// the same number when l_0 = l_yes - l_no.
 double rerank_score(std::span<const float> logits, rerank_tokens t);
 
 }  // namespace troupe::serve

@@ -19,6 +19,7 @@
 #include "runtime/serve/rerank.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 #include "tests/actors/http_client.hpp"
+#include "tests/runtime/model/seq_cls_checkpoint.hpp"
 
 using namespace troupe;
 using namespace troupe::e2e;
@@ -194,6 +195,36 @@ BOOST_AUTO_TEST_CASE(http_rerank_lists_the_best_first) {
   BOOST_TEST(bad.status == 400);
   BOOST_TEST(json::parse(bad.body)["error"]["code"] == "missing_field");
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
+// A Qwen3ForSequenceClassification made from the same model (its score row lm_head[yes] -
+// lm_head[no]) is served as a reranker: the same scores up to float32 rounding of the dot
+// products; generation is refused naming why.
+BOOST_AUTO_TEST_CASE(a_sequence_classifier_reranks_and_refuses_to_generate) {
+  const fs::path dir = fs::temp_directory_path() / ("troupe-rerank-seq-cls-" + std::to_string(::getpid()));
+  test::write_seq_cls(scaled_full_vocab_dir(), dir.string(),
+                      serve::rerank_tokens_of(qwen3(), 151936, "e2e-full-vocab"));
+  {
+    auto srv = start(test_config(), dir.string(), tokenizer_dir);
+    http_client c(srv->http_port());
+    c.post("/v1/score", json{{"text_1", kQuery}, {"text_2", kDocs}}.dump());
+    auto sc = c.read();
+    BOOST_TEST_REQUIRE(sc.status == 200, sc.body);
+    auto sj = json::parse(sc.body);
+    BOOST_REQUIRE_EQUAL(sj["data"].size(), kDocs.size());
+    for (size_t i = 0; i < kDocs.size(); ++i)
+      BOOST_TEST(sj["data"][i]["score"].get<double>() ==
+                     reference_score(std::string(serve::kDefaultRerankInstruction), kQuery, kDocs[i]),
+                 boost::test_tools::tolerance(1e-5));
+    c.post("/v1/completions", json{{"prompt", "Hello"}, {"max_tokens", 4}}.dump());
+    auto gen = c.read();
+    BOOST_TEST(gen.status == 400);
+    BOOST_TEST(json::parse(gen.body)["error"]["message"].get<std::string>().find("is a sequence classifier (1 labels") !=
+                   std::string::npos,
+               gen.body);
+    BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+  }
+  fs::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

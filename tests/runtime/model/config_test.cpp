@@ -321,6 +321,43 @@ BOOST_AUTO_TEST_CASE(writer_round_trip) {
   }
 }
 
+// Qwen3ForSequenceClassification: labels from id2label (transformers' PretrainedConfig), else
+// num_labels, else its default of 2; never tied; written back with its class and labels.
+BOOST_AUTO_TEST_CASE(sequence_classification_configs) {
+  json j = golden_config("e2e-full-vocab");  // tie_word_embeddings: true
+  BOOST_TEST(parse(j).num_labels == 0);
+  j["architectures"] = {"Qwen3ForSequenceClassification"};
+  model_config c = parse(j);
+  BOOST_TEST(c.num_labels == 2);
+  BOOST_TEST(c.labels == (std::vector<std::string>{"LABEL_0", "LABEL_1"}), boost::test_tools::per_element());
+  BOOST_TEST(!c.tie_word_embeddings);
+  BOOST_TEST(model_class_name(c) == "Qwen3ForSequenceClassification");
+  j["num_labels"] = 1;
+  BOOST_TEST(parse(j).num_labels == 1);
+  j["id2label"] = {{"1", "unsafe"}, {"0", "safe"}};
+  expect_config_error(j, errc::invalid_checkpoint, "num_labels", "2, the number of id2label entries");
+  j.erase("num_labels");
+  c = parse(j);
+  BOOST_TEST(c.labels == (std::vector<std::string>{"safe", "unsafe"}), boost::test_tools::per_element());
+  model_config back = parse_model_config(to_config_json(c), "/m/config.json");
+  BOOST_TEST(back.labels == c.labels, boost::test_tools::per_element());
+  BOOST_TEST(model_class_name(back) == "Qwen3ForSequenceClassification");
+  j["id2label"] = {{"0", "safe"}, {"2", "unsafe"}};
+  expect_config_error(j, errc::invalid_checkpoint, "id2label", "expected the ids 0..1 once each");
+  j["id2label"] = {{"0", "safe"}, {"x", "unsafe"}};
+  expect_config_error(j, errc::invalid_checkpoint, "id2label", "has entry \"x\"");
+  j["id2label"] = {{"0", ""}};
+  expect_config_error(j, errc::invalid_checkpoint, "id2label", "each a non-empty name");
+  j["id2label"] = json::array();
+  expect_config_error(j, errc::invalid_checkpoint, "id2label", "an object from label ids");
+  j.erase("id2label");
+  j["architectures"] = {"Qwen3MoeForSequenceClassification"};
+  j["model_type"] = "qwen3";
+  expect_config_error(j, errc::unsupported, "model_type", "\"qwen3_moe\" for Qwen3MoeForCausalLM");
+  j["architectures"] = {"Qwen3ForTokenClassification"};
+  expect_config_error(j, errc::unsupported, "architectures", "ForSequenceClassification siblings");
+}
+
 BOOST_AUTO_TEST_CASE(generation_config) {
   generation_defaults g = parse_generation_config(
       test::read_file(test::golden("tiny-dense") + "/generation_config.json"), "/m/generation_config.json");

@@ -5,11 +5,17 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "runtime/core/error.hpp"
+#include "runtime/engine/generator.hpp"
+#include "runtime/model/checkpoint.hpp"
 #include "runtime/serve/request_builder.hpp"
 #include "runtime/serve/rerank.hpp"
+#include "tests/runtime/model/seq_cls_checkpoint.hpp"
 
 using namespace troupe;
 using namespace troupe::serve;
@@ -42,6 +48,85 @@ wire::generate_request rerank_request(std::string query, std::vector<std::string
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(rerank_suite)
+
+// A seq-cls conversion of a reranker scores every document as the reranker does (sigmoid of its one
+// logit against the softmax of yes over no: the same number, up to float32 rounding of the dot
+// products), its config names the class and labels, and it refuses to generate.
+BOOST_AUTO_TEST_CASE(a_sequence_classifier_of_one_label_scores_as_the_reranker_it_was_made_from) {
+  const std::string src = TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab";
+  const auto yes_no = rerank_tokens_of(qwen3(), 151936, "reranker");
+  const std::string dir =
+      test::write_seq_cls(src, (std::filesystem::temp_directory_path() / "troupe-rerank-seq-cls").string(), yes_no);
+  auto causal = load_checkpoint(src);
+  auto classifier = load_checkpoint(dir);
+  BOOST_TEST(classifier->config.num_labels == 1);
+  BOOST_TEST(classifier->config.labels == std::vector<std::string>{"LABEL_0"}, boost::test_tools::per_element());
+  BOOST_TEST(model_class_name(classifier->config) == "Qwen3ForSequenceClassification");
+  BOOST_TEST(classifier->weights.lm_head.rows == 1);
+  generator a(*causal), b(*classifier);
+  const std::pair<const char*, const char*> pairs[] = {
+      {"What is the capital of China?", "The capital of China is Beijing."},
+      {"What is the capital of China?", "Gravity is a force that attracts two bodies towards each other."},
+      {"how to bake bread", "Mix flour, water, salt and yeast; knead; let it rise; bake at 230 C."}};
+  for (const auto& [q, d] : pairs) {
+    const auto prompt = rerank_prompt(qwen3(), kDefaultRerankInstruction, q, d);
+    const auto row = b.last_logits(prompt);
+    BOOST_TEST_REQUIRE(row.size() == 1u);
+    const double want = rerank_score(a.last_logits(prompt), yes_no);
+    const double got = rerank_score(row, rerank_tokens::single_logit());
+    BOOST_TEST(got == want, boost::test_tools::tolerance(1e-5));
+    BOOST_TEST(got == 1.0 / (1.0 + std::exp(-static_cast<double>(row[0]))), boost::test_tools::tolerance(1e-15));
+  }
+  try {
+    b.generate({1, 2, 3}, generate_options{});
+    BOOST_ERROR("a classifier generated");
+  } catch (const troupe::error& e) {
+    BOOST_TEST((e.code() == errc::unsupported));
+    BOOST_TEST(std::string(e.what()).find("is a Qwen3ForSequenceClassification (a score head of 1 labels, no lm_head)") !=
+                   std::string::npos,
+               e.what());
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Served, a classifier of one label reranks by its logit; of more labels it does not; neither
+// generates.
+BOOST_AUTO_TEST_CASE(a_served_classifier_reranks_with_one_label_and_never_generates) {
+  auto m = facts();
+  m.num_labels = 1;
+  auto b = build_rerank(rerank_request("q", {"d1", "d2"}), m);
+  BOOST_REQUIRE_MESSAGE(b.req.has_value(), b.error.message);
+  BOOST_TEST(b.req->tokens.yes == 0);
+  BOOST_TEST(b.req->tokens.no == -1);
+  BOOST_TEST(b.req->prompts.size() == 2u);
+  m.num_labels = 3;
+  b = build_rerank(rerank_request("q", {"d"}), m);
+  BOOST_TEST(to_string(b.error.code) == "unsupported");
+  BOOST_TEST(b.error.message == "model 'reranker' is a sequence classifier of 3 labels: reranking reads one score, "
+                                "which a classifier of one label gives");
+  wire::generate_request g;
+  g.id = "g";
+  g.kind = wire::prompt_kind::ids;
+  g.prompt_ids = {1, 2, 3};
+  m.num_labels = 1;
+  const auto r = build_generate(g, m);
+  BOOST_TEST(!r.req.has_value());
+  BOOST_TEST(to_string(r.error.code) == "unsupported");
+  BOOST_TEST(r.error.message.find("model 'reranker' is a sequence classifier (1 labels, no lm_head)") == 0u,
+             r.error.message);
+}
+
+BOOST_AUTO_TEST_CASE(a_single_logit_scores_by_its_sigmoid) {
+  const auto t = rerank_tokens::single_logit();
+  std::vector<float> row = {0.f};
+  BOOST_TEST(rerank_score(row, t) == 0.5);
+  row[0] = 2.f;
+  BOOST_TEST(rerank_score(row, t) == 1.0 / (1.0 + std::exp(-2.0)), boost::test_tools::tolerance(1e-15));
+  row[0] = -1000.f;  // never NaN
+  BOOST_TEST(rerank_score(row, t) == 0.0);
+  row[0] = 1000.f;
+  BOOST_TEST(rerank_score(row, t) == 1.0);
+}
 
 BOOST_AUTO_TEST_CASE(prompts_are_the_model_cards_as_hugging_face_encodes_them) {
   const auto ref = nlohmann::json::parse(std::ifstream(TROUPE_TEST_DATA_DIR "/tokenizer/rerank_prompt_cases.json"));

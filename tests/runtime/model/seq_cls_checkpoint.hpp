@@ -1,0 +1,60 @@
+// A sequence classifier made from a causal LM, as the Qwen3-Reranker "seq-cls" conversions ship a
+// reranker (tests of runtime/serve and the e2e rerank suite share it).
+#pragma once
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "runtime/core/dtype.hpp"
+#include "runtime/model/checkpoint.hpp"
+#include "runtime/model/safetensors.hpp"
+#include "runtime/model/tensor_layout.hpp"
+#include "runtime/serve/rerank.hpp"
+
+namespace troupe::test {
+
+// `src` (a causal LM with tied embeddings) as the Qwen3-Reranker "seq-cls" conversions ship a
+// reranker: Qwen3ForSequenceClassification of one label whose score row is lm_head[yes] -
+// lm_head[no] (here in float32, so the difference of the bf16 rows is exact), the other tensors as
+// they are. Returns the new directory.
+inline std::string write_seq_cls(const std::string& src, const std::string& out, serve::rerank_tokens t) {
+  namespace fs = std::filesystem;
+  fs::remove_all(out);
+  fs::create_directories(out);
+  auto ck = load_checkpoint(src);
+  BOOST_REQUIRE(ck->config.tie_word_embeddings);
+  std::vector<tensor_to_write> tensors;
+  for (const auto& e : expected_tensors(ck->config)) {
+    tensor_to_write w{e.name, dtype::f32, e.shape};
+    if (const auto* norm = norm_slot(ck->weights, e)) {
+      w.data = norm->data();
+    } else {
+      const auto* r = weight_slot(ck->weights, e);
+      w.type = r->type;
+      w.data = r->data;
+    }
+    tensors.push_back(std::move(w));
+  }
+  const auto& emb = ck->weights.embed_tokens;
+  BOOST_REQUIRE(emb.type == dtype::bf16);
+  const int64_t h = emb.cols;
+  std::vector<float> score(static_cast<size_t>(h));
+  const auto* rows = static_cast<const uint16_t*>(emb.data);
+  for (int64_t c = 0; c < h; ++c)
+    score[static_cast<size_t>(c)] = bf16_to_f32(rows[t.yes * h + c]) - bf16_to_f32(rows[t.no * h + c]);
+  tensors.push_back({"score.weight", dtype::f32, {1, h}, score.data()});
+  write_safetensors(out + "/model.safetensors", tensors);
+  auto config = nlohmann::json::parse(std::ifstream(src + "/config.json"));
+  config["architectures"] = {"Qwen3ForSequenceClassification"};
+  config["id2label"] = {{"0", "LABEL_0"}};
+  std::ofstream(out + "/config.json") << config.dump(2);
+  return out;
+}
+
+}  // namespace troupe::test
