@@ -380,6 +380,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
              embeddings = path == "/v1/embeddings",
              rerank = path == "/v1/rerank" || path == "/rerank" || path == "/v2/rerank",  // vLLM's three
              score = path == "/v1/score" || path == "/score", responses = path == "/v1/responses",
+             classify = path == "/classify" || path == "/v1/classify",  // vLLM's, and SGLang's /v1 form
              messages = path == "/v1/messages";  // Anthropic's
   auto not_allowed = [&](const char* method) {
     http_answer_error(self, hdl,
@@ -387,7 +388,7 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
                       req.keep_alive);
   };
   // The key guards /v1, the aliases outside it that run the model and the dev endpoint (vLLM's guard /v1 only).
-  if (const auto& key = st.ctx->cfg.api_key; !key.empty() && (path.rfind("/v1/", 0) == 0 || rerank || score || path == "/reset_prefix_cache")) {
+  if (const auto& key = st.ctx->cfg.api_key; !key.empty() && (path.rfind("/v1/", 0) == 0 || rerank || score || classify || path == "/reset_prefix_cache")) {
     const std::string* auth = req.header("authorization");
     const std::string* x_api_key = req.header("x-api-key");  // Anthropic's clients send the key so
     constexpr std::string_view bearer = "Bearer ";
@@ -479,13 +480,13 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
     }
     return http_answer(self, hdl, 200, "application/json", wire::openai::detokenize_body(text), req.keep_alive);
   }
-  if (!chat && !completion && !embeddings && !rerank && !score && !responses && !messages)
+  if (!chat && !completion && !embeddings && !rerank && !score && !classify && !responses && !messages)
     return http_answer_error(self, hdl,
                              {404, "no endpoint " + std::string(path) +
                                        " (served: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, "
                                        "GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, POST /v1/responses/{id}/cancel, "
                                        "POST /v1/conversations (and its items), POST /v1/messages, POST /v1/messages/count_tokens, "
-                                       "POST /v1/embeddings, POST /v1/rerank, POST /v1/score, GET /v1/models, "
+                                       "POST /v1/embeddings, POST /v1/rerank, POST /v1/score, POST /classify, GET /v1/models, "
                                        "POST /tokenize, POST /detokenize, POST /invocations, GET /health, GET /ping, GET /version, GET /metrics)",
                               "not_found", ""},
                              req.keep_alive);
@@ -543,8 +544,14 @@ void on_http_request(self_ptr self, connection_handle hdl, wire::http_request&& 
                     : embeddings ? wire::openai::endpoint::embeddings
                     : rerank     ? wire::openai::endpoint::rerank
                     : score      ? wire::openai::endpoint::score
+                    : classify   ? wire::openai::endpoint::classify
                                  : wire::openai::endpoint::completion;
-    const char* kind = chat ? "chatcmpl-" : embeddings ? "embd-" : rerank ? "rerank-" : score ? "score-" : "cmpl-";
+    const char* kind = chat         ? "chatcmpl-"
+                       : embeddings ? "embd-"
+                       : rerank     ? "rerank-"
+                       : score      ? "score-"
+                       : classify   ? "classify-"
+                                    : "cmpl-";
     id = kind + base;
     auto parsed = wire::openai::parse_request(ep, req.body, st.models, id);
     if (!parsed.ok()) return http_answer_error(self, hdl, parsed.error, req.keep_alive);

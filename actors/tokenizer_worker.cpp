@@ -98,12 +98,15 @@ submit_msg submit_for(self_ptr self, const generate_msg& m, int32_t i, std::vect
   return submit_for(self, *m.req, m.received, m.rid + i, std::move(prompt));
 }
 
-// Requests pooled at their prompt's end (embed, rerank): input i is sequence rid + i (the gateway
-// reserved n ids) with its own prompt, finished by the step that computes its last token
-// (request_spec::embed) with no token; `rerank`: that step's logits give a score, else its hidden
-// state an embedding. set_up(sampling) fills in what finishes it.
+// What a pooled request's done carries: an embedding (the last hidden state), a rerank score or a
+// classifier's label probabilities (both from the last logits row).
+enum class pooled { embedding, score, labels };
+
+// Requests pooled at their prompt's end (embed, rerank, classify): input i is sequence rid + i (the
+// gateway reserved n ids) with its own prompt, finished by the step that computes its last token
+// (request_spec::embed) with no token. set_up(sampling) fills in what finishes it.
 template <class SetUp>
-void submit_pooled(self_ptr self, generate_msg& m, std::vector<std::vector<int32_t>>& prompts, bool rerank,
+void submit_pooled(self_ptr self, generate_msg& m, std::vector<std::vector<int32_t>>& prompts, pooled kind,
                    SetUp&& set_up) {
   auto& st = self->state;
   const auto& r = *m.req;
@@ -111,31 +114,35 @@ void submit_pooled(self_ptr self, generate_msg& m, std::vector<std::vector<int32
     auto& prompt = prompts[static_cast<size_t>(i)];
     serve::output_rules rules{};
     if (r.n > 1) rules.index = i;
-    rules.rerank = rerank;
+    rules.rerank = kind == pooled::score;
+    if (kind == pooled::labels) rules.labels = st.ctx->facts.labels;
     st.live.emplace(m.rid + i, serve::response(r.id, /*stream=*/false, st.ctx->facts.tok, std::move(rules),
                                                static_cast<int64_t>(prompt.size()), m.received));
     auto s = submit_for(self, m, i, prompt);
     s.spec.max_tokens = 1;
     s.spec.embed = true;
-    s.spec.embed_from_logits = rerank;
+    s.spec.embed_from_logits = kind != pooled::embedding;
     s.sampling = std::make_shared<serve::seq_sampling>(defaults_from(st.ctx->facts.generation), std::move(prompt));
     set_up(*s.sampling);
     self->send(st.scheduler, std::move(s));
   }
 }
 
-// An embed request: each input's done carries its embedding.
+// An embed request: each input's done carries its embedding, or (task classify) its label
+// probabilities and likeliest label.
 void submit_embed(self_ptr self, generate_msg& m) {
   auto b = serve::build_embed(*m.req, self->state.ctx->facts);
   if (!b.req) return refuse_all(self, m, b.error);
-  submit_pooled(self, m, b.req->prompts, false, [&](serve::seq_sampling& s) { s.embed = b.req->options; });
+  if (m.req->embed->classify)
+    return submit_pooled(self, m, b.req->prompts, pooled::labels, [](serve::seq_sampling& s) { s.classify = true; });
+  submit_pooled(self, m, b.req->prompts, pooled::embedding, [&](serve::seq_sampling& s) { s.embed = b.req->options; });
 }
 
 // A rerank request: each document's prompt is the reranker's (build_rerank), its done carries the score.
 void submit_rerank(self_ptr self, generate_msg& m) {
   auto b = serve::build_rerank(*m.req, self->state.ctx->facts);
   if (!b.req) return refuse_all(self, m, b.error);
-  submit_pooled(self, m, b.req->prompts, true, [&](serve::seq_sampling& s) { s.rerank = b.req->tokens; });
+  submit_pooled(self, m, b.req->prompts, pooled::score, [&](serve::seq_sampling& s) { s.rerank = b.req->tokens; });
 }
 
 // How completion i of request r (prompt built as br) is written: stop strings, tool calls, the

@@ -26,6 +26,7 @@ std::shared_ptr<seq_sampling> rebuild_sampling(const seq_sampling& old, std::spa
   fresh->prompt_logprobs_next = old.prompt_logprobs_next;
   fresh->embed = old.embed;
   fresh->rerank = old.rerank;
+  fresh->classify = old.classify;
   for (int32_t id : known_output) {
     fresh->smp.replay(id);  // one draw, and the grammar (if any) fed the token
     fresh->output.push_back(id);
@@ -80,12 +81,15 @@ step_outcome batch_executor::run(step_job& job) {
     if (!e.sample) continue;
     auto& s = *job.samplers[k++];
     // An embedding request: no row to sample, its prompt's last hidden state to finish; a rerank
-    // document: its score from the prompt's last logits row.
-    if (job.plan.batch[i].logits == logits_mode::hidden || s.rerank) {
+    // document: its score from the prompt's last logits row; a classify input: that row's label
+    // probabilities.
+    if (job.plan.batch[i].logits == logits_mode::hidden || s.rerank || s.classify) {
       try {
         if (s.rerank) {
           const float score = static_cast<float>(rerank_score(result_.row(i, result_.num_rows[i] - 1), *s.rerank));
           out.embeddings.emplace_back(e.seq_id, std::vector<float>{score});
+        } else if (s.classify) {
+          out.embeddings.emplace_back(e.seq_id, label_probs(result_.row(i, result_.num_rows[i] - 1)));
         } else {
           TROUPE_ASSERT(s.embed.has_value());
           out.embeddings.emplace_back(e.seq_id, finish_embedding(result_.hidden_of(i), *s.embed));

@@ -43,6 +43,9 @@ struct seq_sampling {
   // A rerank request's document (request_spec::embed_from_logits): its result is rerank_score of
   // the prompt's last logits row, as a one-value "embedding"; nothing is sampled.
   std::optional<rerank_tokens> rerank;
+  // A classify request's input (request_spec::embed_from_logits): its result is label_probs of the
+  // prompt's last logits row (a sequence classifier's, one logit per label); nothing is sampled.
+  bool classify = false;
 };
 
 // A fresh sampling state equal to `old` after exactly `known_output` was sampled: used when an

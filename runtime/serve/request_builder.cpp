@@ -137,6 +137,12 @@ tokenize_result prompt_ids(const wire::tokenize_request& r, const model_facts& m
 embed_build_result build_embed(const wire::generate_request& r, const model_facts& m) {
   embed_build_result res;
   const auto& e = *r.embed;
+  if (e.classify && m.num_labels == 0) {
+    res.error = err(wire::error_code::unsupported,
+                    "model '" + m.name + "' is not a sequence classifier: classify needs a Qwen3ForSequenceClassification "
+                    "checkpoint (a score head of label logits)");
+    return res;
+  }
   built_embed b;
   b.options.normalize = e.normalize;
   b.options.dimensions = e.dimensions.value_or(0);

@@ -49,6 +49,7 @@ struct model_facts {
   // logits are one per label. It reranks (one label: the score is its sigmoid) and embeds;
   // generation is refused.
   int64_t num_labels = 0;
+  std::vector<std::string> labels;  // their names, in id order (classify requests answer one)
   int32_t max_model_len = 0;
   int32_t default_max_tokens = 256;
   generation_defaults generation;

@@ -52,4 +52,22 @@ double rerank_score(std::span<const float> logits, rerank_tokens t) {
   return 1.0 / (1.0 + std::exp(d));
 }
 
+std::vector<float> label_probs(std::span<const float> logits) {
+  if (logits.empty()) throw_error(errc::internal, "label_probs: an empty logits row");
+  for (float v : logits)
+    if (std::isnan(v)) throw_error(errc::internal, "label_probs: the classifier's logits row holds a NaN");
+  if (logits.size() == 1) return {static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(logits[0]))))};
+  const double top = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> e(logits.size());
+  double sum = 0;
+  for (size_t i = 0; i < logits.size(); ++i) sum += e[i] = std::exp(static_cast<double>(logits[i]) - top);
+  std::vector<float> out(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) out[i] = static_cast<float>(e[i] / sum);
+  return out;
+}
+
+size_t likeliest_label(std::span<const float> probs) {
+  return static_cast<size_t>(std::max_element(probs.begin(), probs.end()) - probs.begin());
+}
+
 }  // namespace troupe::serve

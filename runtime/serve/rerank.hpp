@@ -41,4 +41,11 @@ rerank_tokens rerank_tokens_of(const tokenizer& tok, int64_t vocab_size, std::st
 // the same number when l_0 = l_yes - l_no.
 double rerank_score(std::span<const float> logits, rerank_tokens t);
 
+// A sequence classifier's label probabilities from its logits row (one per label), as vLLM's
+// classify pooler gives them: the softmax of the row, or for a single label the sigmoid of its
+// logit. Computed in double, returned in float32; an empty row or a NaN is an error.
+std::vector<float> label_probs(std::span<const float> logits);
+// The index of the largest probability (the first of equals).
+size_t likeliest_label(std::span<const float> probs);
+
 }  // namespace troupe::serve

@@ -1,5 +1,6 @@
 #include "runtime/serve/response.hpp"
 
+#include "runtime/serve/rerank.hpp"
 #include "runtime/serve/tool_calls.hpp"
 #include "runtime/wire/event_codec.hpp"
 
@@ -16,7 +17,8 @@ response::response(std::string client_id, bool stream, const tokenizer* tok, out
       tool_format_(rules.tool_format),
       tools_json_(std::move(rules.tools_json)),
       index_(rules.index),
-      rerank_(rules.rerank) {
+      rerank_(rules.rerank),
+      labels_(std::move(rules.labels)) {
   prompt_ids_ = std::move(rules.prompt_ids);
   if (rules.reasoning_opened_in_prompt) split_.emplace(*rules.reasoning_opened_in_prompt);
   if (rules.prompt_logprobs) prompt_logprobs_.emplace();
@@ -87,7 +89,7 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
   d.timings.ttft_ms = first_token_ ? ms_since_received(*first_token_) : 0.0;
   d.timings.total_ms = ms_since_received(now);
   all_text_ += rest;
-  if (!stream_ && !embedding_ && !rerank_) {
+  if (!stream_ && !embedding_ && !rerank_ && labels_.empty()) {
     d.has_output = true;
     d.text = all_text_;
     if (split_) d.reasoning = all_reasoning_;
@@ -96,10 +98,16 @@ void response::finish(wire::finish_reason why, std::optional<wire::wire_error> e
   }
   d.prompt_logprobs = std::move(prompt_logprobs_);
   d.prompt_ids = std::move(prompt_ids_);
-  if (rerank_ && embedding_ && !embedding_->empty())
+  if (rerank_ && embedding_ && !embedding_->empty()) {
     d.score = embedding_->front();
-  else if (!rerank_)
+  } else if (!labels_.empty()) {
+    if (embedding_ && embedding_->size() == labels_.size()) {
+      d.label = labels_[likeliest_label(*embedding_)];
+      d.probs = std::move(embedding_);
+    }
+  } else if (!rerank_) {
     d.embedding = std::move(embedding_);
+  }
   if (find_tool_calls_ && !err) d.tool_calls = parse_tool_calls(all_text_, tool_format_, tools_json_);
   if (err) {
     d.error = std::move(err);

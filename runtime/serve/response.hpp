@@ -32,6 +32,9 @@ struct output_rules {
   std::optional<int32_t> index = std::nullopt;
   // A rerank document: the one value set_embedding receives is its score (done's `score`).
   bool rerank = false;
+  // A classify input: the values set_embedding receives are its label probabilities (done's
+  // `probs`), and `label` names the likeliest of these labels.
+  std::vector<std::string> labels = {};
   bool include_stop_str_in_output = false;  // a matched stop string stays at the text's end
   bool skip_special_tokens = true;          // false: special tokens' text is part of the output
   // With find_tool_calls: the format the model writes calls in, and (qwen3_coder) the request's
@@ -93,6 +96,7 @@ class response {
   std::string tools_json_;
   std::optional<int32_t> index_;
   bool rerank_;
+  std::vector<std::string> labels_;  // output_rules::labels
   bool done_ = false;
   wire::done_event outcome_;
 };

@@ -86,7 +86,8 @@ struct event_packer {
   void operator()(const done_event& e) {
     uint32_t n = 6 + (e.has_output ? 2 + (e.reasoning ? 1 : 0) : 0) + (e.error ? 1 : 0) + (e.tool_calls.empty() ? 0 : 1) +
                  (e.logprobs.empty() ? 0 : 1) + (e.prompt_logprobs ? 1 : 0) + (e.index ? 1 : 0) +
-                 (e.embedding ? 1 : 0) + (e.score ? 1 : 0) + (e.prompt_ids ? 1 : 0);
+                 (e.embedding ? 1 : 0) + (e.score ? 1 : 0) + (e.probs ? 1 : 0) + (e.label ? 1 : 0) +
+                 (e.prompt_ids ? 1 : 0);
     pack_header(pk, n, "done", e.id);
     if (e.prompt_ids) {
       pack_str(pk, "prompt_ids");
@@ -139,10 +140,15 @@ struct event_packer {
       pack_str(pk, "score");
       detail::pack_f64(sink, *e.score);
     }
-    if (e.embedding) {  // float32 values, as the engine computes them
-      pack_str(pk, "embedding");
-      pk.pack_array(static_cast<uint32_t>(e.embedding->size()));
-      for (float v : *e.embedding) pk.pack_float(v);
+    for (const auto& [name, values] : {std::pair{"embedding", &e.embedding}, std::pair{"probs", &e.probs}})
+      if (*values) {  // float32 values, as the engine computes them
+        pack_str(pk, name);
+        pk.pack_array(static_cast<uint32_t>((*values)->size()));
+        for (float v : **values) pk.pack_float(v);
+      }
+    if (e.label) {
+      pack_str(pk, "label");
+      pack_str(pk, *e.label);
     }
     if (!e.tool_calls.empty()) {
       pack_str(pk, "tool_calls");
@@ -354,22 +360,25 @@ event decode_body(const reader& r) {
         d.tool_calls.push_back({c.str("name"), c.str("arguments")});
       }
     }
-    if (const auto* emb = r.find("embedding")) {
-      if (emb->type != msgpack::type::ARRAY) throw bad_event{"field 'embedding' is not an array"};
-      d.embedding.emplace();
+    for (const auto& [name, values] : {std::pair{"embedding", &d.embedding}, std::pair{"probs", &d.probs}}) {
+      const auto* arr = r.find(name);
+      if (!arr) continue;
+      if (arr->type != msgpack::type::ARRAY) throw bad_event{std::string("field '") + name + "' is not an array"};
+      values->emplace();
       // msgpack-cxx packs a float with an integer value (0, 1) as an integer.
-      for (uint32_t i = 0; i < emb->via.array.size; ++i) {
-        const auto& v = emb->via.array.ptr[i];
+      for (uint32_t i = 0; i < arr->via.array.size; ++i) {
+        const auto& v = arr->via.array.ptr[i];
         if (v.type == msgpack::type::FLOAT32 || v.type == msgpack::type::FLOAT64)
-          d.embedding->push_back(static_cast<float>(v.via.f64));
+          (*values)->push_back(static_cast<float>(v.via.f64));
         else if (v.type == msgpack::type::POSITIVE_INTEGER)
-          d.embedding->push_back(static_cast<float>(v.via.u64));
+          (*values)->push_back(static_cast<float>(v.via.u64));
         else if (v.type == msgpack::type::NEGATIVE_INTEGER)
-          d.embedding->push_back(static_cast<float>(v.via.i64));
+          (*values)->push_back(static_cast<float>(v.via.i64));
         else
-          throw bad_event{"field 'embedding' holds a value that is not a number"};
+          throw bad_event{std::string("field '") + name + "' holds a value that is not a number"};
       }
     }
+    if (r.find("label")) d.label = r.str("label");
     if (r.find("score")) d.score = r.number("score");
     if (const auto* e = r.find("error")) d.error = read_error(reader(*e), id);
     if (r.find("index")) d.index = static_cast<int32_t>(r.integer("index"));

@@ -309,6 +309,24 @@ void parse_embeddings(const ojson& b, const served_models& models, const std::st
   decode_pooled(w, out);
 }
 
+// POST /classify (vLLM's): a sequence classifier's label probabilities for each input, as the
+// protocol's embed request with task "classify".
+void parse_classify(const ojson& b, const served_models& models, const std::string& id, parsed_request& out) {
+  ojson w = {{"v", protocol_version}, {"type", "embed"}, {"id", id}, {"task", "classify"}};
+  for (const auto& [k, v] : b.items()) {
+    if (v.is_null() || pooled_field(k, v, models, "classification", w, out)) continue;
+    if (k == "input" || k == "truncate_prompt_tokens") {
+      w[k] = v;
+    } else if (k == "add_special_tokens") {  // Qwen3's tokenizer adds none either way
+      want(v, v.is_boolean(), k, "a boolean");
+    } else {
+      refuse("unknown_field", k, "unknown field '" + k + "' for /classify (docs/openai_api.md lists the fields served)");
+    }
+  }
+  if (!b.contains("input")) refuse("missing_field", "input", "a classify request needs field 'input'");
+  decode_pooled(w, out);
+}
+
 // POST /v1/rerank (vLLM's, after Jina's and Cohere's): the protocol's rerank request.
 void parse_rerank(const ojson& b, const served_models& models, const std::string& id, parsed_request& out) {
   ojson w = {{"v", protocol_version}, {"type", "rerank"}, {"id", id}};
@@ -567,8 +585,8 @@ parsed_request parse_request(endpoint ep, std::string_view body, const served_mo
   out.model = models.base;
   try {
     const ojson b = parse_body(body);
-    if (ep == endpoint::embeddings) {
-      parse_embeddings(b, models, id, out);
+    if (ep == endpoint::embeddings || ep == endpoint::classify) {
+      (ep == endpoint::embeddings ? parse_embeddings : parse_classify)(b, models, id, out);
       return out;
     }
     if (ep == endpoint::rerank || ep == endpoint::score) {
@@ -900,6 +918,19 @@ std::string response_builder::on_done(done_event&& d) {
     complete_ = true;
     return embeddings_body();
   }
+  if (ep_ == endpoint::classify) {  // likewise, label probabilities per input
+    if (!d.probs || !d.label)
+      return on_error({error_code::internal,
+                       "input " + std::to_string(i) + " ended without its label probabilities (" +
+                           std::string(to_string(d.reason)) + ")",
+                       {}});
+    usage_.prompt_tokens += d.usage.prompt_tokens;
+    ch.embedding = std::move(*d.probs);
+    ch.label = std::move(*d.label);
+    if (--remaining_ > 0) return {};
+    complete_ = true;
+    return classify_body();
+  }
   if (ep_ == endpoint::rerank || ep_ == endpoint::score) {  // likewise, one score per document
     if (!d.score)
       return on_error({error_code::internal,
@@ -1112,6 +1143,23 @@ std::string response_builder::score_body() {
   ojson j = head("list");
   j["data"] = std::move(data);
   j["usage"] = {{"prompt_tokens", usage_.prompt_tokens}, {"total_tokens", usage_.prompt_tokens}};
+  started_ = true;
+  return dump(j);
+}
+
+std::string response_builder::classify_body() {
+  ojson data = ojson::array();
+  for (size_t i = 0; i < choices_.size(); ++i)
+    data.push_back({{"index", i},
+                    {"label", choices_[i].label},
+                    {"probs", choices_[i].embedding},
+                    {"num_classes", choices_[i].embedding.size()}});
+  ojson j = head("list");
+  j["data"] = std::move(data);
+  j["usage"] = {{"prompt_tokens", usage_.prompt_tokens},
+                {"total_tokens", usage_.prompt_tokens},
+                {"completion_tokens", 0},
+                {"prompt_tokens_details", nullptr}};
   started_ = true;
   return dump(j);
 }

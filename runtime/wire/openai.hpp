@@ -19,7 +19,7 @@
 
 namespace troupe::wire::openai {
 
-enum class endpoint : uint8_t { chat, completion, embeddings, rerank, score };
+enum class endpoint : uint8_t { chat, completion, embeddings, rerank, score, classify };
 
 // An error as OpenAI's API reports it: the HTTP status and {"error": {message, type, param, code}}.
 struct api_error {
@@ -144,7 +144,8 @@ class response_builder final : public reply_builder {
     std::string text, reasoning;  // non-streaming: collected
     std::vector<int32_t> ids;
     std::vector<logprob_info> logprobs;
-    std::vector<float> embedding;  // embeddings: this input's
+    std::vector<float> embedding;  // embeddings: this input's; classify: its label probabilities
+    std::string label;             // classify: the likeliest label
     double score = 0;              // rerank: this document's
     call_holder calls;             // streaming: text that may be tool calls, held back or streamed
     int64_t prompt_tokens = 0, tokens = 0;   // continuous usage: the prompt's, and generated so far
@@ -169,6 +170,7 @@ class response_builder final : public reply_builder {
   std::string embeddings_body();
   std::string rerank_body();
   std::string score_body();
+  std::string classify_body();
   // The endpoint's logprobs object for `ids`, one logprob_info each.
   json logprobs_json(const std::vector<int32_t>& ids, const std::vector<logprob_info>& lps) const;
   // vLLM's prompt_logprobs: null for the first prompt token, then per token {"ID": {logprob, rank,

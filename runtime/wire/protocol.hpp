@@ -91,6 +91,10 @@ struct embed_fields {
   std::vector<std::vector<int32_t>> ids;  // or token-id inputs: one of the two is given
   std::optional<int32_t> dimensions;      // keep the first N values (Matryoshka models)
   bool normalize = true;
+  // `task: "classify"` (vLLM's pooling task; /classify): each input's done carries `probs` (the
+  // softmax of a sequence classifier's label logits, the sigmoid of one label's) and `label` (the
+  // likeliest label's name) instead of `embedding`. dimensions and normalize do not apply.
+  bool classify = false;
   friend bool operator==(const embed_fields&, const embed_fields&) = default;
 };
 
@@ -318,6 +322,8 @@ struct done_event {
   std::optional<int32_t> index;     // requests with n > 1: which completion ended
   std::optional<std::vector<float>> embedding;  // embed requests: this input's embedding
   std::optional<double> score;                  // rerank requests: this document's P(yes)
+  std::optional<std::vector<float>> probs;      // classify requests: one per label
+  std::optional<std::string> label;             // classify requests: the likeliest label's name
   std::optional<std::vector<int32_t>> prompt_ids;  // requests with return_prompt_ids
   friend bool operator==(const done_event& a, const done_event& b) {
     auto same_err = a.error.has_value() == b.error.has_value() &&
@@ -326,7 +332,8 @@ struct done_event {
     return a.id == b.id && a.reason == b.reason && a.usage == b.usage && a.timings == b.timings &&
            a.has_output == b.has_output && a.text == b.text && a.reasoning == b.reasoning && a.ids == b.ids &&
            a.tool_calls == b.tool_calls && a.logprobs == b.logprobs && a.prompt_logprobs == b.prompt_logprobs &&
-           a.index == b.index && a.embedding == b.embedding && a.score == b.score && a.prompt_ids == b.prompt_ids &&
+           a.index == b.index && a.embedding == b.embedding && a.score == b.score && a.probs == b.probs &&
+           a.label == b.label && a.prompt_ids == b.prompt_ids &&
            same_err;
   }
 };

@@ -605,8 +605,9 @@ generate_request decode_generate(const field_map& f) {
 // An embed request: `input` is a text, an array of texts, an array of token ids or an array of
 // such arrays (OpenAI's forms); each input becomes one completion of a generate_request.
 generate_request decode_embed(const field_map& f) {
-  static constexpr std::string_view allowed[] = {"v", "type", "id", "input", "dimensions", "normalize",
-                                                 "priority", "tenant", "deadline_ms", "truncate_prompt_tokens"};
+  static constexpr std::string_view allowed[] = {"v",        "type",   "id",          "input",
+                                                 "dimensions", "normalize", "task",      "priority",
+                                                 "tenant",   "deadline_ms", "truncate_prompt_tokens"};
   f.check_known(allowed, "an embed request");
   generate_request r;
   r.id = get_id(f, true, "embed");
@@ -628,6 +629,16 @@ generate_request decode_embed(const field_map& f) {
   }
   for (size_t i = 0; i < e.texts.size(); ++i)
     if (e.texts[i].empty()) fail(error_code::invalid_value, "field 'input" + (e.texts.size() > 1 ? "[" + std::to_string(i) + "]" : std::string()) + "' must not be empty");
+  if (const auto* o = f.find("task")) {
+    const std::string task = get_string(*o, "task", 16);
+    if (task != "embed" && task != "classify")
+      fail(error_code::invalid_value, "field 'task' = '" + task + "'; expected embed or classify");
+    e.classify = task == "classify";
+  }
+  for (const char* name : {"dimensions", "normalize"})
+    if (e.classify && f.find(name))
+      fail(error_code::invalid_value, std::string("field '") + name + "' shapes an embedding; task 'classify' gives label "
+                                                                     "probabilities");
   if (const auto* o = f.find("dimensions"))
     e.dimensions = static_cast<int32_t>(get_int(*o, "dimensions", 1, std::numeric_limits<int32_t>::max()));
   if (const auto* o = f.find("normalize")) e.normalize = get_bool(*o, "normalize");
@@ -908,6 +919,7 @@ std::string encode_request(const request& req) {
     }
     if (e.dimensions) m.key("dimensions").pack(*e.dimensions);
     if (!e.normalize) m.key("normalize").pack(false);
+    if (e.classify) detail::pack_str(m.key("task"), std::string("classify"));
     if (g->truncate_prompt_tokens) m.key("truncate_prompt_tokens").pack(*g->truncate_prompt_tokens);
     put_scheduling(m, *g);
   } else if (const auto* g = std::get_if<generate_request>(&req); g && g->rerank) {

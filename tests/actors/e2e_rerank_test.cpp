@@ -227,4 +227,65 @@ BOOST_AUTO_TEST_CASE(a_sequence_classifier_reranks_and_refuses_to_generate) {
   fs::remove_all(dir);
 }
 
+// /classify (vLLM's) on a classifier of three labels whose score rows are lm_head rows of three
+// tokens: each input's probabilities are the softmax of the causal model's logits at those tokens
+// (the generator's, alone), its label the likeliest; a causal model refuses the request.
+BOOST_AUTO_TEST_CASE(classify_gives_each_input_its_label_probabilities) {
+  const fs::path dir = fs::temp_directory_path() / ("troupe-classify-" + std::to_string(::getpid()));
+  const auto yes_no = serve::rerank_tokens_of(qwen3(), 151936, "e2e-full-vocab");
+  const std::vector<test::label_row> labels = {{"yes", yes_no.yes}, {"no", yes_no.no}, {"maybe", 1000}};
+  test::write_seq_cls(scaled_full_vocab_dir(), dir.string(), labels);
+  static auto causal = load_checkpoint(scaled_full_vocab_dir());
+  const std::vector<std::string> inputs = {"The movie was wonderful.", "Terrible service, never again.", "It rained."};
+  {
+    auto srv = start(test_config(), dir.string(), tokenizer_dir);
+    http_client c(srv->http_port());
+    for (const char* path : {"/classify", "/v1/classify"}) {
+      BOOST_TEST_CONTEXT(path) {
+        c.post(path, json{{"input", inputs}, {"user", "t"}}.dump());
+        auto r = c.read();
+        BOOST_TEST_REQUIRE(r.status == 200, r.body);
+        auto j = json::parse(r.body);
+        BOOST_TEST(j["id"].get<std::string>().rfind("classify-", 0) == 0u);
+        BOOST_TEST(j["object"] == "list");
+        BOOST_REQUIRE_EQUAL(j["data"].size(), inputs.size());
+        int64_t tokens = 0;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          const auto prompt = qwen3().encode_with_special_tokens(inputs[i]);
+          tokens += static_cast<int64_t>(prompt.size());
+          const auto logits = generator(*causal).last_logits(prompt);
+          std::vector<float> row;
+          for (const auto& l : labels) row.push_back(logits[static_cast<size_t>(l.plus)]);
+          const auto want = serve::label_probs(row);
+          const auto& d = j["data"][i];
+          BOOST_TEST(d["index"] == i);
+          BOOST_TEST(d["num_classes"] == 3);
+          BOOST_REQUIRE_EQUAL(d["probs"].size(), 3u);
+          for (size_t k = 0; k < 3; ++k)
+            BOOST_TEST(d["probs"][k].get<double>() == want[k], boost::test_tools::tolerance(1e-5));
+          BOOST_TEST(d["label"] == labels[serve::likeliest_label(want)].name, "input " << i);
+        }
+        BOOST_TEST(j["usage"]["prompt_tokens"] == tokens);
+        BOOST_TEST(j["usage"]["completion_tokens"] == 0);
+      }
+    }
+    c.post("/classify", json{{"input", "x"}, {"dimensions", 4}}.dump());
+    auto bad = c.read();
+    BOOST_TEST(bad.status == 400);
+    BOOST_TEST(json::parse(bad.body)["error"]["message"].get<std::string>().find("unknown field 'dimensions' for /classify") !=
+               std::string::npos);
+    BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+  }
+  fs::remove_all(dir);
+  auto srv = start(test_config(), scaled_full_vocab_dir(), tokenizer_dir);
+  http_client c(srv->http_port());
+  c.post("/classify", json{{"input", "x"}}.dump());
+  auto refused = c.read();
+  BOOST_TEST(refused.status != 200);
+  BOOST_TEST(json::parse(refused.body)["error"]["message"].get<std::string>().find("is not a sequence classifier") !=
+                 std::string::npos,
+             refused.body);
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

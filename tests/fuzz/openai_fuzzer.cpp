@@ -155,6 +155,11 @@ void fuzz_body(openai::endpoint ep, std::string_view body) {
     d.logprobs = {*t.logprobs};
     if (p.req->prompt_logprobs) d.prompt_logprobs = std::vector<logprob_info>{*t.logprobs};
     if (seqs > 1) d.index = i;
+    // Pooled requests' results (embeddings, rerank / score, classify), the label any bytes.
+    d.embedding = std::vector<float>{0.5f, -0.25f};
+    d.score = 0.75;
+    d.probs = std::vector<float>{0.25f, 0.75f};
+    d.label = std::string(body.substr(0, 8));
     out += b.feed(d);
   }
   check(b.complete());
@@ -386,6 +391,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (data[0] % 8) {
     case 0: fuzz_http(in); break;
     case 1: fuzz_body(openai::endpoint::chat, in); break;
+    case 2: {  // the pooled endpoints
+      constexpr openai::endpoint pooled[] = {openai::endpoint::embeddings, openai::endpoint::rerank,
+                                             openai::endpoint::score, openai::endpoint::classify};
+      fuzz_body(pooled[in.size() % 4], in);
+      break;
+    }
     case 3: fuzz_tokenize(in); break;
     case 4: fuzz_responses(in); break;
     case 5: fuzz_lora(in); break;

@@ -116,6 +116,33 @@ BOOST_AUTO_TEST_CASE(a_served_classifier_reranks_with_one_label_and_never_genera
              r.error.message);
 }
 
+// A classifier's logits row: softmax over its labels (sigmoid for one), in double; NaN refused.
+BOOST_AUTO_TEST_CASE(label_probabilities_are_the_softmax_of_the_row) {
+  const std::vector<float> row = {1.f, 3.f, -2.f};
+  const auto p = label_probs(row);
+  const double z = std::exp(1.0) + std::exp(3.0) + std::exp(-2.0);
+  BOOST_TEST_REQUIRE(p.size() == 3u);
+  for (size_t i = 0; i < 3; ++i)
+    BOOST_TEST(p[i] == static_cast<float>(std::exp(static_cast<double>(row[i])) / z), "label " << i);
+  BOOST_TEST(likeliest_label(p) == 1u);
+  BOOST_TEST(label_probs(std::vector<float>{1000.f, -1000.f})[1] == 0.f);  // never NaN
+  BOOST_TEST(label_probs(std::vector<float>{0.f})[0] == 0.5f);
+  BOOST_CHECK_THROW(label_probs(std::vector<float>{0.f, std::nanf("")}), troupe::error);
+  BOOST_CHECK_THROW(label_probs(std::vector<float>{}), troupe::error);
+  auto m = facts();
+  wire::generate_request r;
+  r.id = "c";
+  r.embed = wire::embed_fields{{"text"}, {}, std::nullopt, true, true};
+  r.n = 1;
+  const auto b = build_embed(r, m);
+  BOOST_TEST(!b.req.has_value());
+  BOOST_TEST(to_string(b.error.code) == "unsupported");
+  BOOST_TEST(b.error.message == "model 'reranker' is not a sequence classifier: classify needs a "
+                                "Qwen3ForSequenceClassification checkpoint (a score head of label logits)");
+  m.num_labels = 2;
+  BOOST_TEST(build_embed(r, m).req.has_value());
+}
+
 BOOST_AUTO_TEST_CASE(a_single_logit_scores_by_its_sigmoid) {
   const auto t = rerank_tokens::single_logit();
   std::vector<float> row = {0.f};

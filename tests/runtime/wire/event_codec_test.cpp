@@ -162,6 +162,24 @@ BOOST_AUTO_TEST_CASE(an_embedding_rides_on_done_exactly) {
   BOOST_TEST(encode_event(d).find("embedding") == std::string::npos);
 }
 
+// A classify input's done carries its label probabilities (float32, exactly) and likeliest label.
+BOOST_AUTO_TEST_CASE(label_probabilities_ride_on_done_exactly) {
+  done_event d;
+  d.id = "c";
+  d.index = 0;
+  d.probs = std::vector<float>{0.25f, 1.0f / 3.0f, 0.0f, 1.0f};
+  d.label = "positive";
+  auto back = std::get<done_event>(*decode_event(encode_event(d)).ev);
+  BOOST_TEST((back == d));
+  BOOST_TEST(*back.probs == *d.probs, boost::test_tools::per_element());
+  BOOST_TEST(back.label.value() == "positive");
+  BOOST_TEST(!back.embedding.has_value());
+  d.probs.reset();
+  d.label.reset();
+  const auto bytes = encode_event(d);
+  BOOST_TEST((bytes.find("probs") == std::string::npos && bytes.find("label") == std::string::npos));
+}
+
 // A rerank document's done carries its score as a float64, exactly.
 BOOST_AUTO_TEST_CASE(a_score_rides_on_done_exactly) {
   done_event d;

@@ -280,6 +280,29 @@ BOOST_AUTO_TEST_CASE(bad_embed_requests_name_what_is_wrong) {
                "129 elements", "e");
 }
 
+// task "classify" (vLLM's pooling task): the same inputs, label probabilities instead of an
+// embedding; round-trips, and the embedding-only fields and other tasks are refused by name.
+BOOST_AUTO_TEST_CASE(classify_is_an_embed_task) {
+  auto c = decode(map{{"v", 1}, {"type", "embed"}, {"id", "c1"}, {"input", array{"a", "b"}}, {"task", "classify"}});
+  BOOST_REQUIRE_MESSAGE(c.ok(), c.error.message);
+  const auto& g = std::get<generate_request>(*c.req);
+  BOOST_TEST(g.embed->classify);
+  BOOST_TEST(g.n == 2);
+  auto back = decode_request(encode_request(*c.req));
+  BOOST_REQUIRE_MESSAGE(back.ok(), back.error.message);
+  BOOST_TEST((std::get<generate_request>(*back.req) == g));
+  auto e = decode(map{{"v", 1}, {"type", "embed"}, {"id", "c2"}, {"input", "a"}, {"task", "embed"}});
+  BOOST_REQUIRE_MESSAGE(e.ok(), e.error.message);
+  BOOST_TEST(!std::get<generate_request>(*e.req).embed->classify);
+  BOOST_TEST(encode_request(*e.req).find("task") == std::string::npos);
+  expect_error(decode(map{{"v", 1}, {"type", "embed"}, {"id", "c"}, {"input", "a"}, {"task", "score"}}),
+               error_code::invalid_value, "field 'task' = 'score'; expected embed or classify", "c");
+  expect_error(decode(map{{"v", 1}, {"type", "embed"}, {"id", "c"}, {"input", "a"}, {"task", "classify"}, {"dimensions", 8}}),
+               error_code::invalid_value, "field 'dimensions' shapes an embedding", "c");
+  expect_error(decode(map{{"v", 1}, {"type", "embed"}, {"id", "c"}, {"input", "a"}, {"task", "classify"}, {"normalize", false}}),
+               error_code::invalid_value, "field 'normalize' shapes an embedding", "c");
+}
+
 // The rerank op: a query and documents decode into a generate_request with rerank fields and n =
 // the documents, and encode back to the same request; each malformed field is named.
 BOOST_AUTO_TEST_CASE(rerank_requests_decode_round_trip_and_name_what_is_wrong) {
