@@ -3,8 +3,16 @@
 // so; `troupe generate`, `logits` and `embed` check the same before reading the weights.
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <utility>
 
+#include "runtime/engine/generator.hpp"
+#include "runtime/serve/rerank.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
+#include "tests/runtime/model/seq_cls_checkpoint.hpp"
 #include "tests/tools/troupe/run_troupe.hpp"
 
 using troupe::testing::run_troupe;
@@ -113,6 +121,49 @@ BOOST_AUTO_TEST_CASE(rerank_refuses_what_it_cannot_score) {
   const std::pair<std::string, std::string> cases[] = {
       {"rerank" + model + "--query '' --document d", "troupe rerank: error: --query must not be empty"},
       {"rerank" + model + "--query q --document d --document ''", "troupe rerank: error: --document 1 is empty"},
+  };
+  for (const auto& [args, needle] : cases) {
+    const auto r = run_troupe(args);
+    BOOST_TEST(r.exit_code == 1, args << ": " << r.output);
+    BOOST_TEST(r.output.find(needle) != std::string::npos, args << ": " << r.output);
+  }
+}
+
+// `troupe classify`: each input's probabilities are label_probs of the classifier's last logits row
+// (the generator's, bit for bit through float32 JSON), its label the likeliest by name; an empty
+// input ends with the reason before the model loads; a causal model is refused naming its class.
+BOOST_AUTO_TEST_CASE(classify_prints_each_inputs_label_probabilities) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("troupe-cli-classify-" + std::to_string(::getpid()));
+  troupe::test::write_seq_cls(TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab", dir.string(),
+                              {{"positive", 9693}, {"negative", 2152}});
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(fs::path(TROUPE_SOURCE_DIR "/models/qwen3-tokenizer") / f, dir / f);
+  const std::vector<std::string> inputs = {"What a lovely day", "I hated it"};
+  const auto r = run_troupe("classify --model " + dir.string() + " --input '" + inputs[0] + "' --input '" + inputs[1] + "'");
+  BOOST_TEST_REQUIRE(r.exit_code == 0, r.output);
+  const auto j = nlohmann::json::parse(r.output);
+  auto ck = troupe::load_checkpoint(dir.string());
+  const troupe::tokenizer tok(dir.string());
+  troupe::generator gen(*ck);
+  BOOST_REQUIRE_EQUAL(j["data"].size(), 2u);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto want = troupe::serve::label_probs(gen.last_logits(tok.encode_with_special_tokens(inputs[i])));
+    const auto& d = j["data"][i];
+    BOOST_TEST(d["num_classes"] == 2);
+    BOOST_TEST(d["probs"][0].get<float>() == want[0]);
+    BOOST_TEST(d["probs"][1].get<float>() == want[1]);
+    BOOST_TEST(d["label"] == (want[0] >= want[1] ? "positive" : "negative"));
+  }
+  fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(classify_refuses_what_it_cannot_classify) {
+  const std::string model = std::string(" --model ") + TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab ";
+  const std::pair<std::string, std::string> cases[] = {
+      {"classify" + model + "--input a --input ''", "troupe classify: error: --input 1 is empty"},
+      {"classify" + model + "--input a",
+       "e2e-full-vocab is not a sequence classifier (Qwen3ForCausalLM): classify needs a Qwen3ForSequenceClassification"},
   };
   for (const auto& [args, needle] : cases) {
     const auto r = run_troupe(args);

@@ -1,0 +1,63 @@
+// `troupe classify`: a sequence classifier's label probabilities for each input text
+// (Qwen3ForSequenceClassification, docs/checkpoints.md), no server. The output is vLLM's /classify
+// response: probabilities as float32 as the server sends them, the likeliest label by name.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/error.hpp"
+#include "runtime/engine/generator.hpp"
+#include "runtime/serve/rerank.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
+#include "tools/troupe/command.hpp"
+#include "tools/troupe/model_flags.hpp"
+
+namespace {
+
+using namespace troupe;
+
+int run_classify(int argc, char** argv) {
+  CLI::App app{"Classify texts with a sequence classifier: each label's probability (no server)", "troupe classify"};
+  std::string model;
+  std::vector<std::string> inputs;
+  app.add_option("--model", model, "a Qwen3ForSequenceClassification checkpoint directory, with its tokenizer")->required();
+  app.add_option("--input", inputs, "a text to classify (repeatable)")->required();
+  cli::model_flags model_flags;
+  model_flags.add_to(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].empty()) throw_error(errc::invalid_argument, "--input " + std::to_string(i) + " is empty");
+  const auto m = model_flags.load(model);
+  const auto& c = m.ck->config;
+  if (c.num_labels == 0)
+    throw_error(errc::unsupported, model + " is not a sequence classifier (" + model_class_name(c) +
+                                       "): classify needs a Qwen3ForSequenceClassification checkpoint (a score head)");
+  const tokenizer tok(model);
+  generator gen(*m.ck, m.parallel, m.engines);
+  nlohmann::json data = nlohmann::json::array();
+  int64_t tokens = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto prompt = tok.encode_with_special_tokens(inputs[i]);
+    tokens += static_cast<int64_t>(prompt.size());
+    const auto probs = serve::label_probs(gen.last_logits(prompt, m.run_options()));
+    data.push_back({{"index", i},
+                    {"label", c.labels[serve::likeliest_label(probs)]},
+                    {"probs", probs},
+                    {"num_classes", probs.size()}});
+  }
+  const nlohmann::json out = {{"object", "list"},
+                              {"model", model},
+                              {"data", std::move(data)},
+                              {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}, {"completion_tokens", 0}}}};
+  std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  return 0;
+}
+
+}  // namespace
+
+TROUPE_COMMAND("classify", "label probabilities of texts from a sequence classifier (no server)", run_classify);
