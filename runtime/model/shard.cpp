@@ -129,10 +129,9 @@ void check_shardable(const checkpoint& full, parallel_config p) {
   if (moe && p.expert_parallel && c.num_experts < size)
     refuse(size, "num_experts (" + std::to_string(c.num_experts) +
                      ") is smaller than the group; expert parallelism gives each rank at least one expert");
-  if (full.weights.lm_head.rows < size)
-    refuse(size, c.num_labels > 0 ? "the classifier's score head has " + std::to_string(c.num_labels) +
-                                        " label(s), fewer than the group (each rank computes a share of them)"
-                                  : std::string("the vocabulary is smaller than the group"));
+  // A classifier's few labels may leave ranks without a score row (vocab_range_begin): those
+  // compute no logits, and the group's row is the other ranks' columns.
+  if (c.num_labels == 0 && full.weights.lm_head.rows < size) refuse(size, "the vocabulary is smaller than the group");
   const int64_t d = c.head_dim;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const auto& lw = full.weights.layers[static_cast<size_t>(l)];

@@ -64,6 +64,9 @@ BOOST_AUTO_TEST_CASE(a_sequence_classifier_of_one_label_scores_as_the_reranker_i
   BOOST_TEST(model_class_name(classifier->config) == "Qwen3ForSequenceClassification");
   BOOST_TEST(classifier->weights.lm_head.rows == 1);
   generator a(*causal), b(*classifier);
+  // Over tensor-parallel groups wider than its one label: the ranks without a score row compute
+  // none, and the row is the same up to the group's float32 summation order.
+  generator b2(*classifier, parallel_config{2, false, 0}), b4(*classifier, parallel_config{4, false, 0});
   const std::pair<const char*, const char*> pairs[] = {
       {"What is the capital of China?", "The capital of China is Beijing."},
       {"What is the capital of China?", "Gravity is a force that attracts two bodies towards each other."},
@@ -76,6 +79,11 @@ BOOST_AUTO_TEST_CASE(a_sequence_classifier_of_one_label_scores_as_the_reranker_i
     const double got = rerank_score(row, rerank_tokens::single_logit());
     BOOST_TEST(got == want, boost::test_tools::tolerance(1e-5));
     BOOST_TEST(got == 1.0 / (1.0 + std::exp(-static_cast<double>(row[0]))), boost::test_tools::tolerance(1e-15));
+    for (auto* g : {&b2, &b4}) {
+      const auto split = g->last_logits(prompt);
+      BOOST_TEST_REQUIRE(split.size() == 1u);
+      BOOST_TEST(split[0] == row[0], boost::test_tools::tolerance(1e-4f));
+    }
   }
   try {
     b.generate({1, 2, 3}, generate_options{});
