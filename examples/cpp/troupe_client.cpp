@@ -188,6 +188,20 @@ std::vector<std::vector<float>> client::embed(wire::generate_request r) {
   return out;
 }
 
+std::vector<client::classification> client::classify(wire::generate_request r) {
+  if (!r.embed) throw_error(errc::invalid_argument, "classify() needs a request with embed fields (its inputs)");
+  r.embed->classify = true;
+  r.n = static_cast<int32_t>(r.embed->texts.empty() ? r.embed->ids.size() : r.embed->texts.size());
+  std::vector<classification> out;
+  for (auto& c : complete_all(std::move(r))) {
+    if (c.done.error) throw request_error(*c.done.error);
+    if (!c.done.probs || !c.done.label)
+      throw_error(errc::invalid_input, "a done event without label probabilities for '" + c.done.id + "'");
+    out.push_back({std::move(*c.done.probs), std::move(*c.done.label)});
+  }
+  return out;
+}
+
 std::vector<double> client::rerank(wire::generate_request r) {
   if (!r.rerank) throw_error(errc::invalid_argument, "rerank() needs a request with rerank fields");
   r.n = static_cast<int32_t>(r.rerank->documents.size());

@@ -105,6 +105,13 @@ class client {
   // A rerank request (r.rerank set; r.n becomes its number of documents): each document's score,
   // in document order. request_error when the server refused it or a document failed.
   std::vector<double> rerank(wire::generate_request r);
+  // A classify request (r.embed set; sent with task classify): each input's label probabilities
+  // and likeliest label, in input order (a sequence classifier's; others refuse it).
+  struct classification {
+    std::vector<float> probs;
+    std::string label;
+  };
+  std::vector<classification> classify(wire::generate_request r);
   void cancel(const std::string& id);
   std::vector<int32_t> tokenize(wire::tokenize_request r);
   wire::health_event health();

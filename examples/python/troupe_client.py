@@ -109,8 +109,9 @@ class Client:
                     self._pending.pop(rid, None)
                     return
 
-    def _pooled(self, req, field):
-        """Sends an embed or rerank request and gathers each input's `field` from its done, in input order."""
+    def _pooled(self, req, field, *more):
+        """Sends an embed, classify or rerank request and gathers each input's `field` (with `more`:
+        a tuple of those fields) from its done, in input order."""
         rid = req.setdefault("id", f"py-{next(self._ids)}")
         n = len(req["documents"]) if "documents" in req else (1 if isinstance(req["input"], str) or
                                                                    (req["input"] and isinstance(req["input"][0], int))
@@ -119,10 +120,12 @@ class Client:
         out = [None] * n
         for ev in self._events(rid, n):
             if ev["event"] == "done":
-                if field not in ev:
-                    raise TroupeError(ev.get("error", {}).get("code", "internal"),
-                                      f"input {ev.get('index', 0)} ended without its {field} ({ev['finish_reason']})", rid)
-                out[ev.get("index", 0)] = ev[field]
+                for f in (field, *more):
+                    if f not in ev:
+                        raise TroupeError(ev.get("error", {}).get("code", "internal"),
+                                          ev.get("error", {}).get("message") or
+                                          f"input {ev.get('index', 0)} ended without its {f} ({ev['finish_reason']})", rid)
+                out[ev.get("index", 0)] = tuple(ev[f] for f in (field, *more)) if more else ev[field]
         return out
 
     def embed(self, input, request_id=None, **fields):
@@ -132,6 +135,15 @@ class Client:
         if request_id:
             req["id"] = request_id
         return self._pooled(req, "embedding")
+
+    def classify(self, input, request_id=None, **fields):
+        """The `embed` request with task "classify" (a sequence classifier): input as for embed;
+        returns one (label, probs) per input, in order: the likeliest label's name and every label's
+        probability."""
+        req = {"type": "embed", "task": "classify", "input": input, **fields}
+        if request_id:
+            req["id"] = request_id
+        return self._pooled(req, "label", "probs")
 
     def rerank(self, query, documents, request_id=None, **fields):
         """The `rerank` request: each document's relevance to the query (P(yes) as Qwen3-Reranker

@@ -269,6 +269,21 @@ BOOST_AUTO_TEST_CASE(classify_gives_each_input_its_label_probabilities) {
         BOOST_TEST(j["usage"]["completion_tokens"] == 0);
       }
     }
+    // The msgpack protocol's embed with task classify (the C++ client's classify()): the same numbers.
+    client::client cl("127.0.0.1", srv->port());
+    wire::generate_request mr;
+    mr.embed = wire::embed_fields{inputs, {}, std::nullopt, true, false};
+    const auto got = cl.classify(mr);
+    BOOST_REQUIRE_EQUAL(got.size(), inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const auto logits = generator(*causal).last_logits(qwen3().encode_with_special_tokens(inputs[i]));
+      std::vector<float> row;
+      for (const auto& l : labels) row.push_back(logits[static_cast<size_t>(l.plus)]);
+      const auto want = serve::label_probs(row);
+      BOOST_REQUIRE_EQUAL(got[i].probs.size(), 3u);
+      for (size_t k = 0; k < 3; ++k) BOOST_TEST(got[i].probs[k] == want[k], boost::test_tools::tolerance(1e-5f));
+      BOOST_TEST(got[i].label == labels[serve::likeliest_label(want)].name);
+    }
     c.post("/classify", json{{"input", "x"}, {"dimensions", 4}}.dump());
     auto bad = c.read();
     BOOST_TEST(bad.status == 400);

@@ -241,6 +241,12 @@ try:
             check(False, "rerank without documents refused")
         except TroupeError as e:
             check(e.code == "invalid_value" and "documents" in e.message, "rerank without documents: " + str(e))
+        # classify needs a sequence classifier (its label probabilities: e2e_rerank_test over msgpack).
+        try:
+            c.classify(["a", "b"])
+            check(False, "classify on a causal model refused")
+        except TroupeError as e:
+            check(e.code == "unsupported" and "not a sequence classifier" in e.message, "classify on a causal model: " + str(e))
 finally:
     server.send_signal(signal.SIGTERM)
     try:
