@@ -181,6 +181,10 @@ void parse_rope(const fields& f, model_config& c);
 void parse_labels(const fields& f, model_config& c) {
   const json* ids = f.get("id2label");
   const json* n = f.get("num_labels");
+  // More labels than this is no classifier's head (and would make num_labels names out of nothing).
+  constexpr int64_t max_labels = int64_t{1} << 16;
+  if (n && f.positive("num_labels", *n) > max_labels)
+    f.bad_value(errc::unsupported, "num_labels", *n, "at most " + std::to_string(max_labels));
   if (!ids) {
     c.num_labels = n ? f.positive("num_labels", *n) : 2;
     for (int64_t i = 0; i < c.num_labels; ++i) c.labels.push_back("LABEL_" + std::to_string(i));
@@ -188,6 +192,9 @@ void parse_labels(const fields& f, model_config& c) {
   }
   if (!ids->is_object() || ids->empty())
     f.bad_value(errc::invalid_checkpoint, "id2label", *ids, "an object from label ids (\"0\", \"1\", ...) to names");
+  if (static_cast<int64_t>(ids->size()) > max_labels)
+    f.fail(errc::unsupported, "id2label", "has " + std::to_string(ids->size()) + " labels; at most " +
+                                              std::to_string(max_labels) + " are served");
   c.num_labels = static_cast<int64_t>(ids->size());
   c.labels.assign(static_cast<size_t>(c.num_labels), std::string());
   for (const auto& [key, name] : ids->items()) {

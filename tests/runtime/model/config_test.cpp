@@ -334,6 +334,9 @@ BOOST_AUTO_TEST_CASE(sequence_classification_configs) {
   BOOST_TEST(model_class_name(c) == "Qwen3ForSequenceClassification");
   j["num_labels"] = 1;
   BOOST_TEST(parse(j).num_labels == 1);
+  j["num_labels"] = 2000000000;  // never two billion names made up
+  expect_config_error(j, errc::unsupported, "num_labels", "at most 65536");
+  j["num_labels"] = 1;
   j["id2label"] = {{"1", "unsafe"}, {"0", "safe"}};
   expect_config_error(j, errc::invalid_checkpoint, "num_labels", "2, the number of id2label entries");
   j.erase("num_labels");
