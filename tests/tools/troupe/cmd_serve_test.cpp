@@ -20,11 +20,14 @@ using troupe::testing::run_troupe;
 namespace {
 const std::string kModel = std::string(" --model ") + TROUPE_TEST_DATA_DIR "/golden/tiny-dense --port 0 --http-port -1 --metrics-port -1";
 
-void expect_refused(const std::string& args, const std::string& needle) {
-  const auto r = run_troupe("serve" + kModel + " " + args);
+// `troupe ARGS` ends with exit 1 and says `needle`.
+void expect_exit_1(const std::string& args, const std::string& needle) {
+  const auto r = run_troupe(args);
   BOOST_TEST(r.exit_code == 1, args << ": " << r.output);
   BOOST_TEST(r.output.find(needle) != std::string::npos, args << ": " << r.output);
 }
+
+void expect_refused(const std::string& args, const std::string& needle) { expect_exit_1("serve" + kModel + " " + args, needle); }
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(serve_device_flag_is_checked_before_the_model_loads) {
@@ -104,11 +107,7 @@ BOOST_AUTO_TEST_CASE(generate_logits_and_embed_check_the_device_flag) {
       {"generate" + model + "--ids 1,2 --device cuda", "--device cuda: this troupe was built without CUDA"},
 #endif
   };
-  for (const auto& [args, needle] : cases) {
-    const auto r = run_troupe(args);
-    BOOST_TEST(r.exit_code == 1, args << ": " << r.output);
-    BOOST_TEST(r.output.find(needle) != std::string::npos, args << ": " << r.output);
-  }
+  for (const auto& [args, needle] : cases) expect_exit_1(args, needle);
   // --device cpu is the default's path.
   const auto r = run_troupe("generate" + model + "--ids 1,2 --max-tokens 2 --temperature 0 --json --device cpu");
   BOOST_TEST(r.exit_code == 0, r.output);
@@ -122,11 +121,7 @@ BOOST_AUTO_TEST_CASE(rerank_refuses_what_it_cannot_score) {
       {"rerank" + model + "--query '' --document d", "troupe rerank: error: --query must not be empty"},
       {"rerank" + model + "--query q --document d --document ''", "troupe rerank: error: --document 1 is empty"},
   };
-  for (const auto& [args, needle] : cases) {
-    const auto r = run_troupe(args);
-    BOOST_TEST(r.exit_code == 1, args << ": " << r.output);
-    BOOST_TEST(r.output.find(needle) != std::string::npos, args << ": " << r.output);
-  }
+  for (const auto& [args, needle] : cases) expect_exit_1(args, needle);
 }
 
 // `troupe classify`: each input's probabilities are label_probs of the classifier's last logits row
@@ -165,9 +160,5 @@ BOOST_AUTO_TEST_CASE(classify_refuses_what_it_cannot_classify) {
       {"classify" + model + "--input a",
        "e2e-full-vocab is not a sequence classifier (Qwen3ForCausalLM): classify needs a Qwen3ForSequenceClassification"},
   };
-  for (const auto& [args, needle] : cases) {
-    const auto r = run_troupe(args);
-    BOOST_TEST(r.exit_code == 1, args << ": " << r.output);
-    BOOST_TEST(r.output.find(needle) != std::string::npos, args << ": " << r.output);
-  }
+  for (const auto& [args, needle] : cases) expect_exit_1(args, needle);
 }
