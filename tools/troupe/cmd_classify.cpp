@@ -25,11 +25,7 @@ int run_classify(int argc, char** argv) {
   app.add_option("--input", inputs, "a text to classify (repeatable)")->required();
   cli::model_flags model_flags;
   model_flags.add_to(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  CLI11_PARSE(app, argc, argv);  // returns app.exit(e) on a parse error (--help included)
   for (size_t i = 0; i < inputs.size(); ++i)
     if (inputs[i].empty()) throw_error(errc::invalid_argument, "--input " + std::to_string(i) + " is empty");
   const auto m = model_flags.load(model);
