@@ -1421,7 +1421,7 @@ BOOST_AUTO_TEST_CASE(an_api_key_guards_v1_and_the_model_aliases) {
   BOOST_TEST(h.read().status == 200);
   // The aliases outside /v1 that run the model are guarded too.
   const std::string rerank = R"({"query": "q", "documents": ["d"]})";
-  for (const char* path : {"/rerank", "/v2/rerank", "/score"}) {
+  for (const char* path : {"/rerank", "/v2/rerank", "/score", "/classify"}) {
     h.send(std::string("POST ") + path + " HTTP/1.1\r\nContent-Length: " + std::to_string(rerank.size()) + "\r\n\r\n" + rerank);
     BOOST_TEST(h.read().status == 401, path);
   }
