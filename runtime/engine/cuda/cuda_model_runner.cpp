@@ -456,6 +456,10 @@ cuda_model_runner::cuda_model_runner(const checkpoint& ckpt, int32_t num_blocks,
   if (ckpt.no_lm_head)
     throw_error(errc::unsupported, "cuda_model_runner: " + ckpt.dir +
                                        " has no lm_head.weight (an embedding-only export); it computes logits");
+  // Its logits rows are the vocabulary's width; a classifier's score head is narrower (CPU only).
+  if (ckpt.config.num_labels > 0)
+    throw_error(errc::unsupported, "cuda_model_runner: " + ckpt.dir + " is a " + model_class_name(ckpt.config) +
+                                       "; sequence classifiers run on the CPU (model.device = cpu)");
   if (num_blocks < 1 || block_size < 1)
     throw_error(errc::invalid_argument, "cuda_model_runner: num_blocks and block_size must be >= 1");
   if (cu::device_count() == 0) throw_error(errc::unsupported, "cuda_model_runner: no CUDA device");
