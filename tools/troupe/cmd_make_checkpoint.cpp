@@ -20,7 +20,7 @@ int make_checkpoint(int argc, char** argv) {
                "troupe make-checkpoint"};
   std::string out, preset, dtype_name = "bf16", tokenizer;
   uint64_t seed = 0;
-  int64_t num_layers = 0;
+  int64_t num_layers = 0, num_labels = 0;
   bool force = false, no_verify = false;
   app.add_option("--out", out, "Checkpoint directory to create")->required();
   app.add_option("--preset", preset, "Model shape")
@@ -30,6 +30,10 @@ int make_checkpoint(int argc, char** argv) {
                  "keep the preset's layer shape with this many layers (a slice of a model too large for this "
                  "machine, for benchmarks; default: the preset's count)")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  app.add_option("--num-labels", num_labels,
+                 "write a sequence classifier (Qwen3ForSequenceClassification: a score head of this many labels, "
+                 "LABEL_0..) instead of a causal LM")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
   app.add_option("--seed", seed, "Weights are a function of the seed (default 0)");
   app.add_option("--dtype", dtype_name, "Weight dtype (default bf16)")
       ->check(CLI::IsMember({"bf16", "f16", "f32"}));
@@ -52,12 +56,17 @@ int make_checkpoint(int argc, char** argv) {
   opt.force = force;
   troupe::model_config config = troupe::preset_config(preset);
   if (num_layers > 0) config.num_hidden_layers = num_layers;
+  if (num_labels > 0) {  // the score head replaces lm_head, never tied (config.hpp)
+    config.num_labels = num_labels;
+    for (int64_t i = 0; i < num_labels; ++i) config.labels.push_back("LABEL_" + std::to_string(i));
+    config.tie_word_embeddings = false;
+  }
   auto t0 = clock::now();
   auto summary =
       troupe::write_random_checkpoint(out, config, troupe::qwen3_generation_defaults(), opt);
   double write_s = std::chrono::duration<double>(clock::now() - t0).count();
   std::printf("wrote %s: %s preset, %s, %.1fM parameters, %.3f GB %s, seed %llu, in %.2f s\n",
-              out.c_str(), preset.c_str(), troupe::architecture_name(config.arch),
+              out.c_str(), preset.c_str(), troupe::model_class_name(config).c_str(),
               static_cast<double>(summary.num_parameters) / 1e6,
               static_cast<double>(summary.weight_bytes) / 1e9, dtype_name.c_str(),
               static_cast<unsigned long long>(seed), write_s);

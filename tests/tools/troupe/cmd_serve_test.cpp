@@ -153,6 +153,31 @@ BOOST_AUTO_TEST_CASE(classify_prints_each_inputs_label_probabilities) {
   fs::remove_all(dir);
 }
 
+// make-checkpoint --num-labels writes a random classifier that loads and classifies.
+BOOST_AUTO_TEST_CASE(make_checkpoint_writes_a_classifier_that_classifies) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("troupe-cli-random-classifier-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const auto made = run_troupe("make-checkpoint --preset tiny --num-labels 3 --out " + dir.string());
+  BOOST_TEST_REQUIRE(made.exit_code == 0, made.output);
+  BOOST_TEST(made.output.find("Qwen3ForSequenceClassification") != std::string::npos, made.output);
+  auto ck = troupe::load_checkpoint(dir.string());
+  BOOST_TEST(ck->config.num_labels == 3);
+  BOOST_TEST(ck->weights.lm_head.rows == 3);
+  const auto r = run_troupe("classify --model " + dir.string() + " --input 'one text' --input 'another'");
+  BOOST_TEST_REQUIRE(r.exit_code == 0, r.output);
+  const auto j = nlohmann::json::parse(r.output);
+  BOOST_REQUIRE_EQUAL(j["data"].size(), 2u);
+  for (const auto& d : j["data"]) {
+    BOOST_TEST(d["num_classes"] == 3);
+    double sum = 0;
+    for (const auto& p : d["probs"]) sum += p.get<double>();
+    BOOST_TEST(sum == 1.0, boost::test_tools::tolerance(1e-5));
+    BOOST_TEST(d["label"].get<std::string>().rfind("LABEL_", 0) == 0u);
+  }
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_CASE(classify_refuses_what_it_cannot_classify) {
   const std::string model = std::string(" --model ") + TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab ";
   const std::pair<std::string, std::string> cases[] = {
