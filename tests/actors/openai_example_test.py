@@ -4,7 +4,8 @@ Qwen3 tokenizer): streamed and whole it prints the same answer, which is the `co
 POST /v1/chat/completions returns; an unknown model is reported with the server's message and a
 non-zero exit. examples/python/openai_embeddings.py ranks texts by the dot products of the float
 vectors a plain POST /v1/embeddings returns (its base64 decodes to the same floats), and
-examples/python/openai_rerank.py prints the results of a plain POST /v1/rerank in its order.
+examples/python/openai_rerank.py prints the results of a plain POST /v1/rerank in its order, and
+examples/python/openai_classify.py (against a random classifier) the labels of a POST /v1/classify.
 examples/python/openai_agent.py runs its loop over POST /v1/responses: a forced calculator call is
 run and its result sent back with the model's own output items, and the next turn answers.
 examples/python/anthropic_chat.py over POST /v1/messages prints, streamed and whole, the start of
@@ -17,6 +18,8 @@ usage: openai_example_test.py TROUPE_BINARY SOURCE_DIR
 import json
 import os
 import re
+import shutil
+import tempfile
 import subprocess
 import sys
 import urllib.request
@@ -124,5 +127,38 @@ try:
 finally:
     server.terminate()
     server.wait(timeout=30)
+
+# examples/python/openai_classify.py against a random sequence classifier (make-checkpoint
+# --num-labels): it prints, per text, the label and probability a plain POST /v1/classify gives;
+# against the causal model above it would exit with the server's refusal (e2e tests cover that).
+classify_example = os.path.join(source, "examples", "python", "openai_classify.py")
+classifier = tempfile.mkdtemp(prefix="troupe-example-classifier-")
+made = subprocess.run([troupe, "make-checkpoint", "--preset", "tiny", "--num-labels", "3", "--force", "--out", classifier],
+                      capture_output=True, text=True)
+check(made.returncode == 0, "make-checkpoint --num-labels 3: " + made.stdout + made.stderr)
+server = subprocess.Popen([troupe, "serve", "--model", classifier, "--port", "0", "--metrics-port", "-1",
+                           "--http-port", "0", "--num-kv-blocks", "64", "--max-model-len", "512"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+port = None
+for line in server.stdout:
+    m = re.search(r"OpenAI-compatible API on http://127\.0\.0\.1:(\d+)/v1", line)
+    if m:
+        port = int(m.group(1))
+    if "ready" in line:
+        break
+try:
+    base = f"http://127.0.0.1:{port}/v1"
+    texts = ["What a lovely day", "I hated every minute"]
+    req = urllib.request.Request(base + "/classify", data=json.dumps({"input": texts}).encode())
+    data = json.load(urllib.request.urlopen(req))["data"]
+    shown = subprocess.run([sys.executable, classify_example, "--base-url", base, *texts],
+                           capture_output=True, text=True, timeout=60)
+    want = [f"{d['label']}  {max(d['probs']):.4f}  {t}" for d, t in zip(data, texts)]
+    check(shown.returncode == 0 and len(want) == 2 and shown.stdout.splitlines() == want,
+          "classify example prints the plain POST's labels: " + repr(shown.stdout) + shown.stderr)
+finally:
+    server.terminate()
+    server.wait(timeout=30)
+    shutil.rmtree(classifier, ignore_errors=True)
 
 sys.exit(1 if failures else 0)
