@@ -42,16 +42,22 @@ def check(cond, what):
         failures.append(what)
 
 
-server = subprocess.Popen([troupe, "serve", "--model", model, "--tokenizer", tokenizer, "--port", "0", "--metrics-port", "-1",
-                           "--http-port", "0", "--num-kv-blocks", "64", "--max-model-len", "512"],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-port = None
-for line in server.stdout:
-    m = re.search(r"OpenAI-compatible API on http://127\.0\.0\.1:(\d+)/v1", line)
-    if m:
-        port = int(m.group(1))
-    if "ready" in line:
-        break
+def start_server(*model_args):
+    """`troupe serve` on free ports: (the process, its OpenAI API port or None) once it is ready."""
+    proc = subprocess.Popen([troupe, "serve", *model_args, "--port", "0", "--metrics-port", "-1",
+                             "--http-port", "0", "--num-kv-blocks", "64", "--max-model-len", "512"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    api_port = None
+    for line in proc.stdout:
+        m = re.search(r"OpenAI-compatible API on http://127\.0\.0\.1:(\d+)/v1", line)
+        if m:
+            api_port = int(m.group(1))
+        if "ready" in line:
+            break
+    return proc, api_port
+
+
+server, port = start_server("--model", model, "--tokenizer", tokenizer)
 try:
     check(port is not None, "the banner names the API's port")
     base = f"http://127.0.0.1:{port}/v1"
@@ -136,16 +142,7 @@ classifier = tempfile.mkdtemp(prefix="troupe-example-classifier-")
 made = subprocess.run([troupe, "make-checkpoint", "--preset", "tiny", "--num-labels", "3", "--force", "--out", classifier],
                       capture_output=True, text=True)
 check(made.returncode == 0, "make-checkpoint --num-labels 3: " + made.stdout + made.stderr)
-server = subprocess.Popen([troupe, "serve", "--model", classifier, "--port", "0", "--metrics-port", "-1",
-                           "--http-port", "0", "--num-kv-blocks", "64", "--max-model-len", "512"],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-port = None
-for line in server.stdout:
-    m = re.search(r"OpenAI-compatible API on http://127\.0\.0\.1:(\d+)/v1", line)
-    if m:
-        port = int(m.group(1))
-    if "ready" in line:
-        break
+server, port = start_server("--model", classifier)
 try:
     base = f"http://127.0.0.1:{port}/v1"
     texts = ["What a lovely day", "I hated every minute"]
