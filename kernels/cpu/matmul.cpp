@@ -166,7 +166,7 @@ void matmul_f32(const float* x, int64_t n, std::span<const matmul_out> outs) {
   unit_plan plan;
   size_t scratch = 0;
   for (const auto& o : outs) {
-    if (o.w.rows == 0 || o.w.cols == 0) continue;  // check_call has written (or had nothing to write)
+    if (o.w.rows == 0) continue;  // nothing to write (cols == 0 for all: check_outs wrote the zeros)
     plan.add(o.w, o.y, n, b.unit_rows(n, o.w));
     scratch = std::max(scratch, b.scratch_floats(n, o.w));
   }
@@ -198,7 +198,7 @@ void matmul_bf16(const float* x, int64_t n, std::span<const matmul_out> outs) {
   const int64_t cols = outs[0].w.cols, ldx = cpu::bf16_padded_cols(cols), unit = b.unit_rows(n);
   unit_plan plan;
   for (const auto& o : outs)
-    if (o.w.rows > 0 && o.w.cols > 0) plan.add(o.w, o.y, n, unit);
+    if (o.w.rows > 0) plan.add(o.w, o.y, n, unit);
   uint16_t* xb = activation_buffer(static_cast<size_t>(n * ldx));
   std::exception_ptr failure;
 #pragma omp parallel if (worth_threads(plan.units, plan.macs))
@@ -256,10 +256,9 @@ void matmul(const float* x, int64_t n, const weight_ref& w, float* y, compute_dt
 // bf16 compute applies to BF16 weights only: a mixed call runs its BF16 products in one region and
 // the others in another.
 void matmul(const float* x, int64_t n, std::span<const matmul_out> outs, compute_dtype compute) {
-  if (compute == compute_dtype::f32) return matmul_f32(x, n, outs);
+  if (compute == compute_dtype::f32 || outs.size() > max_matmul_outs) return matmul_f32(x, n, outs);  // (the latter throws)
   matmul_out bf16[max_matmul_outs], other[max_matmul_outs];
   size_t nb = 0, no = 0;
-  if (outs.size() > max_matmul_outs) return matmul_f32(x, n, outs);  // throws, naming the count
   for (const auto& o : outs) (o.w.type == dtype::bf16 ? bf16[nb++] : other[no++]) = o;
   if (no > 0) matmul_f32(x, n, {other, no});
   if (nb > 0) matmul_bf16(x, n, {bf16, nb});

@@ -43,15 +43,9 @@ model_runner::model_runner(const checkpoint& ckpt, kv_cache& kv, model_runner_op
   rope_ = rope_frequencies_of(cfg_);
 }
 
-void model_runner::matmul(const float* x, int64_t n, const kernels::weight_ref& w, float* y) {
-  if (opts_.fp8_activations && w.type == dtype::f8_e4m3) {
-    ensure(fp8_x_, static_cast<size_t>(n * w.cols));
-    kernels::round_fp8_act_rows(x, n, w.cols, fp8_x_.data());
-    x = fp8_x_.data();
-  }
-  kernels::matmul(x, n, w, y, opts_.compute);
-}
+void model_runner::matmul(const float* x, int64_t n, const kernels::weight_ref& w, float* y) { matmul(x, n, {{w, y}}); }
 
+// fp8_activations: x rounded to FP8 once for the FP8 products (every one of them, or each alone).
 void model_runner::matmul(const float* x, int64_t n, std::initializer_list<kernels::matmul_out> outs) {
   const auto is_fp8 = [](const kernels::matmul_out& o) { return o.w.type == dtype::f8_e4m3; };
   if (opts_.fp8_activations && std::any_of(outs.begin(), outs.end(), is_fp8)) {
