@@ -904,44 +904,35 @@ std::string response_builder::on_done(done_event&& d) {
   auto& ch = choices_[static_cast<size_t>(i)];
   ch.done = true;
   if (d.reason == finish_reason::error && d.error && !started_) return on_error(*d.error);
-  if (ep_ == endpoint::embeddings) {  // every input has a prompt of its own
-    // Cancelled (the server shutting down) before its embedding: the response fails, never
-    // carries an empty vector.
-    if (!d.embedding)
+  // Pooled endpoints: every input (or document) has a prompt of its own and one result. One that
+  // ended without it (cancelled as the server shut down) fails the response, which never carries
+  // an empty result; the body goes out when the last has come.
+  auto pooled = [&](bool has, const char* item, const char* result, auto&& take) -> std::string {
+    if (!has)
       return on_error({error_code::internal,
-                       "input " + std::to_string(i) + " ended without its embedding (" +
+                       std::string(item) + " " + std::to_string(i) + " ended without its " + result + " (" +
                            std::string(to_string(d.reason)) + ")",
                        {}});
     usage_.prompt_tokens += d.usage.prompt_tokens;
-    ch.embedding = std::move(*d.embedding);
+    take();
     if (--remaining_ > 0) return {};
     complete_ = true;
-    return embeddings_body();
-  }
-  if (ep_ == endpoint::classify) {  // likewise, label probabilities per input
-    if (!d.probs || !d.label)
-      return on_error({error_code::internal,
-                       "input " + std::to_string(i) + " ended without its label probabilities (" +
-                           std::string(to_string(d.reason)) + ")",
-                       {}});
-    usage_.prompt_tokens += d.usage.prompt_tokens;
-    ch.embedding = std::move(*d.probs);
-    ch.label = std::move(*d.label);
-    if (--remaining_ > 0) return {};
-    complete_ = true;
-    return classify_body();
-  }
-  if (ep_ == endpoint::rerank || ep_ == endpoint::score) {  // likewise, one score per document
-    if (!d.score)
-      return on_error({error_code::internal,
-                       "document " + std::to_string(i) + " ended without its score (" + std::string(to_string(d.reason)) + ")",
-                       {}});
-    usage_.prompt_tokens += d.usage.prompt_tokens;
-    ch.score = *d.score;
-    if (--remaining_ > 0) return {};
-    complete_ = true;
-    return ep_ == endpoint::rerank ? rerank_body() : score_body();
-  }
+    switch (ep_) {
+      case endpoint::embeddings: return embeddings_body();
+      case endpoint::classify: return classify_body();
+      case endpoint::rerank: return rerank_body();
+      default: return score_body();
+    }
+  };
+  if (ep_ == endpoint::embeddings)
+    return pooled(d.embedding.has_value(), "input", "embedding", [&] { ch.embedding = std::move(*d.embedding); });
+  if (ep_ == endpoint::classify)
+    return pooled(d.probs && d.label, "input", "label probabilities", [&] {
+      ch.embedding = std::move(*d.probs);
+      ch.label = std::move(*d.label);
+    });
+  if (ep_ == endpoint::rerank || ep_ == endpoint::score)
+    return pooled(d.score.has_value(), "document", "score", [&] { ch.score = *d.score; });
   if (const auto prompt = static_cast<size_t>(i / per_prompt_); !prompt_counted_[prompt]) {
     prompt_counted_[prompt] = true;
     usage_.prompt_tokens += d.usage.prompt_tokens;

@@ -396,6 +396,57 @@ BOOST_AUTO_TEST_CASE(embeddings_request_and_response) {
 // /v1/rerank: the body is the rerank request; the results come best first (equal scores in the
 // documents' order), each with its document, top_n keeps the best, usage sums the prompts; a
 // document that ends without its score fails the response; bad bodies are 400s.
+// /classify: the body is the embed request with task classify; the response lists each input's
+// label and probabilities in input order, usage summed; an input that ends without them fails the
+// response; embedding-only fields and an adapter are refused.
+BOOST_AUTO_TEST_CASE(classify_request_and_response) {
+  auto p = oa::parse_request(oa::endpoint::classify, R"({"input": ["a", "b"], "add_special_tokens": true})", models,
+                             "classify-1");
+  BOOST_TEST_REQUIRE(p.ok(), p.error.message);
+  BOOST_TEST_REQUIRE(p.req->embed.has_value());
+  BOOST_TEST(p.req->embed->classify);
+  BOOST_TEST(p.req->n == 2);
+  auto classified = [](int32_t index, std::vector<float> probs, std::string label) {
+    wire::done_event d;
+    d.id = "classify-1";
+    d.index = index;
+    d.usage.prompt_tokens = 2;
+    d.probs = std::move(probs);
+    d.label = std::move(label);
+    return d;
+  };
+  {
+    oa::response_builder b(oa::endpoint::classify, p, 5, token_text);
+    BOOST_TEST(b.feed(classified(1, {0.25f, 0.75f}, "pos")).empty());
+    auto j = json::parse(b.feed(classified(0, {0.5f, 0.5f}, "neg")));
+    BOOST_TEST(b.complete());
+    BOOST_TEST(j["object"] == "list");
+    BOOST_TEST(j["data"][0]["label"] == "neg");
+    BOOST_TEST(j["data"][1]["label"] == "pos");
+    BOOST_TEST((j["data"][1]["probs"].get<std::vector<float>>() == std::vector<float>{0.25f, 0.75f}));
+    BOOST_TEST(j["data"][1]["num_classes"] == 2);
+    BOOST_TEST(j["usage"]["prompt_tokens"] == 4);
+    BOOST_TEST(j["usage"]["completion_tokens"] == 0);
+  }
+  {
+    oa::response_builder b(oa::endpoint::classify, p, 5, token_text);
+    BOOST_TEST(b.feed(classified(0, {1.0f}, "only")).empty());
+    auto cut = classified(1, {}, "");
+    cut.probs.reset();
+    cut.reason = wire::finish_reason::cancelled;
+    auto j = json::parse(b.feed(cut));
+    BOOST_TEST(b.status() == 500);
+    BOOST_TEST(j["error"]["message"].get<std::string>().find("input 1 ended without its label probabilities") !=
+               std::string::npos);
+  }
+  for (const char* bad : {R"({"input": "x", "dimensions": 4})", R"({"model": "sql-lora", "input": "x"})",
+                          R"({"model": "qwen3"})", R"({"input": "x", "add_special_tokens": 1})"}) {
+    auto e = oa::parse_request(oa::endpoint::classify, bad, models, "c");
+    BOOST_TEST(!e.ok(), bad);
+    BOOST_TEST(e.error.status == 400, bad);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(rerank_request_and_response) {
   auto p = oa::parse_request(oa::endpoint::rerank,
                              R"({"model": "qwen3", "query": "q", "documents": ["a", "b", "c"], "instruction": "i", "user": "u"})",
