@@ -206,12 +206,6 @@ rerank_build_result build_rerank(const wire::generate_request& r, const model_fa
                                                        "from the logits of \"yes\" and \"no\")");
     return res;
   }
-  if (m.num_labels > 1) {
-    res.error = err(wire::error_code::unsupported,
-                    "model '" + m.name + "' is a sequence classifier of " + std::to_string(m.num_labels) +
-                        " labels: reranking reads one score, which a classifier of one label gives");
-    return res;
-  }
   if (k.queries.size() != 1 && k.queries.size() != k.documents.size()) {
     res.error = err(wire::error_code::invalid_value, "a rerank request needs one query, or one per document (" +
                                                          std::to_string(k.documents.size()) + "); it has " +
@@ -220,7 +214,7 @@ rerank_build_result build_rerank(const wire::generate_request& r, const model_fa
   }
   built_rerank b;
   try {
-    b.tokens = m.num_labels == 1 ? rerank_tokens::single_logit() : rerank_tokens_of(*m.tok, m.vocab_size, m.name);
+    b.tokens = rerank_tokens_for(*m.tok, m.vocab_size, m.num_labels, m.name);
     const std::string_view instruction = k.instruction ? std::string_view(*k.instruction) : kDefaultRerankInstruction;
     for (size_t i = 0; i < k.documents.size(); ++i) {
       b.prompts.push_back(rerank_prompt(*m.tok, instruction, k.query_for(i), k.documents[i]));
@@ -236,7 +230,7 @@ rerank_build_result build_rerank(const wire::generate_request& r, const model_fa
         return res;
       }
     }
-  } catch (const error& e) {  // no "yes" / "no" token in the vocabulary, or invalid UTF-8
+  } catch (const error& e) {  // no "yes" / "no" token, a classifier of several labels, or invalid UTF-8
     res.error = err(e.code() == errc::unsupported ? wire::error_code::unsupported : wire::error_code::invalid_value, e.what());
     return res;
   }

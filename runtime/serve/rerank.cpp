@@ -42,21 +42,32 @@ rerank_tokens rerank_tokens_of(const tokenizer& tok, int64_t vocab_size, std::st
   return t;
 }
 
+rerank_tokens rerank_tokens_for(const tokenizer& tok, int64_t vocab_size, int64_t num_labels, std::string_view model) {
+  if (num_labels > 1)
+    throw_error(errc::unsupported, "model '" + std::string(model) + "' is a sequence classifier of " +
+                                       std::to_string(num_labels) +
+                                       " labels: reranking reads one score, which a classifier of one label gives");
+  return num_labels == 1 ? rerank_tokens::single_logit() : rerank_tokens_of(tok, vocab_size, model);
+}
+
+namespace {
+double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }  // never 0/0: 0 or 1 far out
+}  // namespace
+
 double rerank_score(std::span<const float> logits, rerank_tokens t) {
   if (t.no < 0) {
     TROUPE_ASSERT(t.yes == 0 && !logits.empty());
-    return 1.0 / (1.0 + std::exp(-static_cast<double>(logits[0])));
+    return logistic(logits[0]);
   }
   TROUPE_ASSERT(t.yes >= 0 && t.no >= 0 && static_cast<size_t>(std::max(t.yes, t.no)) < logits.size());
-  const double d = static_cast<double>(logits[static_cast<size_t>(t.no)]) - logits[static_cast<size_t>(t.yes)];
-  return 1.0 / (1.0 + std::exp(d));
+  return logistic(static_cast<double>(logits[static_cast<size_t>(t.yes)]) - logits[static_cast<size_t>(t.no)]);
 }
 
 std::vector<float> label_probs(std::span<const float> logits) {
   if (logits.empty()) throw_error(errc::internal, "label_probs: an empty logits row");
   for (float v : logits)
     if (std::isnan(v)) throw_error(errc::internal, "label_probs: the classifier's logits row holds a NaN");
-  if (logits.size() == 1) return {static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(logits[0]))))};
+  if (logits.size() == 1) return {static_cast<float>(logistic(logits[0]))};
   const double top = *std::max_element(logits.begin(), logits.end());
   std::vector<double> e(logits.size());
   double sum = 0;

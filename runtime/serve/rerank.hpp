@@ -35,6 +35,10 @@ struct rerank_tokens {
   static rerank_tokens single_logit() { return {0, -1}; }
 };
 rerank_tokens rerank_tokens_of(const tokenizer& tok, int64_t vocab_size, std::string_view model);
+// What a model of num_labels labels (model_config::num_labels; 0: a causal LM) reranks by:
+// rerank_tokens_of, or single_logit() for a classifier of one label; a classifier of more labels
+// cannot rerank (troupe::error unsupported, naming `model`).
+rerank_tokens rerank_tokens_for(const tokenizer& tok, int64_t vocab_size, int64_t num_labels, std::string_view model);
 
 // P(yes) from the logits row of the prompt's last token: exp(l_yes) / (exp(l_yes) + exp(l_no)),
 // in double (a logistic of the difference, so never 0/0); single_logit(): 1 / (1 + exp(-l_0)),

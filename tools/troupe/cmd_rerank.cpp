@@ -41,13 +41,8 @@ int run_rerank(int argc, char** argv) {
     if (documents[i].empty()) throw_error(errc::invalid_argument, "--document " + std::to_string(i) + " is empty");
   const auto m = model_flags.load(model);
   const tokenizer tok(model);
-  // A sequence classifier of one label scores by its own logit; a causal LM by "yes" against "no".
-  const int64_t labels = m.ck->config.num_labels;
-  if (labels > 1)
-    throw_error(errc::unsupported, model + " is a sequence classifier of " + std::to_string(labels) +
-                                       " labels: reranking reads one score, which a classifier of one label gives");
-  const auto yes_no =
-      labels == 1 ? serve::rerank_tokens::single_logit() : serve::rerank_tokens_of(tok, m.ck->config.vocab_size, model);
+  // A causal LM scores by "yes" against "no", a sequence classifier of one label by its own logit.
+  const auto yes_no = serve::rerank_tokens_for(tok, m.ck->config.vocab_size, m.ck->config.num_labels, model);
   generator gen(*m.ck, m.parallel, m.engines);
   std::vector<double> scores;
   int64_t tokens = 0;
