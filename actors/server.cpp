@@ -134,7 +134,6 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   // embeddings only, generation refused per request (build_generate), as vLLM's pooling runner.
   f.embedding_only = ctx->ckpt->no_lm_head;
   // A Qwen3ForSequenceClassification: scores (rerank with one label), embeds, never generates.
-  f.num_labels = ctx->ckpt->config.num_labels;
   f.labels = ctx->ckpt->config.labels;
   // Structured output walks the vocabulary as bytes in a trie: built on the first structured
   // request, then shared, as are the automata of grammars that requests repeat.
@@ -417,10 +416,10 @@ std::string server::banner() const {
   if (f.embedding_only)
     b += "  EMBEDDINGS ONLY: the checkpoint has no lm_head.weight; embed requests (/v1/embeddings) are served, "
          "generation is refused\n";
-  if (f.num_labels > 0)
-    b += "  SEQUENCE CLASSIFIER: " + model_class_name(m.ctx->ckpt->config) + " with " + std::to_string(f.num_labels) +
+  if (f.num_labels() > 0)
+    b += "  SEQUENCE CLASSIFIER: " + model_class_name(m.ctx->ckpt->config) + " with " + std::to_string(f.num_labels()) +
          " label(s); classify requests (/classify)" +
-         (f.num_labels == 1 ? ", rerank and score requests (/v1/rerank, /v1/score)" : "") +
+         (f.num_labels() == 1 ? ", rerank and score requests (/v1/rerank, /v1/score)" : "") +
          " and embed requests are served, generation is refused\n";
   b += "  tokenizer: " + std::string(f.tok ? f.tok->model_dir() : "none (prompt_ids only)") + "\n";
   if (f.chat) b += "  tool calls: " + std::string(serve::to_string(f.tool_format)) + " format\n";

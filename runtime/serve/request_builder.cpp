@@ -137,7 +137,7 @@ tokenize_result prompt_ids(const wire::tokenize_request& r, const model_facts& m
 embed_build_result build_embed(const wire::generate_request& r, const model_facts& m) {
   embed_build_result res;
   const auto& e = *r.embed;
-  if (e.classify && m.num_labels == 0) {
+  if (e.classify && m.num_labels() == 0) {
     res.error = err(wire::error_code::unsupported,
                     "model '" + m.name + "' is not a sequence classifier: classify needs a Qwen3ForSequenceClassification "
                     "checkpoint (a score head of label logits)");
@@ -214,7 +214,7 @@ rerank_build_result build_rerank(const wire::generate_request& r, const model_fa
   }
   built_rerank b;
   try {
-    b.tokens = rerank_tokens_for(*m.tok, m.vocab_size, m.num_labels, m.name);
+    b.tokens = rerank_tokens_for(*m.tok, m.vocab_size, m.num_labels(), m.name);
     const std::string_view instruction = k.instruction ? std::string_view(*k.instruction) : kDefaultRerankInstruction;
     for (size_t i = 0; i < k.documents.size(); ++i) {
       b.prompts.push_back(rerank_prompt(*m.tok, instruction, k.query_for(i), k.documents[i]));
@@ -352,9 +352,9 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
                     "embed requests (POST /v1/embeddings), not generation");
     return res;
   }
-  if (m.num_labels > 0) {
+  if (m.num_labels() > 0) {
     res.error = err(wire::error_code::unsupported,
-                    "model '" + m.name + "' is a sequence classifier (" + std::to_string(m.num_labels) +
+                    "model '" + m.name + "' is a sequence classifier (" + std::to_string(m.num_labels()) +
                         " labels, no lm_head): it serves rerank and embed requests (POST /v1/rerank, /v1/score, "
                         "/v1/embeddings), not generation");
     return res;

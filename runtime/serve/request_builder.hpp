@@ -45,11 +45,11 @@ struct model_facts {
   // The checkpoint has no lm_head (a bare Qwen3Model export with untied embeddings, such as
   // Qwen3-Embedding-8B): embed requests only; generation is refused (build_generate).
   bool embedding_only = false;
-  // A sequence-classification checkpoint (model_config::num_labels > 0, its labels' names): its
-  // logits are one per label. It reranks (one label: the score is its sigmoid) and embeds;
-  // generation is refused.
-  int64_t num_labels = 0;
-  std::vector<std::string> labels;  // their names, in id order (classify requests answer one)
+  // A sequence-classification checkpoint's label names, in id order (model_config::labels; empty
+  // for a causal LM): its logits are one per label. It classifies, reranks (one label: the score
+  // is its sigmoid) and embeds; generation is refused.
+  std::vector<std::string> labels;
+  int64_t num_labels() const noexcept { return static_cast<int64_t>(labels.size()); }
   int32_t max_model_len = 0;
   int32_t default_max_tokens = 256;
   generation_defaults generation;

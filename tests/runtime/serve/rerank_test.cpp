@@ -101,13 +101,13 @@ BOOST_AUTO_TEST_CASE(a_sequence_classifier_of_one_label_scores_as_the_reranker_i
 // generates.
 BOOST_AUTO_TEST_CASE(a_served_classifier_reranks_with_one_label_and_never_generates) {
   auto m = facts();
-  m.num_labels = 1;
+  m.labels = {"LABEL_0"};
   auto b = build_rerank(rerank_request("q", {"d1", "d2"}), m);
   BOOST_REQUIRE_MESSAGE(b.req.has_value(), b.error.message);
   BOOST_TEST(b.req->tokens.yes == 0);
   BOOST_TEST(b.req->tokens.no == -1);
   BOOST_TEST(b.req->prompts.size() == 2u);
-  m.num_labels = 3;
+  m.labels = {"a", "b", "c"};
   b = build_rerank(rerank_request("q", {"d"}), m);
   BOOST_TEST(to_string(b.error.code) == "unsupported");
   BOOST_TEST(b.error.message == "model 'reranker' is a sequence classifier of 3 labels: reranking reads one score, "
@@ -116,7 +116,7 @@ BOOST_AUTO_TEST_CASE(a_served_classifier_reranks_with_one_label_and_never_genera
   g.id = "g";
   g.kind = wire::prompt_kind::ids;
   g.prompt_ids = {1, 2, 3};
-  m.num_labels = 1;
+  m.labels = {"LABEL_0"};
   const auto r = build_generate(g, m);
   BOOST_TEST(!r.req.has_value());
   BOOST_TEST(to_string(r.error.code) == "unsupported");
@@ -147,7 +147,7 @@ BOOST_AUTO_TEST_CASE(label_probabilities_are_the_softmax_of_the_row) {
   BOOST_TEST(to_string(b.error.code) == "unsupported");
   BOOST_TEST(b.error.message == "model 'reranker' is not a sequence classifier: classify needs a "
                                 "Qwen3ForSequenceClassification checkpoint (a score head of label logits)");
-  m.num_labels = 2;
+  m.labels = {"neg", "pos"};
   BOOST_TEST(build_embed(r, m).req.has_value());
 }
 
