@@ -181,22 +181,20 @@ void parse_rope(const fields& f, model_config& c);
 void parse_labels(const fields& f, model_config& c) {
   const json* ids = f.get("id2label");
   const json* n = f.get("num_labels");
-  // More labels than this is no classifier's head (and would make num_labels names out of nothing).
-  constexpr int64_t max_labels = int64_t{1} << 16;
-  if (n && f.positive("num_labels", *n) > max_labels)
-    f.bad_value(errc::unsupported, "num_labels", *n, "at most " + std::to_string(max_labels));
+  // Never num_labels names made out of nothing for an absurd count.
+  if (n && f.positive("num_labels", *n) > max_num_labels)
+    f.bad_value(errc::unsupported, "num_labels", *n, "at most " + std::to_string(max_num_labels));
   if (!ids) {
-    c.num_labels = n ? f.positive("num_labels", *n) : 2;
-    for (int64_t i = 0; i < c.num_labels; ++i) c.labels.push_back("LABEL_" + std::to_string(i));
+    make_classifier(c, n ? f.positive("num_labels", *n) : 2);
     return;
   }
   if (!ids->is_object() || ids->empty())
     f.bad_value(errc::invalid_checkpoint, "id2label", *ids, "an object from label ids (\"0\", \"1\", ...) to names");
-  if (static_cast<int64_t>(ids->size()) > max_labels)
+  if (static_cast<int64_t>(ids->size()) > max_num_labels)
     f.fail(errc::unsupported, "id2label", "has " + std::to_string(ids->size()) + " labels; at most " +
-                                              std::to_string(max_labels) + " are served");
-  c.num_labels = static_cast<int64_t>(ids->size());
-  c.labels.assign(static_cast<size_t>(c.num_labels), std::string());
+                                              std::to_string(max_num_labels) + " are served");
+  make_classifier(c, static_cast<int64_t>(ids->size()));
+  std::vector<std::string> names(static_cast<size_t>(c.num_labels));  // "" until its id is read
   for (const auto& [key, name] : ids->items()) {
     size_t used = 0;
     int64_t id = -1;
@@ -204,13 +202,14 @@ void parse_labels(const fields& f, model_config& c) {
       id = std::stoll(key, &used);
     } catch (const std::exception&) {
     }
-    if (used != key.size() || id < 0 || id >= c.num_labels || !c.labels[static_cast<size_t>(id)].empty() ||
+    if (used != key.size() || id < 0 || id >= c.num_labels || !names[static_cast<size_t>(id)].empty() ||
         !name.is_string() || name.get<std::string>().empty())
       f.fail(errc::invalid_checkpoint, "id2label",
              "has entry \"" + key + "\": " + show(name) + "; expected the ids 0.." + std::to_string(c.num_labels - 1) +
                  " once each, each a non-empty name");
-    c.labels[static_cast<size_t>(id)] = name.get<std::string>();
+    names[static_cast<size_t>(id)] = name.get<std::string>();
   }
+  c.labels = std::move(names);
   if (n && f.positive("num_labels", *n) != c.num_labels)
     f.bad_value(errc::invalid_checkpoint, "num_labels", *n,
                 std::to_string(c.num_labels) + ", the number of id2label entries");
@@ -362,6 +361,13 @@ std::string model_class_name(const model_config& c) {
   return c.arch == architecture::qwen3_moe ? "Qwen3MoeForSequenceClassification" : "Qwen3ForSequenceClassification";
 }
 
+void make_classifier(model_config& c, int64_t num_labels) {
+  c.num_labels = num_labels;
+  c.labels.clear();
+  for (int64_t i = 0; i < num_labels; ++i) c.labels.push_back("LABEL_" + std::to_string(i));
+  c.tie_word_embeddings = false;
+}
+
 const char* model_type_name(architecture arch) noexcept {
   return arch == architecture::qwen3_moe ? "qwen3_moe" : "qwen3";
 }
@@ -447,10 +453,7 @@ model_config parse_model_config(const std::string& json_text, const std::string&
     f.bad_value(errc::invalid_checkpoint, "rms_norm_eps", c.rms_norm_eps, "a positive number");
   c.max_position_embeddings = f.size_or("max_position_embeddings", 32768);
   c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", false);
-  if (classifier) {
-    parse_labels(f, c);
-    c.tie_word_embeddings = false;  // ties lm_head, which a classifier does not have; its score is its own
-  }
+  if (classifier) parse_labels(f, c);  // (tie_word_embeddings ties lm_head, which a classifier has not)
   c.torch_dtype = f.string_or("torch_dtype", f.string_or("dtype", ""));
   check_unsupported(f, c);
 

@@ -100,6 +100,12 @@ const char* architecture_name(architecture arch) noexcept;
 // The transformers class config.json names: architecture_name, or its ForSequenceClassification
 // sibling when num_labels > 0.
 std::string model_class_name(const model_config& c);
+
+// The most labels a classifier's config may have (more is no classifier's head).
+inline constexpr int64_t max_num_labels = int64_t{1} << 16;
+// Makes `c` a sequence classifier of num_labels labels named as transformers names them by
+// default (LABEL_0, LABEL_1, ...): its score head replaces lm_head and is never tied.
+void make_classifier(model_config& c, int64_t num_labels);
 const char* model_type_name(architecture arch) noexcept;
 
 // config.json / generation_config.json text as transformers writes them (sorted keys, 2-space

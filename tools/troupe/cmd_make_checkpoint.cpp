@@ -33,7 +33,7 @@ int make_checkpoint(int argc, char** argv) {
   app.add_option("--num-labels", num_labels,
                  "write a sequence classifier (Qwen3ForSequenceClassification: a score head of this many labels, "
                  "LABEL_0..) instead of a causal LM")
-      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+      ->check(CLI::Range(int64_t{1}, troupe::max_num_labels));
   app.add_option("--seed", seed, "Weights are a function of the seed (default 0)");
   app.add_option("--dtype", dtype_name, "Weight dtype (default bf16)")
       ->check(CLI::IsMember({"bf16", "f16", "f32"}));
@@ -56,11 +56,7 @@ int make_checkpoint(int argc, char** argv) {
   opt.force = force;
   troupe::model_config config = troupe::preset_config(preset);
   if (num_layers > 0) config.num_hidden_layers = num_layers;
-  if (num_labels > 0) {  // the score head replaces lm_head, never tied (config.hpp)
-    config.num_labels = num_labels;
-    for (int64_t i = 0; i < num_labels; ++i) config.labels.push_back("LABEL_" + std::to_string(i));
-    config.tie_word_embeddings = false;
-  }
+  if (num_labels > 0) troupe::make_classifier(config, num_labels);
   auto t0 = clock::now();
   auto summary =
       troupe::write_random_checkpoint(out, config, troupe::qwen3_generation_defaults(), opt);
