@@ -15,6 +15,7 @@
 #include "actors/messages.hpp"
 #include "actors/supervisor.hpp"
 #include "runtime/core/error.hpp"
+#include "runtime/engine/draft_sequence.hpp"
 #include "runtime/engine/omp_threads.hpp"
 #include "runtime/kv/kv_cache.hpp"
 #include "runtime/model/shard.hpp"
@@ -78,14 +79,8 @@ std::shared_ptr<const checkpoint> load_draft_model(const server_context& ctx) {
   } catch (const troupe::error& e) {
     throw troupe::error(e.code(), "speculative.model (--speculative-model): " + std::string(e.what()));
   }
-  const auto& dc = draft->config;
-  const auto& tc = ctx.ckpt->config;
-  auto bad = [&](const std::string& m) { throw_error(errc::invalid_argument, "speculative.model '" + dir + "': " + m); };
-  if (draft->no_lm_head) bad("has no lm_head (an embedding model) and cannot guess tokens");
-  if (dc.num_labels > 0) bad("is a " + model_class_name(dc) + " (label logits, no lm_head) and cannot guess tokens");
-  if (dc.vocab_size != tc.vocab_size)
-    bad("its vocabulary has " + std::to_string(dc.vocab_size) + " ids, the model's " + std::to_string(tc.vocab_size) +
-        ": a draft model must share the model's tokenizer");
+  if (const auto why = draft_model_problem(*draft, *ctx.ckpt); !why.empty())
+    throw_error(errc::invalid_argument, "speculative.model '" + dir + "': " + why);
   return draft;
 }
 
@@ -220,8 +215,7 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
   s.speculation_max_running = ctx->cfg.speculative_disable_by_batch_size;
   // A guess's price against a step: on a memory-bound decode, the ratio of the weights read.
   if (s.draft_model && ctx->cfg.adaptive_draft_length)
-    s.draft_cost = static_cast<double>(ctx->draft_ckpt->weights.active_bytes) /
-                    static_cast<double>(std::max<size_t>(1, ctx->ckpt->weights.active_bytes));
+    s.draft_cost = draft_guess_cost(*ctx->draft_ckpt, *ctx->ckpt);
   set_prefix_caching(*ctx);
   plugin_host::policy_settings ps;
   ps.policy = ctx->cfg.policy;

@@ -12,14 +12,22 @@ int32_t draft_guess(std::span<const float> row, int64_t target_vocab_size) {
   return sampling_detail::argmax(ids, sampling_detail::checked_max(ids));  // the sampler's greedy pick
 }
 
-draft_sequence::draft_sequence(const checkpoint& draft, int64_t max_len, int64_t target_vocab_size, int32_t num_tokens)
-    : pool_(draft, max_len), target_vocab_(target_vocab_size), num_tokens_(num_tokens) {
-  if (draft.no_lm_head || draft.config.num_labels > 0)
-    throw_error(errc::unsupported, "draft model " + draft.dir + " has no lm_head (" +
-                                       (draft.no_lm_head ? std::string("an embedding model")
-                                                         : "a " + model_class_name(draft.config)) +
-                                       "): it cannot guess tokens");
+std::string draft_model_problem(const checkpoint& draft, const checkpoint& model) {
+  const auto &dc = draft.config, &mc = model.config;
+  if (draft.no_lm_head) return "has no lm_head (an embedding model) and cannot guess tokens";
+  if (dc.num_labels > 0) return "is a " + model_class_name(dc) + " (label logits, no lm_head) and cannot guess tokens";
+  if (dc.vocab_size != mc.vocab_size)
+    return "its vocabulary has " + std::to_string(dc.vocab_size) + " ids, the model's " + std::to_string(mc.vocab_size) +
+           ": a draft model must share the model's tokenizer";
+  return {};
 }
+
+double draft_guess_cost(const checkpoint& draft, const checkpoint& model) {
+  return static_cast<double>(draft.weights.active_bytes) / static_cast<double>(std::max<size_t>(1, model.weights.active_bytes));
+}
+
+draft_sequence::draft_sequence(const checkpoint& draft, int64_t max_len, int64_t target_vocab_size, int32_t num_tokens)
+    : pool_(draft, max_len), target_vocab_(target_vocab_size), num_tokens_(num_tokens) {}
 
 std::vector<int32_t> draft_sequence::propose(std::span<const int32_t> context, int32_t max_drafts) {
   const int64_t room = pool_.capacity();

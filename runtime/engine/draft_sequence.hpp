@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "runtime/engine/single_sequence_pool.hpp"
@@ -18,9 +19,19 @@ namespace troupe {
 // vocabulary may be padded differently), the lowest id on a tie.
 int32_t draft_guess(std::span<const float> row, int64_t target_vocab_size);
 
+// Why `draft` cannot guess tokens for `model`, or "" when it can: it has no lm_head (an embedding
+// model), is a sequence classifier, or has another vocabulary. troupe serve and troupe generate
+// refuse a draft model by it.
+std::string draft_model_problem(const checkpoint& draft, const checkpoint& model);
+
+// What one guess costs against a step of `model` on a memory-bound decode: the ratio of the weight
+// bytes each step reads (sched::draft_length's draft_cost).
+double draft_guess_cost(const checkpoint& draft, const checkpoint& model);
+
 class draft_sequence {
  public:
-  // Room for max_len positions; guesses are ids below target_vocab_size. `draft` must outlive this.
+  // Room for max_len positions; guesses are ids below target_vocab_size. `draft` must outlive this
+  // (and be one draft_model_problem accepts).
   draft_sequence(const checkpoint& draft, int64_t max_len, int64_t target_vocab_size, int32_t num_tokens);
   // Up to min(num_tokens, max_drafts) guesses of what follows `context` (empty when max_drafts <= 0
   // or the pool's positions would run out).

@@ -130,14 +130,9 @@ int run_generate(int argc, char** argv) {
     if (speculative_tokens <= 0)
       throw_error(errc::invalid_argument, "--speculative-model needs --speculative-tokens N > 0: the tokens it guesses a step");
     draft_ck = quant::load_model(speculative_model, {});
-    if (draft_ck->config.vocab_size != ck->config.vocab_size)
-      throw_error(errc::invalid_argument, "--speculative-model " + speculative_model + ": its vocabulary has " +
-                                              std::to_string(draft_ck->config.vocab_size) + " ids, the model's " +
-                                              std::to_string(ck->config.vocab_size) +
-                                              ": a draft model must share the model's tokenizer");
-    const double cost = fixed_draft_length ? 0.0
-                                           : static_cast<double>(draft_ck->weights.active_bytes) /
-                                                 static_cast<double>(std::max<size_t>(1, ck->weights.active_bytes));
+    if (const auto why = draft_model_problem(*draft_ck, *ck); !why.empty())
+      throw_error(errc::invalid_argument, "--speculative-model " + speculative_model + ": " + why);
+    const double cost = fixed_draft_length ? 0.0 : draft_guess_cost(*draft_ck, *ck);
     draft = std::make_shared<draft_state>(draft_state{
         std::make_unique<draft_sequence>(*draft_ck, static_cast<int64_t>(prompt.size()) + o.max_tokens + speculative_tokens,
                                          ck->config.vocab_size, speculative_tokens),

@@ -150,6 +150,10 @@ BOOST_AUTO_TEST_CASE(classify_prints_each_inputs_label_probabilities) {
     BOOST_TEST(d["probs"][1].get<float>() == want[1]);
     BOOST_TEST(d["label"] == (want[0] >= want[1] ? "positive" : "negative"));
   }
+  // A classifier guesses no tokens: refused as a draft model, naming its class.
+  expect_exit_1("generate --model " TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab --ids 1,2 --max-tokens 2 "
+                "--speculative-tokens 2 --speculative-model " + dir.string(),
+                "is a Qwen3ForSequenceClassification (label logits, no lm_head) and cannot guess tokens");
   fs::remove_all(dir);
 }
 
