@@ -44,8 +44,8 @@ generate_output generator::generate(const std::vector<int32_t>& prompt, const ge
   if (ckpt_.config.num_labels > 0)
     throw_error(errc::unsupported, ckpt_.dir + " is a " + model_class_name(ckpt_.config) + " (a score head of " +
                                        std::to_string(ckpt_.config.num_labels) +
-                                       " labels, no lm_head): it scores text (troupe rerank, troupe logits), it does "
-                                       "not generate");
+                                       " labels, no lm_head): it scores text (troupe classify, troupe rerank, troupe logits), "
+                                       "it does not generate");
   if (opts.max_tokens <= 0)
     throw_error(errc::invalid_argument, "max_tokens must be positive (got " + std::to_string(opts.max_tokens) + ")");
   if (opts.prefill_chunk < 0) throw_error(errc::invalid_argument, "prefill_chunk must be >= 0");

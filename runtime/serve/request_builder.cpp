@@ -355,8 +355,8 @@ build_result build_generate(const wire::generate_request& r, const model_facts& 
   if (m.num_labels() > 0) {
     res.error = err(wire::error_code::unsupported,
                     "model '" + m.name + "' is a sequence classifier (" + std::to_string(m.num_labels()) +
-                        " labels, no lm_head): it serves rerank and embed requests (POST /v1/rerank, /v1/score, "
-                        "/v1/embeddings), not generation");
+                        " labels, no lm_head): it serves classify, rerank (one label) and embed requests (POST /classify, "
+                        "/v1/rerank, /v1/score, /v1/embeddings), not generation");
     return res;
   }
   built_request b;
