@@ -235,8 +235,21 @@ BOOST_AUTO_TEST_CASE(classify_gives_each_input_its_label_probabilities) {
   const auto yes_no = serve::rerank_tokens_of(qwen3(), 151936, "e2e-full-vocab");
   const std::vector<test::label_row> labels = {{"yes", yes_no.yes}, {"no", yes_no.no}, {"maybe", 1000}};
   test::write_seq_cls(scaled_full_vocab_dir(), dir.string(), labels);
-  static auto causal = load_checkpoint(scaled_full_vocab_dir());
   const std::vector<std::string> inputs = {"The movie was wonderful.", "Terrible service, never again.", "It rained."};
+  // Each input's expected probabilities, from the causal model alone, and the prompts' tokens.
+  std::vector<std::vector<float>> want;
+  int64_t tokens = 0;
+  {
+    auto causal = load_checkpoint(scaled_full_vocab_dir());
+    for (const auto& in : inputs) {
+      const auto prompt = qwen3().encode_with_special_tokens(in);
+      tokens += static_cast<int64_t>(prompt.size());
+      const auto logits = generator(*causal).last_logits(prompt);
+      std::vector<float> row;
+      for (const auto& l : labels) row.push_back(logits[static_cast<size_t>(l.plus)]);
+      want.push_back(serve::label_probs(row));
+    }
+  }
   {
     auto srv = start(test_config(), dir.string(), tokenizer_dir);
     http_client c(srv->http_port());
@@ -249,21 +262,14 @@ BOOST_AUTO_TEST_CASE(classify_gives_each_input_its_label_probabilities) {
         BOOST_TEST(j["id"].get<std::string>().rfind("classify-", 0) == 0u);
         BOOST_TEST(j["object"] == "list");
         BOOST_REQUIRE_EQUAL(j["data"].size(), inputs.size());
-        int64_t tokens = 0;
         for (size_t i = 0; i < inputs.size(); ++i) {
-          const auto prompt = qwen3().encode_with_special_tokens(inputs[i]);
-          tokens += static_cast<int64_t>(prompt.size());
-          const auto logits = generator(*causal).last_logits(prompt);
-          std::vector<float> row;
-          for (const auto& l : labels) row.push_back(logits[static_cast<size_t>(l.plus)]);
-          const auto want = serve::label_probs(row);
           const auto& d = j["data"][i];
           BOOST_TEST(d["index"] == i);
           BOOST_TEST(d["num_classes"] == 3);
           BOOST_REQUIRE_EQUAL(d["probs"].size(), 3u);
           for (size_t k = 0; k < 3; ++k)
-            BOOST_TEST(d["probs"][k].get<double>() == want[k], boost::test_tools::tolerance(1e-5));
-          BOOST_TEST(d["label"] == labels[serve::likeliest_label(want)].name, "input " << i);
+            BOOST_TEST(d["probs"][k].get<double>() == want[i][k], boost::test_tools::tolerance(1e-5));
+          BOOST_TEST(d["label"] == labels[serve::likeliest_label(want[i])].name, "input " << i);
         }
         BOOST_TEST(j["usage"]["prompt_tokens"] == tokens);
         BOOST_TEST(j["usage"]["completion_tokens"] == 0);
@@ -276,13 +282,9 @@ BOOST_AUTO_TEST_CASE(classify_gives_each_input_its_label_probabilities) {
     const auto got = cl.classify(mr);
     BOOST_REQUIRE_EQUAL(got.size(), inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
-      const auto logits = generator(*causal).last_logits(qwen3().encode_with_special_tokens(inputs[i]));
-      std::vector<float> row;
-      for (const auto& l : labels) row.push_back(logits[static_cast<size_t>(l.plus)]);
-      const auto want = serve::label_probs(row);
       BOOST_REQUIRE_EQUAL(got[i].probs.size(), 3u);
-      for (size_t k = 0; k < 3; ++k) BOOST_TEST(got[i].probs[k] == want[k], boost::test_tools::tolerance(1e-5f));
-      BOOST_TEST(got[i].label == labels[serve::likeliest_label(want)].name);
+      for (size_t k = 0; k < 3; ++k) BOOST_TEST(got[i].probs[k] == want[i][k], boost::test_tools::tolerance(1e-5f));
+      BOOST_TEST(got[i].label == labels[serve::likeliest_label(want[i])].name);
     }
     c.post("/classify", json{{"input", "x"}, {"dimensions", 4}}.dump());
     auto bad = c.read();
