@@ -5,7 +5,6 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
