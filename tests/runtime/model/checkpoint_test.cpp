@@ -274,6 +274,31 @@ BOOST_AUTO_TEST_CASE(missing_untied_lm_head) {
                {dir.str("model.safetensors"), "missing tensor 'lm_head.weight'", "[128, 16]"});
 }
 
+// A sequence classifier: score.weight [num_labels, hidden] in lm_head's place, loaded as the logits'
+// head; a missing or misshapen one, or an lm_head beside it, is named.
+BOOST_AUTO_TEST_CASE(sequence_classifier_score_head) {
+  model_config c = small_config();
+  make_classifier(c, 3);
+  test::temp_dir ok;
+  write_small(ok.path(), c);
+  auto ck = load_checkpoint(ok.str());
+  BOOST_TEST(ck->config.num_labels == 3);
+  BOOST_TEST(ck->weights.lm_head.rows == 3);
+  BOOST_TEST(ck->weights.lm_head.data != ck->weights.embed_tokens.data);
+  test::temp_dir missing;
+  write_small(missing.path(), c, [](auto& ts) { erase_tensor(ts, "score.weight"); });
+  expect_error([&] { load_checkpoint(missing.str()); }, errc::invalid_checkpoint,
+               {"missing tensor 'score.weight'", "shape [3, 16] = [num_labels, hidden_size]"});
+  test::temp_dir shape;
+  write_small(shape.path(), c, [](auto& ts) { find_tensor(ts, "score.weight").shape = {2, 16}; });
+  expect_error([&] { load_checkpoint(shape.str()); }, errc::invalid_checkpoint,
+               {"tensor 'score.weight' has shape [2, 16]", "[3, 16] = [num_labels, hidden_size]"});
+  test::temp_dir stray;
+  write_small(stray.path(), c, [](auto& ts) { ts.push_back(filled("lm_head.weight", dtype::bf16, {128, 16})); });
+  expect_error([&] { load_checkpoint(stray.str()); }, errc::invalid_checkpoint,
+               {"unexpected tensor 'lm_head.weight'", "Qwen3ForSequenceClassification", "a score head of 3 labels"});
+}
+
 BOOST_AUTO_TEST_CASE(unexpected_tensor) {
   test::temp_dir dir;
   write_small(dir.path(), small_config(), [](auto& ts) {

@@ -162,6 +162,12 @@ BOOST_AUTO_TEST_CASE(make_checkpoint_writes_a_classifier_that_classifies) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("troupe-cli-random-classifier-" + std::to_string(::getpid()));
   fs::remove_all(dir);
+  for (const char* bad : {"0", "65537"}) {  // labels from 1 to max_num_labels
+    const auto r = run_troupe("make-checkpoint --preset tiny --num-labels " + std::string(bad) + " --out " + dir.string());
+    BOOST_TEST(r.exit_code != 0, bad);
+    BOOST_TEST(r.output.find("--num-labels") != std::string::npos, r.output);
+    BOOST_TEST(!fs::exists(dir), bad);
+  }
   const auto made = run_troupe("make-checkpoint --preset tiny --num-labels 3 --out " + dir.string());
   BOOST_TEST_REQUIRE(made.exit_code == 0, made.output);
   BOOST_TEST(made.output.find("Qwen3ForSequenceClassification") != std::string::npos, made.output);
