@@ -37,7 +37,7 @@ inline std::string write_seq_cls(const std::string& src, const std::string& out,
   BOOST_REQUIRE(ck->config.tie_word_embeddings);
   std::vector<tensor_to_write> tensors;
   for (const auto& e : expected_tensors(ck->config)) {
-    tensor_to_write w{e.name, dtype::f32, e.shape};
+    tensor_to_write w{e.name, dtype::f32, e.shape, nullptr, {}};
     if (const auto* norm = norm_slot(ck->weights, e)) {
       w.data = norm->data();
     } else {
@@ -60,7 +60,7 @@ inline std::string write_seq_cls(const std::string& src, const std::string& out,
           bf16_to_f32(rows[lr.plus * h + c]) - (lr.minus >= 0 ? bf16_to_f32(rows[lr.minus * h + c]) : 0.0f);
     names[std::to_string(l)] = lr.name;
   }
-  tensors.push_back({"score.weight", dtype::f32, {n, h}, score.data()});
+  tensors.push_back({"score.weight", dtype::f32, {n, h}, score.data(), {}});
   write_safetensors(out + "/model.safetensors", tensors);
   auto config = nlohmann::json::parse(std::ifstream(src + "/config.json"));
   config["architectures"] = {"Qwen3ForSequenceClassification"};
