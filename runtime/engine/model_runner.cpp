@@ -37,7 +37,13 @@ const char* to_string(kernels::compute_dtype c) noexcept { return c == kernels::
 
 model_runner::model_runner(const checkpoint& ckpt, kv_cache& kv, model_runner_options opts)
     : ckpt_(ckpt), cfg_(ckpt.config), kv_(kv), opts_(opts) {
-  if (kv.num_layers() != cfg_.num_hidden_layers || kv.layer(0).n_kv_heads != cfg_.num_key_value_heads ||
+  first_layer_ = opts.first_layer;
+  end_layer_ = opts.end_layer < 0 ? cfg_.num_hidden_layers : opts.end_layer;
+  if (first_layer_ < 0 || first_layer_ >= end_layer_ || end_layer_ > cfg_.num_hidden_layers)
+    throw_error(errc::invalid_argument, "model_runner: layers [" + std::to_string(first_layer_) + ", " +
+                                            std::to_string(end_layer_) + ") are not a range of the model's " +
+                                            std::to_string(cfg_.num_hidden_layers));
+  if (kv.num_layers() != end_layer_ - first_layer_ || kv.layer(0).n_kv_heads != cfg_.num_key_value_heads ||
       kv.layer(0).head_dim != cfg_.head_dim)
     throw_error(errc::invalid_argument, "model_runner: KV pool shape does not match the model config");
   rope_ = rope_frequencies_of(cfg_);
@@ -123,7 +129,16 @@ void model_runner::apply_lora(int64_t layer, lora_target t, const float* x, floa
   }
 }
 
-void model_runner::step(std::span<const step_sequence> batch, step_result& out) {
+void model_runner::step(std::span<const step_sequence> batch, step_result& out) { step(batch, out, nullptr, nullptr); }
+
+void model_runner::step(std::span<const step_sequence> batch, step_result& out, const float* residual_in,
+                        aligned_vector<float>* residual_out) {
+  if ((residual_in != nullptr) != (first_layer_ > 0) || (residual_out != nullptr) != (end_layer_ < cfg_.num_hidden_layers))
+    throw_error(errc::invalid_argument, "model_runner: a stage of layers [" + std::to_string(first_layer_) + ", " +
+                                            std::to_string(end_layer_) + ") " +
+                                            (first_layer_ > 0 ? "needs" : "takes no") + " residual rows in and " +
+                                            (end_layer_ < cfg_.num_hidden_layers ? "needs" : "takes no") +
+                                            " residual rows out");
   validate(batch);
   const auto& w = ckpt_.weights;
   const int64_t hidden = cfg_.hidden_size;
@@ -147,7 +162,17 @@ void model_runner::step(std::span<const step_sequence> batch, step_result& out) 
 
   ensure(x_, n_ * hidden);
   ensure(h_, n_ * hidden);
-  kernels::embedding(w.embed_tokens, ids_.data(), n_, x_.data());
+  if (residual_in)
+    std::copy_n(residual_in, n_ * hidden, x_.data());
+  else
+    kernels::embedding(w.embed_tokens, ids_.data(), n_, x_.data());
+
+  if (residual_out) {  // a stage before the last: every row goes on to the next stage's K and V
+    for (int64_t l = first_layer_; l < end_layer_; ++l) layer(l, batch, nullptr);
+    residual_out->resize(static_cast<size_t>(n_ * hidden));
+    std::copy_n(x_.data(), n_ * hidden, residual_out->data());
+    return;
+  }
 
   // Rows whose logits were asked for: mid-prompt chunks ask for none, prompts for their last.
   out.first_row.assign(batch.size(), 0);
@@ -176,18 +201,7 @@ void model_runner::step(std::span<const step_sequence> batch, step_result& out) 
   // run on them alone (rows are independent, so their values do not change).
   const bool prune = n_out < n_;
 
-  for (int64_t l = 0; l < cfg_.num_hidden_layers; ++l) {
-    const auto& lw = w.layers[l];
-    kernels::rmsnorm(x_.data(), lw.input_layernorm.data(), n_, hidden, static_cast<float>(cfg_.rms_norm_eps), h_.data());
-    const bool last = l + 1 == cfg_.num_hidden_layers;
-    attention_block(l, batch, last && prune ? &rows : nullptr);
-    kernels::rmsnorm(x_.data(), lw.post_attention_layernorm.data(), n_, hidden,
-                     static_cast<float>(cfg_.rms_norm_eps), h_.data());
-    if (cfg_.layer_is_moe(l))
-      moe_mlp(lw);
-    else
-      dense_mlp(l, lw);
-  }
+  for (int64_t l = first_layer_; l < end_layer_; ++l) layer(l, batch, l + 1 == end_layer_ && prune ? &rows : nullptr);
 
   // Logits only for the rows asked for (pruned: they are rows 0 .. n_out - 1 of x_ now). A
   // tensor-parallel rank's lm_head is its range of the vocabulary.
@@ -216,6 +230,19 @@ void model_runner::step(std::span<const step_sequence> batch, step_result& out) 
   if (n_logits > 0) matmul(final_.data(), n_logits, w.lm_head, out.logits.data());
 }
 
+void model_runner::layer(int64_t l, std::span<const step_sequence> batch, const std::vector<int64_t>* keep) {
+  const auto& lw = ckpt_.weights.layers[static_cast<size_t>(l)];
+  const int64_t hidden = cfg_.hidden_size;
+  const auto eps = static_cast<float>(cfg_.rms_norm_eps);
+  kernels::rmsnorm(x_.data(), lw.input_layernorm.data(), n_, hidden, eps, h_.data());
+  attention_block(l, batch, keep);
+  kernels::rmsnorm(x_.data(), lw.post_attention_layernorm.data(), n_, hidden, eps, h_.data());
+  if (cfg_.layer_is_moe(l))
+    moe_mlp(lw);
+  else
+    dense_mlp(l, lw);
+}
+
 void model_runner::attention_block(int64_t l, std::span<const step_sequence> batch, const std::vector<int64_t>* keep) {
   const auto& lw = ckpt_.weights.layers[l];
   const int64_t hq = cfg_.num_attention_heads, hk = cfg_.num_key_value_heads, d = cfg_.head_dim;
@@ -236,7 +263,7 @@ void model_runner::attention_block(int64_t l, std::span<const step_sequence> bat
   // Qwen3: per-head RMSNorm of q and k over head_dim, before RoPE.
   kernels::rmsnorm(k_.data(), lw.k_norm.data(), n_ * hk, d, eps, k_.data());
   kernels::rope(k_.data(), n_, hk, d, positions_.data(), rope_.inv_freq.data(), rope_.attention_factor);
-  const auto& kv = kv_.layer(l);
+  const auto& kv = kv_.layer(l - first_layer_);
   int64_t row = 0;
   seq_rows_.resize(batch.size());
   for (size_t s = 0; s < batch.size(); ++s) {

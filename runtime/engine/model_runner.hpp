@@ -34,6 +34,13 @@ struct model_runner_options {
   // reference of cuda_model_runner's FP8 path (tests, the bench's accuracy figures). Off (the
   // default): W8A16, float32 activations, the more accurate CPU scheme.
   bool fp8_activations = false;
+  // Pipeline parallelism (parallel_runner): this runner is one stage, running layers
+  // [first_layer, end_layer) of the checkpoint (end_layer -1: to the last); its KV pool holds those
+  // layers only. A stage after the first takes the residual stream from the one before instead of
+  // embedding the tokens, and one before the last hands its residual stream on instead of norming
+  // and computing logits (step's residual_in / residual_out).
+  int64_t first_layer = 0;
+  int64_t end_layer = -1;
 };
 
 // `--compute-dtype` / model.compute_dtype: "f32" or "bf16"; throws invalid_argument naming `option`.
@@ -49,6 +56,17 @@ class model_runner {
   // (empty tokens, ids outside the vocab, a block table too short or naming a block outside
   // the pool, positions beyond max_position_embeddings) before touching any KV.
   void step(std::span<const step_sequence> batch, step_result& out);
+  // One pipeline stage's part of the step (model_runner_options::first_layer / end_layer): a
+  // stage after the first reads every token's residual stream from residual_in (rows of
+  // hidden_size floats in batch order, what the stage before wrote) instead of embedding; a stage
+  // before the last writes its layers' residual stream to *residual_out (the same rows, resized)
+  // and leaves `out` alone. The same errors as step(), plus invalid_argument when residual_in or
+  // residual_out is missing (or given) against the stage's place.
+  void step(std::span<const step_sequence> batch, step_result& out, const float* residual_in,
+            aligned_vector<float>* residual_out);
+  // step()'s checks of the batch, without running it: what a pipeline's first stage runs for all
+  // of them before any stage writes K/V.
+  void validate(std::span<const step_sequence> batch) const;
 
   // Holds a LoRA adapter for sequences that name the returned slot (0, 1, ...) in
   // step_sequence::adapter. Throws invalid_argument if it was loaded for another layer count.
@@ -61,9 +79,12 @@ class model_runner {
 
   const model_config& config() const noexcept { return cfg_; }
   const model_runner_options& options() const noexcept { return opts_; }
+  int64_t first_layer() const noexcept { return first_layer_; }
+  int64_t end_layer() const noexcept { return end_layer_; }
 
  private:
-  void validate(std::span<const step_sequence> batch) const;
+  // Decoder layer l on the n_ rows of x_ (keep: as attention_block's).
+  void layer(int64_t l, std::span<const step_sequence> batch, const std::vector<int64_t>* keep);
   // keep: the rows to go on with after this layer's K and V (ascending; null: all), moved to the
   // front; n_ becomes their count.
   void attention_block(int64_t layer, std::span<const step_sequence> batch, const std::vector<int64_t>* keep);
@@ -83,6 +104,7 @@ class model_runner {
   kv_cache& kv_;
   model_runner_options opts_;
   rope_frequencies rope_;
+  int64_t first_layer_ = 0, end_layer_ = 0;  // the layers this runner runs (all, unless a pipeline stage)
   // Scratch, sized to the largest batch seen; rows = tokens in the step.
   int64_t n_ = 0;
   std::vector<int32_t> ids_, positions_;

@@ -16,15 +16,21 @@ tensor_parallel_runner::tensor_parallel_runner(const checkpoint& ckpt, int32_t n
     : ckpt_(ckpt), expert_parallel_(parallel.expert_parallel), threads_(parallel.threads) {
   check_shardable(ckpt, parallel);  // before any thread or pool exists
   const int32_t tp_size = parallel.size;
+  // A pipeline stage's pools hold its layers only.
+  const int64_t end_layer = opts.end_layer < 0 ? ckpt.config.num_hidden_layers : opts.end_layer;
+  auto stage_config = [&](model_config c) {
+    c.num_hidden_layers = std::max<int64_t>(end_layer - opts.first_layer, 1);  // model_runner refuses an empty range
+    return c;
+  };
   if (tp_size == 1) {
-    pools_.push_back(std::make_unique<kv_cache>(ckpt.config, num_blocks, block_size, kv_type));
+    pools_.push_back(std::make_unique<kv_cache>(stage_config(ckpt.config), num_blocks, block_size, kv_type));
     runners_.push_back(std::make_unique<model_runner>(ckpt, *pools_[0], opts));
     return;
   }
   group_ = std::make_unique<tp_group>(tp_size, parallel.threads / tp_size);  // 0: tp_group's default
   for (int32_t r = 0; r < tp_size; ++r) {
-    shards_.push_back(shard_checkpoint(ckpt, r, parallel));
-    pools_.push_back(std::make_unique<kv_cache>(shards_.back()->config, num_blocks, block_size, kv_type));
+    shards_.push_back(shard_checkpoint(ckpt, r, parallel, opts.first_layer, end_layer));
+    pools_.push_back(std::make_unique<kv_cache>(stage_config(shards_.back()->config), num_blocks, block_size, kv_type));
     model_runner_options o = opts;
     o.tp = group_.get();
     o.tp_rank = r;
@@ -33,6 +39,7 @@ tensor_parallel_runner::tensor_parallel_runner(const checkpoint& ckpt, int32_t n
   }
   vocab_begin_.push_back(ckpt.weights.lm_head.rows);
   partial_.resize(static_cast<size_t>(tp_size));
+  residual_.resize(static_cast<size_t>(tp_size));
 }
 
 tensor_parallel_runner::~tensor_parallel_runner() = default;
@@ -91,15 +98,25 @@ size_t tensor_parallel_runner::kv_bytes() const noexcept {
   return b;
 }
 
-void tensor_parallel_runner::step(std::span<const step_sequence> batch, step_result& out) {
+void tensor_parallel_runner::step(std::span<const step_sequence> batch, step_result& out) { step(batch, out, nullptr, nullptr); }
+
+void tensor_parallel_runner::step(std::span<const step_sequence> batch, step_result& out, const float* residual_in,
+                                  aligned_vector<float>* residual_out) {
   if (tp_size() == 1) {
     omp_threads_scope threads(threads_);
-    runners_[0]->step(batch, out);
+    runners_[0]->step(batch, out, residual_in, residual_out);
     return;
   }
   // The batch's errors from the caller's thread, before any rank starts (the ranks would find the
   // same ones, but each rank's pool only knows its own heads).
-  validate_step(batch, ckpt_.config, num_blocks(), block_size(), num_adapters());
+  validate(batch);
+  if (residual_out) {  // a stage before the last: no logits
+    group_->run([&](int32_t r) {
+      runners_[static_cast<size_t>(r)]->step(batch, partial_[static_cast<size_t>(r)], residual_in,
+                                             r == 0 ? residual_out : &residual_[static_cast<size_t>(r)]);
+    });
+    return;
+  }
   const int64_t vocab = ckpt_.weights.lm_head.rows;
   out.vocab_size = vocab;
   out.first_row.assign(batch.size(), 0);
@@ -115,7 +132,7 @@ void tensor_parallel_runner::step(std::span<const step_sequence> batch, step_res
   out.logits.resize(static_cast<size_t>(rows * vocab));
   group_->run([&](int32_t r) {
     auto& part = partial_[static_cast<size_t>(r)];
-    runners_[static_cast<size_t>(r)]->step(batch, part);
+    runners_[static_cast<size_t>(r)]->step(batch, part, residual_in, nullptr);
     // Each rank writes its vocabulary columns of every row.
     const int64_t v0 = vocab_begin_[static_cast<size_t>(r)], width = part.vocab_size;
     TROUPE_ASSERT(width == vocab_begin_[static_cast<size_t>(r) + 1] - v0);

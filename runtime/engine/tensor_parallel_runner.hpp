@@ -31,12 +31,21 @@ class tensor_parallel_runner {
   // KV heads, MLP widths, quantization groups), else troupe::error(unsupported) naming the field;
   // `parallel.expert_parallel` gives mixture-of-experts layers whole experts per rank instead;
   // `parallel.threads` the step's threads (omp_threads.hpp), whichever thread calls step().
+  // opts.first_layer / end_layer make the group one pipeline stage (parallel_runner): its pools
+  // and shards hold those layers only. parallel.pipeline_size is parallel_runner's, not read here.
   tensor_parallel_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size = 16,
                          dtype kv_type = dtype::f32, model_runner_options opts = {}, parallel_config parallel = {});
   ~tensor_parallel_runner();
 
   // model_runner::step's contract, the logits rows spanning the whole vocabulary.
   void step(std::span<const step_sequence> batch, step_result& out);
+  // A pipeline stage's part (model_runner::step's residual_in / residual_out): every rank reads
+  // residual_in; after the stage's last all-reduce every rank holds the whole residual stream, and
+  // rank 0's goes to *residual_out.
+  void step(std::span<const step_sequence> batch, step_result& out, const float* residual_in,
+            aligned_vector<float>* residual_out);
+  // model_runner::validate (the checks step() makes before any K/V is written).
+  void validate(std::span<const step_sequence> batch) const { runners_.front()->validate(batch); }
   // A LoRA adapter for sequences that name the returned slot; over a group each rank holds its
   // share (runtime/lora/lora_shard.hpp), so every slot means the same adapter on every rank.
   int32_t add_adapter(std::shared_ptr<const lora_adapter> adapter);
@@ -76,6 +85,7 @@ class tensor_parallel_runner {
   std::vector<std::unique_ptr<model_runner>> runners_;
   std::vector<step_result> partial_;  // each rank's logits over its vocabulary range
   std::vector<int64_t> vocab_begin_;  // rank r's first vocabulary row; [tp_size] = vocab size
+  std::vector<aligned_vector<float>> residual_;  // ranks past 0: the residual rows they leave
 };
 
 }  // namespace troupe

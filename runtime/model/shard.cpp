@@ -1,5 +1,7 @@
 #include "runtime/model/shard.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <new>
 
@@ -89,6 +91,61 @@ kernels::weight_ref copy_columns(const kernels::weight_ref& w, int64_t c0, int64
   return s;
 }
 
+std::vector<int64_t> pipeline_layer_bounds(const checkpoint& full, int32_t stages, std::span<const int64_t> layers) {
+  const int64_t n = full.config.num_hidden_layers;
+  if (stages < 1) throw_error(errc::invalid_argument, "pipeline_parallel_size must be >= 1 (got " + std::to_string(stages) + ")");
+  if (stages > n)
+    throw_error(errc::invalid_argument, "pipeline_parallel_size " + std::to_string(stages) + " is more than the model's " +
+                                            std::to_string(n) + " layers (num_hidden_layers); each stage needs one");
+  std::vector<int64_t> bounds{0};
+  if (!layers.empty()) {
+    if (static_cast<int64_t>(layers.size()) != stages)
+      throw_error(errc::invalid_argument, "pipeline_layers has " + std::to_string(layers.size()) +
+                                              " counts; pipeline_parallel_size is " + std::to_string(stages));
+    for (int64_t k : layers) {
+      if (k < 1) throw_error(errc::invalid_argument, "pipeline_layers: a stage of " + std::to_string(k) + " layers; each needs one");
+      bounds.push_back(bounds.back() + k);
+    }
+    if (bounds.back() != n)
+      throw_error(errc::invalid_argument, "pipeline_layers adds up to " + std::to_string(bounds.back()) +
+                                              " layers; the model has " + std::to_string(n) + " (num_hidden_layers)");
+    return bounds;
+  }
+  // vLLM's split (get_pp_indices): L / S layers each, the remainder one more each for the stages
+  // just before the last, which also runs the final norm and lm_head.
+  std::vector<int64_t> counts(static_cast<size_t>(stages), n / stages);
+  for (int64_t i = 0; i < n % stages; ++i) ++counts[counts.size() - 2 - static_cast<size_t>(i)];
+  for (int64_t k : counts) bounds.push_back(bounds.back() + k);
+  return bounds;
+}
+
+std::vector<int64_t> parse_pipeline_layers(std::string_view text, std::string_view option) {
+  std::vector<int64_t> out;
+  if (text.empty()) return out;
+  size_t at = 0;
+  for (;;) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string_view item = text.substr(at, comma - at);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 1)
+      throw_error(errc::invalid_argument, std::string(option) + ": '" + std::string(text) +
+                                              "' is not a comma-separated list of layer counts (each >= 1), e.g. 10,8,10");
+    out.push_back(v);
+    if (comma == text.size()) return out;
+    at = comma + 1;
+  }
+}
+
+void check_parallel(const checkpoint& full, const parallel_config& p) {
+  check_shardable(full, p);
+  pipeline_layer_bounds(full, p.pipeline_size, p.pipeline_layers);
+  if (p.threads > 0 && p.threads < p.pipeline_size * p.size)
+    throw_error(errc::invalid_argument, "threads (" + std::to_string(p.threads) + ") is fewer than pipeline_parallel_size x " +
+                                            "tensor_parallel_size (" + std::to_string(p.pipeline_size * p.size) +
+                                            "); each stage's every rank needs a thread of its own");
+}
+
 int64_t vocab_range_begin(const checkpoint& full, int32_t rank, int32_t size) {
   const int64_t v = full.weights.lm_head.rows;
   const int64_t a = full.weights.lm_head.group_rows > 1 ? full.weights.lm_head.group_rows : 1;
@@ -160,7 +217,8 @@ void check_shardable(const checkpoint& full, parallel_config p) {
   }
 }
 
-std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t rank, parallel_config p) {
+std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t rank, parallel_config p,
+                                             int64_t first_layer, int64_t end_layer) {
   check_shardable(full, p);
   const int32_t size = p.size;
   if (rank < 0 || rank >= size)
@@ -186,7 +244,8 @@ std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t ran
   w.lm_head = slice_rows(fw.lm_head, v0, v1 - v0);
   w.norm = fw.norm;
   w.layers.resize(fw.layers.size());
-  for (size_t l = 0; l < fw.layers.size(); ++l) {
+  const auto end = end_layer < 0 ? fw.layers.size() : static_cast<size_t>(end_layer);
+  for (size_t l = static_cast<size_t>(std::max<int64_t>(first_layer, 0)); l < end; ++l) {
     const auto& f = fw.layers[l];
     auto& o = w.layers[l];
     o.q_proj = slice_rows(f.q_proj, rank * q, q);

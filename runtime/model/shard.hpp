@@ -20,7 +20,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "runtime/model/checkpoint.hpp"
 
@@ -36,7 +39,24 @@ struct parallel_config {
   // The step's CPU threads in all (`--threads`), size / threads each rank's (rounded down); 0:
   // OpenMP's count (OMP_NUM_THREADS, else every core the process may use) shared among the ranks.
   int32_t threads = 0;
+  // Pipeline parallelism (vLLM's --pipeline-parallel-size): stages of consecutive layers, each a
+  // group of `size` ranks on threads of its own (parallel_runner).
+  int32_t pipeline_size = 1;
+  // The layers of each stage, first to last (vLLM's VLLM_PP_LAYER_PARTITION); empty: vLLM's even
+  // split (pipeline_layer_bounds).
+  std::vector<int64_t> pipeline_layers;
 };
+
+// Where each pipeline stage's layers begin: stages + 1 bounds, bounds[s] .. bounds[s + 1] stage s's
+// layers. With `layers` (one count per stage, each at least 1, summing to num_hidden_layers) those;
+// otherwise vLLM's default: num_hidden_layers / stages each, the remainder one more each for the
+// stages just before the last (which also runs lm_head), e.g. 28 over 3: 9, 10, 9. Throws troupe::error(invalid_argument) naming the
+// field for stages < 1, more stages than layers, or a partition of the wrong count or sum.
+std::vector<int64_t> pipeline_layer_bounds(const checkpoint& full, int32_t stages, std::span<const int64_t> layers = {});
+
+// `--pipeline-layers` / model.pipeline_layers: comma-separated layer counts ("10,8,10"; empty:
+// none). Throws invalid_argument naming `option` for anything else.
+std::vector<int64_t> parse_pipeline_layers(std::string_view text, std::string_view option);
 
 // Rank `rank`'s experts with expert parallelism: [expert_range_begin(E, rank, size),
 // expert_range_begin(E, rank + 1, size)).
@@ -75,6 +95,10 @@ bool splits_experts(const model_config& c, parallel_config p);
 // invalid_argument for size < 1, threads < 0, or fewer threads than ranks.
 void check_shardable(const checkpoint& full, parallel_config p);
 
+// check_shardable, and that the pipeline's stages split this model (pipeline_layer_bounds) with
+// threads enough for every stage's ranks: what a runner made with `p` would refuse, up front.
+void check_parallel(const checkpoint& full, const parallel_config& p);
+
 // Rank `rank`'s part. Its config has the rank's head counts and MLP widths (num_attention_heads,
 // intermediate_size, moe_intermediate_size divided by size; num_key_value_heads kv_heads_per_rank); vocab_size stays
 // the model's (token ids are checked against it) and weights.lm_head.rows is the rank's range of
@@ -82,7 +106,10 @@ void check_shardable(const checkpoint& full, parallel_config p);
 // slices (o_proj, down_proj) are copies the shard owns. size 1 gives a view of the whole model.
 // With expert parallelism moe_intermediate_size stays whole and the experts the rank does not
 // hold are empty weight_refs (data null, rows 0): model_runner skips them.
-std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t rank, parallel_config p);
+// With first_layer / end_layer (a pipeline stage's layers, end_layer -1: to the last) only those
+// layers are sliced; the others stay empty (a stage's runner never reads them).
+std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t rank, parallel_config p,
+                                             int64_t first_layer = 0, int64_t end_layer = -1);
 
 // Rows [r0, r0 + n) of w: a view into w's memory (its scales and zeros too). r0 must start a scale
 // block (check_shardable checks the model's slices).
