@@ -57,7 +57,7 @@ executor_source::factory executor_factory(const server_options& o, const server_
   // The adapters as the registry holds them when the backend is made (a restart's too: those
   // loaded since start-up, and the draining ones sequences may still name).
   return [ckpt = ctx.ckpt, draft = ctx.draft_ckpt, n = ctx.num_blocks, bs = c.block_size, kv = ctx.kv_type, ro,
-          adapters = ctx.facts.adapters, par = parallel_config{c.tensor_parallel_size, c.enable_expert_parallel, c.threads}] {
+          adapters = ctx.facts.adapters, par = serve::parallel_of(c)] {
     auto ex = std::make_unique<serve::batch_executor>(serve::make_cpu_backend(ckpt, n, bs, kv, ro, adapters->slots(), par));
     if (draft)
       ex->set_draft(std::make_unique<serve::draft_proposer>(
@@ -123,8 +123,9 @@ std::shared_ptr<server_context> make_context(const server_options& o, bool& clam
     check_lora_rank(*adapters.back(), ctx->cfg.max_lora_rank, serve::kMaxLoraRank);
   }
   f.adapters = std::make_shared<serve::adapter_registry>(std::move(adapters));
-  // Tensor parallelism: a model the group cannot split stops the start, with the field named.
-  check_shardable(*ctx->ckpt, {ctx->cfg.tensor_parallel_size, ctx->cfg.enable_expert_parallel, ctx->cfg.threads});
+  // Tensor and pipeline parallelism: a model the group or the stages cannot split stops the start,
+  // with the field named.
+  check_parallel(*ctx->ckpt, serve::parallel_of(ctx->cfg));
   // A Qwen3Model export with untied embeddings (Qwen3-Embedding-8B) has no lm_head: served for
   // embeddings only, generation refused per request (build_generate), as vLLM's pooling runner.
   f.embedding_only = ctx->ckpt->no_lm_head;
@@ -404,6 +405,13 @@ std::string server::banner() const {
          std::to_string(e) + " experts whole\n";
   } else if (c.tensor_parallel_size > 1)
     b += "  tensor parallel: " + std::to_string(c.tensor_parallel_size) + " CPU shards (each its share of the heads, MLP and vocabulary)\n";
+  if (c.pipeline_parallel_size > 1) {
+    const auto bounds = pipeline_layer_bounds(*m.ctx->ckpt, c.pipeline_parallel_size, serve::parallel_of(c).pipeline_layers);
+    std::string counts;
+    for (size_t s = 0; s + 1 < bounds.size(); ++s) counts += (s ? "," : "") + std::to_string(bounds[s + 1] - bounds[s]);
+    b += "  pipeline parallel: " + std::to_string(c.pipeline_parallel_size) + " stages of " + counts +
+         " layers, each on threads of its own with its layers' KV\n";
+  }
   if (const int64_t kv = m.ctx->ckpt->config.num_key_value_heads; kv_head_replicas(kv, c.tensor_parallel_size) > 1)
     b += "  KV heads: " + std::to_string(kv) + ", each replicated on " +
          std::to_string(kv_head_replicas(kv, c.tensor_parallel_size)) + " shards (more shards than KV heads)\n";

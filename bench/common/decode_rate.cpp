@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "bench/common/greedy.hpp"
-#include "runtime/engine/tensor_parallel_runner.hpp"
+#include "runtime/engine/parallel_runner.hpp"
 
 namespace troupe::bench {
 
@@ -50,7 +50,7 @@ decode_speed measure_decode(const checkpoint& ck, int batch, int context, int st
   using clk = std::chrono::steady_clock;
   const int bs = 16;
   const int per_seq = (context + steps + bs - 1) / bs;
-  tensor_parallel_runner runner(ck, per_seq * batch, bs, kv_dtype, opts, parallel);
+  parallel_runner runner(ck, per_seq * batch, bs, kv_dtype, opts, parallel);
   const int32_t slot = adapter ? runner.add_adapter(std::move(adapter)) : -1;
   std::mt19937 rng(1);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(ck.config.vocab_size - 1));

@@ -30,7 +30,7 @@
 #include "bench/machine/machine_limits.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/engine/model_runner.hpp"
-#include "runtime/engine/tensor_parallel_runner.hpp"
+#include "runtime/engine/parallel_runner.hpp"
 #include "runtime/quant/load.hpp"
 
 using namespace troupe;
@@ -153,18 +153,28 @@ int main(int argc, char** argv) {
   app.add_option("--tensor-parallel-size", tp_sizes,
                  "CPU shards to split each step over; several (1,2) are each measured, with their ratios to the first")
       ->delimiter(',');
+  std::vector<int> pp_sizes{1};
+  app.add_option("--pipeline-parallel-size", pp_sizes,
+                 "pipeline stages to split the layers over; several (1,2) are each measured, for every shard count")
+      ->delimiter(',');
+  std::string pipeline_layers;
+  app.add_option("--pipeline-layers", pipeline_layers, "with --pipeline-parallel-size above 1: each stage's layer count (10,8,10)");
   bool expert_parallel = false;
   app.add_flag("--enable-expert-parallel", expert_parallel,
                "measure each size above 1 twice: experts sliced (tensor parallel) and whole experts per shard");
   CLI11_PARSE(app, argc, argv);
   // The group layouts measured, in order: each size, then (asked) its expert-parallel twin.
   std::vector<parallel_config> layouts;
-  for (const int tp : tp_sizes) {
-    layouts.emplace_back(tp, false);
-    if (expert_parallel && tp > 1) layouts.emplace_back(tp, true);
-  }
-  auto layout_name = [](parallel_config p) {
-    return "tp " + std::to_string(p.size) + (p.expert_parallel ? " ep" : "");
+  for (const int pp : pp_sizes)
+    for (const int tp : tp_sizes) {
+      layouts.emplace_back(tp, false);
+      if (expert_parallel && tp > 1) layouts.emplace_back(tp, true);
+      for (size_t i = layouts.size() - (expert_parallel && tp > 1 ? 2 : 1); i < layouts.size(); ++i)
+        if ((layouts[i].pipeline_size = pp) > 1) layouts[i].pipeline_layers = parse_pipeline_layers(pipeline_layers, "--pipeline-layers");
+    }
+  auto layout_name = [](const parallel_config& p) {
+    return "tp " + std::to_string(p.size) + (p.expert_parallel ? " ep" : "") +
+           (p.pipeline_size > 1 ? " pp " + std::to_string(p.pipeline_size) : "");
   };
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows line by line even when redirected
   std::vector<kernels::compute_dtype> computes;
@@ -211,13 +221,14 @@ int main(int argc, char** argv) {
   for (const kernels::compute_dtype compute : computes) {
     const parallel_config layout = layouts[li];
     const std::string label_text =
-        std::string(to_string(compute)) + (layouts.size() > 1 || layout.size > 1 ? " " + layout_name(layout) : "");
+        std::string(to_string(compute)) +
+        (layouts.size() > 1 || layout.size > 1 || layout.pipeline_size > 1 ? " " + layout_name(layout) : "");
     const char* label = label_text.c_str();
     // Prefill: one step over a prompt of prefill_len random ids.
     if (prefill_len > 0) {
       const int bs = 16, blocks = (prefill_len + bs - 1) / bs;
       const double mb0 = allocated_mb();
-      tensor_parallel_runner runner(*ck, blocks, bs, dtype::f32, {compute}, layout);
+      parallel_runner runner(*ck, blocks, bs, dtype::f32, {compute}, layout);
       std::vector<int32_t> table(blocks), prompt(prefill_len);
       std::iota(table.begin(), table.end(), 0);
       std::mt19937 rng(7);

@@ -11,7 +11,7 @@
 #include "runtime/engine/embedding.hpp"
 #include "runtime/engine/model_runner.hpp"
 #include "runtime/engine/step_engine.hpp"
-#include "runtime/engine/tensor_parallel_runner.hpp"
+#include "runtime/engine/parallel_runner.hpp"
 #include "runtime/sampling/sampler.hpp"
 
 namespace troupe {
@@ -39,7 +39,8 @@ struct generate_output {
 class generator {
  public:
   // A group size above 1: each request runs on a tensor-parallel group of that many CPU shards
-  // (tensor_parallel_runner; expert parallel when asked); the ranks are made per request.
+  // (expert parallel when asked), pipeline_size above 1 on that many stages (parallel_runner);
+  // the ranks and stages are made per request.
   // `engines` (set): each request runs on an engine it makes instead (the CUDA runner: troupe
   // generate --device cuda), which ignores parallel, the KV dtype, the compute dtype and the
   // runner options (the caller refuses them); a LoRA adapter is then refused (unsupported).

@@ -13,7 +13,7 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/engine/step_engine.hpp"
-#include "runtime/engine/tensor_parallel_runner.hpp"
+#include "runtime/engine/parallel_runner.hpp"
 
 namespace troupe {
 
@@ -44,7 +44,7 @@ struct single_sequence_pool {
     return cpu->add_adapter(std::move(adapter));
   }
   std::vector<int32_t> table;
-  std::optional<tensor_parallel_runner> cpu;
+  std::optional<parallel_runner> cpu;
   std::unique_ptr<step_engine> engine;
 };
 

@@ -19,9 +19,10 @@ struct device_settings {
   kernels::compute_dtype compute = kernels::compute_dtype::f32;
   bool lora = false;
   quant::method quantization = quant::method::none;
+  int32_t pipeline_parallel_size = 1;
 };
 
-enum class cpu_only { tensor_parallel_size, kv_cache_dtype, compute_dtype, lora, quantization };
+enum class cpu_only { tensor_parallel_size, kv_cache_dtype, compute_dtype, lora, quantization, pipeline_parallel_size };
 
 struct cpu_only_setting {
   cpu_only setting;

@@ -19,6 +19,7 @@
 #include "runtime/prefix/block_hash.hpp"
 #include "runtime/prefix/redis_url.hpp"
 #include "runtime/quant/quant_config.hpp"
+#include "runtime/model/shard.hpp"
 #include "runtime/serve/cuda_limits.hpp"
 
 namespace troupe::serve {
@@ -88,6 +89,8 @@ const std::vector<knob>& knobs() {
       {"model", "max_lora_rank", &server_config::max_lora_rank, 0, i32max},
       {"model", "tensor_parallel_size", &server_config::tensor_parallel_size, 1, 256},
       {"model", "enable_expert_parallel", &server_config::enable_expert_parallel},
+      {"model", "pipeline_parallel_size", &server_config::pipeline_parallel_size, 1, 256},
+      {"model", "pipeline_layers", &server_config::pipeline_layers},
       {"model", "threads", &server_config::threads, 0, 4096},
       {"model", "device", &server_config::device},
       {"scheduler", "max_num_seqs", &server_config::max_num_seqs, 1, i32max},
@@ -298,6 +301,13 @@ std::vector<std::pair<std::string, int32_t>> parse_effort_budgets(std::string_vi
   return out;
 }
 
+parallel_config parallel_of(const server_config& c) {
+  parallel_config p{c.tensor_parallel_size, c.enable_expert_parallel, c.threads};
+  p.pipeline_size = c.pipeline_parallel_size;
+  p.pipeline_layers = parse_pipeline_layers(c.pipeline_layers, "model.pipeline_layers (--pipeline-layers)");
+  return p;
+}
+
 wire::cors_policy cors_policy_of(const server_config& c) {
   wire::cors_policy p;
   p.origins = wire::parse_cors_list(c.allowed_origins, "server.allowed_origins (--allowed-origins)");
@@ -399,6 +409,7 @@ void validate(const server_config& c) {
     quant::parse_method(c.quantization, "model.quantization (--quantization)");
     parse_kv_cache_dtype(c.kv_cache_dtype);
     parse_compute_dtype(c.compute_dtype, "model.compute_dtype (--compute-dtype)");
+    parse_pipeline_layers(c.pipeline_layers, "model.pipeline_layers (--pipeline-layers)");
   } catch (const error& e) {
     if (e.code() != errc::invalid_argument) throw;
     bad2(e.what());
@@ -411,7 +422,8 @@ void validate(const server_config& c) {
     const auto refused = first_cpu_only({c.tensor_parallel_size, parse_kv_cache_dtype(c.kv_cache_dtype),
                                          parse_compute_dtype(c.compute_dtype),
                                          !c.lora_modules.empty() || c.allow_runtime_lora_updating,
-                                         quant::parse_method(c.quantization, "model.quantization")});
+                                         quant::parse_method(c.quantization, "model.quantization"),
+                                         c.pipeline_parallel_size});
     if (refused) {
       std::string key;
       switch (refused->setting) {
@@ -422,6 +434,9 @@ void validate(const server_config& c) {
           key = c.lora_modules.empty() ? "server.allow_runtime_lora_updating" : "model.lora_modules";
           break;
         case cpu_only::quantization: key = "model.quantization = '" + c.quantization + "'"; break;
+        case cpu_only::pipeline_parallel_size:
+          key = "model.pipeline_parallel_size = " + std::to_string(c.pipeline_parallel_size);
+          break;
       }
       bad2(key + " (" + refused->why + "): with model.device = 'cuda' (--device cuda) this runs on the CPU only");
     }

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/model/shard.hpp"
 #include "runtime/sched/ngram_proposer.hpp"
 #include "runtime/wire/cors.hpp"
 
@@ -106,6 +107,8 @@ struct server_config {
   int32_t max_lora_rank = 0;  // adapters of a higher rank are refused at load (vLLM's --max-lora-rank); 0 = any
   int32_t tensor_parallel_size = 1;   // CPU shards the step is split over (docs/engine.md); --tensor-parallel-size
   bool enable_expert_parallel = false;  // MoE layers: whole experts per shard (docs/engine.md); --enable-expert-parallel
+  int32_t pipeline_parallel_size = 1;  // pipeline stages of consecutive layers (docs/engine.md); --pipeline-parallel-size
+  std::string pipeline_layers;  // each stage's layer count, "10,8,10"; empty: vLLM's even split; --pipeline-layers
   int32_t threads = 0;  // the step's CPU threads, shared among the shards; 0 = OMP_NUM_THREADS, else every core; --threads
   // Where the forward step runs: "cpu" (the CPU engine) or "cuda" (one CUDA device, the CUDA runner;
   // a troupe built with nvcc; dense models, float or FP8 weights, a float32 KV pool; docs/cuda.md); --device
@@ -171,6 +174,9 @@ void validate(const server_config& cfg);
 // The HTTP API's CORS policy from server.allowed_origins, allowed_methods, allowed_headers and
 // allow_credentials; throws troupe::error(invalid_argument) naming the key (validate checks it).
 wire::cors_policy cors_policy_of(const server_config& cfg);
+// How the CPU engine splits the model: model.tensor_parallel_size, enable_expert_parallel,
+// threads, pipeline_parallel_size and pipeline_layers (validate has parsed them).
+parallel_config parallel_of(const server_config& cfg);
 // "a:b::c" -> {"a", "b", "c"} (scheduler.plugin_dirs).
 std::vector<std::string> split_dirs(std::string_view dirs);
 // model.served_model_name "a,b" -> {"a", "b"} (empty: none); throws troupe::error(invalid_argument)

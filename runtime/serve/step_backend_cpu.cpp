@@ -1,7 +1,8 @@
-// The CPU step backend: tensor_parallel_runner and its pools, blocks copied by kv_block_io.
+// The CPU step backend: parallel_runner and its pools, blocks copied by kv_block_io.
+#include <string>
 #include <utility>
 
-#include "runtime/engine/tensor_parallel_runner.hpp"
+#include "runtime/engine/parallel_runner.hpp"
 #include "runtime/prefix/kv_block_io.hpp"
 #include "runtime/serve/step_backend.hpp"
 
@@ -23,18 +24,37 @@ class cpu_backend final : public step_backend {
   }
 
   void step(std::span<const step_sequence> batch, step_result& out) override { engine_.step(batch, out); }
+  // A block's payload is per layer (kv_block_io.hpp), and pipeline stages hold consecutive layers:
+  // the whole payload is the stages' payloads one after another.
   void save_block(block_id b, std::string& out) const override {
-    prefix::gather_block(engine_.pools(), b, out, engine_.kv_replicas());
+    for (int32_t s = 0; s < engine_.pipeline_size(); ++s) {
+      const auto& st = engine_.stage(s);
+      prefix::gather_block(st.pools(), b, out, st.kv_replicas());
+    }
   }
   void load_block(block_id b, std::string_view payload) override {
-    prefix::scatter_block(engine_.pools(), b, payload, engine_.kv_replicas());
+    const prefix::kv_layout whole = kv_layout();
+    if (payload.size() != whole.payload_bytes())  // before any stage is written
+      throw_error(errc::invalid_argument, "load_block: payload has " + std::to_string(payload.size()) +
+                                              " bytes; a block of this pool has " + std::to_string(whole.payload_bytes()));
+    size_t at = 0;
+    for (int32_t s = 0; s < engine_.pipeline_size(); ++s) {
+      auto& st = engine_.stage(s);
+      const size_t n = prefix::layout_of(std::as_const(st).pools(), st.kv_replicas()).payload_bytes();
+      prefix::scatter_block(st.pools(), b, payload.substr(at, n), st.kv_replicas());
+      at += n;
+    }
   }
-  prefix::kv_layout kv_layout() const override { return prefix::layout_of(engine_.pools(), engine_.kv_replicas()); }
+  prefix::kv_layout kv_layout() const override {
+    prefix::kv_layout l = prefix::layout_of(engine_.stage(0).pools(), engine_.stage(0).kv_replicas());
+    l.num_layers = static_cast<int32_t>(engine_.config().num_hidden_layers);
+    return l;
+  }
   int32_t num_blocks() const noexcept override { return engine_.num_blocks(); }
 
  private:
   std::shared_ptr<const checkpoint> ckpt_;  // the engine reads it in place
-  tensor_parallel_runner engine_;
+  parallel_runner engine_;
 };
 
 }  // namespace

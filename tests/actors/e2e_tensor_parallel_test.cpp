@@ -1,11 +1,13 @@
 // End to end: `troupe serve` with model.tensor_parallel_size 2, the shard executor's step split
-// over two CPU shards. Concurrent streams, greedy and seeded, get exactly the tokens the generator
+// over two CPU shards (and model.pipeline_parallel_size 2: over two stages, of one or two shards). Concurrent streams, greedy and seeded, get exactly the tokens the generator
 // gives the same request alone over two ranks (what `troupe generate --tensor-parallel-size 2`
 // prints; with --enable-expert-parallel for a MoE model, whole experts per shard), also when the prefix cache hands them blocks and when a tiny pool forces preemption;
 // every block comes back; LoRA adapters are served over the group; a model the group cannot split
 // stops the start, as does one without lm_head.
 #include "tests/actors/e2e_fixture.hpp"
 #include <unistd.h>
+
+#include <boost/test/data/test_case.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -25,15 +27,21 @@ namespace {
 
 const std::string tiny_moe_dir = TROUPE_TEST_DATA_DIR "/golden/tiny-moe";
 
-void check_served_over_two_ranks(const std::string& model, uint32_t seed, bool expert_parallel = false, int32_t size = 2) {
+void check_served_over_two_ranks(const std::string& model, uint32_t seed, bool expert_parallel = false, int32_t size = 2,
+                                 int32_t stages = 1) {
   auto c = test_config();
   c.tensor_parallel_size = size;
   c.enable_expert_parallel = expert_parallel;
-  c.threads = size;  // one each
-  const parallel_config group{size, expert_parallel};
+  c.pipeline_parallel_size = stages;
+  c.threads = size * stages;  // one each
+  parallel_config group{size, expert_parallel};
+  group.pipeline_size = stages;
   auto srv = start(c, model);
-  BOOST_TEST(srv->banner().find("step threads: " + std::to_string(size) + ";") != std::string::npos, srv->banner());
-  BOOST_TEST(srv->banner().find("tensor parallel: " + std::to_string(size) + " CPU shards") != std::string::npos, srv->banner());
+  BOOST_TEST(srv->banner().find("step threads: " + std::to_string(size * stages) + ";") != std::string::npos, srv->banner());
+  if (size > 1)
+    BOOST_TEST(srv->banner().find("tensor parallel: " + std::to_string(size) + " CPU shards") != std::string::npos, srv->banner());
+  if (stages > 1)
+    BOOST_TEST(srv->banner().find("pipeline parallel: 2 stages of 1,1 layers") != std::string::npos, srv->banner());
   if (expert_parallel)
     BOOST_TEST(srv->banner().find("expert parallel: each holds 4 of the 8 experts whole") != std::string::npos, srv->banner());
   if (size == 4)
@@ -68,6 +76,17 @@ BOOST_AUTO_TEST_CASE(two_shards_serve_what_the_generator_gives_over_two_ranks) {
 }
 
 BOOST_AUTO_TEST_CASE(two_shards_serve_a_moe_model) { check_served_over_two_ranks(tiny_moe_dir, 22); }
+
+// model.pipeline_parallel_size 2: each layer on its own stage, the streams the generator's over the
+// same stages (which are one runner's bits), prefix-cache hits included; and with two shards in
+// each stage, a MoE model's experts whole.
+BOOST_AUTO_TEST_CASE(two_pipeline_stages_serve_what_the_generator_gives) {
+  check_served_over_two_ranks(tiny_dense_dir, 27, false, 1, 2);
+}
+
+BOOST_AUTO_TEST_CASE(two_stages_of_two_shards_serve_a_moe_model_expert_parallel) {
+  check_served_over_two_ranks(tiny_moe_dir, 28, true, 2, 2);
+}
 
 // Four shards over the model's 2 KV heads: each head on two shards (shard.hpp), the streams those
 // of the generator over the same group, prefix-cache hits included.
@@ -111,9 +130,11 @@ BOOST_AUTO_TEST_CASE(prompt_logprobs_are_the_two_rank_logits_exactly) {
   BOOST_TEST(differ_from_one > 0);  // else this test could not tell the group from one rank
 }
 
-BOOST_AUTO_TEST_CASE(a_tiny_pool_preempts_over_two_shards_and_every_output_is_right) {
+BOOST_DATA_TEST_CASE(a_tiny_pool_preempts_over_two_shards_or_stages_and_every_output_is_right,
+                     boost::unit_test::data::make({1, 2}), stages) {
   auto c = test_config();
-  c.tensor_parallel_size = 2;
+  c.tensor_parallel_size = 3 - stages;  // two shards, or two stages of one
+  c.pipeline_parallel_size = stages;
   c.max_model_len = 64;
   c.num_kv_blocks = 4;
   auto srv = start(c);
@@ -125,7 +146,7 @@ BOOST_AUTO_TEST_CASE(a_tiny_pool_preempts_over_two_shards_and_every_output_is_ri
   client::client cl("127.0.0.1", srv->port());
   const auto got = stream_all(cl, reqs);
   for (size_t i = 0; i < reqs.size(); ++i)
-    BOOST_TEST(got[i] == reference(tiny_dense(), reqs[i], nullptr, 2), boost::test_tools::per_element());
+    BOOST_TEST(got[i] == reference(tiny_dense(), reqs[i], nullptr, 3 - stages), boost::test_tools::per_element());
   BOOST_TEST(metric(*srv, "num_preemptions_total") > 0);
   BOOST_TEST(eventually([&] { return server_idle(*srv); }));
 }
@@ -145,6 +166,19 @@ BOOST_AUTO_TEST_CASE(a_model_the_group_cannot_split_stops_the_start) {
   c.tensor_parallel_size = 2;
   c.threads = 1;
   expect(c, "threads (1) is fewer than tensor_parallel_size (2); each shard needs a thread of its own");
+  c.tensor_parallel_size = 1;
+  c.pipeline_parallel_size = 3;
+  c.threads = 0;
+  expect(c, "pipeline_parallel_size 3 is more than the model's 2 layers (num_hidden_layers)");
+  c.pipeline_parallel_size = 2;
+  c.pipeline_layers = "2,1";
+  expect(c, "pipeline_layers adds up to 3 layers; the model has 2");
+  c.pipeline_layers = "1,x";
+  expect(c, "model.pipeline_layers (--pipeline-layers): '1,x' is not a comma-separated list");
+  c.pipeline_layers.clear();
+  c.tensor_parallel_size = 2;
+  c.threads = 3;
+  expect(c, "threads (3) is fewer than pipeline_parallel_size x tensor_parallel_size (4)");
 }
 
 // LoRA adapters over two shards: concurrent requests for either adapter and for the base model

@@ -43,9 +43,9 @@ int run_serve(int argc, char** argv) {
   std::optional<std::string> host, api_key, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
       rope_scaling, generation_config, override_generation_config, device, allowed_origins, allowed_methods, allowed_headers, chat_template,
       default_chat_template_kwargs, reasoning_effort_budgets,
-      tool_call_parser, speculative_model, speculative_config;
+      tool_call_parser, speculative_model, speculative_config, pipeline_layers;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
-      speculative_tokens, tensor_parallel_size, threads, max_loras, max_lora_rank;
+      speculative_tokens, tensor_parallel_size, threads, max_loras, max_lora_rank, pipeline_parallel_size;
   std::optional<int64_t> kv_bytes;
   bool static_batching = false, no_prefix_cache = false, no_mmap = false, expert_parallel = false, allow_credentials = false;
   bool disable_log_stats = false, enable_log_requests = false, runtime_lora = false, request_id_headers = false;
@@ -93,6 +93,10 @@ int run_serve(int argc, char** argv) {
                  "split each step over this many CPU shards (model.tensor_parallel_size; docs/engine.md)");
   app.add_flag("--enable-expert-parallel", expert_parallel,
                "with --tensor-parallel-size: whole experts per shard in MoE layers (model.enable_expert_parallel)");
+  app.add_option("--pipeline-parallel-size,--pp", pipeline_parallel_size,
+                 "split the layers over this many pipeline stages (model.pipeline_parallel_size; docs/engine.md)");
+  app.add_option("--pipeline-layers", pipeline_layers,
+                 "each pipeline stage's layer count, e.g. 10,8,10 (model.pipeline_layers; default as even as vLLM's)");
   app.add_option("--threads", threads,
                  "CPU threads for the forward step, shared among the shards (model.threads; 0 = every core)");
   app.add_flag("--static-batching", static_batching, "baseline mode: no continuous batching");
@@ -188,6 +192,9 @@ int run_serve(int argc, char** argv) {
   if (tensor_parallel_size)
     serve::apply_override(c, "model.tensor_parallel_size=" + std::to_string(*tensor_parallel_size));
   if (threads) serve::apply_override(c, "model.threads=" + std::to_string(*threads));
+  if (pipeline_parallel_size)
+    serve::apply_override(c, "model.pipeline_parallel_size=" + std::to_string(*pipeline_parallel_size));
+  if (pipeline_layers) c.pipeline_layers = *pipeline_layers;
   if (max_loras) serve::apply_override(c, "model.max_loras=" + std::to_string(*max_loras));
   if (max_lora_rank) serve::apply_override(c, "model.max_lora_rank=" + std::to_string(*max_lora_rank));
   if (speculative_config) {

@@ -37,6 +37,12 @@ void model_flags::add_to(CLI::App& app) {
   app.add_flag("--enable-expert-parallel", expert_parallel,
                "with --tensor-parallel-size: give each shard whole experts of the MoE layers instead of a slice "
                "of every expert (docs/engine.md, \"Expert parallelism\")");
+  app.add_option("--pipeline-parallel-size,--pp", pipeline_parallel_size,
+                 "split the layers over this many pipeline stages, each on threads of its own and holding its "
+                 "layers' KV (docs/engine.md, \"Pipeline parallelism\"); default 1");
+  app.add_option("--pipeline-layers", pipeline_layers,
+                 "with --pipeline-parallel-size: each stage's layer count, first to last, e.g. 10,8,10 (vLLM's "
+                 "VLLM_PP_LAYER_PARTITION); default: as even as vLLM's");
   app.add_option("--threads", threads,
                  "CPU threads for the model, shared among the shards; default 0: OMP_NUM_THREADS, else every core "
                  "(docs/engine.md, \"Threads\")");
@@ -53,7 +59,8 @@ void check_device(const model_flags& f) {
     throw_error(errc::invalid_argument, "--device: '" + f.device + "' is not one of cpu, cuda");
   if (f.device == "cpu") return;
   const auto refused = serve::first_cpu_only({f.tensor_parallel_size, parse_kv_cache_dtype(f.kv_dtype), parse_compute_dtype(f.compute),
-                                               !f.lora.empty(), quant::parse_method(f.quantization, "--quantization")});
+                                               !f.lora.empty(), quant::parse_method(f.quantization, "--quantization"),
+                                               f.pipeline_parallel_size});
   if (refused) {
     std::string flag;
     switch (refused->setting) {
@@ -62,6 +69,7 @@ void check_device(const model_flags& f) {
       case serve::cpu_only::compute_dtype: flag = "--compute-dtype " + f.compute; break;
       case serve::cpu_only::lora: flag = "--lora"; break;
       case serve::cpu_only::quantization: flag = "--quantization " + f.quantization; break;
+      case serve::cpu_only::pipeline_parallel_size: flag = "--pipeline-parallel-size " + std::to_string(f.pipeline_parallel_size); break;
     }
     throw_error(errc::invalid_argument, flag + " (" + refused->why + ") runs on the CPU only; not with --device cuda");
   }
@@ -86,13 +94,19 @@ model_flags::loaded model_flags::load(const std::string& dir) const {
   if (tensor_parallel_size < 1)
     throw_error(errc::invalid_argument,
                 "--tensor-parallel-size must be >= 1 (got " + std::to_string(tensor_parallel_size) + ")");
+  if (pipeline_parallel_size < 1)
+    throw_error(errc::invalid_argument,
+                "--pipeline-parallel-size must be >= 1 (got " + std::to_string(pipeline_parallel_size) + ")");
+  const auto stage_layers = parse_pipeline_layers(pipeline_layers, "--pipeline-layers");
   if (threads < 0) throw_error(errc::invalid_argument, "--threads must be >= 0 (got " + std::to_string(threads) + "; 0 = every core)");
   check_device(*this);
   // The load's own parallel work (quantizing, converting) on as many threads as the steps.
   if (threads > 0) omp_set_num_threads(threads);
   out.ck = quant::load_model(dir, lo);
   out.parallel = {tensor_parallel_size, expert_parallel, threads};
-  check_shardable(*out.ck, out.parallel);
+  out.parallel.pipeline_size = pipeline_parallel_size;
+  out.parallel.pipeline_layers = stage_layers;
+  check_parallel(*out.ck, out.parallel);
   if (!lora.empty()) out.adapter = std::make_shared<lora_adapter>(load_lora_adapter(lora, out.ck->config));
 #ifdef TROUPE_HAVE_CUDA_SERVE
   if (device == "cuda")

@@ -21,7 +21,8 @@ struct model_flags {
   std::string quantization = "none", kv_dtype = "auto", rope_scaling, compute = "f32", lora, device = "cpu";
   std::string generation_config = "auto", override_generation_config;
   bool no_mmap = false, expert_parallel = false;
-  int32_t tensor_parallel_size = 1, threads = 0;
+  int32_t tensor_parallel_size = 1, threads = 0, pipeline_parallel_size = 1;
+  std::string pipeline_layers;  // --pipeline-layers: layers per stage, e.g. "10,8,10"
 
   void add_to(CLI::App& app);
 

@@ -1,11 +1,14 @@
 // `--device`: for `troupe serve` the flag reaches model.device, a bad value or a CPU-only feature
 // beside cuda stops the start with the key named, and a troupe built without the CUDA engine says
-// so; `troupe generate`, `logits` and `embed` check the same before reading the weights.
+// so; `troupe generate`, `logits` and `embed` check the same before reading the weights. And the
+// parallel layouts' flags: pipeline stages give one stage's bytes, bad ones are refused by name.
 #include <boost/test/unit_test.hpp>
 
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -36,6 +39,9 @@ BOOST_AUTO_TEST_CASE(serve_device_flag_is_checked_before_the_model_loads) {
                  "config: kv_cache.kv_cache_dtype = 'fp8' (the device pool is float32): with model.device = 'cuda' "
                  "(--device cuda) this runs on the CPU only");
   expect_refused("--device cuda --tensor-parallel-size 2", "model.tensor_parallel_size = 2 (CPU shards)");
+  expect_refused("--device cuda --pipeline-parallel-size 2", "model.pipeline_parallel_size = 2 (CPU pipeline stages)");
+  expect_refused("--pipeline-layers 1,x", "config: model.pipeline_layers (--pipeline-layers): '1,x' is not a comma-separated list");
+  expect_refused("--pp 3", "pipeline_parallel_size 3 is more than the model's 2 layers");
 #ifndef TROUPE_HAVE_CUDA_SERVE
   // Without nvcc at configure time the binary has no CUDA backend to offer. (With it, a machine
   // without a device gets cuda_model_runner's "no CUDA device", one with a device a server: not
@@ -99,6 +105,11 @@ BOOST_AUTO_TEST_CASE(generate_logits_and_embed_check_the_device_flag) {
        "troupe logits: error: --compute-dtype bf16 (the device computes float32) runs on the CPU only; not with --device cuda"},
       {"embed" + model + "--ids 1,2 --device cuda --tensor-parallel-size 2",
        "troupe embed: error: --tensor-parallel-size 2 (CPU shards) runs on the CPU only; not with --device cuda"},
+      {"generate" + model + "--ids 1,2 --device cuda --pipeline-parallel-size 2",
+       "troupe generate: error: --pipeline-parallel-size 2 (CPU pipeline stages) runs on the CPU only; not with --device cuda"},
+      {"generate" + model + "--ids 1,2 --pipeline-parallel-size 0", "troupe generate: error: --pipeline-parallel-size must be >= 1"},
+      {"logits" + model + "--ids 1,2 --out /dev/null --pp 2 --pipeline-layers 2,1",
+       "troupe logits: error: pipeline_layers adds up to 3 layers; the model has 2"},
       {"generate" + model + "--ids 1,2 --device cuda --quantization int8",
        "--quantization int8 (the device takes fp8) runs on the CPU only; not with --device cuda"},
       {"generate" + model + "--ids 1,2 --device cuda --lora /nonexistent",
@@ -111,6 +122,32 @@ BOOST_AUTO_TEST_CASE(generate_logits_and_embed_check_the_device_flag) {
   // --device cpu is the default's path.
   const auto r = run_troupe("generate" + model + "--ids 1,2 --max-tokens 2 --temperature 0 --json --device cpu");
   BOOST_TEST(r.exit_code == 0, r.output);
+}
+
+// --pipeline-parallel-size 2 (--pp): each of tiny-dense's two layers on a stage of its own, the
+// logits file the same bytes as one stage's, and the same greedy ids.
+BOOST_AUTO_TEST_CASE(logits_and_generate_over_pipeline_stages_are_one_stages) {
+  const std::string model = std::string(" --model ") + TROUPE_TEST_DATA_DIR "/golden/tiny-dense ";
+  const auto dir = std::filesystem::temp_directory_path() / ("troupe-pp-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string ids = " --ids 5,99,1000,7,42,3,3,3,17 ";
+  auto read = [](const std::filesystem::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const auto one = run_troupe("logits" + model + ids + "--out " + (dir / "one.f32").string());
+  const auto two = run_troupe("logits" + model + ids + "--pp 2 --out " + (dir / "two.f32").string());
+  BOOST_TEST(one.exit_code == 0, one.output);
+  BOOST_TEST(two.exit_code == 0, two.output);
+  const std::string a = read(dir / "one.f32");
+  BOOST_TEST(a.size() == size_t{9} * 4096 * sizeof(float));
+  BOOST_TEST((a == read(dir / "two.f32")));
+  const std::string gen = "generate" + model + ids + "--max-tokens 8 --temperature 0 --json";
+  const auto g1 = run_troupe(gen), g2 = run_troupe(gen + " --pipeline-parallel-size 2 --pipeline-layers 1,1");
+  BOOST_TEST(g1.exit_code == 0, g1.output);
+  BOOST_TEST(g1.output.find("\"ids\"") != std::string::npos, g1.output);
+  BOOST_TEST(g2.output == g1.output);
+  std::filesystem::remove_all(dir);
 }
 
 // `troupe rerank`: an empty query or document ends with the reason and exit 1, before the model
