@@ -98,7 +98,7 @@ int run_serve(int argc, char** argv) {
   app.add_option("--pipeline-layers", pipeline_layers,
                  "each pipeline stage's layer count, e.g. 10,8,10 (model.pipeline_layers; default as even as vLLM's)");
   app.add_option("--threads", threads,
-                 "CPU threads for the forward step, shared among the shards (model.threads; 0 = every core)");
+                 "CPU threads for the forward step, shared among the shards and stages (model.threads; 0 = every core)");
   app.add_flag("--static-batching", static_batching, "baseline mode: no continuous batching");
   app.add_flag("--disable-log-stats", disable_log_stats,
                "no periodic stats line on stderr (server.log_stats_interval_ms = 0; vLLM's flag)");

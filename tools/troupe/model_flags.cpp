@@ -44,7 +44,7 @@ void model_flags::add_to(CLI::App& app) {
                  "with --pipeline-parallel-size: each stage's layer count, first to last, e.g. 10,8,10 (vLLM's "
                  "VLLM_PP_LAYER_PARTITION); default: as even as vLLM's");
   app.add_option("--threads", threads,
-                 "CPU threads for the model, shared among the shards; default 0: OMP_NUM_THREADS, else every core "
+                 "CPU threads for the model, shared among the shards and stages; default 0: OMP_NUM_THREADS, else every core "
                  "(docs/engine.md, \"Threads\")");
   app.add_option("--device", device,
                  "where the forward step runs: cpu or cuda (one GPU; a build where nvcc was found; docs/cuda.md)");
