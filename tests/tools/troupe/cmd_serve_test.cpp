@@ -187,6 +187,22 @@ BOOST_AUTO_TEST_CASE(classify_prints_each_inputs_label_probabilities) {
     BOOST_TEST(d["probs"][1].get<float>() == want[1]);
     BOOST_TEST(d["label"] == (want[0] >= want[1] ? "positive" : "negative"));
   }
+  // --ids: the same body for token ids, no tokenizer read (the files are gone), ids checked.
+  fs::remove(dir / "tokenizer.json");
+  const std::vector<int32_t> ids = tok.encode_with_special_tokens(inputs[1]);
+  std::string list;
+  for (int32_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+  const auto by_ids = run_troupe("classify --model " + dir.string() + " --ids 5,6,7 --ids " + list);
+  BOOST_TEST_REQUIRE(by_ids.exit_code == 0, by_ids.output);
+  const auto k = nlohmann::json::parse(by_ids.output);
+  BOOST_REQUIRE_EQUAL(k["data"].size(), 2u);
+  BOOST_TEST(k["data"][1]["probs"] == j["data"][1]["probs"]);
+  BOOST_TEST(k["usage"]["prompt_tokens"] == 3 + ids.size());
+  const auto want = troupe::serve::label_probs(gen.last_logits({5, 6, 7}));
+  BOOST_TEST(k["data"][0]["probs"][0].get<float>() == want[0]);
+  expect_exit_1("classify --model " + dir.string() + " --ids 1,x", "--ids");
+  expect_exit_1("classify --model " + dir.string() + " --ids 1,99999999", "token id 99999999 is outside the vocabulary");
+  expect_exit_1("classify --model " + dir.string(), "give --input TEXT or --ids 1,2,3");
   // A classifier guesses no tokens: refused as a draft model, naming its class.
   expect_exit_1("generate --model " TROUPE_TEST_DATA_DIR "/golden/e2e-full-vocab --ids 1,2 --max-tokens 2 "
                 "--speculative-tokens 2 --speculative-model " + dir.string(),
