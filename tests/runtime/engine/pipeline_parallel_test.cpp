@@ -4,7 +4,8 @@
 // the logits must equal the runner without stages bit for bit: on every golden set (and the
 // reference's greedy tokens through the stages' pools), on deeper random models split every way,
 // with tensor and expert parallelism inside each stage and with LoRA adapters; the cut and merge
-// of micro-batches on their own; and each way a layout or a batch can be refused.
+// of micro-batches on their own; each way a layout or a batch can be refused; and a stage that
+// fails inside a step.
 #define BOOST_TEST_MODULE troupe_pipeline_parallel
 #include <boost/test/unit_test.hpp>
 #include <boost/test/data/test_case.hpp>
@@ -299,6 +300,43 @@ BOOST_AUTO_TEST_CASE(lora_adapters_over_stages) {
   step_sequence sq{0, cases[0].prompt, 0, table, logits_mode::last, 0};
   step_result r;
   expect_error([&] { piped.step(std::span<const step_sequence>(&sq, 1), r); }, errc::out_of_range, "which is empty");
+}
+
+// A middle stage that fails mid-wavefront (its adapter slot emptied behind the runner's back, so
+// the first stage's checks pass): the step throws that stage's error at once, the last stage stops
+// instead of waiting for parts that never come, and the runner's next steps are right.
+BOOST_AUTO_TEST_CASE(a_stage_that_fails_stops_the_others) {
+  auto ck = deep_model(5, false);
+  auto a = std::make_shared<lora_adapter>();
+  a->name = a->identity = "one-pair";
+  a->r = 1;
+  a->layers.resize(5);
+  lora_pair& p = a->layers[2][static_cast<size_t>(lora_target::q_proj)];  // the middle stage's layer
+  const auto [out, in] = lora_target_shapes(ck->config)[2][static_cast<size_t>(lora_target::q_proj)];
+  p.rank = 1, p.out = out, p.in = in, p.scaling = 1.0f;
+  p.a.assign(static_cast<size_t>(in), 0.01f);
+  p.b.assign(static_cast<size_t>(out), 0.01f);
+  a->pairs = 1;
+  parallel_runner piped(*ck, 40, 16, dtype::f32, {}, stages(3));
+  parallel_runner whole(*ck, 40, 16);
+  piped.add_adapter(a);
+  whole.add_adapter(a);
+  piped.stage(1).set_adapter(0, nullptr);
+  const auto prompt = random_ids(300, 9);  // 4 parts
+  std::vector<int32_t> table(19);
+  std::iota(table.begin(), table.end(), 0);
+  for (int rep = 0; rep < 3; ++rep) {
+    step_sequence sq{0, prompt, 0, table, logits_mode::last, 0};
+    step_result r;
+    expect_error([&] { piped.step(std::span<const step_sequence>(&sq, 1), r); }, errc::out_of_range, "which is empty");
+  }
+  BOOST_TEST(same_bits(mixed_steps(piped), mixed_steps(whole)), "after failed steps");
+  piped.stage(1).set_adapter(0, a);  // back: the adapter's steps are right again
+  step_sequence sq{0, prompt, 0, table, logits_mode::last, 0};
+  step_result x, y;
+  piped.step(std::span<const step_sequence>(&sq, 1), x);
+  whole.step(std::span<const step_sequence>(&sq, 1), y);
+  BOOST_TEST(same_bits(x.logits, y.logits));
 }
 
 BOOST_AUTO_TEST_CASE(layouts_the_model_cannot_take_are_refused_naming_the_field) {
