@@ -10,11 +10,11 @@ namespace troupe {
 
 namespace {
 
-// Threaded stages each get an equal share of the threads, and at least one per rank (on a machine
+// Wavefront stages each get an equal share of the threads, and at least one per rank (on a machine
 // with fewer cores than ranks the threads then outnumber the cores, as tp_group's default does).
 int32_t stage_threads(const parallel_config& p) {
   const int32_t stages = p.pipeline_size;
-  if (stages == 1) return p.threads;
+  if (stages == 1) return p.threads;  // the only stage runs on the caller's thread
   const int32_t all = p.threads > 0 ? p.threads : omp_threads_now();
   return std::max(p.size, all / stages);
 }
@@ -23,7 +23,7 @@ int32_t stage_threads(const parallel_config& p) {
 // more parts fill the pipeline better; but every part reads each stage's weights again, which is
 // what a decode token costs. So: one part per stage for a batch of decodes, and for prompt tokens
 // up to 4 per stage, each of at least kMinPartTokens tokens (enough rows to keep a matmul
-// compute-bound).
+// compute-bound); never more parts than tokens (one token: the stages in turn).
 constexpr int64_t kMinPartTokens = 64;
 
 }  // namespace
@@ -32,7 +32,7 @@ int32_t parallel_runner::micro_batch_count(std::span<const step_sequence> batch)
   int64_t total = 0;
   for (const auto& sq : batch) total += static_cast<int64_t>(sq.tokens.size());
   const int64_t stages = pipeline_size();
-  return static_cast<int32_t>(std::clamp(total / kMinPartTokens, stages, 4 * stages));
+  return static_cast<int32_t>(std::min(total, std::clamp(total / kMinPartTokens, stages, 4 * stages)));
 }
 
 parallel_runner::parallel_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size, dtype kv_type,
@@ -41,8 +41,10 @@ parallel_runner::parallel_runner(const checkpoint& ckpt, int32_t num_blocks, int
   check_parallel(ckpt, parallel);  // before any thread or pool exists
   bounds_ = pipeline_layer_bounds(ckpt, parallel.pipeline_size, parallel.pipeline_layers);
   const int32_t stages = parallel.pipeline_size;
+  wavefront_ = resolved_schedule(parallel) == pipeline_schedule::wavefront;
+  // In turn, each stage (its ranks, if a group) has every thread, as one runner does.
   parallel_config group = parallel;
-  group.threads = stage_threads(parallel);
+  group.threads = wavefront_ ? stage_threads(parallel) : parallel.threads;
   group.pipeline_size = 1;
   group.pipeline_layers.clear();
   for (int32_t s = 0; s < stages; ++s) {
@@ -51,9 +53,11 @@ parallel_runner::parallel_runner(const checkpoint& ckpt, int32_t num_blocks, int
     o.end_layer = bounds_[static_cast<size_t>(s) + 1];
     stages_.push_back(std::make_unique<tensor_parallel_runner>(ckpt, num_blocks, block_size, kv_type, o, group));
   }
+  share_ = group.threads;
+  all_threads_ = parallel.threads;  // 0: the calling thread's OpenMP count, whatever it is then
   // A stage with one rank runs its parallel regions on the stage's thread: its team size is the
   // stage's share (tensor_parallel_runner sets it around each step); a group's ranks set their own.
-  if (stages > 1) threads_ = std::make_unique<tp_group>(stages, std::max(1, group.threads));
+  if (wavefront_) threads_ = std::make_unique<tp_group>(stages, std::max(1, group.threads));
 }
 
 parallel_runner::~parallel_runner() = default;
@@ -81,7 +85,12 @@ void parallel_runner::step(std::span<const step_sequence> batch, step_result& ou
     return;
   }
   stages_.front()->validate(batch);  // every stage's checks, before any K/V is written
-  parts_ = split_micro_batches(batch, micro_batch_count(batch));
+  const int32_t count = wavefront_ ? micro_batch_count(batch) : 1;
+  if (count == 1) {
+    run_in_turn(batch, out);
+    return;
+  }
+  parts_ = split_micro_batches(batch, count);
   batch_ = batch;
   residual_.resize(parts_.size() * 2);
   results_.resize(parts_.size());
@@ -89,6 +98,26 @@ void parallel_runner::step(std::span<const step_sequence> batch, step_result& ou
   failed_ = false;
   threads_->run([this](int32_t s) { run_stage(s); });
   merge_micro_results(batch, parts_, results_, ckpt_.weights.lm_head.rows, ckpt_.config.hidden_size, out);
+}
+
+// Every stage on the caller's thread with all the threads (a stage of one rank takes the team size
+// for its steps and gives its wavefront share back after).
+void parallel_runner::run_in_turn(std::span<const step_sequence> batch, step_result& out) {
+  const float* in = nullptr;
+  for (int32_t s = 0; s < pipeline_size(); ++s) {
+    const bool last = s + 1 == pipeline_size();
+    aligned_vector<float>* res_out = last ? nullptr : &turn_[s % 2];
+    auto& st = *stages_[static_cast<size_t>(s)];
+    st.set_threads(all_threads_);
+    try {
+      st.step(batch, out, in, res_out);
+    } catch (...) {
+      st.set_threads(share_);
+      throw;
+    }
+    st.set_threads(share_);
+    in = last ? nullptr : turn_[s % 2].data();
+  }
 }
 
 // Stage s takes the parts in order, each once stage s - 1 has passed it on; part j's residual rows

@@ -4,12 +4,14 @@
 // vocabulary's logits out, one block table per sequence addressing the same block in every pool.
 //
 // With one stage this is the tensor-parallel group on the caller's thread, bit for bit. With more,
-// each stage runs on a thread of its own (with its share of the threads, and its ranks' threads
-// below it) and holds only its layers' K/V; the stage boundary carries the residual stream. A step
-// cuts its batch into as many parts as there are stages (micro_batch.hpp) and runs them as a
-// wavefront: stage s works on part j while stage s + 1 works on part j - 1. Stages compute every
-// layer exactly as one runner does, so logits equal the group's without stages bit for bit; a
-// lone decode token has nothing to overlap and passes the stages one after the other.
+// each stage holds only its layers' K/V and the stage boundary carries the residual stream; a step
+// runs on the stages by the schedule (shard.hpp's pipeline_schedule). As a wavefront, each stage
+// runs on a thread of its own with its share of the threads (and its ranks' threads below it),
+// and the batch is cut into parts (micro_batch.hpp): stage s works on part j while stage s + 1
+// works on part j - 1. In turn, the whole batch passes the stages one after another on the
+// caller's thread, each with all the threads; so does a step the wavefront would give one part
+// (a lone decode token has nothing to overlap). Stages compute every layer exactly as one runner
+// does, so logits equal the group's without stages bit for bit, whatever the schedule.
 #pragma once
 
 #include <condition_variable>
@@ -56,6 +58,8 @@ class parallel_runner {
   tensor_parallel_runner& stage(int32_t s) { return *stages_[static_cast<size_t>(s)]; }
   const tensor_parallel_runner& stage(int32_t s) const { return *stages_[static_cast<size_t>(s)]; }
   const std::vector<int64_t>& layer_bounds() const noexcept { return bounds_; }
+  // The schedule chosen (pipeline_schedule::automatic resolved): wavefront or in_turn.
+  pipeline_schedule schedule() const noexcept { return wavefront_ ? pipeline_schedule::wavefront : pipeline_schedule::in_turn; }
   const model_config& config() const noexcept { return ckpt_.config; }
   int32_t num_blocks() const noexcept { return stages_.front()->num_blocks(); }
   int32_t block_size() const noexcept { return stages_.front()->block_size(); }
@@ -65,12 +69,17 @@ class parallel_runner {
 
  private:
   void run_stage(int32_t s);
+  void run_in_turn(std::span<const step_sequence> batch, step_result& out);
   int32_t micro_batch_count(std::span<const step_sequence> batch) const;
 
   const checkpoint& ckpt_;
   std::vector<int64_t> bounds_;
   std::vector<std::unique_ptr<tensor_parallel_runner>> stages_;
-  std::unique_ptr<tp_group> threads_;  // one thread per stage; null with one stage
+  std::unique_ptr<tp_group> threads_;  // the wavefront's threads, one per stage; null otherwise
+  bool wavefront_ = false;
+  int32_t share_ = 0;        // a stage's threads in the wavefront (its tensor_parallel_runner's count)
+  int32_t all_threads_ = 0;  // a stage's threads in turn: parallel.threads, or OpenMP's count
+  aligned_vector<float> turn_[2];  // the residual rows between stages in turn
   // One step's wavefront: the parts, each part's residual rows (stage s turns them into stage
   // s + 1's input in place), the last stage's results, and how many stages each part has passed.
   std::span<const step_sequence> batch_;

@@ -58,6 +58,9 @@ class tensor_parallel_runner {
   // The OpenMP threads each rank's parallel regions get (with one rank: the caller's thread's
   // regions during step()); parallel_config::threads says how many in all.
   int32_t threads_per_rank() const noexcept;
+  // With one rank: the team size of the next steps' parallel regions (0: the calling thread's
+  // OpenMP count). A wavefront pipeline gives a stage all the threads for a step it runs in turn.
+  void set_threads(int32_t threads) noexcept { threads_ = threads; }
   const model_config& config() const noexcept { return ckpt_.config; }
   int32_t num_blocks() const noexcept { return pools_.front()->num_blocks(); }
   int32_t block_size() const noexcept { return pools_.front()->block_size(); }

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "runtime/core/error.hpp"
+#include "runtime/core/numa_nodes.hpp"
 
 namespace troupe {
 
@@ -135,6 +136,28 @@ std::vector<int64_t> parse_pipeline_layers(std::string_view text, std::string_vi
     if (comma == text.size()) return out;
     at = comma + 1;
   }
+}
+
+pipeline_schedule parse_pipeline_schedule(std::string_view text, std::string_view option) {
+  if (text == "auto") return pipeline_schedule::automatic;
+  if (text == "wavefront") return pipeline_schedule::wavefront;
+  if (text == "in_turn") return pipeline_schedule::in_turn;
+  throw_error(errc::invalid_argument,
+              std::string(option) + ": '" + std::string(text) + "' is not one of auto, wavefront, in_turn");
+}
+
+const char* to_string(pipeline_schedule s) noexcept {
+  switch (s) {
+    case pipeline_schedule::wavefront: return "wavefront";
+    case pipeline_schedule::in_turn: return "in_turn";
+    default: return "auto";
+  }
+}
+
+pipeline_schedule resolved_schedule(const parallel_config& p) {
+  if (p.pipeline_size < 2) return pipeline_schedule::in_turn;
+  if (p.schedule != pipeline_schedule::automatic) return p.schedule;
+  return numa_node_count() >= p.pipeline_size ? pipeline_schedule::wavefront : pipeline_schedule::in_turn;
 }
 
 void check_parallel(const checkpoint& full, const parallel_config& p) {

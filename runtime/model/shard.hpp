@@ -29,6 +29,23 @@
 
 namespace troupe {
 
+// How pipeline stages share a step (parallel_runner). `wavefront`: the batch cut into parts, stage
+// s on part j while stage s + 1 is on part j - 1, each stage on its share of the threads: what pays
+// where stages have memory of their own (NUMA nodes, devices). `in_turn`: the whole batch through
+// the stages one after another, each on all the threads: one runner's speed on one shared memory.
+// `automatic`: wavefront when the machine has at least as many NUMA nodes as stages.
+enum class pipeline_schedule : uint8_t { automatic, wavefront, in_turn };
+
+// `--pipeline-schedule` / model.pipeline_schedule: "auto", "wavefront" or "in_turn"; throws
+// invalid_argument naming `option` for anything else.
+pipeline_schedule parse_pipeline_schedule(std::string_view text, std::string_view option);
+const char* to_string(pipeline_schedule s) noexcept;
+
+struct parallel_config;
+// `p.schedule` with automatic resolved (wavefront when the machine has p.pipeline_size NUMA nodes or
+// more, else in_turn); in_turn for a single stage.
+pipeline_schedule resolved_schedule(const parallel_config& p);
+
 // How a group splits the model. Implicit from a size: plain tensor parallelism.
 struct parallel_config {
   parallel_config(int32_t tensor_parallel_size = 1, bool expert_parallel = false, int32_t threads = 0)  // NOLINT: implicit
@@ -45,6 +62,7 @@ struct parallel_config {
   // The layers of each stage, first to last (vLLM's VLLM_PP_LAYER_PARTITION); empty: vLLM's even
   // split (pipeline_layer_bounds).
   std::vector<int64_t> pipeline_layers;
+  pipeline_schedule schedule = pipeline_schedule::automatic;
 };
 
 // Where each pipeline stage's layers begin: stages + 1 bounds, bounds[s] .. bounds[s + 1] stage s's

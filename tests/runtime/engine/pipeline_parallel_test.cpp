@@ -18,6 +18,7 @@
 #include <random>
 
 #include "runtime/core/error.hpp"
+#include "runtime/core/numa_nodes.hpp"
 #include "runtime/engine/generator.hpp"
 #include "runtime/engine/micro_batch.hpp"
 #include "runtime/engine/parallel_runner.hpp"
@@ -37,10 +38,18 @@ namespace {
 
 constexpr double kTolerance = 1e-4;  // the engine's own (model_runner_test.cpp)
 
-parallel_config stages(int32_t pp, std::vector<int64_t> layers = {}, int32_t tp = 1, bool ep = false) {
+// Most tests force the wavefront: this machine's one NUMA node would make `auto` run in turn.
+parallel_config stages(int32_t pp, std::vector<int64_t> layers = {}, int32_t tp = 1, bool ep = false,
+                       pipeline_schedule schedule = pipeline_schedule::wavefront) {
   parallel_config p{tp, ep};
   p.pipeline_size = pp;
   p.pipeline_layers = std::move(layers);
+  p.schedule = schedule;
+  return p;
+}
+
+parallel_config in_turn(parallel_config p) {
+  p.schedule = pipeline_schedule::in_turn;
   return p;
 }
 
@@ -183,11 +192,12 @@ BOOST_AUTO_TEST_CASE(micro_batches_cut_sequences_and_merge_their_rows) {
 BOOST_DATA_TEST_CASE(two_stages_equal_one_bitwise_and_match_the_reference, boost::unit_test::data::make(kGoldenSets), set) {
   auto ck = golden_checkpoint(set);
   const int64_t vocab = ck->config.vocab_size;
-  generator one(*ck), two(*ck, stages(2));
+  generator one(*ck), two(*ck, stages(2)), turns(*ck, in_turn(stages(2)));
   for (const auto& c : load_golden(set)) {
     const auto whole = one.prompt_logits(c.prompt);
     BOOST_TEST(same_bits(two.prompt_logits(c.prompt), whole), set << " " << c.id << ": 2 stages differ from 1");
     BOOST_TEST(same_bits(two.prompt_logits(c.prompt, 3), whole), set << " " << c.id << ": chunks of 3 over 2 stages");
+    BOOST_TEST(same_bits(turns.prompt_logits(c.prompt), whole), set << " " << c.id << ": 2 stages in turn differ");
     check_prompt_logits(whole, c, vocab, kTolerance, set);
     // Decode through the stages' pools against the reference's recomputation.
     const int64_t max_len = static_cast<int64_t>(c.prompt.size() + c.greedy.size());
@@ -215,8 +225,10 @@ BOOST_DATA_TEST_CASE(deeper_models_split_every_way_give_the_same_bits, boost::un
   BOOST_REQUIRE(!whole.empty());
   const std::vector<parallel_config> layouts{stages(2), stages(3), stages(5), stages(2, {4, 1}), stages(2, {1, 4}),
                                              stages(3, {2, 2, 1})};
-  for (const auto& p : layouts) {
-    parallel_runner runner(*ck, 40, 16, dtype::f32, {}, p);
+  for (const auto& p : layouts)
+  for (const auto& q : {p, in_turn(p)}) {
+    parallel_runner runner(*ck, 40, 16, dtype::f32, {}, q);
+    BOOST_TEST((runner.schedule() == q.schedule));
     BOOST_TEST(runner.kv_bytes() == whole_runner.kv_bytes());  // the layers' K/V, split among the stages
     int64_t layers = 0;
     for (int32_t s = 0; s < runner.pipeline_size(); ++s) {
@@ -226,7 +238,8 @@ BOOST_DATA_TEST_CASE(deeper_models_split_every_way_give_the_same_bits, boost::un
       layers += held;
     }
     BOOST_TEST(layers == 5);
-    BOOST_TEST(same_bits(mixed_steps(runner), whole), (moe ? "moe " : "dense ") << p.pipeline_size << " stages differ");
+    BOOST_TEST(same_bits(mixed_steps(runner), whole),
+               (moe ? "moe " : "dense ") << p.pipeline_size << " stages " << to_string(q.schedule) << " differ");
   }
 }
 
@@ -243,6 +256,27 @@ BOOST_AUTO_TEST_CASE(quantized_weights_and_kv_over_stages) {
     BOOST_TEST((piped.stage(2).kv().kv_type() == kv));
     BOOST_TEST(same_bits(mixed_steps(piped), mixed_steps(whole)), kv_cache::kv_dtype_name(kv) << " KV over 3 stages differs");
   }
+}
+
+// auto: a wavefront only where every stage can have a NUMA node; in turn on this one-node machine
+// (and for one stage). The node count read from the list Linux gives.
+BOOST_AUTO_TEST_CASE(the_schedule_follows_the_numa_nodes) {
+  BOOST_TEST(count_list_entries("0") == 1);
+  BOOST_TEST(count_list_entries("0-3,8,10-11\n") == 7);
+  BOOST_TEST(count_list_entries("") == 0);
+  BOOST_TEST(count_list_entries("1-0") == 0);
+  BOOST_TEST(count_list_entries("a") == 0);
+  BOOST_TEST(numa_node_count() >= 1);
+  parallel_config p = stages(2, {}, 1, false, pipeline_schedule::automatic);
+  const auto want = numa_node_count() >= 2 ? pipeline_schedule::wavefront : pipeline_schedule::in_turn;
+  BOOST_TEST((resolved_schedule(p) == want));
+  auto ck = golden_checkpoint("tiny-dense");
+  BOOST_TEST((parallel_runner(*ck, 4, 16, dtype::f32, {}, p).schedule() == want));
+  BOOST_TEST((resolved_schedule(stages(2)) == pipeline_schedule::wavefront));
+  BOOST_TEST((resolved_schedule(parallel_config{}) == pipeline_schedule::in_turn));
+  BOOST_TEST((parse_pipeline_schedule("in_turn", "x") == pipeline_schedule::in_turn));
+  expect_error([] { parse_pipeline_schedule("eager", "--pipeline-schedule"); }, errc::invalid_argument,
+               "--pipeline-schedule: 'eager' is not one of auto, wavefront, in_turn");
 }
 
 BOOST_AUTO_TEST_CASE(the_default_split_is_vllms) {
@@ -331,6 +365,15 @@ BOOST_AUTO_TEST_CASE(a_stage_that_fails_stops_the_others) {
     expect_error([&] { piped.step(std::span<const step_sequence>(&sq, 1), r); }, errc::out_of_range, "which is empty");
   }
   BOOST_TEST(same_bits(mixed_steps(piped), mixed_steps(whole)), "after failed steps");
+  {  // in turn: the same error from the same stage, and the stage's team size put back
+    parallel_runner turns(*ck, 40, 16, dtype::f32, {}, in_turn(stages(3)));
+    turns.add_adapter(a);
+    turns.stage(1).set_adapter(0, nullptr);
+    step_sequence sq{0, prompt, 0, table, logits_mode::last, 0};
+    step_result r;
+    expect_error([&] { turns.step(std::span<const step_sequence>(&sq, 1), r); }, errc::out_of_range, "which is empty");
+    BOOST_TEST(same_bits(mixed_steps(turns), mixed_steps(whole)), "in turn, after a failed step");
+  }
   piped.stage(1).set_adapter(0, a);  // back: the adapter's steps are right again
   step_sequence sq{0, prompt, 0, table, logits_mode::last, 0};
   step_result x, y;
