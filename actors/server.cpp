@@ -409,8 +409,10 @@ std::string server::banner() const {
     const auto bounds = pipeline_layer_bounds(*m.ctx->ckpt, c.pipeline_parallel_size, serve::parallel_of(c).pipeline_layers);
     std::string counts;
     for (size_t s = 0; s + 1 < bounds.size(); ++s) counts += (s ? "," : "") + std::to_string(bounds[s + 1] - bounds[s]);
+    const bool wave = resolved_schedule(serve::parallel_of(c)) == pipeline_schedule::wavefront;
     b += "  pipeline parallel: " + std::to_string(c.pipeline_parallel_size) + " stages of " + counts +
-         " layers, each on threads of its own with its layers' KV\n";
+         " layers, each with its layers' KV; " +
+         (wave ? "a wavefront (each stage on threads of its own)" : "in turn (each stage on every thread)") + "\n";
   }
   if (const int64_t kv = m.ctx->ckpt->config.num_key_value_heads; kv_head_replicas(kv, c.tensor_parallel_size) > 1)
     b += "  KV heads: " + std::to_string(kv) + ", each replicated on " +

@@ -157,7 +157,8 @@ int main(int argc, char** argv) {
   app.add_option("--pipeline-parallel-size", pp_sizes,
                  "pipeline stages to split the layers over; several (1,2) are each measured, for every shard count")
       ->delimiter(',');
-  std::string pipeline_layers;
+  std::string pipeline_layers, pipeline_schedule = "auto";
+  app.add_option("--pipeline-schedule", pipeline_schedule, "with --pipeline-parallel-size above 1: auto, wavefront or in_turn");
   app.add_option("--pipeline-layers", pipeline_layers, "with --pipeline-parallel-size above 1: each stage's layer count (10,8,10)");
   bool expert_parallel = false;
   app.add_flag("--enable-expert-parallel", expert_parallel,
@@ -170,11 +171,14 @@ int main(int argc, char** argv) {
       layouts.emplace_back(tp, false);
       if (expert_parallel && tp > 1) layouts.emplace_back(tp, true);
       for (size_t i = layouts.size() - (expert_parallel && tp > 1 ? 2 : 1); i < layouts.size(); ++i)
-        if ((layouts[i].pipeline_size = pp) > 1) layouts[i].pipeline_layers = parse_pipeline_layers(pipeline_layers, "--pipeline-layers");
+        if ((layouts[i].pipeline_size = pp) > 1) {
+          layouts[i].pipeline_layers = parse_pipeline_layers(pipeline_layers, "--pipeline-layers");
+          layouts[i].schedule = parse_pipeline_schedule(pipeline_schedule, "--pipeline-schedule");
+        }
     }
   auto layout_name = [](const parallel_config& p) {
     return "tp " + std::to_string(p.size) + (p.expert_parallel ? " ep" : "") +
-           (p.pipeline_size > 1 ? " pp " + std::to_string(p.pipeline_size) : "");
+           (p.pipeline_size > 1 ? " pp " + std::to_string(p.pipeline_size) + " " + to_string(resolved_schedule(p)) : "");
   };
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows line by line even when redirected
   std::vector<kernels::compute_dtype> computes;

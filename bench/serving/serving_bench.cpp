@@ -86,6 +86,7 @@ int g_slowdown = serve::server_config{}.decode_slowdown_percent;
 std::string g_compute = serve::server_config{}.compute_dtype;  // --compute-dtype
 int32_t g_tp = 1;                                               // --tensor-parallel-size
 int32_t g_pp = 1;                                               // --pipeline-parallel-size
+std::string g_pp_schedule = "auto";                              // --pipeline-schedule
 std::string g_device = "cpu";                                    // --device
 bool g_ep = false;                                              // --enable-expert-parallel
 
@@ -96,6 +97,7 @@ serve::server_config base_config() {
   c.compute_dtype = g_compute;
   c.tensor_parallel_size = g_tp;
   c.pipeline_parallel_size = g_pp;
+  c.pipeline_schedule = g_pp_schedule;
   c.device = g_device;
   c.enable_expert_parallel = g_ep;
   c.port = 0;
@@ -426,6 +428,7 @@ int main(int argc, char** argv) {
   app.add_option("--device", g_device, "model.device: cpu or cuda (the CUDA runner; docs/cuda.md)");
   app.add_option("--tensor-parallel-size", g_tp, "model.tensor_parallel_size: CPU shards each step is split over (docs/engine.md)");
   app.add_option("--pipeline-parallel-size", g_pp, "model.pipeline_parallel_size: pipeline stages the layers are split into");
+  app.add_option("--pipeline-schedule", g_pp_schedule, "model.pipeline_schedule: auto, wavefront or in_turn");
   app.add_flag("--enable-expert-parallel", g_ep, "model.enable_expert_parallel: whole experts per shard in MoE layers");
   app.add_option("--long-prompt-at", t_long, "seconds of idle decoding before the long prompt arrives");
   app.add_flag("--quick", quick, "fewer requests");

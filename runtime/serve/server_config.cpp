@@ -91,6 +91,7 @@ const std::vector<knob>& knobs() {
       {"model", "enable_expert_parallel", &server_config::enable_expert_parallel},
       {"model", "pipeline_parallel_size", &server_config::pipeline_parallel_size, 1, 256},
       {"model", "pipeline_layers", &server_config::pipeline_layers},
+      {"model", "pipeline_schedule", &server_config::pipeline_schedule},
       {"model", "threads", &server_config::threads, 0, 4096},
       {"model", "device", &server_config::device},
       {"scheduler", "max_num_seqs", &server_config::max_num_seqs, 1, i32max},
@@ -305,6 +306,7 @@ parallel_config parallel_of(const server_config& c) {
   parallel_config p{c.tensor_parallel_size, c.enable_expert_parallel, c.threads};
   p.pipeline_size = c.pipeline_parallel_size;
   p.pipeline_layers = parse_pipeline_layers(c.pipeline_layers, "model.pipeline_layers (--pipeline-layers)");
+  p.schedule = parse_pipeline_schedule(c.pipeline_schedule, "model.pipeline_schedule (--pipeline-schedule)");
   return p;
 }
 
@@ -410,6 +412,7 @@ void validate(const server_config& c) {
     parse_kv_cache_dtype(c.kv_cache_dtype);
     parse_compute_dtype(c.compute_dtype, "model.compute_dtype (--compute-dtype)");
     parse_pipeline_layers(c.pipeline_layers, "model.pipeline_layers (--pipeline-layers)");
+    parse_pipeline_schedule(c.pipeline_schedule, "model.pipeline_schedule (--pipeline-schedule)");
   } catch (const error& e) {
     if (e.code() != errc::invalid_argument) throw;
     bad2(e.what());

@@ -109,6 +109,7 @@ struct server_config {
   bool enable_expert_parallel = false;  // MoE layers: whole experts per shard (docs/engine.md); --enable-expert-parallel
   int32_t pipeline_parallel_size = 1;  // pipeline stages of consecutive layers (docs/engine.md); --pipeline-parallel-size
   std::string pipeline_layers;  // each stage's layer count, "10,8,10"; empty: vLLM's even split; --pipeline-layers
+  std::string pipeline_schedule = "auto";  // "auto", "wavefront" or "in_turn" (docs/engine.md); --pipeline-schedule
   int32_t threads = 0;  // the step's CPU threads, shared among the shards and stages; 0 = OMP_NUM_THREADS, else every core; --threads
   // Where the forward step runs: "cpu" (the CPU engine) or "cuda" (one CUDA device, the CUDA runner;
   // a troupe built with nvcc; dense models, float or FP8 weights, a float32 KV pool; docs/cuda.md); --device

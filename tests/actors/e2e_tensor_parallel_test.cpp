@@ -33,15 +33,21 @@ void check_served_over_two_ranks(const std::string& model, uint32_t seed, bool e
   c.tensor_parallel_size = size;
   c.enable_expert_parallel = expert_parallel;
   c.pipeline_parallel_size = stages;
+  c.pipeline_schedule = expert_parallel ? "wavefront" : "auto";  // auto: in turn on one NUMA node
   c.threads = size * stages;  // one each
   parallel_config group{size, expert_parallel};
   group.pipeline_size = stages;
+  group.schedule = parse_pipeline_schedule(c.pipeline_schedule, "test");
   auto srv = start(c, model);
   BOOST_TEST(srv->banner().find("step threads: " + std::to_string(size * stages) + ";") != std::string::npos, srv->banner());
   if (size > 1)
     BOOST_TEST(srv->banner().find("tensor parallel: " + std::to_string(size) + " CPU shards") != std::string::npos, srv->banner());
-  if (stages > 1)
-    BOOST_TEST(srv->banner().find("pipeline parallel: 2 stages of 1,1 layers") != std::string::npos, srv->banner());
+  if (stages > 1) {
+    const bool wave = resolved_schedule(group) == pipeline_schedule::wavefront;
+    BOOST_TEST(srv->banner().find(std::string("pipeline parallel: 2 stages of 1,1 layers, each with its layers' KV; ") +
+                                  (wave ? "a wavefront" : "in turn")) != std::string::npos,
+               srv->banner());
+  }
   if (expert_parallel)
     BOOST_TEST(srv->banner().find("expert parallel: each holds 4 of the 8 experts whole") != std::string::npos, srv->banner());
   if (size == 4)

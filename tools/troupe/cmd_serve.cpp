@@ -43,7 +43,7 @@ int run_serve(int argc, char** argv) {
   std::optional<std::string> host, api_key, policy, policy_config, redis, quantization, kv_cache_dtype, compute_dtype,
       rope_scaling, generation_config, override_generation_config, device, allowed_origins, allowed_methods, allowed_headers, chat_template,
       default_chat_template_kwargs, reasoning_effort_budgets,
-      tool_call_parser, speculative_model, speculative_config, pipeline_layers;
+      tool_call_parser, speculative_model, speculative_config, pipeline_layers, pipeline_schedule;
   std::optional<int32_t> port, metrics_port, http_port, max_model_len, max_num_seqs, max_num_batched_tokens, num_kv_blocks,
       speculative_tokens, tensor_parallel_size, threads, max_loras, max_lora_rank, pipeline_parallel_size;
   std::optional<int64_t> kv_bytes;
@@ -97,6 +97,8 @@ int run_serve(int argc, char** argv) {
                  "split the layers over this many pipeline stages (model.pipeline_parallel_size; docs/engine.md)");
   app.add_option("--pipeline-layers", pipeline_layers,
                  "each pipeline stage's layer count, e.g. 10,8,10 (model.pipeline_layers; default as even as vLLM's)");
+  app.add_option("--pipeline-schedule", pipeline_schedule,
+                 "how the stages share a step: auto, wavefront or in_turn (model.pipeline_schedule; docs/engine.md)");
   app.add_option("--threads", threads,
                  "CPU threads for the forward step, shared among the shards and stages (model.threads; 0 = every core)");
   app.add_flag("--static-batching", static_batching, "baseline mode: no continuous batching");
@@ -195,6 +197,7 @@ int run_serve(int argc, char** argv) {
   if (pipeline_parallel_size)
     serve::apply_override(c, "model.pipeline_parallel_size=" + std::to_string(*pipeline_parallel_size));
   if (pipeline_layers) c.pipeline_layers = *pipeline_layers;
+  if (pipeline_schedule) c.pipeline_schedule = *pipeline_schedule;
   if (max_loras) serve::apply_override(c, "model.max_loras=" + std::to_string(*max_loras));
   if (max_lora_rank) serve::apply_override(c, "model.max_lora_rank=" + std::to_string(*max_lora_rank));
   if (speculative_config) {

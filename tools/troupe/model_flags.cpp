@@ -43,6 +43,9 @@ void model_flags::add_to(CLI::App& app) {
   app.add_option("--pipeline-layers", pipeline_layers,
                  "with --pipeline-parallel-size: each stage's layer count, first to last, e.g. 10,8,10 (vLLM's "
                  "VLLM_PP_LAYER_PARTITION); default: as even as vLLM's");
+  app.add_option("--pipeline-schedule", pipeline_schedule,
+                 "with --pipeline-parallel-size: auto, wavefront (stages overlap on parts of each step) or in_turn "
+                 "(the stages one after another on every thread); auto: wavefront with a NUMA node per stage");
   app.add_option("--threads", threads,
                  "CPU threads for the model, shared among the shards and stages; default 0: OMP_NUM_THREADS, else every core "
                  "(docs/engine.md, \"Threads\")");
@@ -98,6 +101,7 @@ model_flags::loaded model_flags::load(const std::string& dir) const {
     throw_error(errc::invalid_argument,
                 "--pipeline-parallel-size must be >= 1 (got " + std::to_string(pipeline_parallel_size) + ")");
   const auto stage_layers = parse_pipeline_layers(pipeline_layers, "--pipeline-layers");
+  const auto schedule = parse_pipeline_schedule(pipeline_schedule, "--pipeline-schedule");
   if (threads < 0) throw_error(errc::invalid_argument, "--threads must be >= 0 (got " + std::to_string(threads) + "; 0 = every core)");
   check_device(*this);
   // The load's own parallel work (quantizing, converting) on as many threads as the steps.
@@ -106,6 +110,7 @@ model_flags::loaded model_flags::load(const std::string& dir) const {
   out.parallel = {tensor_parallel_size, expert_parallel, threads};
   out.parallel.pipeline_size = pipeline_parallel_size;
   out.parallel.pipeline_layers = stage_layers;
+  out.parallel.schedule = schedule;
   check_parallel(*out.ck, out.parallel);
   if (!lora.empty()) out.adapter = std::make_shared<lora_adapter>(load_lora_adapter(lora, out.ck->config));
 #ifdef TROUPE_HAVE_CUDA_SERVE

@@ -23,6 +23,7 @@ struct model_flags {
   bool no_mmap = false, expert_parallel = false;
   int32_t tensor_parallel_size = 1, threads = 0, pipeline_parallel_size = 1;
   std::string pipeline_layers;  // --pipeline-layers: layers per stage, e.g. "10,8,10"
+  std::string pipeline_schedule = "auto";  // --pipeline-schedule
 
   void add_to(CLI::App& app);
 

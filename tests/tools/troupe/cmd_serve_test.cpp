@@ -42,6 +42,8 @@ BOOST_AUTO_TEST_CASE(serve_device_flag_is_checked_before_the_model_loads) {
   expect_refused("--device cuda --pipeline-parallel-size 2", "model.pipeline_parallel_size = 2 (CPU pipeline stages)");
   expect_refused("--pipeline-layers 1,x", "config: model.pipeline_layers (--pipeline-layers): '1,x' is not a comma-separated list");
   expect_refused("--pp 3", "pipeline_parallel_size 3 is more than the model's 2 layers");
+  expect_refused("--pp 2 --pipeline-schedule eager",
+                 "model.pipeline_schedule (--pipeline-schedule): 'eager' is not one of auto, wavefront, in_turn");
 #ifndef TROUPE_HAVE_CUDA_SERVE
   // Without nvcc at configure time the binary has no CUDA backend to offer. (With it, a machine
   // without a device gets cuda_model_runner's "no CUDA device", one with a device a server: not
@@ -143,10 +145,12 @@ BOOST_AUTO_TEST_CASE(logits_and_generate_over_pipeline_stages_are_one_stages) {
   BOOST_TEST(a.size() == size_t{9} * 4096 * sizeof(float));
   BOOST_TEST((a == read(dir / "two.f32")));
   const std::string gen = "generate" + model + ids + "--max-tokens 8 --temperature 0 --json";
-  const auto g1 = run_troupe(gen), g2 = run_troupe(gen + " --pipeline-parallel-size 2 --pipeline-layers 1,1");
+  const auto g1 = run_troupe(gen), g2 = run_troupe(gen + " --pipeline-parallel-size 2 --pipeline-layers 1,1"),
+             g3 = run_troupe(gen + " --pp 2 --pipeline-schedule wavefront");
   BOOST_TEST(g1.exit_code == 0, g1.output);
   BOOST_TEST(g1.output.find("\"ids\"") != std::string::npos, g1.output);
   BOOST_TEST(g2.output == g1.output);
+  BOOST_TEST(g3.output == g1.output);
   std::filesystem::remove_all(dir);
 }
 
