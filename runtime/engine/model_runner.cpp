@@ -36,7 +36,12 @@ kernels::compute_dtype parse_compute_dtype(std::string_view text, std::string_vi
 const char* to_string(kernels::compute_dtype c) noexcept { return c == kernels::compute_dtype::bf16 ? "bf16" : "f32"; }
 
 model_runner::model_runner(const checkpoint& ckpt, kv_cache& kv, model_runner_options opts)
-    : ckpt_(ckpt), cfg_(ckpt.config), kv_(kv), opts_(opts) {
+    : ckpt_(ckpt),
+      cfg_(ckpt.config),
+      kv_(kv),
+      opts_(opts),
+      scratch_(opts.scratch ? opts.scratch : std::make_shared<model_runner_scratch>()) {
+  opts_.scratch = nullptr;  // the runner holds it in scratch_
   first_layer_ = opts.first_layer;
   end_layer_ = opts.end_layer < 0 ? cfg_.num_hidden_layers : opts.end_layer;
   if (first_layer_ < 0 || first_layer_ >= end_layer_ || end_layer_ > cfg_.num_hidden_layers)

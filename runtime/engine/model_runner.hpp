@@ -19,6 +19,18 @@ namespace troupe {
 
 class tp_group;
 
+// A runner's activation scratch, sized to the largest batch it has seen. Runners that never step at
+// the same time may share one (model_runner_options::scratch): the stages of a pipeline that run in
+// turn do, so N stages cost one runner's scratch, not N.
+struct model_runner_scratch {
+  // 64-byte aligned: the matmul tiles load these rows a cache line at a time (aligned_vector.hpp).
+  aligned_vector<float> x, h, q, k, v, attn, tmp, gate, up;
+  aligned_vector<float> router, moe_out, expert_in, expert_gate, expert_up, expert_out;
+  aligned_vector<float> final;
+  aligned_vector<float> lora_x, lora_t, lora_u;
+  aligned_vector<float> fp8_x;  // fp8_activations: the rounded rows
+};
+
 struct model_runner_options {
   // The matmul arithmetic for BF16 weights (kernels.hpp): f32 is exact (the default); bf16 rounds
   // activations to bf16 and multiplies as vdpbf16ps does (docs/engine.md, "bf16 compute").
@@ -41,6 +53,8 @@ struct model_runner_options {
   // and computing logits (step's residual_in / residual_out).
   int64_t first_layer = 0;
   int64_t end_layer = -1;
+  // Scratch shared with runners that never step at the same time as this one; null: its own.
+  std::shared_ptr<model_runner_scratch> scratch = nullptr;
 };
 
 // `--compute-dtype` / model.compute_dtype: "f32" or "bf16"; throws invalid_argument naming `option`.
@@ -51,6 +65,9 @@ class model_runner {
  public:
   // Both must outlive the runner. The KV pool's shape must match the checkpoint's config.
   model_runner(const checkpoint& ckpt, kv_cache& kv, model_runner_options opts = {});
+  // Its activations are references into its scratch: a copy would share them.
+  model_runner(const model_runner&) = delete;
+  model_runner& operator=(const model_runner&) = delete;
 
   // Runs one step. Throws troupe::error(invalid_input / out_of_range) for a malformed batch
   // (empty tokens, ids outside the vocab, a block table too short or naming a block outside
@@ -79,6 +96,7 @@ class model_runner {
 
   const model_config& config() const noexcept { return cfg_; }
   const model_runner_options& options() const noexcept { return opts_; }
+  const std::shared_ptr<model_runner_scratch>& scratch() const noexcept { return scratch_; }
   int64_t first_layer() const noexcept { return first_layer_; }
   int64_t end_layer() const noexcept { return end_layer_; }
 
@@ -114,12 +132,16 @@ class model_runner {
   std::vector<int32_t> row_adapter_;    // each row's adapter slot (-1: none), moved with the rows
   std::vector<int32_t> step_adapters_;  // the distinct slots in this step's batch
   std::vector<int64_t> lora_rows_;
-  // 64-byte aligned: the matmul tiles load these rows a cache line at a time (aligned_vector.hpp).
-  aligned_vector<float> x_, h_, q_, k_, v_, attn_, tmp_, gate_, up_;
-  aligned_vector<float> router_, moe_out_, expert_in_, expert_gate_, expert_up_, expert_out_;
-  aligned_vector<float> final_;
-  aligned_vector<float> lora_x_, lora_t_, lora_u_;
-  aligned_vector<float> fp8_x_;  // fp8_activations: the rounded rows
+  // The activations (model_runner_scratch), by their old names.
+  std::shared_ptr<model_runner_scratch> scratch_;
+  aligned_vector<float>&x_ = scratch_->x, &h_ = scratch_->h, &q_ = scratch_->q, &k_ = scratch_->k, &v_ = scratch_->v;
+  aligned_vector<float>&attn_ = scratch_->attn, &tmp_ = scratch_->tmp, &gate_ = scratch_->gate, &up_ = scratch_->up;
+  aligned_vector<float>&router_ = scratch_->router, &moe_out_ = scratch_->moe_out, &expert_in_ = scratch_->expert_in;
+  aligned_vector<float>&expert_gate_ = scratch_->expert_gate, &expert_up_ = scratch_->expert_up,
+      &expert_out_ = scratch_->expert_out;
+  aligned_vector<float>&final_ = scratch_->final;
+  aligned_vector<float>&lora_x_ = scratch_->lora_x, &lora_t_ = scratch_->lora_t, &lora_u_ = scratch_->lora_u;
+  aligned_vector<float>& fp8_x_ = scratch_->fp8_x;
 };
 
 }  // namespace troupe

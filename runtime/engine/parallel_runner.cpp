@@ -51,7 +51,9 @@ parallel_runner::parallel_runner(const checkpoint& ckpt, int32_t num_blocks, int
     model_runner_options o = opts;
     o.first_layer = bounds_[static_cast<size_t>(s)];
     o.end_layer = bounds_[static_cast<size_t>(s) + 1];
-    stages_.push_back(std::make_unique<tensor_parallel_runner>(ckpt, num_blocks, block_size, kv_type, o, group));
+    // In turn, no two stages step at once: the later stages' ranks use the first stage's scratch.
+    const auto shared = wavefront_ || s == 0 ? std::vector<std::shared_ptr<model_runner_scratch>>{} : stages_.front()->scratch();
+    stages_.push_back(std::make_unique<tensor_parallel_runner>(ckpt, num_blocks, block_size, kv_type, o, group, shared));
   }
   share_ = group.threads;
   all_threads_ = parallel.threads;  // 0: the calling thread's OpenMP count, whatever it is then

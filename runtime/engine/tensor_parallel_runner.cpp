@@ -12,10 +12,13 @@
 namespace troupe {
 
 tensor_parallel_runner::tensor_parallel_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size,
-                                               dtype kv_type, model_runner_options opts, parallel_config parallel)
+                                               dtype kv_type, model_runner_options opts, parallel_config parallel,
+                                               const std::vector<std::shared_ptr<model_runner_scratch>>& rank_scratch)
     : ckpt_(ckpt), expert_parallel_(parallel.expert_parallel), threads_(parallel.threads) {
   check_shardable(ckpt, parallel);  // before any thread or pool exists
   const int32_t tp_size = parallel.size;
+  TROUPE_ASSERT(rank_scratch.empty() || static_cast<int32_t>(rank_scratch.size()) == tp_size);
+  auto scratch_of = [&](int32_t r) { return rank_scratch.empty() ? nullptr : rank_scratch[static_cast<size_t>(r)]; };
   // A pipeline stage's pools hold its layers only.
   const int64_t end_layer = opts.end_layer < 0 ? ckpt.config.num_hidden_layers : opts.end_layer;
   auto stage_config = [&](model_config c) {
@@ -24,6 +27,7 @@ tensor_parallel_runner::tensor_parallel_runner(const checkpoint& ckpt, int32_t n
   };
   if (tp_size == 1) {
     pools_.push_back(std::make_unique<kv_cache>(stage_config(ckpt.config), num_blocks, block_size, kv_type));
+    opts.scratch = scratch_of(0);
     runners_.push_back(std::make_unique<model_runner>(ckpt, *pools_[0], opts));
     return;
   }
@@ -34,6 +38,7 @@ tensor_parallel_runner::tensor_parallel_runner(const checkpoint& ckpt, int32_t n
     model_runner_options o = opts;
     o.tp = group_.get();
     o.tp_rank = r;
+    o.scratch = scratch_of(r);
     runners_.push_back(std::make_unique<model_runner>(*shards_.back(), *pools_.back(), o));
     vocab_begin_.push_back(vocab_range_begin(ckpt, r, tp_size));
   }
@@ -70,6 +75,12 @@ void tensor_parallel_runner::set_adapter(int32_t slot, std::shared_ptr<const lor
 }
 
 int64_t tensor_parallel_runner::num_adapters() const noexcept { return runners_[0]->num_adapters(); }
+
+std::vector<std::shared_ptr<model_runner_scratch>> tensor_parallel_runner::scratch() const {
+  std::vector<std::shared_ptr<model_runner_scratch>> v;
+  for (const auto& r : runners_) v.push_back(r->scratch());
+  return v;
+}
 
 int32_t tensor_parallel_runner::threads_per_rank() const noexcept {
   if (group_) return group_->threads_per_rank();

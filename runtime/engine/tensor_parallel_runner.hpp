@@ -33,8 +33,11 @@ class tensor_parallel_runner {
   // `parallel.threads` the step's threads (omp_threads.hpp), whichever thread calls step().
   // opts.first_layer / end_layer make the group one pipeline stage (parallel_runner): its pools
   // and shards hold those layers only. parallel.pipeline_size is parallel_runner's, not read here.
+  // rank_scratch (one per rank, or empty): each rank's runner shares that scratch
+  // (model_runner_scratch), as pipeline stages that run in turn do; empty: each its own.
   tensor_parallel_runner(const checkpoint& ckpt, int32_t num_blocks, int32_t block_size = 16,
-                         dtype kv_type = dtype::f32, model_runner_options opts = {}, parallel_config parallel = {});
+                         dtype kv_type = dtype::f32, model_runner_options opts = {}, parallel_config parallel = {},
+                         const std::vector<std::shared_ptr<model_runner_scratch>>& rank_scratch = {});
   ~tensor_parallel_runner();
 
   // model_runner::step's contract, the logits rows spanning the whole vocabulary.
@@ -54,6 +57,8 @@ class tensor_parallel_runner {
   int64_t num_adapters() const noexcept;
 
   int32_t tp_size() const noexcept { return static_cast<int32_t>(runners_.size()); }
+  // Each rank's scratch, in rank order.
+  std::vector<std::shared_ptr<model_runner_scratch>> scratch() const;
   bool expert_parallel() const noexcept { return expert_parallel_; }
   // The OpenMP threads each rank's parallel regions get (with one rank: the caller's thread's
   // regions during step()); parallel_config::threads says how many in all.

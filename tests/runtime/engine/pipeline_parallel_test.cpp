@@ -229,6 +229,9 @@ BOOST_DATA_TEST_CASE(deeper_models_split_every_way_give_the_same_bits, boost::un
   for (const auto& q : {p, in_turn(p)}) {
     parallel_runner runner(*ck, 40, 16, dtype::f32, {}, q);
     BOOST_TEST((runner.schedule() == q.schedule));
+    // In turn no two stages step at once: they share the first stage's scratch; a wavefront's don't.
+    const bool shared = runner.stage(1).scratch() == runner.stage(0).scratch();
+    BOOST_TEST(shared == (q.schedule == pipeline_schedule::in_turn));
     BOOST_TEST(runner.kv_bytes() == whole_runner.kv_bytes());  // the layers' K/V, split among the stages
     int64_t layers = 0;
     for (int32_t s = 0; s < runner.pipeline_size(); ++s) {
