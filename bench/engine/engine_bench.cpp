@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
   std::map<size_t, double> layout_mb;                // layout -> MB its prefill runner allocated
   for (size_t li = 0; li < layouts.size(); ++li)
   for (const kernels::compute_dtype compute : computes) {
-    const parallel_config layout = layouts[li];
+    const parallel_config& layout = layouts[li];
     const std::string label_text =
         std::string(to_string(compute)) +
         (layouts.size() > 1 || layout.size > 1 || layout.pipeline_size > 1 ? " " + layout_name(layout) : "");

@@ -176,14 +176,14 @@ int64_t vocab_range_begin(const checkpoint& full, int32_t rank, int32_t size) {
   return std::min(v, units * rank / size * a);
 }
 
-bool splits_experts(const model_config& c, parallel_config p) {
+bool splits_experts(const model_config& c, const parallel_config& p) {
   if (p.size < 2 || !p.expert_parallel) return false;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
     if (c.layer_is_moe(l)) return true;
   return false;
 }
 
-void check_shardable(const checkpoint& full, parallel_config p) {
+void check_shardable(const checkpoint& full, const parallel_config& p) {
   const int32_t size = p.size;
   if (size < 1) throw_error(errc::invalid_argument, "tensor_parallel_size must be >= 1 (got " + std::to_string(size) + ")");
   if (p.threads < 0) throw_error(errc::invalid_argument, "threads must be >= 0 (got " + std::to_string(p.threads) + "; 0 = every core)");
@@ -240,7 +240,7 @@ void check_shardable(const checkpoint& full, parallel_config p) {
   }
 }
 
-std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t rank, parallel_config p,
+std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t rank, const parallel_config& p,
                                              int64_t first_layer, int64_t end_layer) {
   check_shardable(full, p);
   const int32_t size = p.size;

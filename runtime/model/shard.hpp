@@ -104,14 +104,14 @@ inline model_config stored_kv_config(model_config c, int32_t size) {
 
 // True when `p` splits this model's experts whole: a group of two or more, expert parallelism asked
 // for, and at least one mixture-of-experts layer (otherwise the flag changes nothing).
-bool splits_experts(const model_config& c, parallel_config p);
+bool splits_experts(const model_config& c, const parallel_config& p);
 
 // Throws troupe::error(unsupported) naming the field when `size` ranks cannot split this model:
 // num_attention_heads, intermediate_size or moe_intermediate_size not a multiple of size,
 // num_key_value_heads neither a multiple nor a divisor of it, or a quantized weight whose scale groups a split would cut. With expert
 // parallelism moe_intermediate_size may be anything and num_experts must be at least size.
 // invalid_argument for size < 1, threads < 0, or fewer threads than ranks.
-void check_shardable(const checkpoint& full, parallel_config p);
+void check_shardable(const checkpoint& full, const parallel_config& p);
 
 // check_shardable, and that the pipeline's stages split this model (pipeline_layer_bounds) with
 // threads enough for every stage's ranks: what a runner made with `p` would refuse, up front.
@@ -126,7 +126,7 @@ void check_parallel(const checkpoint& full, const parallel_config& p);
 // hold are empty weight_refs (data null, rows 0): model_runner skips them.
 // With first_layer / end_layer (a pipeline stage's layers, end_layer -1: to the last) only those
 // layers are sliced; the others stay empty (a stage's runner never reads them).
-std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t rank, parallel_config p,
+std::unique_ptr<checkpoint> shard_checkpoint(const checkpoint& full, int32_t rank, const parallel_config& p,
                                              int64_t first_layer = 0, int64_t end_layer = -1);
 
 // Rows [r0, r0 + n) of w: a view into w's memory (its scales and zeros too). r0 must start a scale

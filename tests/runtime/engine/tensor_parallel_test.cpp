@@ -99,7 +99,7 @@ BOOST_DATA_TEST_CASE(four_ranks_replicate_the_kv_heads,
     a = std::make_shared<const lora_adapter>(load_lora_adapter(golden_dir(set) + "/adapter", ck->config));
   std::vector<parallel_config> layouts{{4, false}};
   if (std::string(set) == "tiny-moe") layouts.push_back({4, true});
-  for (const parallel_config p : layouts) {
+  for (const parallel_config& p : layouts) {
     const std::string what = std::string(set) + " over 4 ranks" + (p.expert_parallel ? " ep" : "");
     generator gen(*ck, p);
     double worst = 0;
@@ -228,7 +228,7 @@ BOOST_DATA_TEST_CASE(lora_over_two_ranks_matches_peft,
   const int64_t vocab = ck->config.vocab_size;
   std::vector<parallel_config> layouts{{2, false}};
   if (std::string(set) == "tiny-moe-lora") layouts.push_back({2, true});
-  for (const parallel_config p : layouts) {
+  for (const parallel_config& p : layouts) {
     const std::string what = std::string(set) + (p.expert_parallel ? " ep" : " tp");
     generator gen(*ck, p);
     double worst = 0;
