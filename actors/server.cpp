@@ -406,10 +406,11 @@ std::string server::banner() const {
   } else if (c.tensor_parallel_size > 1)
     b += "  tensor parallel: " + std::to_string(c.tensor_parallel_size) + " CPU shards (each its share of the heads, MLP and vocabulary)\n";
   if (c.pipeline_parallel_size > 1) {
-    const auto bounds = pipeline_layer_bounds(*m.ctx->ckpt, c.pipeline_parallel_size, serve::parallel_of(c).pipeline_layers);
+    const parallel_config par = serve::parallel_of(c);
+    const auto bounds = pipeline_layer_bounds(*m.ctx->ckpt, par.pipeline_size, par.pipeline_layers);
     std::string counts;
     for (size_t s = 0; s + 1 < bounds.size(); ++s) counts += (s ? "," : "") + std::to_string(bounds[s + 1] - bounds[s]);
-    const bool wave = resolved_schedule(serve::parallel_of(c)) == pipeline_schedule::wavefront;
+    const bool wave = resolved_schedule(par) == pipeline_schedule::wavefront;
     b += "  pipeline parallel: " + std::to_string(c.pipeline_parallel_size) + " stages of " + counts +
          " layers, each with its layers' KV; " +
          (wave ? "a wavefront (each stage on threads of its own)" : "in turn (each stage on every thread)") + "\n";

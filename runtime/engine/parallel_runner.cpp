@@ -13,10 +13,8 @@ namespace {
 // Wavefront stages each get an equal share of the threads, and at least one per rank (on a machine
 // with fewer cores than ranks the threads then outnumber the cores, as tp_group's default does).
 int32_t stage_threads(const parallel_config& p) {
-  const int32_t stages = p.pipeline_size;
-  if (stages == 1) return p.threads;  // the only stage runs on the caller's thread
   const int32_t all = p.threads > 0 ? p.threads : omp_threads_now();
-  return std::max(p.size, all / stages);
+  return std::max(p.size, all / p.pipeline_size);
 }
 
 // A wavefront of m equal parts over S stages keeps the stages busy m / (m + S - 1) of the time, so
@@ -93,7 +91,6 @@ void parallel_runner::step(std::span<const step_sequence> batch, step_result& ou
     return;
   }
   parts_ = split_micro_batches(batch, count);
-  batch_ = batch;
   residual_.resize(parts_.size() * 2);
   results_.resize(parts_.size());
   passed_.assign(parts_.size(), 0);

@@ -82,7 +82,6 @@ class parallel_runner {
   aligned_vector<float> turn_[2];  // the residual rows between stages in turn
   // One step's wavefront: the parts, each part's residual rows (stage s turns them into stage
   // s + 1's input in place), the last stage's results, and how many stages each part has passed.
-  std::span<const step_sequence> batch_;
   std::vector<micro_batch> parts_;
   std::vector<aligned_vector<float>> residual_;
   std::vector<step_result> results_;

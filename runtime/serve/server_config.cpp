@@ -411,8 +411,7 @@ void validate(const server_config& c) {
     quant::parse_method(c.quantization, "model.quantization (--quantization)");
     parse_kv_cache_dtype(c.kv_cache_dtype);
     parse_compute_dtype(c.compute_dtype, "model.compute_dtype (--compute-dtype)");
-    parse_pipeline_layers(c.pipeline_layers, "model.pipeline_layers (--pipeline-layers)");
-    parse_pipeline_schedule(c.pipeline_schedule, "model.pipeline_schedule (--pipeline-schedule)");
+    parallel_of(c);  // pipeline_layers and pipeline_schedule parse
   } catch (const error& e) {
     if (e.code() != errc::invalid_argument) throw;
     bad2(e.what());

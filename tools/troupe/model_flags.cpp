@@ -38,8 +38,8 @@ void model_flags::add_to(CLI::App& app) {
                "with --tensor-parallel-size: give each shard whole experts of the MoE layers instead of a slice "
                "of every expert (docs/engine.md, \"Expert parallelism\")");
   app.add_option("--pipeline-parallel-size,--pp", pipeline_parallel_size,
-                 "split the layers over this many pipeline stages, each on threads of its own and holding its "
-                 "layers' KV (docs/engine.md, \"Pipeline parallelism\"); default 1");
+                 "split the layers over this many pipeline stages, each holding its layers' KV (docs/engine.md, "
+                 "\"Pipeline parallelism\"); default 1");
   app.add_option("--pipeline-layers", pipeline_layers,
                  "with --pipeline-parallel-size: each stage's layer count, first to last, e.g. 10,8,10 (vLLM's "
                  "VLLM_PP_LAYER_PARTITION); default: as even as vLLM's");
