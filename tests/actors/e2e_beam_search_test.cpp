@@ -152,9 +152,14 @@ BOOST_AUTO_TEST_CASE(beams_end_at_max_model_len) {
 
 // A cancel ends every completion of the search (cancelled) and its probes leave the scheduler.
 BOOST_AUTO_TEST_CASE(a_cancel_ends_the_whole_search) {
-  auto srv = start(test_config());
+  // Long enough that the cancel comes first: 200 tokens of the tiny model took under the 100 ms
+  // wait on a quiet machine, and the beams ended by length.
+  auto cfg = test_config();
+  cfg.max_model_len = 4096;
+  cfg.num_kv_blocks = 4096;
+  auto srv = start(cfg);
   client::client cl("127.0.0.1", srv->port());
-  auto r = beams_request("long-beams", random_ids(4, 20), 200, 4);
+  auto r = beams_request("long-beams", random_ids(4, 20), 4000, 4);
   auto st = cl.generate(r);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   cl.cancel("long-beams");
