@@ -62,10 +62,14 @@ void matmul(const float* x, int64_t n, const weight_ref& w, float* y);
 //           acc[l] = ftz(acc[l] + x[32b+2l+1] * w[32b+2l+1]);  acc[l] = ftz(acc[l] + x[32b+2l] * w[32b+2l])
 //         (each product exact, each add rounded to nearest even, bf16 subnormal inputs read as 0,
 //         subnormal sums flushed to 0; the last block zero-padded), then matmul's 16-lane tree.
-//         Every back-end gives the same bits (a portable emulation where the CPU lacks
+//         These back-ends give the same bits (a portable emulation where the CPU lacks
 //         AVX512_BF16), and the batch-invariance contract holds as for f32. Costs the bf16
 //         precision of the activations; faster only where vdpbf16ps outruns the fp32 FMA
 //         (Zen 4 yes, the dev machine's Intel cores no: docs/kernels.md, "bf16 compute").
+//         Where the CPU has AMX-BF16 (Intel Sapphire Rapids and later) the mode runs on the AMX
+//         tiles instead (matmul_bf16_isa() == "amx"; TROUPE_ISA=avx512 keeps vdpbf16ps): the same
+//         bf16 activations, products summed by the tile unit's own order (other bits than
+//         vdpbf16ps, within fp32 accumulation error of float64), still batch and thread invariant.
 enum class compute_dtype : uint8_t { f32, bf16 };
 void matmul(const float* x, int64_t n, const weight_ref& w, float* y, compute_dtype compute);
 
@@ -96,6 +100,12 @@ void matmul_reference(const float* x, int64_t n, const weight_ref& w, float* y);
 
 // Name of the instruction set matmul() dispatches to on this machine ("avx512", "avx2", ...).
 const char* matmul_isa() noexcept;
+// The back-end of compute_dtype::bf16 on this machine: "amx" (the AMX tiles: their own bits),
+// "avx512_bf16" (vdpbf16ps) or "portable" (vdpbf16ps's bits in scalar code, slow).
+const char* matmul_bf16_isa() noexcept;
+// The bits compute_dtype::bf16 gives here: "amx" on the AMX tiles, else "vdpbf16ps" (the AVX512_BF16
+// back-end and the portable one agree). The prefix cache keys bf16-mode K/V by it.
+const char* bf16_arithmetic() noexcept;
 
 // The arithmetic of quantized (INT8, FP8) weights (kernels/cpu/matmul_quant.hpp): "dequant", float32
 // on code * scale through the float dot product, on every back-end. Earlier versions ran AVX-512 and

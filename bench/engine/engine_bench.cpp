@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
                "widen a GPTQ / AWQ model's 4-bit weights to INT8 codes (one byte a weight) instead of keeping them 4-bit");
   // bf16 compute by default only where vdpbf16ps runs it: elsewhere it is the portable emulation
   // (same bits, ~100x slower), which turned a 2-minute run into 20+ minutes on AVX2-only CPUs.
-  const bool native_bf16 = __builtin_cpu_supports("avx512bf16") && std::string(kernels::matmul_isa()) == "avx512";
+  const bool native_bf16 = std::string(kernels::matmul_bf16_isa()) != "portable";
   std::vector<std::string> compute_names{"f32"};
   if (native_bf16) compute_names.push_back("bf16");
   int lora_rank = 0;
@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 4096));
   app.add_option("--compute-dtype", compute_names,
                  "matmul arithmetic(s) for BF16 weights, each measured in turn (default f32, plus bf16 where the CPU "
-                 "has AVX512_BF16)")
+                 "has AVX512_BF16 or AMX)")
       ->delimiter(',');
   std::vector<int> tp_sizes{1};
   app.add_option("--tensor-parallel-size", tp_sizes,
@@ -207,10 +207,11 @@ int main(int argc, char** argv) {
   const double bw_small = skip_limits ? 0.0 : bench::measure_read_bandwidth_gbs(threads, bench::timing::wall, false);
   const double fma = skip_limits ? 0.0 : bench::measure_fma_gflops(threads, false);
   const double dpbf16 = skip_limits ? 0.0 : measure_dpbf16_gflops(threads);
+  const double amx = skip_limits ? 0.0 : bench::measure_amx_bf16_gflops(threads);
   const double weight_gb = static_cast<double>(ck->weights.bytes) / 1e9;
   std::printf("machine: %d threads, read bandwidth %.1f GB/s (2 MB pages; %.1f GB/s with 4 KB pages), FP32 FMA peak "
-              "%.0f GFLOP/s, vdpbf16ps peak %.0f GFLOP/s, matmul ISA %s\n",
-              threads, bw, bw_small, fma, dpbf16, kernels::matmul_isa());
+              "%.0f GFLOP/s, vdpbf16ps peak %.0f GFLOP/s, AMX bf16 peak %.0f GFLOP/s, matmul ISA %s (bf16 compute: %s)\n",
+              threads, bw, bw_small, fma, dpbf16, amx, kernels::matmul_isa(), kernels::matmul_bf16_isa());
   const double read_gb = decode_read_bytes(*ck) / 1e9;
   std::printf("model: %s, %lld layers, hidden %lld, weights %.3f GB, read per decoded token at batch 1 %.3f GB\n",
               model.c_str(), static_cast<long long>(ck->config.num_hidden_layers),

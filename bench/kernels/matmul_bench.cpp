@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"bf16", "int8", "u4", "fp8"}));
   std::string compute_name = "f32";
   app.add_option("--compute-dtype", compute_name,
-                 "matmul arithmetic for bf16 weights: f32 (exact) or bf16 (vdpbf16ps; no OpenBLAS comparison)")
+                 "matmul arithmetic for bf16 weights: f32 (exact) or bf16 (AMX or vdpbf16ps; no OpenBLAS comparison)")
       ->check(CLI::IsMember({"f32", "bf16"}));
   bool cpu_time = false;
   app.add_flag("--cpu-time", cpu_time,
@@ -180,11 +180,14 @@ int main(int argc, char** argv) {
 #endif
 
   const double bw = troupe::bench::measure_read_bandwidth_gbs(threads, bench_clock);
-  const double peak = troupe::bench::measure_fma_gflops(threads, compute == tk::compute_dtype::bf16, bench_clock);
+  // The peak of the arithmetic the call runs: the AMX tiles, vdpbf16ps or the fp32 FMA.
+  const bool bf16 = compute == tk::compute_dtype::bf16, amx = bf16 && std::string(tk::matmul_bf16_isa()) == "amx";
+  const double peak = amx ? troupe::bench::measure_amx_bf16_gflops(threads)
+                          : troupe::bench::measure_fma_gflops(threads, bf16, bench_clock);
   std::printf("matmul isa %s (quantized arithmetic %s), %s weights, %s compute, %d threads, %s time; machine: read %.1f GB/s, %s peak "
               "%.1f GFLOP/s\n",
               tk::matmul_isa(), tk::quant_arithmetic(), dtype_name.c_str(), compute_name.c_str(), threads, cpu_time ? "thread CPU" : "wall", bw,
-              compute == tk::compute_dtype::bf16 ? "vdpbf16ps" : "fp32 FMA", peak);
+              amx ? "AMX bf16" : bf16 ? "vdpbf16ps" : "fp32 FMA", peak);
 
   arena weights(size_t{1} << 30);
   std::vector<float> blas_w;

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <memory>
 
+#include "kernels/cpu/matmul_bf16.hpp"  // amx_usable
+
 namespace troupe::bench {
 namespace {
 
@@ -241,6 +243,53 @@ double measure_fma_gflops(int threads, bool bf16, timing clock) {
     const double s = now_seconds(clock) - t0;
     sink = sink + acc;
     best = std::max(best, threads * static_cast<double>(fma_iters) * 16 * flops_per_op / s / 1e9);
+  }
+  return best;
+}
+
+namespace {
+
+struct alignas(64) amx_config {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+__attribute__((target("amx-tile,amx-bf16"))) void amx_bf16_chains(int64_t iters) {
+  static const amx_config config;
+  alignas(64) static const uint16_t ones[512] = {};  // zeros: the sums stay finite, the rate is the same
+  _tile_loadconfig(&config);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, ones, 64);
+  _tile_loadd(5, ones, 64);
+  for (int64_t it = 0; it < iters; ++it) {
+    _tile_dpbf16ps(0, 4, 5);
+    _tile_dpbf16ps(1, 4, 5);
+    _tile_dpbf16ps(2, 4, 5);
+    _tile_dpbf16ps(3, 4, 5);
+  }
+  alignas(64) float out[256];
+  _tile_stored(0, out, 64);  // (no tilerelease: the matmul kernels on this thread keep their config)
+  asm volatile("" : : "r"(out) : "memory");
+}
+
+}  // namespace
+
+double measure_amx_bf16_gflops(int threads) {
+  if (!kernels::cpu::amx_usable()) return 0;
+  threads = std::max(threads, 1);
+  constexpr int64_t iters = 2000000;
+  double best = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    const double t0 = now_seconds(timing::wall);
+#pragma omp parallel num_threads(threads)
+    amx_bf16_chains(iters);
+    const double s = now_seconds(timing::wall) - t0;
+    best = std::max(best, threads * static_cast<double>(iters) * 4 * 16384 / s / 1e9);
   }
   return best;
 }

@@ -29,4 +29,9 @@ double measure_read_bandwidth_gbs(int threads, timing clock = timing::wall, bool
 // the instruction (bf16 without AVX512_BF16).
 double measure_fma_gflops(int threads, bool bf16, timing clock = timing::wall);
 
+// Peak GFLOP/s of `threads` threads each running TDPBF16PS (Intel AMX: a 16 x 32 bf16 tile times a
+// 32 x 16 one into 16 x 16 fp32, 16384 flops) on four independent accumulator tiles: the ceiling
+// of the bf16 compute mode where it runs on AMX. 0 where kernels::cpu::amx_usable() is false.
+double measure_amx_bf16_gflops(int threads);
+
 }  // namespace troupe::bench

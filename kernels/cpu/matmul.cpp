@@ -8,6 +8,7 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <string_view>
 
 #include "kernels/cpu/matmul_backend.hpp"
 #include "kernels/cpu/matmul_bf16.hpp"
@@ -21,6 +22,7 @@ namespace {
 struct isa_choice {
   const cpu::matmul_backend* backend = nullptr;
   std::string error;  // set when TROUPE_ISA asks for something this CPU or build cannot do
+  bool amx = false;   // bf16 compute on the AMX tiles (auto where usable, or TROUPE_ISA=amx)
 };
 
 bool cpu_has_avx512() {
@@ -36,14 +38,19 @@ isa_choice choose_isa() {
   const char* env = std::getenv("TROUPE_ISA");
   const std::string want = env ? env : "";
   if (want.empty() || want == "auto")
-    return {avx512 ? &cpu::matmul_backend_avx512() : avx2 ? &cpu::matmul_backend_avx2() : &cpu::matmul_backend_generic(), {}};
+    return {avx512 ? &cpu::matmul_backend_avx512() : avx2 ? &cpu::matmul_backend_avx2() : &cpu::matmul_backend_generic(),
+            {}, avx512 && cpu::amx_usable()};
+  if (want == "amx" && avx512 && cpu::amx_usable()) return {&cpu::matmul_backend_avx512(), {}, true};
+  if (want == "amx")
+    return {nullptr, "TROUPE_ISA=amx but this CPU or kernel does not offer AMX-BF16 tiles (CPUID AMX-TILE and "
+                     "AMX-BF16, AVX-512, and Linux 5.16+ granting the tile state)"};
   if (want == "avx512" && avx512) return {&cpu::matmul_backend_avx512(), {}};
   if (want == "avx2" && avx2) return {&cpu::matmul_backend_avx2(), {}};
   if (want == "generic") return {&cpu::matmul_backend_generic(), {}};
   if (want == "avx512" || want == "avx2")
     return {nullptr, "TROUPE_ISA=" + want + " but this CPU lacks it (it has " +
                          (avx512 ? "avx512" : avx2 ? "avx2" : "neither AVX2+FMA+F16C nor AVX-512") + ")"};
-  return {nullptr, "TROUPE_ISA=" + want + " is not one of auto, avx512, avx2, generic"};
+  return {nullptr, "TROUPE_ISA=" + want + " is not one of auto, amx, avx512, avx2, generic"};
 }
 
 const isa_choice& chosen_isa() {
@@ -51,11 +58,13 @@ const isa_choice& chosen_isa() {
   return choice;
 }
 
-// bf16 compute (kernels.hpp): vdpbf16ps where the CPU has AVX512_BF16 and TROUPE_ISA allows
-// AVX-512, else the portable emulation (the same bits, slowly).
+// bf16 compute (kernels.hpp): the AMX tiles where usable (unless TROUPE_ISA=avx512 or lower), else
+// vdpbf16ps where the CPU has AVX512_BF16 and TROUPE_ISA allows AVX-512, else the portable
+// emulation (vdpbf16ps's bits, slowly).
 const cpu::matmul_bf16_backend& bf16_backend() {
   static const cpu::matmul_bf16_backend* b = [] {
     const auto& c = chosen_isa();
+    if (c.amx) return &cpu::matmul_bf16_backend_amx();
     const bool avx512 = c.backend == &cpu::matmul_backend_avx512() && __builtin_cpu_supports("avx512bf16");
     return avx512 ? &cpu::matmul_bf16_backend_avx512() : &cpu::matmul_bf16_backend_portable();
   }();
@@ -199,16 +208,21 @@ void matmul_bf16(const float* x, int64_t n, std::span<const matmul_out> outs) {
   unit_plan plan;
   for (const auto& o : outs)
     if (o.w.rows > 0) plan.add(o.w, o.y, n, unit);
-  uint16_t* xb = activation_buffer(static_cast<size_t>(n * ldx));
+  const int64_t groups = (n + b.pack_rows - 1) / b.pack_rows;
+  uint16_t* xb = activation_buffer(b.pack ? b.xb_elems(n, cols) : static_cast<size_t>(n * ldx));
   std::exception_ptr failure;
 #pragma omp parallel if (worth_threads(plan.units, plan.macs))
   {
     // x rounded once per call (not per weight row), by the whole team; the barrier at the end of
     // this loop publishes it before any unit starts.
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const float* src = x + i * cols;
-      uint16_t* dst = xb + i * ldx;
+    for (int64_t g = 0; g < groups; ++g) {
+      if (b.pack) {
+        b.pack(x, n, cols, xb, g);
+        continue;
+      }
+      const float* src = x + g * cols;
+      uint16_t* dst = xb + g * ldx;
       for (int64_t k = 0; k < cols; ++k) dst[k] = f32_to_bf16(src[k]);
       for (int64_t k = cols; k < ldx; ++k) dst[k] = 0;
     }
@@ -240,6 +254,10 @@ const char* matmul_isa() noexcept {
   const auto& c = chosen_isa();
   return c.backend ? c.backend->name : "invalid";
 }
+
+const char* matmul_bf16_isa() noexcept { return chosen_isa().backend ? bf16_backend().name : "invalid"; }
+
+const char* bf16_arithmetic() noexcept { return std::string_view(matmul_bf16_isa()) == "amx" ? "amx" : "vdpbf16ps"; }
 
 const char* quant_arithmetic() noexcept { return "dequant"; }
 

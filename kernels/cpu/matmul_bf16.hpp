@@ -55,10 +55,24 @@ struct matmul_bf16_backend {
   int64_t (*unit_rows)(int64_t n);
   // y[i][j] for i < n, j0 <= j < j1 (y has row stride w.rows); xb: [n, bf16_padded_cols(w.cols)].
   void (*run)(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y);
+  // The back-end's own activation layout, when it has one (AMX: tiles of 16 rows transposed into
+  // column pairs). Then xb holds xb_elems(n, cols) elements, written by pack(x, n, cols, xb, g) for
+  // each group g of pack_rows activation rows (groups are independent: the team splits them), and
+  // run() reads that layout. Without one, xb is the rows of bf16_padded_cols above.
+  int64_t pack_rows = 1;
+  size_t (*xb_elems)(int64_t n, int64_t cols) = nullptr;
+  void (*pack)(const float* x, int64_t n, int64_t cols, uint16_t* xb, int64_t group) = nullptr;
 };
 
 // vdpbf16ps itself; callable only where the CPU has AVX512_BF16 (matmul.cpp checks).
 const matmul_bf16_backend& matmul_bf16_backend_avx512();
+// Intel AMX (TDPBF16PS on 16 x 32 tiles) where the CPU has AMX-BF16 and the kernel grants the tile
+// state (amx_usable()). Not the vdpbf16ps bits: the tile unit sums its products its own way, so
+// this back-end is checked against float64 within a bound, and for batch and thread invariance.
+const matmul_bf16_backend& matmul_bf16_backend_amx();
+// True when the CPU has AMX-TILE and AMX-BF16 and Linux let this process use the tile registers
+// (arch_prctl ARCH_REQ_XCOMP_PERM, asked for once on the first call).
+bool amx_usable();
 // dot_bf16 per output: any CPU, slow (the fallback where AVX512_BF16 is missing or TROUPE_ISA
 // asks for a lower ISA; results are the same bits).
 const matmul_bf16_backend& matmul_bf16_backend_portable();

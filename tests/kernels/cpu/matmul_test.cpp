@@ -98,8 +98,13 @@ BOOST_AUTO_TEST_CASE(isa_follows_environment) {
   const std::string want = env ? env : "";
   const std::string got = tk::matmul_isa();
   BOOST_TEST_MESSAGE("matmul ISA: " << got);
+  BOOST_TEST_MESSAGE("bf16 compute: " << tk::matmul_bf16_isa());
   if (want == "avx512" || want == "avx2" || want == "generic") {
     BOOST_TEST(got == want);
+    BOOST_TEST(std::string(tk::matmul_bf16_isa()) != "amx");  // AMX only on request or by default
+  } else if (want == "amx" && got != "invalid") {  // the f32 path stays AVX-512; bf16 runs on the tiles
+    BOOST_TEST(got == "avx512");
+    BOOST_TEST(std::string(tk::matmul_bf16_isa()) == "amx");
   } else if (!want.empty() && want != "auto") {  // an unknown name is refused at the first call
     BOOST_TEST(got == "invalid");
     test_weight w(dtype::f32, 4, 4, 1);

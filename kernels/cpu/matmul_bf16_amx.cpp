@@ -1,0 +1,301 @@
+// bf16-mode matmul back-end (matmul_bf16.hpp) on Intel AMX: TDPBF16PS multiplies a 16 x 32 tile of
+// bf16 weights (16 weight rows, 32 columns, read in place from the checkpoint with the row stride)
+// by a 32 x 16 tile of activations (16 activation rows, stored as column pairs: the layout pack()
+// writes once per call) into a 16 x 16 fp32 tile; each product runs 2 x 2 tiles (32 weight rows x
+// 32 activation rows) over the whole k range, then the fp32 tiles are transposed into y.
+// One TDPBF16PS is 8192 multiply-adds in 16 cycles: ~18x the fp32 FMA rate of the same core.
+// Each output depends only on its own weight row, activation row and cols (the tile unit computes
+// every element on its own; tested bitwise across n, positions and threads), so batch invariance
+// holds. The tile unit's internal summation is not vdpbf16ps's (docs/kernels.md, "AMX").
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "kernels/cpu/matmul_bf16.hpp"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,amx-tile,amx-bf16,avx2,fma,bmi,bmi2")
+
+namespace troupe::kernels::cpu {
+namespace {  // internal linkage: no AVX-512 / AMX code can leak into other units through COMDAT folding
+
+#include "kernels/cpu/transpose16_avx512.hpp"
+
+constexpr int64_t group_rows = 16;  // activation rows per activation tile
+constexpr int64_t kblock = 32;      // columns per tile (16 bf16 pairs = 64 bytes a tile row)
+constexpr int64_t tile_elems = 512; // bf16 elements in one packed activation tile (1 KB)
+
+// Tiles 0-3: the 2 x 2 fp32 accumulators; 4-5: weights; 6-7: activations. Every tile 16 x 64 B.
+struct alignas(64) tile_config {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+// The tile configuration is per thread state that other code on the thread may change or release
+// (a probe, a library): loaded at every unit, a few dozen cycles against a unit's thousands.
+void configure_tiles() {
+  static const tile_config config;
+  _tile_loadconfig(&config);
+}
+
+// f32_to_bf16 (runtime/core/dtype.hpp) on 16 lanes: nearest even, quiet NaNs; bf16 in the low half.
+__m512i round_to_bf16(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i hi = _mm512_srli_epi32(bits, 16);
+  const __m512i rounding = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(hi, _mm512_set1_epi32(1)));
+  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, rounding), 16);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  return _mm512_mask_or_epi32(rounded, nan, hi, _mm512_set1_epi32(0x40));
+}
+
+int64_t blocks_of(int64_t cols) { return bf16_padded_cols(cols) / kblock; }
+
+size_t xb_elems(int64_t n, int64_t cols) {
+  return static_cast<size_t>((n + group_rows - 1) / group_rows * blocks_of(cols) * tile_elems);
+}
+
+// Group g's activation rows (zero past n and past cols) as tiles of column pairs: tile (g, b) row
+// p lane t = row 16g + t's columns 32b + 2p (low half) and 32b + 2p + 1 (high half).
+void pack(const float* x, int64_t n, int64_t cols, uint16_t* xb, int64_t g) {
+  const int64_t nb = blocks_of(cols), first = g * group_rows;
+  const int64_t live = std::min<int64_t>(group_rows, n - first);
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t k = b * kblock, left = std::min<int64_t>(kblock, cols - k);
+    const __mmask16 lo = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+    const __mmask16 hi = static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
+    __m512i r[16];
+    for (int64_t t = 0; t < group_rows; ++t) {
+      if (t >= live) {
+        r[t] = _mm512_setzero_si512();
+        continue;
+      }
+      const float* row = x + (first + t) * cols + k;
+      const __m256i a = _mm512_cvtepi32_epi16(round_to_bf16(_mm512_maskz_loadu_ps(lo, row)));
+      const __m256i c = _mm512_cvtepi32_epi16(round_to_bf16(_mm512_maskz_loadu_ps(hi, row + 16)));
+      r[t] = _mm512_inserti64x4(_mm512_castsi256_si512(a), c, 1);
+    }
+    transpose16x16_epi32(r);
+    uint16_t* out = xb + (g * nb + b) * tile_elems;
+    for (int p = 0; p < 16; ++p) _mm512_store_si512(out + p * 32, r[p]);
+  }
+}
+
+// A 32-row weight panel zero-padded to whole tiles, for rows at the matrix's end or cols that are
+// not a multiple of 32 (a direct tile load would read past the matrix or mix in the next row).
+uint16_t* panel_buffer(size_t elems) {
+  struct buffer {
+    void* p = nullptr;
+    size_t elems = 0;
+    ~buffer() { std::free(p); }
+  };
+  thread_local buffer b;
+  if (elems > b.elems) {
+    std::free(b.p);
+    b.p = std::aligned_alloc(64, (elems * 2 + 63) / 64 * 64);
+    b.elems = b.p ? elems : 0;
+    if (!b.p) throw std::bad_alloc();
+  }
+  return static_cast<uint16_t*>(b.p);
+}
+
+// The fp32 tile `acc` (16 weight rows x 16 activation rows) into y: activation row t of the tile
+// goes to y[t][0 .. live_w) (y row stride ldy), for t < live_x.
+void store_tile(const float* acc, float* y, int64_t ldy, int64_t live_w, int64_t live_x) {
+  __m512i r[16];
+  for (int m = 0; m < 16; ++m) r[m] = _mm512_load_si512(acc + m * 16);
+  transpose16x16_epi32(r);
+  const __mmask16 keep = static_cast<__mmask16>(live_w >= 16 ? 0xffff : (1u << live_w) - 1);
+  for (int64_t t = 0; t < live_x; ++t) _mm512_mask_storeu_ps(y + t * ldy, keep, _mm512_castsi512_ps(r[t]));
+}
+
+// One 16/32 weight rows x 16/32 activation rows block over all nb column blocks. a: the first weight
+// row (a_stride bytes between rows), xg: the first activation group's tiles (the next group's are
+// nb tiles further on).
+// kPrefetch (decode: the weights stream from DRAM once): each of the block's 16 weight rows 1 KB
+// ahead and, past the row's end, the same row of the next block. Measured on a Sapphire Rapids
+// class Xeon (lm_head, one core): 12.3 GB/s without, 13.4-14.4 with, 14.7-14.9 for the f32 path.
+constexpr int64_t prefetch_ahead = 1024;
+
+// Where a block's weight tiles are: tile (t, b) of weight rows 16t.. and columns 32b.. starts at
+// a + t * second + b * step, its rows `stride` bytes apart.
+struct weight_tiles {
+  const uint16_t* a;
+  int64_t stride, step, second;
+};
+
+template <bool kTwoW, bool kTwoX, bool kPrefetch = false>
+void block(const weight_tiles& wt, const uint16_t* xg, int64_t nb, int64_t b0, int64_t b1, const float* carry_in,
+           float* out) {
+  static_assert(!kPrefetch || !kTwoW, "decode blocks are 16 weight rows");
+  // The partial sums of columns before b0 come back in (the tile unit sums into fp32 tiles either
+  // way, so a k range cut in pieces gives the same bits as one pass).
+  if (carry_in) {
+    _tile_loadd(0, carry_in, 64);
+    if constexpr (kTwoX) _tile_loadd(1, carry_in + 256, 64);
+    if constexpr (kTwoW) _tile_loadd(2, carry_in + 512, 64);
+    if constexpr (kTwoW && kTwoX) _tile_loadd(3, carry_in + 768, 64);
+  } else {
+    _tile_zero(0);
+    if constexpr (kTwoX) _tile_zero(1);
+    if constexpr (kTwoW) _tile_zero(2);
+    if constexpr (kTwoW && kTwoX) _tile_zero(3);
+  }
+  const uint16_t* a = wt.a;
+  const uint16_t* a1 = a + wt.second;
+  const int64_t stride = wt.stride, step = wt.step;
+  const uint16_t* x1 = xg + nb * tile_elems;
+  const char* pa = reinterpret_cast<const char*>(a);
+  for (int64_t b = b0; b < b1; ++b) {
+    if constexpr (kPrefetch) {  // rows in place (row-major): stride is the row's bytes
+      int64_t ahead = b * 64 + prefetch_ahead;
+      if (ahead >= stride) ahead += 15 * stride;
+#pragma GCC unroll 16
+      for (int r = 0; r < 16; ++r) _mm_prefetch(pa + r * stride + ahead, _MM_HINT_T0);
+    }
+    // Every load first, then the products: the loads of a step overlap (measured 652 -> 705
+    // GFLOP/s on one core against load, product, load, product).
+    _tile_loadd(4, a + b * step, stride);
+    _tile_loadd(6, xg + b * tile_elems, 64);
+    if constexpr (kTwoX) _tile_loadd(7, x1 + b * tile_elems, 64);
+    if constexpr (kTwoW) _tile_loadd(5, a1 + b * step, stride);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (kTwoX) _tile_dpbf16ps(1, 4, 7);
+    if constexpr (kTwoW) _tile_dpbf16ps(2, 5, 6);
+    if constexpr (kTwoW && kTwoX) _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, out, 64);
+  if constexpr (kTwoX) _tile_stored(1, out + 256, 64);
+  if constexpr (kTwoW) _tile_stored(2, out + 512, 64);
+  if constexpr (kTwoW && kTwoX) _tile_stored(3, out + 768, 64);
+}
+
+// Decode (one activation group) streams a unit's rows once, 16 rows a block: 16 concurrent row
+// streams read faster than 32 (lm_head on one core, 12.8 vs 11.7 GB/s). Prefill reuses a unit's
+// 32-row panels for every activation group from L2, in units small enough to share out.
+int64_t unit_rows(int64_t n) { return n <= group_rows ? 256 : 64; }
+
+// A block's weight rows [j, j + live) as whole tiles, when they cannot be read in place.
+// tile_major (prefill, where each tile is loaded once per activation group pair): tile (t, b) is 1 KB
+// of its own, as the activation tiles are. In place, a tile's 16 rows are cols * 2 bytes apart, a
+// multiple of 2 KB for every Qwen3 shape: all 16 (or 32) lines fall into 2 of L1's 64 sets, more
+// than its 12 ways hold, so the tiles evict each other between activation groups (prefill of a
+// 3072 x 1024 matrix on one core: 705 GFLOP/s in place, see docs/kernels.md for packed).
+// Otherwise (decode, streamed once): rows zero-padded to whole tiles, used only at the matrix's end
+// and for cols that are not a multiple of 32 (a direct load would read past the matrix or mix in
+// the next row).
+weight_tiles pack_weights(const uint16_t* wd, int64_t cols, int64_t j, int64_t live, int64_t tile_rows, int64_t nb,
+                          bool tile_major) {
+  const int64_t ldp = nb * kblock;
+  uint16_t* p = panel_buffer(static_cast<size_t>(tile_rows * ldp));
+  if (!tile_major) {
+    std::memset(p, 0, static_cast<size_t>(tile_rows * ldp) * 2);
+    for (int64_t r = 0; r < live; ++r) std::memcpy(p + r * ldp, wd + (j + r) * cols, static_cast<size_t>(cols) * 2);
+    return {p, ldp * 2, kblock, 16 * ldp};
+  }
+  const int64_t whole = cols / kblock;
+  for (int64_t t = 0; t < tile_rows / 16; ++t)
+    for (int64_t r = 0; r < 16; ++r) {
+      const int64_t row = t * 16 + r;
+      uint16_t* dst = p + t * nb * tile_elems + r * kblock;
+      if (row >= live) {
+        for (int64_t b = 0; b < nb; ++b) _mm512_store_si512(dst + b * tile_elems, _mm512_setzero_si512());
+        continue;
+      }
+      const uint16_t* src = wd + (j + row) * cols;
+      for (int64_t b = 0; b < whole; ++b) _mm512_store_si512(dst + b * tile_elems, _mm512_loadu_si512(src + b * kblock));
+      if (whole < nb) {
+        const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << (cols - whole * kblock)) - 1);
+        _mm512_store_si512(dst + whole * tile_elems, _mm512_maskz_loadu_epi16(m, src + whole * kblock));
+      }
+    }
+  return {p, 64, tile_elems, nb * tile_elems};
+}
+
+void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
+  configure_tiles();
+  const auto* wd = static_cast<const uint16_t*>(w.data);
+  const int64_t cols = w.cols, ldy = w.rows, nb = blocks_of(cols);
+  const int64_t groups = (n + group_rows - 1) / group_rows;
+  // Tile-major weights pay a copy of each block once per call: worth it from 2 group pairs on.
+  const bool tile_major = groups > 2;
+  alignas(64) float acc[4][256];
+  const int64_t step = groups == 1 ? 16 : 32;
+  for (int64_t j = j0; j < j1; j += step) {
+    const int64_t live = std::min<int64_t>(step, j1 - j);
+    const bool two_w = live > 16;
+    // In place, loads read 16 or 32 whole rows of whole tiles: those past the unit belong to another
+    // unit (their outputs are not stored), so only the matrix's end and ragged cols need a copy.
+    const int64_t tile_rows = two_w ? 32 : 16;
+    const weight_tiles wt = tile_major || cols % kblock != 0 || j + tile_rows > w.rows
+                                ? pack_weights(wd, cols, j, live, tile_rows, nb, tile_major)
+                                : weight_tiles{wd + j * cols, cols * 2, kblock, 16 * cols};
+    for (int64_t g = 0; g < groups; g += 2) {
+      const bool two_x = g + 1 < groups;
+      const uint16_t* xg = xb + g * nb * tile_elems;
+      if (two_w && two_x) block<true, true>(wt, xg, nb, 0, nb, nullptr, acc[0]);
+      else if (two_w) block<true, false>(wt, xg, nb, 0, nb, nullptr, acc[0]);
+      else if (two_x) block<false, true>(wt, xg, nb, 0, nb, nullptr, acc[0]);
+      else if (groups == 1 && wt.stride == cols * 2) block<false, false, true>(wt, xg, nb, 0, nb, nullptr, acc[0]);
+      else block<false, false>(wt, xg, nb, 0, nb, nullptr, acc[0]);
+      const int64_t x0 = g * group_rows, live_x0 = std::min<int64_t>(group_rows, n - x0);
+      const int64_t live_w0 = std::min<int64_t>(16, live);
+      store_tile(acc[0], y + x0 * ldy + j, ldy, live_w0, live_x0);
+      if (two_x) store_tile(acc[1], y + (x0 + 16) * ldy + j, ldy, live_w0, std::min<int64_t>(16, n - x0 - 16));
+      if (two_w) {
+        store_tile(acc[2], y + x0 * ldy + j + 16, ldy, live - 16, live_x0);
+        if (two_x) store_tile(acc[3], y + (x0 + 16) * ldy + j + 16, ldy, live - 16, std::min<int64_t>(16, n - x0 - 16));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace troupe::kernels::cpu
+
+#pragma GCC pop_options
+
+namespace troupe::kernels::cpu {
+
+// Built for the baseline ISA: matmul.cpp may call this on any CPU, then runs it only where
+// amx_usable().
+const matmul_bf16_backend& matmul_bf16_backend_amx() {
+  static const matmul_bf16_backend b{"amx", unit_rows, run, group_rows, xb_elems, pack};
+  return b;
+}
+
+bool amx_usable() {
+  static const bool usable = [] {
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
+      return false;
+    // GCC 12's __builtin_cpu_supports knows no AMX feature names: CPUID leaf 7 EDX bits 22 (AMX-BF16)
+    // and 24 (AMX-TILE), and OSXSAVE with XCR0 bits 17/18 (XTILECFG / XTILEDATA) enabled by the OS.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
+    if (!(edx & (1u << 22)) || !(edx & (1u << 24))) return false;
+    __asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(1), "c"(0));
+    if (!(ecx & (1u << 27))) return false;  // OSXSAVE
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & (3u << 17)) != (3u << 17)) return false;
+    // Linux (5.16+) hands out the 8 KB tile state only on request, once per process.
+    constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
+    return syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
+  }();
+  return usable;
+}
+
+}  // namespace troupe::kernels::cpu
