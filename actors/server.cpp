@@ -263,6 +263,10 @@ void set_prefix_caching(server_context& ctx) {
   // The device computes other roundings (cuBLAS's blocking, W8A8 for FP8 weights): its K/V are
   // shared with replicas on the same device kind only.
   if (c.device != "cpu") s.prefix_identity.arithmetic += (s.prefix_identity.arithmetic.empty() ? "" : "-") + c.device;
+  // bf16 compute rounds the activations (and the AMX tiles sum in their own order): its K/V are
+  // shared with replicas that compute the same bits only.
+  if (const std::string a = serve::compute_arithmetic(c); !a.empty())
+    s.prefix_identity.arithmetic += (s.prefix_identity.arithmetic.empty() ? "" : "-") + a;
   s.prefix_identity.block_size = c.block_size;
   if (!c.redis_url.empty()) {
     auto& p = ctx.prefix;

@@ -310,6 +310,12 @@ parallel_config parallel_of(const server_config& c) {
   return p;
 }
 
+std::string compute_arithmetic(const server_config& c) {
+  if (parse_compute_dtype(c.compute_dtype, "model.compute_dtype (--compute-dtype)") == kernels::compute_dtype::f32)
+    return "";
+  return std::string("bf16-") + kernels::bf16_arithmetic();
+}
+
 wire::cors_policy cors_policy_of(const server_config& c) {
   wire::cors_policy p;
   p.origins = wire::parse_cors_list(c.allowed_origins, "server.allowed_origins (--allowed-origins)");

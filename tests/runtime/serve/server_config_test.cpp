@@ -3,6 +3,7 @@
 // states the built-in defaults.
 #include <boost/test/unit_test.hpp>
 
+#include "kernels/kernels.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/serve/server_config.hpp"
 
@@ -95,6 +96,18 @@ BOOST_AUTO_TEST_CASE(bad_input_names_the_key) {
   expect_error([&] { validate(c); }, "model.tool_call_parser = 'mistral'; expected auto, hermes or qwen3_coder");
   apply_override(c, "model.tool_call_parser=qwen3_coder");
   validate(c);
+}
+
+// bf16 compute's K/V are keyed apart from f32's, and by the machine's bf16 arithmetic.
+BOOST_AUTO_TEST_CASE(compute_dtype_enters_the_prefix_arithmetic) {
+  server_config c;
+  BOOST_TEST(compute_arithmetic(c) == "");
+  apply_override(c, "model.compute_dtype=bf16");
+  const std::string a = compute_arithmetic(c);
+  BOOST_TEST((a == "bf16-amx" || a == "bf16-vdpbf16ps"), a);
+  BOOST_TEST(a == "bf16-" + std::string(troupe::kernels::bf16_arithmetic()));
+  c.compute_dtype = "f16";
+  BOOST_CHECK_THROW(compute_arithmetic(c), troupe::error);
 }
 
 BOOST_AUTO_TEST_CASE(speculative_keys_and_their_errors) {
