@@ -1,12 +1,15 @@
-// bf16-mode matmul back-end (matmul_bf16.hpp) on Intel AMX: TDPBF16PS multiplies a 16 x 32 tile of
-// bf16 weights (16 weight rows, 32 columns, read in place from the checkpoint with the row stride)
-// by a 32 x 16 tile of activations (16 activation rows, stored as column pairs: the layout pack()
-// writes once per call) into a 16 x 16 fp32 tile; each product runs 2 x 2 tiles (32 weight rows x
-// 32 activation rows) over the whole k range, then the fp32 tiles are transposed into y.
-// One TDPBF16PS is 8192 multiply-adds in 16 cycles: ~18x the fp32 FMA rate of the same core.
+// bf16-mode matmul back-end (matmul_bf16.hpp) on Intel AMX. TDPBF16PS multiplies a 16 x 32 bf16
+// tile (16 rows, 32 columns) by a 32 x 16 tile stored as column pairs into a 16 x 16 fp32 tile,
+// 8192 multiply-adds in ~16 cycles: ~15x the fp32 FMA rate of the same core.
+// Decode (at most 32 activation rows): the weights are the row tiles, read in place from the
+// checkpoint (row stride = the row's bytes), the activations the column-pair tiles that pack()
+// writes once per call; results (weight rows x activation rows) are transposed into y.
+// Prefill: the activations are the row tiles and each 32-row weight block is copied once into
+// column-pair tiles, so results land in y's layout. Both run 2 x 2 tiles over the whole k range.
 // Each output depends only on its own weight row, activation row and cols (the tile unit computes
-// every element on its own; tested bitwise across n, positions and threads), so batch invariance
-// holds. The tile unit's internal summation is not vdpbf16ps's (docs/kernels.md, "AMX").
+// every element on its own, the same bits in either orientation; tested bitwise across n,
+// positions and threads), so batch invariance holds. The tile unit's summation is not vdpbf16ps's
+// (docs/kernels.md, "bf16 compute on Intel AMX").
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -33,9 +36,9 @@ namespace {  // internal linkage: no AVX-512 / AMX code can leak into other unit
 
 constexpr int64_t group_rows = 16;  // activation rows per activation tile
 constexpr int64_t kblock = 32;      // columns per tile (16 bf16 pairs = 64 bytes a tile row)
-constexpr int64_t tile_elems = 512; // bf16 elements in one packed activation tile (1 KB)
+constexpr int64_t tile_elems = 512; // bf16 elements in one packed tile (1 KB)
 
-// Tiles 0-3: the 2 x 2 fp32 accumulators; 4-5: weights; 6-7: activations. Every tile 16 x 64 B.
+// Tiles 0-3: the 2 x 2 fp32 accumulators; 4-5: row tiles; 6-7: column-pair tiles. Each 16 x 64 B.
 struct alignas(64) tile_config {
   uint8_t palette = 1, start_row = 0;
   uint8_t reserved[14] = {};
@@ -67,27 +70,46 @@ size_t xb_elems(int64_t n, int64_t cols) {
   return static_cast<size_t>((n + group_rows - 1) / group_rows * blocks_of(cols) * tile_elems);
 }
 
-// Group g's activation rows (zero past n and past cols) as tiles of column pairs: tile (g, b) row
-// p lane t = row 16g + t's columns 32b + 2p (low half) and 32b + 2p + 1 (high half).
-void pack(const float* x, int64_t n, int64_t cols, uint16_t* xb, int64_t g) {
-  const int64_t nb = blocks_of(cols), first = g * group_rows;
-  const int64_t live = std::min<int64_t>(group_rows, n - first);
-  for (int64_t b = 0; b < nb; ++b) {
-    const int64_t k = b * kblock, left = std::min<int64_t>(kblock, cols - k);
-    const __mmask16 lo = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
-    const __mmask16 hi = static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
-    __m512i r[16];
-    for (int64_t t = 0; t < group_rows; ++t) {
-      if (t >= live) {
-        r[t] = _mm512_setzero_si512();
-        continue;
-      }
-      const float* row = x + (first + t) * cols + k;
+// Prefill (more than 2 groups of 16 activation rows) puts the activations on the tiles' row side
+// and the weights on the column-pair side; decode the other way round (weights read in place). The
+// tile unit gives the same bits either way: x * w and w * x are the same product, summed in the
+// same k order (checked on 512,000 random outputs, and by the batch-invariance tests).
+bool prefill_layout(int64_t n) { return (n + group_rows - 1) / group_rows > 2; }
+
+// 16 rows of 32 bf16 (src rows `ld` elements apart, zero past `live` rows and `left` columns),
+// rounded from f32 (F32 = true) or copied, as 16 registers of 16 column pairs.
+template <bool F32, typename T>
+void load_rows(const T* src, int64_t ld, int64_t live, int64_t left, __m512i r[16]) {
+  const __mmask16 lo = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+  const __mmask16 hi = static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
+  for (int64_t t = 0; t < group_rows; ++t) {
+    if (t >= live) {
+      r[t] = _mm512_setzero_si512();
+      continue;
+    }
+    const T* row = src + t * ld;
+    if constexpr (F32) {
       const __m256i a = _mm512_cvtepi32_epi16(round_to_bf16(_mm512_maskz_loadu_ps(lo, row)));
       const __m256i c = _mm512_cvtepi32_epi16(round_to_bf16(_mm512_maskz_loadu_ps(hi, row + 16)));
       r[t] = _mm512_inserti64x4(_mm512_castsi256_si512(a), c, 1);
+    } else {
+      const __mmask32 m = static_cast<__mmask32>(left >= 32 ? 0xffffffffu : (uint64_t{1} << left) - 1);
+      r[t] = _mm512_maskz_loadu_epi16(m, row);
     }
-    transpose16x16_epi32(r);
+  }
+}
+
+// Group g's activation rows (zero past n and past cols), one 1 KB tile per 32 columns: decode as
+// column pairs (tile (g, b) row p lane t = row 16g + t's columns 32b + 2p, 32b + 2p + 1), prefill
+// as rows (tile row t = row 16g + t's 32 columns).
+void pack(const float* x, int64_t n, int64_t cols, uint16_t* xb, int64_t g) {
+  const int64_t nb = blocks_of(cols), first = g * group_rows;
+  const int64_t live = std::min<int64_t>(group_rows, n - first);
+  const bool rows = prefill_layout(n);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i r[16];
+    load_rows<true>(x + first * cols + b * kblock, cols, live, std::min<int64_t>(kblock, cols - b * kblock), r);
+    if (!rows) transpose16x16_epi32(r);
     uint16_t* out = xb + (g * nb + b) * tile_elems;
     for (int p = 0; p < 16; ++p) _mm512_store_si512(out + p * 32, r[p]);
   }
@@ -121,9 +143,6 @@ void store_tile(const float* acc, float* y, int64_t ldy, int64_t live_w, int64_t
   for (int64_t t = 0; t < live_x; ++t) _mm512_mask_storeu_ps(y + t * ldy, keep, _mm512_castsi512_ps(r[t]));
 }
 
-// One 16/32 weight rows x 16/32 activation rows block over all nb column blocks. a: the first weight
-// row (a_stride bytes between rows), xg: the first activation group's tiles (the next group's are
-// nb tiles further on).
 // kPrefetch (decode: the weights stream from DRAM once): each of the block's 16 weight rows 1 KB
 // ahead and, past the row's end, the same row of the next block. Measured on a Sapphire Rapids
 // class Xeon (lm_head, one core): 12.3 GB/s without, 13.4-14.4 with, 14.7-14.9 for the f32 path.
@@ -136,29 +155,22 @@ struct weight_tiles {
   int64_t stride, step, second;
 };
 
+// Decode's 16/32 weight rows (wt) x 16/32 activation rows (xg: one or two groups of column-pair
+// tiles, the second nb tiles further on) over all nb column blocks, into out (4 tiles of
+// weight rows x activation rows, 256 floats apart).
 template <bool kTwoW, bool kTwoX, bool kPrefetch = false>
-void block(const weight_tiles& wt, const uint16_t* xg, int64_t nb, int64_t b0, int64_t b1, const float* carry_in,
-           float* out) {
-  static_assert(!kPrefetch || !kTwoW, "decode blocks are 16 weight rows");
-  // The partial sums of columns before b0 come back in (the tile unit sums into fp32 tiles either
-  // way, so a k range cut in pieces gives the same bits as one pass).
-  if (carry_in) {
-    _tile_loadd(0, carry_in, 64);
-    if constexpr (kTwoX) _tile_loadd(1, carry_in + 256, 64);
-    if constexpr (kTwoW) _tile_loadd(2, carry_in + 512, 64);
-    if constexpr (kTwoW && kTwoX) _tile_loadd(3, carry_in + 768, 64);
-  } else {
-    _tile_zero(0);
-    if constexpr (kTwoX) _tile_zero(1);
-    if constexpr (kTwoW) _tile_zero(2);
-    if constexpr (kTwoW && kTwoX) _tile_zero(3);
-  }
+void block(const weight_tiles& wt, const uint16_t* xg, int64_t nb, float* out) {
+  static_assert(!kPrefetch || !kTwoW, "decode blocks that prefetch are 16 weight rows");
+  _tile_zero(0);
+  if constexpr (kTwoX) _tile_zero(1);
+  if constexpr (kTwoW) _tile_zero(2);
+  if constexpr (kTwoW && kTwoX) _tile_zero(3);
   const uint16_t* a = wt.a;
   const uint16_t* a1 = a + wt.second;
   const int64_t stride = wt.stride, step = wt.step;
   const uint16_t* x1 = xg + nb * tile_elems;
   const char* pa = reinterpret_cast<const char*>(a);
-  for (int64_t b = b0; b < b1; ++b) {
+  for (int64_t b = 0; b < nb; ++b) {
     if constexpr (kPrefetch) {  // rows in place (row-major): stride is the row's bytes
       int64_t ahead = b * 64 + prefetch_ahead;
       if (ahead >= stride) ahead += 15 * stride;
@@ -183,54 +195,107 @@ void block(const weight_tiles& wt, const uint16_t* xg, int64_t nb, int64_t b0, i
 }
 
 // Decode (one activation group) streams a unit's rows once, 16 rows a block: 16 concurrent row
-// streams read faster than 32 (lm_head on one core, 12.8 vs 11.7 GB/s). Prefill reuses a unit's
-// 32-row panels for every activation group from L2, in units small enough to share out.
+// streams read faster than 32 (lm_head on one core, 12.8 vs 11.7 GB/s). Larger batches use each
+// 32-row block for every activation group (pair), in units small enough to share out.
 int64_t unit_rows(int64_t n) { return n <= group_rows ? 256 : 64; }
 
-// A block's weight rows [j, j + live) as whole tiles, when they cannot be read in place.
-// tile_major (prefill, where each tile is loaded once per activation group pair): tile (t, b) is 1 KB
-// of its own, as the activation tiles are. In place, a tile's 16 rows are cols * 2 bytes apart, a
-// multiple of 2 KB for every Qwen3 shape: all 16 (or 32) lines fall into 2 of L1's 64 sets, more
-// than its 12 ways hold, so the tiles evict each other between activation groups (prefill of a
-// 3072 x 1024 matrix on one core: 705 GFLOP/s in place, see docs/kernels.md for packed).
-// Otherwise (decode, streamed once): rows zero-padded to whole tiles, used only at the matrix's end
-// and for cols that are not a multiple of 32 (a direct load would read past the matrix or mix in
-// the next row).
-weight_tiles pack_weights(const uint16_t* wd, int64_t cols, int64_t j, int64_t live, int64_t tile_rows, int64_t nb,
-                          bool tile_major) {
+// Decode: a block's weight rows [j, j + live) zero-padded to whole tiles where they cannot be read
+// in place (the matrix's last rows, or cols that are not a multiple of 32: a direct load would read
+// past the matrix or mix in the next row).
+weight_tiles pad_weights(const uint16_t* wd, int64_t cols, int64_t j, int64_t live, int64_t tile_rows, int64_t nb) {
   const int64_t ldp = nb * kblock;
   uint16_t* p = panel_buffer(static_cast<size_t>(tile_rows * ldp));
-  if (!tile_major) {
-    std::memset(p, 0, static_cast<size_t>(tile_rows * ldp) * 2);
-    for (int64_t r = 0; r < live; ++r) std::memcpy(p + r * ldp, wd + (j + r) * cols, static_cast<size_t>(cols) * 2);
-    return {p, ldp * 2, kblock, 16 * ldp};
+  std::memset(p, 0, static_cast<size_t>(tile_rows * ldp) * 2);
+  for (int64_t r = 0; r < live; ++r) std::memcpy(p + r * ldp, wd + (j + r) * cols, static_cast<size_t>(cols) * 2);
+  return {p, ldp * 2, kblock, 16 * ldp};
+}
+
+// Prefill: a 32-row block's weights as column-pair tiles (tile (t, b) row p lane r = weight row
+// j + 16t + r's columns 32b + 2p, 32b + 2p + 1), each 1 KB of its own, zero past live rows and
+// cols. Copied once per block and loaded once per activation group pair; the transpose is what
+// lets the products land as y's rows (activation row x weight row), stored without one.
+const uint16_t* pair_weights(const uint16_t* wd, int64_t cols, int64_t j, int64_t live, int64_t nb) {
+  uint16_t* p = panel_buffer(static_cast<size_t>(2 * nb * tile_elems));
+  for (int64_t t = 0; t < 2; ++t)
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512i r[16];
+      load_rows<false>(wd + (j + 16 * t) * cols + b * kblock, cols, std::max<int64_t>(0, live - 16 * t),
+                       std::min<int64_t>(kblock, cols - b * kblock), r);
+      transpose16x16_epi32(r);
+      uint16_t* out = p + (t * nb + b) * tile_elems;
+      for (int q = 0; q < 16; ++q) _mm512_store_si512(out + q * 32, r[q]);
+    }
+  return p;
+}
+
+// Prefill's 32 activation rows (groups g, g + 1: tiles xg, xg + nb tiles) x 32 weight rows (wp,
+// wp + nb tiles) over all nb column blocks, into c[0] (rows of g x weights 0-15), c[1] (g x 16-31),
+// c[2] (g + 1 x 0-15), c[3] (g + 1 x 16-31): y's own layout.
+template <bool kTwoX>
+void block_rows(const uint16_t* xg, const uint16_t* wp, int64_t nb, float (*c)[256]) {
+  _tile_zero(0);
+  _tile_zero(1);
+  if constexpr (kTwoX) {
+    _tile_zero(2);
+    _tile_zero(3);
   }
-  const int64_t whole = cols / kblock;
-  for (int64_t t = 0; t < tile_rows / 16; ++t)
-    for (int64_t r = 0; r < 16; ++r) {
-      const int64_t row = t * 16 + r;
-      uint16_t* dst = p + t * nb * tile_elems + r * kblock;
-      if (row >= live) {
-        for (int64_t b = 0; b < nb; ++b) _mm512_store_si512(dst + b * tile_elems, _mm512_setzero_si512());
-        continue;
-      }
-      const uint16_t* src = wd + (j + row) * cols;
-      for (int64_t b = 0; b < whole; ++b) _mm512_store_si512(dst + b * tile_elems, _mm512_loadu_si512(src + b * kblock));
-      if (whole < nb) {
-        const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << (cols - whole * kblock)) - 1);
-        _mm512_store_si512(dst + whole * tile_elems, _mm512_maskz_loadu_epi16(m, src + whole * kblock));
+  const uint16_t* x1 = xg + nb * tile_elems;
+  const uint16_t* w1 = wp + nb * tile_elems;
+  for (int64_t b = 0; b < nb; ++b) {
+    _tile_loadd(4, xg + b * tile_elems, 64);
+    _tile_loadd(6, wp + b * tile_elems, 64);
+    _tile_loadd(7, w1 + b * tile_elems, 64);
+    if constexpr (kTwoX) _tile_loadd(5, x1 + b * tile_elems, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    if constexpr (kTwoX) {
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  _tile_stored(0, c[0], 64);
+  _tile_stored(1, c[1], 64);
+  if constexpr (kTwoX) {
+    _tile_stored(2, c[2], 64);
+    _tile_stored(3, c[3], 64);
+  }
+}
+
+// A 16 x 16 fp32 tile in y's layout (row t = activation row) into y, t < live_x, columns < live_w.
+void store_rows(const float* c, float* y, int64_t ldy, int64_t live_w, int64_t live_x) {
+  const __mmask16 keep = static_cast<__mmask16>(live_w >= 16 ? 0xffff : (1u << live_w) - 1);
+  for (int64_t t = 0; t < live_x; ++t) _mm512_mask_storeu_ps(y + t * ldy, keep, _mm512_load_ps(c + t * 16));
+}
+
+void run_prefill(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
+  const auto* wd = static_cast<const uint16_t*>(w.data);
+  const int64_t cols = w.cols, ldy = w.rows, nb = blocks_of(cols);
+  const int64_t groups = (n + group_rows - 1) / group_rows;
+  alignas(64) float c[4][256];
+  for (int64_t j = j0; j < j1; j += 32) {
+    const int64_t live = std::min<int64_t>(32, j1 - j);
+    const uint16_t* wp = pair_weights(wd, cols, j, live, nb);
+    const int64_t live_w0 = std::min<int64_t>(16, live), live_w1 = live - live_w0;
+    for (int64_t g = 0; g < groups; g += 2) {
+      const bool two_x = g + 1 < groups;
+      const uint16_t* xg = xb + g * nb * tile_elems;
+      if (two_x) block_rows<true>(xg, wp, nb, c);
+      else block_rows<false>(xg, wp, nb, c);
+      for (int h = 0; h < (two_x ? 2 : 1); ++h) {
+        const int64_t x0 = (g + h) * group_rows, live_x = std::min<int64_t>(group_rows, n - x0);
+        store_rows(c[2 * h], y + x0 * ldy + j, ldy, live_w0, live_x);
+        if (live_w1 > 0) store_rows(c[2 * h + 1], y + x0 * ldy + j + 16, ldy, live_w1, live_x);
       }
     }
-  return {p, 64, tile_elems, nb * tile_elems};
+  }
 }
 
 void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
   configure_tiles();
+  if (prefill_layout(n)) return run_prefill(xb, n, w, j0, j1, y);
   const auto* wd = static_cast<const uint16_t*>(w.data);
   const int64_t cols = w.cols, ldy = w.rows, nb = blocks_of(cols);
-  const int64_t groups = (n + group_rows - 1) / group_rows;
-  // Tile-major weights pay a copy of each block once per call: worth it from 2 group pairs on.
-  const bool tile_major = groups > 2;
+  const int64_t groups = (n + group_rows - 1) / group_rows;  // 1 or 2
   alignas(64) float acc[4][256];
   const int64_t step = groups == 1 ? 16 : 32;
   for (int64_t j = j0; j < j1; j += step) {
@@ -239,25 +304,21 @@ void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t
     // In place, loads read 16 or 32 whole rows of whole tiles: those past the unit belong to another
     // unit (their outputs are not stored), so only the matrix's end and ragged cols need a copy.
     const int64_t tile_rows = two_w ? 32 : 16;
-    const weight_tiles wt = tile_major || cols % kblock != 0 || j + tile_rows > w.rows
-                                ? pack_weights(wd, cols, j, live, tile_rows, nb, tile_major)
+    const weight_tiles wt = cols % kblock != 0 || j + tile_rows > w.rows
+                                ? pad_weights(wd, cols, j, live, tile_rows, nb)
                                 : weight_tiles{wd + j * cols, cols * 2, kblock, 16 * cols};
-    for (int64_t g = 0; g < groups; g += 2) {
-      const bool two_x = g + 1 < groups;
-      const uint16_t* xg = xb + g * nb * tile_elems;
-      if (two_w && two_x) block<true, true>(wt, xg, nb, 0, nb, nullptr, acc[0]);
-      else if (two_w) block<true, false>(wt, xg, nb, 0, nb, nullptr, acc[0]);
-      else if (two_x) block<false, true>(wt, xg, nb, 0, nb, nullptr, acc[0]);
-      else if (groups == 1 && wt.stride == cols * 2) block<false, false, true>(wt, xg, nb, 0, nb, nullptr, acc[0]);
-      else block<false, false>(wt, xg, nb, 0, nb, nullptr, acc[0]);
-      const int64_t x0 = g * group_rows, live_x0 = std::min<int64_t>(group_rows, n - x0);
-      const int64_t live_w0 = std::min<int64_t>(16, live);
-      store_tile(acc[0], y + x0 * ldy + j, ldy, live_w0, live_x0);
-      if (two_x) store_tile(acc[1], y + (x0 + 16) * ldy + j, ldy, live_w0, std::min<int64_t>(16, n - x0 - 16));
-      if (two_w) {
-        store_tile(acc[2], y + x0 * ldy + j + 16, ldy, live - 16, live_x0);
-        if (two_x) store_tile(acc[3], y + (x0 + 16) * ldy + j + 16, ldy, live - 16, std::min<int64_t>(16, n - x0 - 16));
-      }
+    const bool two_x = groups == 2;
+    if (two_w && two_x) block<true, true>(wt, xb, nb, acc[0]);
+    else if (two_w) block<true, false>(wt, xb, nb, acc[0]);
+    else if (two_x) block<false, true>(wt, xb, nb, acc[0]);
+    else if (wt.stride == cols * 2) block<false, false, true>(wt, xb, nb, acc[0]);
+    else block<false, false>(wt, xb, nb, acc[0]);
+    const int64_t live_x0 = std::min<int64_t>(group_rows, n), live_w0 = std::min<int64_t>(16, live);
+    store_tile(acc[0], y + j, ldy, live_w0, live_x0);
+    if (two_x) store_tile(acc[1], y + 16 * ldy + j, ldy, live_w0, n - 16);
+    if (two_w) {
+      store_tile(acc[2], y + j + 16, ldy, live - 16, live_x0);
+      if (two_x) store_tile(acc[3], y + 16 * ldy + j + 16, ldy, live - 16, n - 16);
     }
   }
 }
