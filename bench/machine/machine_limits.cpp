@@ -258,14 +258,14 @@ struct alignas(64) amx_config {
 
 __attribute__((target("amx-tile,amx-bf16"))) void amx_bf16_chains(int64_t iters) {
   static const amx_config config;
-  alignas(64) static const uint16_t ones[512] = {};  // zeros: the sums stay finite, the rate is the same
+  alignas(64) static const uint16_t zeros[512] = {};  // the sums stay finite; the rate is the same
   _tile_loadconfig(&config);
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
-  _tile_loadd(4, ones, 64);
-  _tile_loadd(5, ones, 64);
+  _tile_loadd(4, zeros, 64);
+  _tile_loadd(5, zeros, 64);
   for (int64_t it = 0; it < iters; ++it) {
     _tile_dpbf16ps(0, 4, 5);
     _tile_dpbf16ps(1, 4, 5);

@@ -55,8 +55,8 @@ struct matmul_bf16_backend {
   int64_t (*unit_rows)(int64_t n);
   // y[i][j] for i < n, j0 <= j < j1 (y has row stride w.rows); xb: [n, bf16_padded_cols(w.cols)].
   void (*run)(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y);
-  // The back-end's own activation layout, when it has one (AMX: tiles of 16 rows transposed into
-  // column pairs). Then xb holds xb_elems(n, cols) elements, written by pack(x, n, cols, xb, g) for
+  // The back-end's own activation layout, when it has one (AMX: 1 KB tiles of 16 rows, as rows or
+  // transposed into column pairs, by n). Then xb holds xb_elems(n, cols) elements, written by pack(x, n, cols, xb, g) for
   // each group g of pack_rows activation rows (groups are independent: the team splits them), and
   // run() reads that layout. Without one, xb is the rows of bf16_padded_cols above.
   int64_t pack_rows = 1;
