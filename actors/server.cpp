@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <string_view>
 
 #include "actors/gateway.hpp"
 #include "actors/stats_logger.hpp"
 #include "actors/messages.hpp"
 #include "actors/supervisor.hpp"
+#include "kernels/kernels.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/engine/draft_sequence.hpp"
 #include "runtime/engine/omp_threads.hpp"
@@ -401,6 +403,14 @@ std::string server::banner() const {
   else
     b += "  step threads: " + std::to_string(c.threads > 0 ? c.threads : omp_threads_now()) +
          (c.threads > 0 ? "" : " (every core, or OMP_NUM_THREADS)") + "; --threads sets it\n";
+  if (c.device != "cuda" && !serve::compute_arithmetic(c).empty()) {
+    const std::string_view isa = kernels::matmul_bf16_isa();
+    b += std::string("  compute: bf16 activations for BF16 weights (--compute-dtype bf16), on ") +
+         (isa == "amx"           ? "the AMX tiles"
+          : isa == "avx512_bf16" ? "AVX512_BF16 vdpbf16ps"
+                                 : "a portable emulation (slow: no AVX512_BF16 here, or TROUPE_ISA below avx512)") +
+         "\n";
+  }
   if (splits_experts(m.ctx->ckpt->config, {c.tensor_parallel_size, c.enable_expert_parallel})) {
     const int64_t e = m.ctx->ckpt->config.num_experts, lo = e / c.tensor_parallel_size;
     b += "  tensor parallel: " + std::to_string(c.tensor_parallel_size) +

@@ -2,7 +2,8 @@
 // (kv_cache.kv_cache_dtype). Concurrent requests get exactly the tokens the generator gives the
 // same quantized model and KV type alone (what `troupe generate --quantization ... --kv-cache-dtype
 // ...` prints), also when the prefix cache hands them quantized blocks; the banner says what runs.
-// GPTQ and AWQ checkpoints serve as they are stored.
+// GPTQ and AWQ checkpoints serve as they are stored. The bf16 compute mode, whose bits depend on the
+// CPU (AMX tiles or vdpbf16ps), serves what the generator gives in that mode.
 #include "tests/actors/e2e_fixture.hpp"
 #include "runtime/quant/load.hpp"
 
@@ -11,8 +12,10 @@ using namespace troupe::e2e;
 
 namespace {
 
-std::vector<int32_t> quantized_reference(const checkpoint& ck, dtype kv, const wire::generate_request& r) {
+std::vector<int32_t> quantized_reference(const checkpoint& ck, dtype kv, const wire::generate_request& r,
+                                         kernels::compute_dtype compute = kernels::compute_dtype::f32) {
   generate_options o;
+  o.compute = compute;
   o.max_tokens = *r.max_tokens;
   o.sampling = defaults_from(ck.generation);
   o.sampling.temperature = 0;
@@ -60,6 +63,28 @@ void check_served_equals_alone(const char* quantization, const char* kv_name, dt
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(e2e_quant)
+
+// The bf16 compute mode (on this CPU's AMX tiles, vdpbf16ps, or the portable emulation) serves the
+// tokens the generator gives in the same mode, and the banner says which arithmetic runs.
+BOOST_AUTO_TEST_CASE(bf16_compute_serves_what_the_generator_gives) {
+  auto c = test_config();
+  c.compute_dtype = "bf16";
+  auto srv = start(c, tiny_dense_dir);
+  BOOST_TEST(srv->banner().find("  compute: bf16 activations for BF16 weights (--compute-dtype bf16), on ") !=
+                 std::string::npos,
+             srv->banner());
+  auto ck = load_checkpoint(tiny_dense_dir);
+  std::mt19937 rng(17);
+  std::vector<wire::generate_request> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(ids_request("bf16-" + std::to_string(i), random_prompt(rng, 30 + 7 * i), 12));
+  client::client cl("127.0.0.1", srv->port());
+  const auto got = stream_all(cl, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const auto want = quantized_reference(*ck, dtype::f32, reqs[i], kernels::compute_dtype::bf16);
+    BOOST_TEST(got[i] == want, boost::test_tools::per_element());
+  }
+  BOOST_TEST(eventually([&] { return server_idle(*srv); }));
+}
 
 BOOST_AUTO_TEST_CASE(int8_weights_and_int8_kv_serve_what_the_generator_gives) {
   check_served_equals_alone("int8", "int8", dtype::i8);
