@@ -14,7 +14,7 @@
 #include <cstring>
 #include <memory>
 
-#include "kernels/cpu/matmul_bf16.hpp"  // amx_usable
+#include "kernels/cpu/matmul_bf16.hpp"  // amx_usable, configure_amx_tiles
 
 namespace troupe::bench {
 namespace {
@@ -249,17 +249,9 @@ double measure_fma_gflops(int threads, bool bf16, timing clock) {
 
 namespace {
 
-struct alignas(64) amx_config {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
-
 __attribute__((target("amx-tile,amx-bf16"))) void amx_bf16_chains(int64_t iters) {
-  static const amx_config config;
   alignas(64) static const uint16_t zeros[512] = {};  // the sums stay finite; the rate is the same
-  _tile_loadconfig(&config);
+  kernels::cpu::configure_amx_tiles();
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);

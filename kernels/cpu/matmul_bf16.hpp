@@ -73,6 +73,9 @@ const matmul_bf16_backend& matmul_bf16_backend_amx();
 // True when the CPU has AMX-TILE and AMX-BF16 and Linux let this process use the tile registers
 // (arch_prctl ARCH_REQ_XCOMP_PERM, asked for once on the first call).
 bool amx_usable();
+// Loads the tile configuration the AMX back-end uses (8 tiles of 16 rows x 64 bytes) on the calling
+// thread; only where amx_usable(). The machine probe uses it too, so both run the same tiles.
+void configure_amx_tiles();
 // dot_bf16 per output: any CPU, slow (the fallback where AVX512_BF16 is missing or TROUPE_ISA
 // asks for a lower ISA; results are the same bits).
 const matmul_bf16_backend& matmul_bf16_backend_portable();

@@ -46,12 +46,6 @@ struct alignas(64) tile_config {
   uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
 };
 
-// The tile configuration is per thread state that other code on the thread may change or release
-// (a probe, a library): loaded at every unit, a few dozen cycles against a unit's thousands.
-void configure_tiles() {
-  static const tile_config config;
-  _tile_loadconfig(&config);
-}
 
 // f32_to_bf16 (runtime/core/dtype.hpp) on 16 lanes: nearest even, quiet NaNs; bf16 in the low half.
 __m512i round_to_bf16(__m512 v) {
@@ -65,6 +59,11 @@ __m512i round_to_bf16(__m512 v) {
 }
 
 int64_t blocks_of(int64_t cols) { return bf16_padded_cols(cols) / kblock; }
+
+// The first `count` of 16 lanes (all of them from 16 on, none at 0 or below).
+__mmask16 first_lanes(int64_t count) {
+  return static_cast<__mmask16>(count >= 16 ? 0xffff : count <= 0 ? 0 : (1u << count) - 1);
+}
 
 size_t xb_elems(int64_t n, int64_t cols) {
   return static_cast<size_t>((n + group_rows - 1) / group_rows * blocks_of(cols) * tile_elems);
@@ -80,8 +79,7 @@ bool prefill_layout(int64_t n) { return (n + group_rows - 1) / group_rows > 2; }
 // rounded from f32 (F32 = true) or copied, as 16 registers of 16 column pairs.
 template <bool F32, typename T>
 void load_rows(const T* src, int64_t ld, int64_t live, int64_t left, __m512i r[16]) {
-  const __mmask16 lo = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
-  const __mmask16 hi = static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
+  const __mmask16 lo = first_lanes(left), hi = first_lanes(left - 16);
   for (int64_t t = 0; t < group_rows; ++t) {
     if (t >= live) {
       r[t] = _mm512_setzero_si512();
@@ -139,7 +137,7 @@ void store_tile(const float* acc, float* y, int64_t ldy, int64_t live_w, int64_t
   __m512i r[16];
   for (int m = 0; m < 16; ++m) r[m] = _mm512_load_si512(acc + m * 16);
   transpose16x16_epi32(r);
-  const __mmask16 keep = static_cast<__mmask16>(live_w >= 16 ? 0xffff : (1u << live_w) - 1);
+  const __mmask16 keep = first_lanes(live_w);
   for (int64_t t = 0; t < live_x; ++t) _mm512_mask_storeu_ps(y + t * ldy, keep, _mm512_castsi512_ps(r[t]));
 }
 
@@ -263,7 +261,7 @@ void block_rows(const uint16_t* xg, const uint16_t* wp, int64_t nb, float (*c)[2
 
 // A 16 x 16 fp32 tile in y's layout (row t = activation row) into y, t < live_x, columns < live_w.
 void store_rows(const float* c, float* y, int64_t ldy, int64_t live_w, int64_t live_x) {
-  const __mmask16 keep = static_cast<__mmask16>(live_w >= 16 ? 0xffff : (1u << live_w) - 1);
+  const __mmask16 keep = first_lanes(live_w);
   for (int64_t t = 0; t < live_x; ++t) _mm512_mask_storeu_ps(y + t * ldy, keep, _mm512_load_ps(c + t * 16));
 }
 
@@ -291,7 +289,7 @@ void run_prefill(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0,
 }
 
 void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
-  configure_tiles();
+  configure_amx_tiles();
   if (prefill_layout(n)) return run_prefill(xb, n, w, j0, j1, y);
   const auto* wd = static_cast<const uint16_t*>(w.data);
   const int64_t cols = w.cols, ldy = w.rows, nb = blocks_of(cols);
@@ -308,8 +306,8 @@ void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t
                                 ? pad_weights(wd, cols, j, live, tile_rows, nb)
                                 : weight_tiles{wd + j * cols, cols * 2, kblock, 16 * cols};
     const bool two_x = groups == 2;
-    if (two_w && two_x) block<true, true>(wt, xb, nb, acc[0]);
-    else if (two_w) block<true, false>(wt, xb, nb, acc[0]);
+    // One group takes 16-row blocks (two_w never), two groups 32-row ones (two_x always).
+    if (two_w) block<true, true>(wt, xb, nb, acc[0]);
     else if (two_x) block<false, true>(wt, xb, nb, acc[0]);
     else if (wt.stride == cols * 2) block<false, false, true>(wt, xb, nb, acc[0]);
     else block<false, false>(wt, xb, nb, acc[0]);
@@ -324,6 +322,14 @@ void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t
 }
 
 }  // namespace
+
+// The tile configuration is per thread state that other code on the thread may change or release
+// (a probe, a library): loaded at every unit, a few dozen cycles against a unit's thousands.
+void configure_amx_tiles() {
+  static const tile_config config;
+  _tile_loadconfig(&config);
+}
+
 }  // namespace troupe::kernels::cpu
 
 #pragma GCC pop_options
