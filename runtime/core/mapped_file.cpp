@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -110,6 +114,31 @@ mapped_file::mapped_file(const std::string& path, residency where) : path_(path)
     fill_page_cache(fd, p, size_);
   }
   ::close(fd);  // the mapping keeps the file alive
+}
+
+size_t smaps_field_bytes(std::istream& smaps, uintptr_t first, uintptr_t last, const std::string& field) {
+  const std::string key = field + ":";
+  size_t kb = 0;
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long long lo = 0, hi = 0;
+    // A mapping's header ("start-end perms offset dev inode path"); its fields ("Name:   N kB")
+    // have their colon before the first space.
+    if (std::sscanf(line.c_str(), "%llx-%llx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+      inside = lo < last && hi > first;
+      continue;
+    }
+    if (inside && line.rfind(key, 0) == 0) kb += std::strtoull(line.c_str() + key.size(), nullptr, 10);
+  }
+  return static_cast<size_t>(kb) * 1024;
+}
+
+size_t mapped_file::huge_page_bytes() const {
+  if (!data_) return 0;
+  std::ifstream smaps("/proc/self/smaps");
+  if (!smaps) return 0;
+  const auto first = reinterpret_cast<uintptr_t>(data_);
+  return smaps_field_bytes(smaps, first, first + (reserved_ ? reserved_ : size_), reserved_ ? "AnonHugePages" : "FilePmdMapped");
 }
 
 mapped_file::~mapped_file() { reset(); }

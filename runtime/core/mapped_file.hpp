@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <istream>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,10 @@ void release_huge_pages(void* start, size_t reserved) noexcept;
 // The same memory owned: released when the last copy goes (quantized weight slabs, the KV pool).
 std::shared_ptr<uint8_t> huge_page_buffer(size_t bytes, const std::string& what);
 
+// The sum of `field` ("FilePmdMapped", "AnonHugePages", ...) in bytes over the mappings of a
+// /proc/PID/smaps text that overlap [first, last). mapped_file::huge_page_bytes reads its own.
+size_t smaps_field_bytes(std::istream& smaps, uintptr_t first, uintptr_t last, const std::string& field);
+
 class mapped_file {
  public:
   mapped_file() = default;
@@ -42,6 +47,11 @@ class mapped_file {
   size_t size() const noexcept { return size_; }
   const std::string& path() const noexcept { return path_; }
   bool is_copy() const noexcept { return reserved_ != 0; }  // residency::huge_pages
+  // Bytes of the file's memory that are mapped with 2 MB pages right now (Linux: the mapping's
+  // FilePmdMapped, or AnonHugePages for a copy, from /proc/self/smaps; 0 where unknown). A file
+  // mapping gets them where the page cache holds the file in 2 MB folios (docs/engine.md,
+  // "Weights in the page cache"): what the benchmarks report beside their decode figures.
+  size_t huge_page_bytes() const;
 
  private:
   void reset() noexcept;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -79,4 +80,36 @@ BOOST_AUTO_TEST_CASE(a_missing_file_is_an_error_naming_it) {
   } catch (const troupe::error& e) {
     BOOST_TEST(std::string(e.what()).find("/nonexistent/troupe/weights.safetensors") != std::string::npos);
   }
+}
+
+// The engine benchmark reports how much of the weights 2 MB pages map (docs/engine.md, "Weights in
+// the page cache"): the smaps fields of the mappings that overlap the file's range, and no others.
+BOOST_AUTO_TEST_CASE(smaps_fields_are_summed_over_the_mappings_of_a_range) {
+  const std::string text =
+      "7f0000000000-7f0000400000 r--p 00000000 fe:01 12  /models/a:b/model.safetensors\n"
+      "Rss:                4096 kB\n"
+      "FilePmdMapped:      4096 kB\n"
+      "7f0000400000-7f0000600000 r--p 00400000 fe:01 12  /models/a:b/model.safetensors\n"
+      "FilePmdMapped:      2048 kB\n"
+      "7f0000600000-7f0000800000 rw-p 00000000 00:00 0 \n"
+      "AnonHugePages:      2048 kB\n"
+      "FilePmdMapped:      2048 kB\n";
+  std::istringstream a(text), b(text), c(text), d(text);
+  BOOST_TEST(troupe::smaps_field_bytes(a, 0x7f0000000000, 0x7f0000600000, "FilePmdMapped") == size_t{6144} * 1024);
+  BOOST_TEST(troupe::smaps_field_bytes(b, 0x7f0000400000, 0x7f0000500000, "FilePmdMapped") == size_t{2048} * 1024);
+  BOOST_TEST(troupe::smaps_field_bytes(c, 0x7f0000000000, 0x7f0000800000, "AnonHugePages") == size_t{2048} * 1024);
+  BOOST_TEST(troupe::smaps_field_bytes(d, 0x7e0000000000, 0x7e0000100000, "FilePmdMapped") == 0u);
+}
+
+// On a live mapping the count stays within the file (a mapping from the process's own smaps).
+BOOST_AUTO_TEST_CASE(huge_page_bytes_of_a_mapping_stay_within_it) {
+  const std::string path = cold_file();
+  for (const auto where : {troupe::residency::mapped, troupe::residency::huge_pages}) {
+    troupe::mapped_file m(path, where);
+    size_t sum = 0;
+    for (size_t i = 0; i < m.size(); i += 4096) sum += m.data()[i];  // fault every page in
+    BOOST_TEST(sum > 0u);
+    BOOST_TEST(m.huge_page_bytes() <= (m.size() + (size_t{2} << 20)));
+  }
+  std::filesystem::remove(path);
 }
