@@ -336,9 +336,10 @@ int main(int argc, char** argv) {
     file_bytes += f.size();
     huge_bytes += f.huge_page_bytes();
   }
-  std::printf("weights on 2 MB pages after the runs: %.0f%% of the files' %.0f MB\n",
-              file_bytes ? 100.0 * static_cast<double>(huge_bytes) / static_cast<double>(file_bytes) : 0.0,
-              static_cast<double>(file_bytes) / 1e6);
+  if (load.quantization == quant::method::none)  // quantized on load, the weights are not the files
+    std::printf("weights on 2 MB pages after the runs: %.0f%% of the files' %.0f MB\n",
+                file_bytes ? 100.0 * static_cast<double>(huge_bytes) / static_cast<double>(file_bytes) : 0.0,
+                static_cast<double>(file_bytes) / 1e6);
   std::printf("peak RSS: %.0f MB (weights mapped %.0f MB)\n", peak_rss_mb(), weight_gb * 1e3);
   return 0;
 }

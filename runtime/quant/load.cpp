@@ -240,8 +240,12 @@ void quantize_weights(checkpoint& ck, const load_options& o) {
   const bool head = o.quantize_lm_head.value_or(o.quantization == method::int8);
   auto quantize = [&](kernels::weight_ref& r, bool still_read) {
     if (!is_float(r.type)) return;
-    quantized_weight q = o.quantization == method::int8 ? quantize_int8(r, o.group_size, o.weights)
-                                                        : quantize_fp8(r, o.block_rows, o.block_cols, o.weights);
+    // The codes go on 2 MB pages whether or not the checkpoint is mapped: decode streams them every
+    // token: INT8 batch 1 read 28.3-29.0 tok/s from 4 KB pages, 33.8-34.9 from these (AMX Xeon,
+    // docs/benchmarks.md 2026-12-06), for ~0.5 s more load (2 MB pages zeroed and compacted).
+    constexpr residency codes_on = residency::huge_pages;
+    quantized_weight q = o.quantization == method::int8 ? quantize_int8(r, o.group_size, codes_on)
+                                                        : quantize_fp8(r, o.block_rows, o.block_cols, codes_on);
     if (o.release_source_pages) release_pages(ck, r.data, r.bytes(), still_read);
     r = q.ref;
     ck.owned.push_back(q.codes);

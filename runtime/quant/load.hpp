@@ -25,8 +25,8 @@ struct load_options {
   // After quantizing, drop the float source pages from this process's resident set (madvise):
   // the model then costs its quantized bytes, not both.
   bool release_source_pages = true;
-  // Where the checkpoint's bytes and the quantized copies live: memory-mapped files and plain
-  // heap (default), or everything on 2 MB pages (runtime/core/mapped_file.hpp, --no-mmap).
+  // Where the checkpoint's bytes live: memory-mapped files (default), or a copy on 2 MB pages
+  // (runtime/core/mapped_file.hpp, --no-mmap). Weights quantized on load go on 2 MB pages either way.
   residency weights = residency::mapped;
   // GPTQ / AWQ 4-bit weights stay 4-bit in memory (u4: half a byte a weight, the same outputs);
   // false widens them to INT8 codes (one byte a weight), as Troupe did before it had u4 kernels.
