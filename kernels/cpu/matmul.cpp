@@ -210,9 +210,17 @@ void matmul_bf16(const float* x, int64_t n, std::span<const matmul_out> outs) {
     if (o.w.rows > 0) plan.add(o.w, o.y, n, unit);
   const int64_t groups = (n + b.pack_rows - 1) / b.pack_rows;
   uint16_t* xb = activation_buffer(b.pack ? b.xb_elems(n, cols) : static_cast<size_t>(n * ldx));
+  const size_t scratch = b.scratch_elems ? b.scratch_elems(n, cols) : 0;  // every w has these cols
   std::exception_ptr failure;
 #pragma omp parallel if (worth_threads(plan.units, plan.macs))
   {
+    uint16_t* buf = nullptr;
+    try {
+      buf = scratch ? reinterpret_cast<uint16_t*>(thread_scratch((scratch + 1) / 2)) : nullptr;
+    } catch (...) {
+#pragma omp critical(troupe_matmul_failure)
+      failure = std::current_exception();
+    }
     // x rounded once per call (not per weight row), by the whole team; the barrier at the end of
     // this loop publishes it before any unit starts.
 #pragma omp for schedule(static)
@@ -228,10 +236,11 @@ void matmul_bf16(const float* x, int64_t n, std::span<const matmul_out> outs) {
     }
 #pragma omp for schedule(dynamic, 1)
     for (int64_t u = 0; u < plan.units; ++u) {
+      if (scratch && !buf) continue;
       try {
         int64_t j0 = 0, j1 = 0;
         const auto& p = plan.locate(u, j0, j1);
-        b.run(xb, n, p.w, j0, j1, p.y);
+        b.run(xb, n, p.w, j0, j1, p.y, buf);
       } catch (...) {
 #pragma omp critical(troupe_matmul_failure)
         failure = std::current_exception();

@@ -54,7 +54,10 @@ struct matmul_bf16_backend {
   // Rows of w per work unit for n activation rows (threads take whole units).
   int64_t (*unit_rows)(int64_t n);
   // y[i][j] for i < n, j0 <= j < j1 (y has row stride w.rows); xb: [n, bf16_padded_cols(w.cols)].
-  void (*run)(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y);
+  // scratch: the calling thread's scratch_elems(n, w.cols) elements, 64-byte aligned (null when the
+  // back-end asks for none).
+  void (*run)(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y,
+              uint16_t* scratch);
   // The back-end's own activation layout, when it has one (AMX: 1 KB tiles of 16 rows, as rows or
   // transposed into column pairs, by n). Then xb holds xb_elems(n, cols) elements, written by pack(x, n, cols, xb, g) for
   // each group g of pack_rows activation rows (groups are independent: the team splits them), and
@@ -62,6 +65,9 @@ struct matmul_bf16_backend {
   int64_t pack_rows = 1;
   size_t (*xb_elems)(int64_t n, int64_t cols) = nullptr;
   void (*pack)(const float* x, int64_t n, int64_t cols, uint16_t* xb, int64_t group) = nullptr;
+  // bf16 elements of per-thread scratch run() needs (AMX: a weight block copied into tiles), as
+  // matmul_backend::scratch_floats; null: none.
+  size_t (*scratch_elems)(int64_t n, int64_t cols) = nullptr;
 };
 
 // vdpbf16ps itself; callable only where the CPU has AVX512_BF16 (matmul.cpp checks).

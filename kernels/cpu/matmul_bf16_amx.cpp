@@ -20,9 +20,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "kernels/cpu/matmul_bf16.hpp"
 
@@ -113,23 +111,10 @@ void pack(const float* x, int64_t n, int64_t cols, uint16_t* xb, int64_t g) {
   }
 }
 
-// A 32-row weight panel zero-padded to whole tiles, for rows at the matrix's end or cols that are
-// not a multiple of 32 (a direct tile load would read past the matrix or mix in the next row).
-uint16_t* panel_buffer(size_t elems) {
-  struct buffer {
-    void* p = nullptr;
-    size_t elems = 0;
-    ~buffer() { std::free(p); }
-  };
-  thread_local buffer b;
-  if (elems > b.elems) {
-    std::free(b.p);
-    b.p = std::aligned_alloc(64, (elems * 2 + 63) / 64 * 64);
-    b.elems = b.p ? elems : 0;
-    if (!b.p) throw std::bad_alloc();
-  }
-  return static_cast<uint16_t*>(b.p);
-}
+// Per-thread scratch (matmul.cpp hands it out): the largest of a decode block's 32 weight rows
+// zero-padded to whole tiles (pad_weights) and a prefill block's 2 x nb column-pair tiles
+// (pair_weights), both nb * 1024 elements.
+size_t scratch_elems(int64_t, int64_t cols) { return static_cast<size_t>(blocks_of(cols) * 2 * tile_elems); }
 
 // The fp32 tile `acc` (16 weight rows x 16 activation rows) into y: activation row t of the tile
 // goes to y[t][0 .. live_w) (y row stride ldy), for t < live_x.
@@ -202,9 +187,9 @@ int64_t unit_rows(int64_t n) { return n <= group_rows ? 256 : 64; }
 // Decode: a block's weight rows [j, j + live) zero-padded to whole tiles where they cannot be read
 // in place (the matrix's last rows, or cols that are not a multiple of 32: a direct load would read
 // past the matrix or mix in the next row).
-weight_tiles pad_weights(const uint16_t* wd, int64_t cols, int64_t j, int64_t live, int64_t tile_rows, int64_t nb) {
+weight_tiles pad_weights(const uint16_t* wd, int64_t cols, int64_t j, int64_t live, int64_t tile_rows, int64_t nb,
+                         uint16_t* p) {
   const int64_t ldp = nb * kblock;
-  uint16_t* p = panel_buffer(static_cast<size_t>(tile_rows * ldp));
   std::memset(p, 0, static_cast<size_t>(tile_rows * ldp) * 2);
   for (int64_t r = 0; r < live; ++r) std::memcpy(p + r * ldp, wd + (j + r) * cols, static_cast<size_t>(cols) * 2);
   return {p, ldp * 2, kblock, 16 * ldp};
@@ -214,8 +199,7 @@ weight_tiles pad_weights(const uint16_t* wd, int64_t cols, int64_t j, int64_t li
 // j + 16t + r's columns 32b + 2p, 32b + 2p + 1), each 1 KB of its own, zero past live rows and
 // cols. Copied once per block and loaded once per activation group pair; the transpose is what
 // lets the products land as y's rows (activation row x weight row), stored without one.
-const uint16_t* pair_weights(const uint16_t* wd, int64_t cols, int64_t j, int64_t live, int64_t nb) {
-  uint16_t* p = panel_buffer(static_cast<size_t>(2 * nb * tile_elems));
+const uint16_t* pair_weights(const uint16_t* wd, int64_t cols, int64_t j, int64_t live, int64_t nb, uint16_t* p) {
   for (int64_t t = 0; t < 2; ++t)
     for (int64_t b = 0; b < nb; ++b) {
       __m512i r[16];
@@ -267,14 +251,15 @@ void store_rows(const float* c, float* y, int64_t ldy, int64_t live_w, int64_t l
   for (int64_t t = 0; t < live_x; ++t) _mm512_mask_storeu_ps(y + t * ldy, keep, _mm512_load_ps(c + t * 16));
 }
 
-void run_prefill(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
+void run_prefill(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y,
+                 uint16_t* scratch) {
   const auto* wd = static_cast<const uint16_t*>(w.data);
   const int64_t cols = w.cols, ldy = w.rows, nb = blocks_of(cols);
   const int64_t groups = (n + group_rows - 1) / group_rows;
   alignas(64) float c[4][256];
   for (int64_t j = j0; j < j1; j += 32) {
     const int64_t live = std::min<int64_t>(32, j1 - j);
-    const uint16_t* wp = pair_weights(wd, cols, j, live, nb);
+    const uint16_t* wp = pair_weights(wd, cols, j, live, nb, scratch);
     const int64_t live_w0 = std::min<int64_t>(16, live), live_w1 = live - live_w0;
     for (int64_t g = 0; g < groups; g += 2) {
       const bool two_x = g + 1 < groups;
@@ -290,9 +275,9 @@ void run_prefill(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0,
   }
 }
 
-void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
+void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, uint16_t* scratch) {
   configure_amx_tiles();
-  if (prefill_layout(n)) return run_prefill(xb, n, w, j0, j1, y);
+  if (prefill_layout(n)) return run_prefill(xb, n, w, j0, j1, y, scratch);
   const auto* wd = static_cast<const uint16_t*>(w.data);
   const int64_t cols = w.cols, ldy = w.rows, nb = blocks_of(cols);
   const int64_t groups = (n + group_rows - 1) / group_rows;  // 1 or 2
@@ -305,7 +290,7 @@ void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t
     // unit (their outputs are not stored), so only the matrix's end and ragged cols need a copy.
     const int64_t tile_rows = two_w ? 32 : 16;
     const weight_tiles wt = cols % kblock != 0 || j + tile_rows > w.rows
-                                ? pad_weights(wd, cols, j, live, tile_rows, nb)
+                                ? pad_weights(wd, cols, j, live, tile_rows, nb, scratch)
                                 : weight_tiles{wd + j * cols, cols * 2, kblock, 16 * cols};
     const bool two_x = groups == 2;
     // One group takes 16-row blocks (two_w never), two groups 32-row ones (two_x always).
@@ -341,7 +326,7 @@ namespace troupe::kernels::cpu {
 // Built for the baseline ISA: matmul.cpp may call this on any CPU, then runs it only where
 // amx_usable().
 const matmul_bf16_backend& matmul_bf16_backend_amx() {
-  static const matmul_bf16_backend b{"amx", unit_rows, run, group_rows, xb_elems, pack};
+  static const matmul_bf16_backend b{"amx", unit_rows, run, group_rows, xb_elems, pack, scratch_elems};
   return b;
 }
 

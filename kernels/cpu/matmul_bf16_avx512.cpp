@@ -107,7 +107,7 @@ void tile_any(int r, const uint16_t* xb, int64_t ldx, const uint16_t* const* row
 // restarts the streams.
 int64_t unit_rows(int64_t n) { return n <= direct_max_n ? 256 : unit_rows_packed; }
 
-void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
+void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, uint16_t*) {
   const auto* wd = static_cast<const uint16_t*>(w.data);
   const int64_t cols = w.cols, ldx = bf16_padded_cols(cols), ldy = w.rows;
   const uint16_t* rows[tile_cols];

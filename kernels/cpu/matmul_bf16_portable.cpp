@@ -13,7 +13,7 @@ namespace {
 
 int64_t unit_rows(int64_t) { return 16; }
 
-void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y) {
+void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, uint16_t*) {
   const auto* wd = static_cast<const uint16_t*>(w.data);
   const int64_t ldx = bf16_padded_cols(w.cols);
   for (int64_t j = j0; j < j1; ++j)
