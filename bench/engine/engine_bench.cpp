@@ -330,7 +330,7 @@ int main(int argc, char** argv) {
                   layout_name(layouts[li]).c_str(), mb, prefill_len);
   // How much of the files' memory 2 MB pages mapped once the steps had touched it: a mapping gets
   // them only where the page cache holds the file in 2 MB folios (docs/engine.md, "Weights in the
-  // page cache"); 4 KB pages cost mapped decode ~10%.
+  // page cache"); 4 KB pages cost mapped decode ~15%.
   size_t file_bytes = 0, huge_bytes = 0;
   for (const auto& f : ck->files) {
     file_bytes += f.size();

@@ -24,7 +24,7 @@ constexpr uint64_t chunk_bytes = uint64_t{16} << 20;  // a multiple of every ele
 // Writes go out in whole 16 MB pieces at offsets that are multiples of 16 MB (the last one
 // shorter): the page cache then holds the file in 2 MB folios, which a mapping of it maps with 2 MB
 // pages. Unaligned writes (the header, then each tensor on its own) left ~40% of a written model in
-// smaller folios, and the model that loads from them decodes ~10% slower than from 2 MB pages
+// smaller folios, and the model that loads from them decodes ~15% slower than from 2 MB pages
 // (docs/engine.md, "Weights in the page cache").
 class output_file {
  public:
