@@ -331,15 +331,16 @@ int main(int argc, char** argv) {
   // How much of the files' memory 2 MB pages mapped once the steps had touched it: a mapping gets
   // them only where the page cache holds the file in 2 MB folios (docs/engine.md, "Weights in the
   // page cache"); 4 KB pages cost mapped decode ~15%.
-  size_t file_bytes = 0, huge_bytes = 0;
-  for (const auto& f : ck->files) {
-    file_bytes += f.size();
-    huge_bytes += f.huge_page_bytes();
-  }
-  if (load.quantization == quant::method::none)  // quantized on load, the weights are not the files
+  if (load.quantization == quant::method::none) {  // quantized on load, the weights are not the files
+    size_t file_bytes = 0, huge_bytes = 0;
+    for (const auto& f : ck->files) {
+      file_bytes += f.size();
+      huge_bytes += f.huge_page_bytes();
+    }
     std::printf("weights on 2 MB pages after the runs: %.0f%% of the files' %.0f MB\n",
                 file_bytes ? 100.0 * static_cast<double>(huge_bytes) / static_cast<double>(file_bytes) : 0.0,
                 static_cast<double>(file_bytes) / 1e6);
+  }
   std::printf("peak RSS: %.0f MB (weights mapped %.0f MB)\n", peak_rss_mb(), weight_gb * 1e3);
   return 0;
 }
