@@ -83,8 +83,8 @@ std::unique_ptr<checkpoint> load_prequantized(const std::string& dir, const fs::
         throw_error(errc::unsupported, dir + ": '" + t.name + "' is stored packed (" + packed_tensor_names(t.name)[0] +
                                            "); embedding tables must stay F32, F16 or BF16");
       quantized_weight g = q.source == int8_source::gptq
-                               ? read_gptq_weight(wf, t.name, t.shape[0], t.shape[1], q, where, four_bit)
-                               : read_awq_weight(wf, t.name, t.shape[0], t.shape[1], q, where, four_bit);
+                               ? read_gptq_weight(wf, t.name, t.shape[0], t.shape[1], q, four_bit)
+                               : read_awq_weight(wf, t.name, t.shape[0], t.shape[1], q, four_bit);
       // The packed words (GPTQ, AWQ) are never read again: they leave the resident set at once, so that the
       // load peaks at the INT8 model plus one packed weight, not both models.
       std::vector<std::string> names = packed_tensor_names(t.name);
@@ -240,12 +240,9 @@ void quantize_weights(checkpoint& ck, const load_options& o) {
   const bool head = o.quantize_lm_head.value_or(o.quantization == method::int8);
   auto quantize = [&](kernels::weight_ref& r, bool still_read) {
     if (!is_float(r.type)) return;
-    // The codes go on 2 MB pages whether or not the checkpoint is mapped: decode streams them every
-    // token: INT8 batch 1 read 28.3-29.0 tok/s from 4 KB pages, 33.8-34.9 from these (AMX Xeon,
-    // docs/benchmarks.md 2026-12-06), for ~0.5 s more load (2 MB pages zeroed and compacted).
-    constexpr residency codes_on = residency::huge_pages;
-    quantized_weight q = o.quantization == method::int8 ? quantize_int8(r, o.group_size, codes_on)
-                                                        : quantize_fp8(r, o.block_rows, o.block_cols, codes_on);
+    // The codes go on 2 MB pages (quantized_buffer), for ~0.5 s more load (pages zeroed and compacted).
+    quantized_weight q = o.quantization == method::int8 ? quantize_int8(r, o.group_size)
+                                                        : quantize_fp8(r, o.block_rows, o.block_cols);
     if (o.release_source_pages) release_pages(ck, r.data, r.bytes(), still_read);
     r = q.ref;
     ck.owned.push_back(q.codes);

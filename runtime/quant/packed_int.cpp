@@ -43,8 +43,8 @@ const tensor_info& need(const weight_files& wf, const std::string& name, dtype t
 }
 
 // Scales [groups, rows] (F16 / BF16 / F32) as Troupe's float32 [rows, groups].
-std::shared_ptr<void> transposed_scales(const tensor_info& scales, int64_t groups, int64_t rows, residency where) {
-  auto buf = quantized_buffer(static_cast<size_t>(rows * groups) * sizeof(float), where);
+std::shared_ptr<void> transposed_scales(const tensor_info& scales, int64_t groups, int64_t rows) {
+  auto buf = quantized_buffer(static_cast<size_t>(rows * groups) * sizeof(float));
   auto* s = static_cast<float*>(buf.get());
   const std::vector<float> wide = widen_to_f32(scales);
   for (int64_t k = 0; k < groups; ++k)
@@ -71,8 +71,8 @@ quantized_weight with_u4_ref(quantized_weight out, int64_t rows, int64_t cols, i
 }
 
 // Zero points [groups, rows] as u4's uint8 [rows, groups].
-std::shared_ptr<void> u4_zeros(const std::vector<int16_t>& zero, int64_t groups, int64_t rows, residency where) {
-  auto buf = quantized_buffer(static_cast<size_t>(rows * groups), where);
+std::shared_ptr<void> u4_zeros(const std::vector<int16_t>& zero, int64_t groups, int64_t rows) {
+  auto buf = quantized_buffer(static_cast<size_t>(rows * groups));
   auto* z = static_cast<uint8_t*>(buf.get());
   for (int64_t k = 0; k < groups; ++k)
     for (int64_t r = 0; r < rows; ++r) z[r * groups + k] = static_cast<uint8_t>(zero[static_cast<size_t>(k * rows + r)]);
@@ -107,7 +107,7 @@ bool has_packed_weight(const weight_files& wf, const std::string& weight_name) {
 }
 
 quantized_weight read_gptq_weight(const weight_files& wf, const std::string& weight_name, int64_t rows, int64_t cols,
-                                  const quant_config& q, residency where, bool four_bit) {
+                                  const quant_config& q, bool four_bit) {
   const std::vector<std::string> names = packed_tensor_names(weight_name);
   const int bits = q.bits, pack = 32 / bits;
   const uint32_t maxq = (1u << bits) - 1;
@@ -146,12 +146,12 @@ quantized_weight read_gptq_weight(const weight_files& wf, const std::string& wei
           static_cast<int16_t>(((w >> (bits * (r % pack))) & maxq) + (q.gptq_v1 ? 1 : 0));
     }
   quantized_weight out;
-  out.scales = transposed_scales(scales, groups, rows, where);
+  out.scales = transposed_scales(scales, groups, rows);
   if (four_bit && bits == 4 && cols % 16 == 0) {
     // u4: words 2i and 2i + 1 hold columns 16i .. 16i + 7 and 16i + 8 .. 16i + 15 (nibble j:
     // column 8p + j). Zeros up to 16 (v1's 15 + 1) fit a byte.
-    out.zeros = u4_zeros(zero, groups, rows, where);
-    out.codes = quantized_buffer(static_cast<size_t>(rows * cols / 2), where);
+    out.zeros = u4_zeros(zero, groups, rows);
+    out.codes = quantized_buffer(static_cast<size_t>(rows * cols / 2));
     auto* codes = static_cast<uint8_t*>(std::const_pointer_cast<void>(out.codes).get());
 #pragma omp parallel for schedule(static)
     for (int64_t r0 = 0; r0 < rows; r0 += 16) {
@@ -166,7 +166,7 @@ quantized_weight read_gptq_weight(const weight_files& wf, const std::string& wei
     }
     return with_u4_ref(std::move(out), rows, cols, g);
   }
-  out.codes = quantized_buffer(static_cast<size_t>(rows * cols), where);
+  out.codes = quantized_buffer(static_cast<size_t>(rows * cols));
   auto* codes = static_cast<int8_t*>(std::const_pointer_cast<void>(out.codes).get());
   // code - zero for every element; `spill` collects (v + 128) >> 8, non-zero once any v leaves
   // [-128, 127], and a second pass finds the first such element for the message.
@@ -217,7 +217,7 @@ quantized_weight read_gptq_weight(const weight_files& wf, const std::string& wei
 }
 
 quantized_weight read_awq_weight(const weight_files& wf, const std::string& weight_name, int64_t rows, int64_t cols,
-                                 const quant_config& q, residency where, bool four_bit) {
+                                 const quant_config& q, bool four_bit) {
   const std::vector<std::string> names = packed_tensor_names(weight_name);
   constexpr int pack = 8;
   constexpr int slot[pack] = {0, 4, 1, 5, 2, 6, 3, 7};  // nibble of output 8p + m (AutoAWQ's order)
@@ -241,11 +241,11 @@ quantized_weight read_awq_weight(const weight_files& wf, const std::string& weig
       zero[static_cast<size_t>(k * rows + r)] =
           static_cast<int16_t>((word_at(qzeros.data, k * words + r / pack) >> (4 * slot[r % pack])) & 15u);
   quantized_weight out;
-  out.scales = transposed_scales(scales, groups, rows, where);
+  out.scales = transposed_scales(scales, groups, rows);
   if (four_bit && cols % 16 == 0) {
     // u4: for each block of 16 inputs, the 16 words of output group p give the 8 outputs' blocks.
-    out.zeros = u4_zeros(zero, groups, rows, where);
-    out.codes = quantized_buffer(static_cast<size_t>(rows * cols / 2), where);
+    out.zeros = u4_zeros(zero, groups, rows);
+    out.codes = quantized_buffer(static_cast<size_t>(rows * cols / 2));
     auto* codes = static_cast<uint8_t*>(std::const_pointer_cast<void>(out.codes).get());
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < cols / 16; ++i)
@@ -260,7 +260,7 @@ quantized_weight read_awq_weight(const weight_files& wf, const std::string& weig
       }
     return with_u4_ref(std::move(out), rows, cols, g);
   }
-  out.codes = quantized_buffer(static_cast<size_t>(rows * cols), where);
+  out.codes = quantized_buffer(static_cast<size_t>(rows * cols));
   auto* codes = static_cast<int8_t*>(std::const_pointer_cast<void>(out.codes).get());
   // 64 inputs at a time: each output row's 64 codes are one cache line.
 #pragma omp parallel for schedule(static)

@@ -44,11 +44,11 @@ bool has_packed_weight(const weight_files& wf, const std::string& weight_name);
 // act-order g_idx or a code - zero outside [-128, 127] (asymmetric 8-bit). four_bit: 4-bit weights
 // become u4 where they can (else INT8 codes, as always with false).
 quantized_weight read_gptq_weight(const weight_files& wf, const std::string& weight_name, int64_t rows, int64_t cols,
-                                  const quant_config& q, residency where, bool four_bit = true);
+                                  const quant_config& q, bool four_bit = true);
 
 // The same for AWQ's GEMM layout (q.bits is 4).
 quantized_weight read_awq_weight(const weight_files& wf, const std::string& weight_name, int64_t rows, int64_t cols,
-                                 const quant_config& q, residency where, bool four_bit = true);
+                                 const quant_config& q, bool four_bit = true);
 
 // The INT8 codes (q - zero) of a u4 weight, [rows, cols]: what a Troupe INT8 checkpoint stores.
 std::vector<int8_t> int8_codes_of_u4(const kernels::weight_ref& w);

@@ -6,10 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -19,19 +17,16 @@
 namespace troupe::quant {
 namespace {
 
-// residency::huge_pages: quantized weights go into 2 MB-aligned slabs advised MADV_HUGEPAGE; small
-// tensors share a 64 MB slab (a slab lives while any of its tensors does), large ones get their own.
+// Quantized weights go into 2 MB-aligned slabs advised MADV_HUGEPAGE, however the checkpoint was
+// loaded: decode streams them every token (INT8 batch 1 read 28.3-29.0 tok/s from the heap's 4 KB
+// pages, 33.8-34.9 from these; AMX Xeon, docs/benchmarks.md 2026-12-06). Small tensors share a
+// 64 MB slab (a slab lives while any of its tensors does), large ones get their own.
 std::shared_ptr<char> huge_page_slab(size_t bytes) {
   return std::reinterpret_pointer_cast<char>(huge_page_buffer(bytes, "quantized weights"));
 }
 
-std::shared_ptr<void> aligned_buffer(size_t bytes, residency where) {
+std::shared_ptr<void> aligned_buffer(size_t bytes) {
   bytes = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-  if (where == residency::mapped) {
-    void* p = std::aligned_alloc(64, bytes);
-    if (!p) throw std::bad_alloc();
-    return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
-  }
   constexpr size_t slab_bytes = size_t{64} << 20;
   if (bytes > slab_bytes / 4) return huge_page_slab(bytes);
   static std::mutex mutex;
@@ -96,7 +91,7 @@ struct row_buffer {
 
 }  // namespace
 
-std::shared_ptr<void> quantized_buffer(size_t bytes, residency where) { return aligned_buffer(bytes, where); }
+std::shared_ptr<void> quantized_buffer(size_t bytes) { return aligned_buffer(bytes); }
 
 float float_weight_at(const kernels::weight_ref& w, int64_t r, int64_t c) {
   const int64_t i = r * w.cols + c;
@@ -108,7 +103,7 @@ float float_weight_at(const kernels::weight_ref& w, int64_t r, int64_t c) {
   }
 }
 
-quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size, residency where) {
+quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size) {
   check_float(w, "quantize_int8");
   if (group_size != 0 && (group_size < 32 || group_size > 4096 || (group_size & (group_size - 1)) != 0))
     throw_error(errc::invalid_argument, "quantize_int8: group size " + std::to_string(group_size) +
@@ -117,8 +112,8 @@ quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size,
   q.ref = {nullptr, dtype::i8, w.rows, w.cols};
   q.ref.group_rows = 1;
   q.ref.group_cols = static_cast<int32_t>(int8_group_cols(group_size, w.cols));
-  auto codes = aligned_buffer(static_cast<size_t>(w.rows * w.cols), where);
-  auto scales = aligned_buffer(q.ref.scale_bytes(), where);
+  auto codes = aligned_buffer(static_cast<size_t>(w.rows * w.cols));
+  auto scales = aligned_buffer(q.ref.scale_bytes());
   auto* c = static_cast<int8_t*>(codes.get());
   auto* s = static_cast<float*>(scales.get());
   const int64_t g = q.ref.group_cols, groups = q.ref.scale_cols();
@@ -149,7 +144,7 @@ quantized_weight quantize_int8(const kernels::weight_ref& w, int32_t group_size,
   return q;
 }
 
-quantized_weight quantize_fp8(const kernels::weight_ref& w, int32_t block_rows, int32_t block_cols, residency where) {
+quantized_weight quantize_fp8(const kernels::weight_ref& w, int32_t block_rows, int32_t block_cols) {
   check_float(w, "quantize_fp8");
   if (block_rows <= 0 || block_cols <= 0 || block_cols % 16 != 0)
     throw_error(errc::invalid_argument, "quantize_fp8: block " + std::to_string(block_rows) + "x" +
@@ -158,8 +153,8 @@ quantized_weight quantize_fp8(const kernels::weight_ref& w, int32_t block_rows, 
   q.ref = {nullptr, dtype::f8_e4m3, w.rows, w.cols};
   q.ref.group_rows = block_rows;
   q.ref.group_cols = block_cols;
-  auto codes = aligned_buffer(static_cast<size_t>(w.rows * w.cols), where);
-  auto scales = aligned_buffer(q.ref.scale_bytes(), where);
+  auto codes = aligned_buffer(static_cast<size_t>(w.rows * w.cols));
+  auto scales = aligned_buffer(q.ref.scale_bytes());
   auto* c = static_cast<uint8_t*>(codes.get());
   auto* s = static_cast<float*>(scales.get());
   const int64_t srows = q.ref.scale_rows(), scols = q.ref.scale_cols();

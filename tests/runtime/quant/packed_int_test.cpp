@@ -402,8 +402,8 @@ BOOST_AUTO_TEST_CASE(four_bit_weights_of_inputs_not_a_multiple_of_16_load_as_int
     const packed_layer l = write_packed_layer(d, s.awq, s.rows, s.cols, s.group, seed++);
     const troupe::weight_files wf = troupe::open_weights(d);
     const quant::quant_config q = four_bit_config(s.group);
-    const quant::quantized_weight w = s.awq ? quant::read_awq_weight(wf, "p.weight", s.rows, s.cols, q, residency::mapped)
-                                            : quant::read_gptq_weight(wf, "p.weight", s.rows, s.cols, q, residency::mapped);
+    const quant::quantized_weight w = s.awq ? quant::read_awq_weight(wf, "p.weight", s.rows, s.cols, q)
+                                            : quant::read_gptq_weight(wf, "p.weight", s.rows, s.cols, q);
     BOOST_TEST(to_string(w.ref.type) == to_string(s.want), what);
     int64_t bad = 0;
     for (int64_t r = 0; r < s.rows; ++r)
@@ -432,10 +432,10 @@ BOOST_AUTO_TEST_CASE(four_bit_weights_that_do_not_pack_into_words_are_refused) {
   write_packed_layer(dir.path, false, 16, 48, 32, 7);
   const troupe::weight_files wf = troupe::open_weights(dir.path);
   const quant::quant_config q = four_bit_config(32);
-  expect_error([&] { quant::read_gptq_weight(wf, "p.weight", 16, 36, q, residency::mapped); }, errc::unsupported,
+  expect_error([&] { quant::read_gptq_weight(wf, "p.weight", 16, 36, q); }, errc::unsupported,
                {"p.qweight", "16 x 36", "does not pack into 4-bit GPTQ words", "multiples of 8"});
-  expect_error([&] { quant::read_gptq_weight(wf, "p.weight", 12, 48, q, residency::mapped); }, errc::unsupported,
+  expect_error([&] { quant::read_gptq_weight(wf, "p.weight", 12, 48, q); }, errc::unsupported,
                {"p.qweight", "12 x 48", "does not pack into 4-bit GPTQ words"});
-  expect_error([&] { quant::read_awq_weight(wf, "p.weight", 12, 48, q, residency::mapped); }, errc::unsupported,
+  expect_error([&] { quant::read_awq_weight(wf, "p.weight", 12, 48, q); }, errc::unsupported,
                {"p.qweight", "12 outputs", "does not pack into 4-bit AWQ words", "multiple of 8"});
 }
