@@ -46,27 +46,88 @@ std::shared_ptr<uint8_t> huge_page_buffer(size_t bytes, const std::string& what)
 
 namespace {
 
-// Brings a mapped file's missing pages into the page cache through read(), in 8 MB chunks, before
-// anything touches the mapping. Pages that page faults bring in are cached as small folios; the
-// read path's readahead caches large ones, and mapped weights stream from those faster: INT8 batch-1
-// decode 5-8%, BF16 2-3% (docs/engine.md, "Weights in the page cache"). Chunks already resident are
-// skipped, so a warm cache costs one mincore(). Files over half the machine's memory are left to
-// the faults (reading them would only evict their own start).
-void fill_page_cache(int fd, const void* map, size_t size) {
-  const long page = ::sysconf(_SC_PAGESIZE), phys = ::sysconf(_SC_PHYS_PAGES);
-  if (page <= 0 || size == 0 || (phys > 0 && size > static_cast<size_t>(phys) * static_cast<size_t>(page) / 2)) return;
-  const size_t pages = (size + static_cast<size_t>(page) - 1) / static_cast<size_t>(page);
-  std::vector<unsigned char> resident(pages);
-  if (::mincore(const_cast<void*>(map), size, resident.data()) != 0) return;  // advice only: never fail a load
-  constexpr size_t chunk = size_t{8} << 20;
-  const size_t per_chunk = chunk / static_cast<size_t>(page);
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14; older kernels answer EINVAL and the reads below take over
+#endif
+
+constexpr size_t huge_page = size_t{2} << 20;
+constexpr size_t cache_chunk = size_t{8} << 20;
+
+// FilePmdMapped bytes of the mapping at `map` (0 where /proc is missing).
+size_t pmd_mapped(const uint8_t* map, size_t size) {
+  std::ifstream smaps("/proc/self/smaps");
+  if (!smaps) return 0;
+  const auto first = reinterpret_cast<uintptr_t>(map);
+  return smaps_field_bytes(smaps, first, first + size, "FilePmdMapped");
+}
+
+bool populate(const uint8_t* p, size_t n) { return ::madvise(const_cast<uint8_t*>(p), n, MADV_POPULATE_READ) == 0; }
+
+// Drops [at, at + n) of the file from the page cache and reads it back through the mapping, whose
+// faults (MADV_HUGEPAGE) read 2 MB folios. Our own page tables go first: mapped pages are not dropped.
+void reread(int fd, const uint8_t* map, size_t at, size_t n) {
+  ::madvise(const_cast<uint8_t*>(map) + at, n, MADV_DONTNEED);
+  ::posix_fadvise(fd, static_cast<off_t>(at), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
+  populate(map + at, n);
+}
+
+// The old way, for kernels without MADV_POPULATE_READ: pread() the missing chunks (readahead's
+// large folios, but their order restarts at every gap).
+void read_missing(int fd, const std::vector<unsigned char>& resident, size_t per_chunk, size_t page, size_t size) {
   std::vector<uint8_t> buf;
-  for (size_t first = 0; first < pages; first += per_chunk) {
-    const size_t last = std::min(pages, first + per_chunk);
+  for (size_t first = 0; first < resident.size(); first += per_chunk) {
+    const size_t last = std::min(resident.size(), first + per_chunk);
     if (std::all_of(resident.begin() + first, resident.begin() + last, [](unsigned char r) { return r & 1; })) continue;
-    if (buf.empty()) buf.resize(chunk);
-    const size_t at = first * static_cast<size_t>(page);
-    if (::pread(fd, buf.data(), std::min(chunk, size - at), static_cast<off_t>(at)) < 0) return;
+    if (buf.empty()) buf.resize(cache_chunk);
+    const size_t at = first * page;
+    if (::pread(fd, buf.data(), std::min(cache_chunk, size - at), static_cast<off_t>(at)) < 0) return;
+  }
+}
+
+// Puts a mapped file in 2 MB page-cache folios and maps it, before the first decode step touches
+// it: the kernel maps a 2 MB folio with one 2 MB page, and decode streams weights from those with
+// fewer TLB misses (1-3% faster here than from 4 KB pages; docs/engine.md, "Weights in the page cache").
+//   - 8 MB chunks missing from the cache, wholly or partly, are read in through the mapping with
+//     MADV_HUGEPAGE (a partly cached chunk is dropped first: its pages are small folios);
+//   - the rest is mapped, and if 2 MB pages then map under 90% of the file, the chunks that were
+//     cached are re-read the same way (a file copied with `cp` or downloaded in small writes sits
+//     in 4 KB folios until evicted). That costs one read of the file, once: the next load finds
+//     it in 2 MB folios. Where the kernel or file system makes no 2 MB folios (the first chunk
+//     re-read gives none), it stops there.
+// A warm cache in 2 MB folios costs one mincore() and one pass over the page tables. Files over
+// half the machine's memory are left to the faults (reading them would evict their own start).
+// TROUPE_KEEP_PAGE_CACHE=1 skips the re-reads (the page cache of a file is left as it is).
+void cache_in_large_folios(int fd, const uint8_t* map, size_t size) {
+  const long page_l = ::sysconf(_SC_PAGESIZE), phys = ::sysconf(_SC_PHYS_PAGES);
+  if (page_l <= 0 || size == 0 || (phys > 0 && size > static_cast<size_t>(phys) * static_cast<size_t>(page_l) / 2)) return;
+  const auto page = static_cast<size_t>(page_l);
+  const size_t pages = (size + page - 1) / page, per_chunk = cache_chunk / page;
+  std::vector<unsigned char> resident(pages);
+  if (::mincore(const_cast<uint8_t*>(map), size, resident.data()) != 0) return;  // advice only: never fail a load
+  ::madvise(const_cast<uint8_t*>(map), size, MADV_HUGEPAGE);
+  std::vector<size_t> cached;  // offsets of the chunks that were wholly in the cache
+  for (size_t first = 0; first < pages; first += per_chunk) {
+    const size_t last = std::min(pages, first + per_chunk), at = first * page, n = std::min(cache_chunk, size - at);
+    const auto held = static_cast<size_t>(
+        std::count_if(resident.begin() + first, resident.begin() + last, [](unsigned char r) { return r & 1; }));
+    if (held == last - first) {
+      cached.push_back(at);
+      continue;
+    }
+    if (held > 0) ::posix_fadvise(fd, static_cast<off_t>(at), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
+    if (!populate(map + at, n)) return read_missing(fd, resident, per_chunk, page, size);
+  }
+  populate(map, size);  // maps the cached chunks (page tables only), so smaps counts them
+  const size_t whole = size / huge_page * huge_page;
+  if (whole == 0 || cached.empty()) return;
+  const char* keep = std::getenv("TROUPE_KEEP_PAGE_CACHE");
+  if (keep && *keep && std::string(keep) != "0") return;
+  size_t pmd = pmd_mapped(map, size);
+  if (pmd >= whole / 10 * 9) return;
+  ::fdatasync(fd);  // a file just written is dirty, and dirty pages are not dropped
+  for (size_t at : cached) {
+    reread(fd, map, at, std::min(cache_chunk, size - at));
+    if (pmd == 0 && (pmd = pmd_mapped(map, size)) == 0) return;  // no 2 MB folios here
   }
 }
 
@@ -111,7 +172,7 @@ mapped_file::mapped_file(const std::string& path, residency where) : path_(path)
       throw_error(errc::io_error, "cannot mmap " + path + ": " + std::strerror(e));
     }
     data_ = static_cast<const uint8_t*>(p);
-    fill_page_cache(fd, p, size_);
+    cache_in_large_folios(fd, static_cast<const uint8_t*>(p), size_);
   }
   ::close(fd);  // the mapping keeps the file alive
 }

@@ -11,8 +11,9 @@
 namespace troupe {
 
 // Where a file's bytes live once opened.
-//   mapped:     mmap of the file (default): no copy; pages missing from the page cache are read in
-//               at open (large folios, mapped_file.cpp), so a warm cache opens instantly.
+//   mapped:     mmap of the file (default): no copy; at open the file is put in 2 MB page-cache
+//               folios (missing pages read in, small folios read back once) and mapped
+//               (mapped_file.cpp), so a warm cache in 2 MB folios opens instantly.
 //   huge_pages: read into anonymous memory advised MADV_HUGEPAGE (what llama.cpp's --no-mmap
 //               does, plus huge pages). Costs a read of the file at load and memory not shared
 //               with other processes; streams ~10-20% faster for decode, whose every token reads
