@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <memory>
 #include <set>
 #include <unistd.h>
 #include <vector>
@@ -24,15 +25,15 @@ constexpr uint64_t chunk_bytes = uint64_t{16} << 20;  // a multiple of every ele
 // Writes go out in whole 16 MB pieces at offsets that are multiples of 16 MB (the last one
 // shorter): the page cache then holds the file in 2 MB folios, which a mapping of it maps with 2 MB
 // pages. Unaligned writes (the header, then each tensor on its own) left ~40% of a written model in
-// smaller folios, and the model that loads from them decodes ~15% slower than from 2 MB pages
-// (docs/engine.md, "Weights in the page cache").
+// smaller folios, which mapped_file then reads back once at the first load (docs/engine.md,
+// "Weights in the page cache").
 class output_file {
  public:
   explicit output_file(const std::string& path) : path_(path) {
     fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd_ < 0)
       throw_error(errc::io_error, "cannot create " + path + ": " + std::strerror(errno));
-    pending_.reserve(chunk_bytes);
+    pending_ = std::make_unique_for_overwrite<uint8_t[]>(chunk_bytes);
   }
   ~output_file() {
     if (fd_ >= 0) ::close(fd_);
@@ -42,12 +43,18 @@ class output_file {
 
   void write(const void* p, uint64_t n) {
     const auto* b = static_cast<const uint8_t*>(p);
-    while (n > 0) {
-      const uint64_t take = std::min<uint64_t>(n, chunk_bytes - pending_.size());
-      pending_.insert(pending_.end(), b, b + take);
-      b += take;
-      n -= take;
-      if (pending_.size() == chunk_bytes) flush();
+    produce(n, [b](uint8_t* out, uint64_t at, uint64_t count) { std::memcpy(out, b + at, count); });
+  }
+  // n bytes that `fill(out, at, count)` writes straight into the pending piece, in consecutive
+  // ranges (at: bytes of the n before this range): a fill-made tensor is not copied again.
+  template <class Fill>
+  void produce(uint64_t n, Fill&& fill) {
+    for (uint64_t at = 0; at < n;) {
+      const uint64_t take = std::min<uint64_t>(n - at, chunk_bytes - used_);
+      fill(pending_.get() + used_, at, take);
+      used_ += take;
+      at += take;
+      if (used_ == chunk_bytes) flush();
     }
   }
   void close() {
@@ -60,8 +67,8 @@ class output_file {
 
  private:
   void flush() {
-    const uint8_t* b = pending_.data();
-    uint64_t n = pending_.size();
+    const uint8_t* b = pending_.get();
+    uint64_t n = used_;
     while (n > 0) {
       ssize_t w = ::write(fd_, b, n);
       if (w < 0 && errno == EINTR) continue;
@@ -71,12 +78,13 @@ class output_file {
       b += w;
       n -= static_cast<uint64_t>(w);
     }
-    pending_.clear();
+    used_ = 0;
   }
 
   std::string path_;
   int fd_ = -1;
-  std::vector<uint8_t> pending_;
+  std::unique_ptr<uint8_t[]> pending_;  // the piece being gathered: used_ bytes so far
+  uint64_t used_ = 0;
 };
 
 }  // namespace
@@ -125,19 +133,9 @@ void write_safetensors(const std::string& path, const std::vector<tensor_to_writ
   output_file out(path);
   out.write(len, 8);
   out.write(text.data(), text.size());
-  std::vector<uint8_t> buffer;
   for (const auto* t : order) {
-    const uint64_t n = t->bytes();
-    if (t->data) {
-      out.write(t->data, n);
-      continue;
-    }
-    buffer.resize(std::min(n, chunk_bytes));
-    for (uint64_t at = 0; at < n; at += chunk_bytes) {
-      uint64_t count = std::min(chunk_bytes, n - at);
-      t->fill(buffer.data(), at, count);
-      out.write(buffer.data(), count);
-    }
+    if (t->data) out.write(t->data, t->bytes());
+    else out.produce(t->bytes(), t->fill);
   }
   out.close();
 }
