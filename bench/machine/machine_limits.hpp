@@ -2,6 +2,10 @@
 // throughput. Kernel benchmarks report their speed as a fraction of these, measured in the same run.
 #pragma once
 
+#include <cstddef>
+#include <utility>
+#include <vector>
+
 namespace troupe::bench {
 
 // How a measurement is timed. `wall`: elapsed time (what a caller waits). `thread_cpu`: the calling
@@ -22,6 +26,12 @@ const char* machine_isa() noexcept;
 // from a page cache filled with 4 KB folios; with large folios (a file read back after eviction)
 // the mapped weights read as fast as 2 MB pages. The ceiling is the higher figure.
 double measure_read_bandwidth_gbs(int threads, timing clock = timing::wall, bool huge_pages = true);
+
+// The same reads over memory that already holds data (a checkpoint's mapped files, `spans` of
+// [start, bytes)), best of several passes, in GB/s. On the dev VM memory held a while read ~20%
+// slower than the fresh buffer above (docs/engine.md, "Weights in the page cache"): what the
+// weights' own memory gives decode, beside the ceiling the fresh buffer gives.
+double measure_read_bandwidth_gbs_of(const std::vector<std::pair<const void*, size_t>>& spans, int threads);
 
 // Peak GFLOP/s of `threads` threads each running independent register-only FMA chains:
 // fp32 FMA (vfmadd, 2 flops per lane) when bf16 is false; the AVX512_BF16 dot product
