@@ -1,7 +1,7 @@
 // AVX-512 (F/BW/VL/DQ) matmul back-end: one zmm = the 16 lanes of one dot product (matmul_backend.hpp).
 // Four regimes, one arithmetic (docs/kernels.md): decode (n <= 3) streams the checkpoint rows and
 // widens them in registers; small batches (n <= 7) do that once per three rows over an L2-sized
-// unit; batched decode (n <= 60) streams each 8-row sub-panel once, widening it into L1 for the
+// unit; batched decode (n <= 60) streams each 6-row sub-panel once, widening it into L1 for the
 // other activation rows; prefill widens 48-row panels once and reuses them. INT8 and FP8 weights
 // take the same paths, each code widened to the float32 value * scale (matmul_quant.hpp); so do
 // 4-bit u4 ones, whose nibbles look their weight up in a per-group table of the INT8 widening.
@@ -149,16 +149,40 @@ inline float reduce1(__m512 a) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, _MM_SHUFFLE(1, 1, 1, 1))));
 }
 
+// Reduces an R x C tile of accumulators (acc[r * C + c] for weight row c; C = 8: store_tile) and
+// stores the first `live` outputs of each activation row.
+template <int R, int C>
+inline void store_tile_of(const __m512* acc, float* y, int64_t ldy, int live) {
+  if constexpr (C == 8) {
+    store_tile<R>(acc, y, ldy, live);
+  } else {
+    constexpr int n = R * C, padded = (n + 7) / 8 * 8;
+    __m512 a[padded];
+#pragma GCC unroll 32
+    for (int i = 0; i < padded; ++i) a[i] = i < n ? acc[i] : _mm512_setzero_ps();
+    alignas(64) float out[padded];
+    int i = 0;
+    for (; i + 16 <= padded; i += 16) _mm512_store_ps(out + i, reduce16(a + i));
+    if (i < padded) _mm256_store_ps(out + i, reduce8(a + i));
+    const __mmask16 m = static_cast<__mmask16>((1u << live) - 1);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + r * ldy, m, _mm512_maskz_loadu_ps(m, out + r * C));
+  }
+}
+
 inline __mmask16 tail_mask(int64_t cols) {
   return static_cast<__mmask16>((1u << (cols % 16)) - 1);  // 0 when cols is a multiple of 16
 }
 
 
 // ---- blocking ----
-constexpr int tile_cols = 8;       // weight rows per register tile: 8 accumulators per activation row
-constexpr int max_tile_rows = 3;   // 24 accumulators + 3 x + 1 w of the 32 zmm registers
-constexpr int panel_rows = 48;     // weight rows widened at once: 6 sub-panels of 8
-constexpr int64_t k_block = 1024;  // a sub-panel's k slice (8 x 1024 x 4 B = 32 KB) stays in L1
+constexpr int tile_cols = 8;       // weight rows per decode tile: 8 accumulators per activation row
+constexpr int max_tile_rows = 3;   // decode: 24 accumulators + 3 x + 1 w of the 32 zmm registers
+constexpr int pk_cols = 6;         // packed path: 4 x 6 tiles (24 accumulators + 4 x + 1 w): 10
+constexpr int pk_rows = 4;         //   loads per 24 FMAs where 3 x 8 took 11, and 32 rows are 8 whole
+                                   //   groups (3 x 8 left a group of 2): batch 32 +5% (docs/kernels.md)
+constexpr int panel_rows = 48;     // weight rows widened at once: 8 sub-panels of 6
+constexpr int64_t k_block = 1024;  // a sub-panel's k slice (6 x 1024 x 4 B = 24 KB) stays in L1
 constexpr int64_t block_n = 60;    // activation rows per block: 60 x 48 x 64 B = 180 KB of partials
 constexpr int64_t partial_row = panel_rows * 16;  // floats of partials per activation row
 
@@ -176,11 +200,10 @@ int64_t padded_cols(int64_t cols) { return (cols + 15) / 16 * 16; }
 // are demand loads among the FMAs, so out-of-order execution overlaps them with DRAM latency.
 // `row_bytes` (decode only): bytes between weight rows, for the software prefetch; `jump_rows`:
 // how many rows past its own the prefetch of each row continues once it runs past the row's end.
-template <int R, class Row, bool kPack>
+template <int R, class Row, bool kPack, int C = tile_cols>
 void tile_stream(const float* x, int64_t ldx, const Row* rows, int64_t klen, __mmask16 tail,
                  const float* resume, float* save, float* y, int64_t ldy, int live, float* pack, row_prefetch& pf,
                  int64_t row_bytes = 0, int64_t jump_rows = tile_cols - 1) {
-  constexpr int C = tile_cols;
   __m512 acc[R * C];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
@@ -229,15 +252,15 @@ void tile_stream(const float* x, int64_t ldx, const Row* rows, int64_t klen, __m
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) _mm512_store_ps(save + r * partial_row + c * 16, acc[r * C + c]);
   } else {
-    store_tile<R>(acc, y, ldy, live);
+    store_tile_of<R, C>(acc, y, ldy, live);
   }
 }
 
 // The 8 row pointers of the tile at weight row j (offset to column k0). Past the unit's last row
 // they repeat that row: valid memory, and those outputs are never stored.
-template <class Row>
+template <class Row, int C = tile_cols>
 void tile_rows(const weight_ref& w, int64_t j, int live, int64_t k0, Row* rows) {
-  for (int c = 0; c < tile_cols; ++c) rows[c] = Row::at(w, j + std::min(c, live - 1), k0);
+  for (int c = 0; c < C; ++c) rows[c] = Row::at(w, j + std::min(c, live - 1), k0);
 }
 
 // Decode (n <= 3): every weight byte is read once, widened in registers; x stays in L1.
@@ -287,8 +310,8 @@ void run_passes(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
 
 // ---- packed path (n > 3): weights widened once per tile of rows, reused by every activation row ----
 //
-// For each panel of 48 weight rows, block of activation rows, k block (<= 1024 wide) and 8-row
-// sub-panel (whose widened k slice stays in L1): for each group of 3 activation rows, 24
+// For each panel of 48 weight rows, block of activation rows, k block (<= 1024 wide) and 6-row
+// sub-panel (whose widened k slice stays in L1): for each group of 4 activation rows, 24
 // accumulators in registers over the k block; between k blocks they wait in `partials` as raw
 // 16-lane sums (stored, never rounded or reduced early); after the last one the tree reduces them
 // straight into y.
@@ -303,24 +326,24 @@ void pack_subpanel(const weight_ref& w, int64_t j, int64_t live_rows, float* dst
   const int64_t cols = w.cols;
   const int64_t full = cols / 16 * 16;
   const __mmask16 m = tail_mask(cols);
-  for (int c = 0; c < tile_cols; ++c) {
+  for (int c = 0; c < pk_cols; ++c) {
     float* d = dst + c * 16;
     if (c >= live_rows) {
-      for (int64_t k = 0; k < padded_cols(cols); k += 16, d += tile_cols * 16) _mm512_store_ps(d, _mm512_setzero_ps());
+      for (int64_t k = 0; k < padded_cols(cols); k += 16, d += pk_cols * 16) _mm512_store_ps(d, _mm512_setzero_ps());
       continue;
     }
     const Row row = Row::at(w, j + c, 0);
     int64_t k = 0;
-    for (; k < full; k += 16, d += tile_cols * 16) _mm512_store_ps(d, row.load(k));
+    for (; k < full; k += 16, d += pk_cols * 16) _mm512_store_ps(d, row.load(k));
     if (m) _mm512_store_ps(d, row.load(k, m));
   }
 }
 
-// One R x 8 tile reading widened weights from a sub-panel (see tile_stream for the arguments).
+// One R x 6 tile reading widened weights from a sub-panel (see tile_stream for the arguments).
 template <int R>
 void tile_packed(const float* x, int64_t ldx, const float* wp, int64_t klen, __mmask16 tail, const float* resume,
                  float* save, float* y, int64_t ldy, int live, row_prefetch& pf) {
-  constexpr int C = tile_cols;
+  constexpr int C = pk_cols;
   __m512 acc[R * C];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
@@ -359,13 +382,13 @@ void tile_packed(const float* x, int64_t ldx, const float* wp, int64_t klen, __m
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) _mm512_store_ps(save + r * partial_row + c * 16, acc[r * C + c]);
   } else {
-    store_tile<R>(acc, y, ldy, live);
+    store_tile_of<R, C>(acc, y, ldy, live);
   }
 }
 
 template <class Row>
 void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, float* scratch) {
-  const int64_t cols = w.cols, ldy = w.rows, kp = padded_cols(cols), sub_floats = tile_cols * kp;
+  const int64_t cols = w.cols, ldy = w.rows, kp = padded_cols(cols), sub_floats = pk_cols * kp;
   // Even k blocks of at most k_block columns (multiples of 16); the last one holds the masked tail.
   const int64_t kblocks = (kp + k_block - 1) / k_block;
   const int64_t kb_len = (kp / 16 + kblocks - 1) / kblocks * 16;
@@ -373,14 +396,14 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
   const bool streamed = n <= block_n;
   float* partials = scratch;
   float* panel = scratch + block_n * partial_row;
-  Row rows[tile_cols];
+  Row rows[pk_cols];
 
   for (int64_t jc = j0; jc < j1; jc += panel_rows) {
     const int64_t nc = std::min<int64_t>(panel_rows, j1 - jc);
-    const int64_t subs = (nc + tile_cols - 1) / tile_cols;
+    const int64_t subs = (nc + pk_cols - 1) / pk_cols;
     if (!streamed)
       for (int64_t s = 0; s < subs; ++s)
-        pack_subpanel<Row>(w, jc + s * tile_cols, nc - s * tile_cols, panel + s * sub_floats);
+        pack_subpanel<Row>(w, jc + s * pk_cols, nc - s * pk_cols, panel + s * sub_floats);
     for (int64_t ic = 0; ic < n; ic += block_n) {
       const int64_t ie = std::min(n, ic + block_n);
       for (int64_t kb = 0; kb < kblocks; ++kb) {
@@ -388,35 +411,37 @@ void run_packed(const float* x, int64_t n, const weight_ref& w, int64_t j0, int6
         const __mmask16 kt = k0 + klen == kp ? tail : 0;
         const bool last = kb + 1 == kblocks;
         for (int64_t s = 0; s < subs; ++s) {
-          const int live = static_cast<int>(std::min<int64_t>(tile_cols, nc - s * tile_cols));
-          const float* wp = streamed ? panel : panel + s * sub_floats + k0 * tile_cols;
+          const int live = static_cast<int>(std::min<int64_t>(pk_cols, nc - s * pk_cols));
+          const float* wp = streamed ? panel : panel + s * sub_floats + k0 * pk_cols;
           // Streamed: fetch the next sub-panel's slice (this k block; past this unit, the rows after
           // it, which the other threads are likely streaming too) over this sub-panel's tiles.
           row_prefetch pf;
           if (streamed) {
-            const int64_t next = jc + (s + 1) * tile_cols;
-            const int nrows = static_cast<int>(std::min<int64_t>(tile_cols, w.rows - next));
+            const int64_t next = jc + (s + 1) * pk_cols;
+            const int nrows = static_cast<int>(std::min<int64_t>(pk_cols, w.rows - next));
             const int64_t piece = std::min(klen, cols - k0) * Row::bits / 8;
             pf = make_prefetch(Row::at(w, next, k0).bytes(0), nrows, piece, cols * Row::bits / 8,
-                               (ie - ic + max_tile_rows - 1) / max_tile_rows * (klen / 16));
+                               (ie - ic + pk_rows - 1) / pk_rows * (klen / 16));
           }
-          for (int64_t i = ic; i < ie; i += max_tile_rows) {
+          for (int64_t i = ic; i < ie; i += pk_rows) {
             const float* xi = x + i * cols + k0;
-            float* part = partials + (i - ic) * partial_row + s * tile_cols * 16;
+            float* part = partials + (i - ic) * partial_row + s * pk_cols * 16;
             const float* resume = kb > 0 ? part : nullptr;
             float* save = last ? nullptr : part;
-            float* yi = y + i * ldy + jc + s * tile_cols;
-            const int64_t r = std::min<int64_t>(max_tile_rows, ie - i);
+            float* yi = y + i * ldy + jc + s * pk_cols;
+            const int64_t r = std::min<int64_t>(pk_rows, ie - i);
             if (streamed && i == ic) {  // first group: stream from the checkpoint, widen into `panel`
-              tile_rows(w, jc + s * tile_cols, live, k0, rows);
+              tile_rows<Row, pk_cols>(w, jc + s * pk_cols, live, k0, rows);
               switch (r) {
-                case 3: tile_stream<3, Row, true>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
-                case 2: tile_stream<2, Row, true>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
-                default: tile_stream<1, Row, true>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
+                case 4: tile_stream<4, Row, true, pk_cols>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
+                case 3: tile_stream<3, Row, true, pk_cols>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
+                case 2: tile_stream<2, Row, true, pk_cols>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
+                default: tile_stream<1, Row, true, pk_cols>(xi, cols, rows, klen, kt, resume, save, yi, ldy, live, panel, pf); break;
               }
               continue;
             }
             switch (r) {
+              case 4: tile_packed<4>(xi, cols, wp, klen, kt, resume, save, yi, ldy, live, pf); break;
               case 3: tile_packed<3>(xi, cols, wp, klen, kt, resume, save, yi, ldy, live, pf); break;
               case 2: tile_packed<2>(xi, cols, wp, klen, kt, resume, save, yi, ldy, live, pf); break;
               default: tile_packed<1>(xi, cols, wp, klen, kt, resume, save, yi, ldy, live, pf); break;
@@ -445,7 +470,7 @@ int64_t unit_rows(int64_t n, const weight_ref& w) {
 
 size_t scratch_floats(int64_t n, const weight_ref& w) {
   if (n <= passes_max_n) return 0;
-  const int64_t panel = n <= block_n ? tile_cols * std::min(k_block, padded_cols(w.cols)) : panel_rows * padded_cols(w.cols);
+  const int64_t panel = n <= block_n ? pk_cols * std::min(k_block, padded_cols(w.cols)) : panel_rows * padded_cols(w.cols);
   return static_cast<size_t>(block_n * partial_row + panel);
 }
 
