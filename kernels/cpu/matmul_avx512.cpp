@@ -256,8 +256,9 @@ void tile_stream(const float* x, int64_t ldx, const Row* rows, int64_t klen, __m
   }
 }
 
-// The 8 row pointers of the tile at weight row j (offset to column k0). Past the unit's last row
-// they repeat that row: valid memory, and those outputs are never stored.
+// The C row pointers of the tile at weight row j (offset to column k0; C: 8 in decode tiles, 6 in
+// packed ones). Past the unit's last row they repeat that row: valid memory, and those outputs are
+// never stored.
 template <class Row, int C = tile_cols>
 void tile_rows(const weight_ref& w, int64_t j, int live, int64_t k0, Row* rows) {
   for (int c = 0; c < C; ++c) rows[c] = Row::at(w, j + std::min(c, live - 1), k0);
