@@ -53,13 +53,15 @@ namespace {
 constexpr size_t huge_page = size_t{2} << 20;
 constexpr size_t cache_chunk = size_t{8} << 20;
 
-// FilePmdMapped bytes of the mapping at `map` (0 where /proc is missing).
-size_t pmd_mapped(const uint8_t* map, size_t size) {
+// `field` bytes of this process's mappings over [p, p + size) (0 where /proc is missing).
+size_t own_smaps_bytes(const void* p, size_t size, const char* field) {
   std::ifstream smaps("/proc/self/smaps");
   if (!smaps) return 0;
-  const auto first = reinterpret_cast<uintptr_t>(map);
-  return smaps_field_bytes(smaps, first, first + size, "FilePmdMapped");
+  const auto first = reinterpret_cast<uintptr_t>(p);
+  return smaps_field_bytes(smaps, first, first + size, field);
 }
+
+size_t pmd_mapped(const uint8_t* map, size_t size) { return own_smaps_bytes(map, size, "FilePmdMapped"); }
 
 bool populate(const uint8_t* p, size_t n) { return ::madvise(const_cast<uint8_t*>(p), n, MADV_POPULATE_READ) == 0; }
 
@@ -196,10 +198,7 @@ size_t smaps_field_bytes(std::istream& smaps, uintptr_t first, uintptr_t last, c
 
 size_t mapped_file::huge_page_bytes() const {
   if (!data_) return 0;
-  std::ifstream smaps("/proc/self/smaps");
-  if (!smaps) return 0;
-  const auto first = reinterpret_cast<uintptr_t>(data_);
-  return smaps_field_bytes(smaps, first, first + (reserved_ ? reserved_ : size_), reserved_ ? "AnonHugePages" : "FilePmdMapped");
+  return reserved_ ? own_smaps_bytes(data_, reserved_, "AnonHugePages") : pmd_mapped(data_, size_);
 }
 
 mapped_file::~mapped_file() { reset(); }
