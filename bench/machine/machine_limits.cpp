@@ -187,6 +187,30 @@ double now_seconds(timing clock) {
   return std::chrono::duration<double>(clock_type::now().time_since_epoch()).count();
 }
 
+namespace {
+
+// Best of six passes, in GB/s, in which thread t reads [start + t * share, start + (t + 1) * share)
+// of every (start, share) part.
+double best_read_gbs(const std::vector<std::pair<const char*, size_t>>& parts, int threads, timing clock) {
+  size_t total = 0;
+  for (const auto& [start, share] : parts) total += share * static_cast<size_t>(threads);
+  if (total == 0) return 0;
+  double best = 0;
+  volatile uint64_t sink = 0;
+  for (int pass = 0; pass < 6; ++pass) {
+    const double t0 = now_seconds(clock);
+    uint64_t acc = 0;
+#pragma omp parallel num_threads(threads) reduction(^ : acc)
+    for (const auto& [start, share] : parts) acc ^= read_best(start + share * omp_get_thread_num(), share);
+    const double s = now_seconds(clock) - t0;
+    sink = sink ^ acc;
+    best = std::max(best, static_cast<double>(total) / s / 1e9);
+  }
+  return best;
+}
+
+}  // namespace
+
 double measure_read_bandwidth_gbs(int threads, timing clock, bool huge_pages) {
   threads = std::max(threads, 1);
   if (threads > 1) clock = timing::wall;  // other threads' CPU time is not the caller's
@@ -203,46 +227,21 @@ double measure_read_bandwidth_gbs(int threads, timing clock, bool huge_pages) {
 #pragma omp parallel num_threads(threads)
   std::memset(buf.get() + share * omp_get_thread_num(), omp_get_thread_num() + 1, share);
 
-  double best = 0;
-  volatile uint64_t sink = 0;
-  for (int pass = 0; pass < 6; ++pass) {
-    const double t0 = now_seconds(clock);
-    uint64_t acc = 0;
-#pragma omp parallel num_threads(threads) reduction(^ : acc)
-    acc ^= read_best(buf.get() + share * omp_get_thread_num(), share);
-    const double s = now_seconds(clock) - t0;
-    sink = sink ^ acc;
-    best = std::max(best, static_cast<double>(bytes) / s / 1e9);
-  }
-  return best;
+  return best_read_gbs({{buf.get(), share}}, threads, clock);
 }
 
 double measure_read_bandwidth_gbs_of(const std::vector<std::pair<const void*, size_t>>& spans, int threads) {
   threads = std::max(threads, 1);
   constexpr uintptr_t page = 4096;  // the reads want 64-byte alignment; whole pages per thread
   std::vector<std::pair<const char*, size_t>> parts;  // each span's page-aligned middle, one share per thread
-  size_t total = 0;
   for (const auto& [p, n] : spans) {
     const auto lo = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
     const auto hi = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
     const size_t share = hi > lo ? (hi - lo) / threads / page * page : 0;
     if (share == 0) continue;
     parts.emplace_back(reinterpret_cast<const char*>(lo), share);
-    total += share * static_cast<size_t>(threads);
   }
-  if (total == 0) return 0;
-  double best = 0;
-  volatile uint64_t sink = 0;
-  for (int pass = 0; pass < 6; ++pass) {
-    const double t0 = now_seconds(timing::wall);
-    uint64_t acc = 0;
-#pragma omp parallel num_threads(threads) reduction(^ : acc)
-    for (const auto& [start, share] : parts) acc ^= read_best(start + share * omp_get_thread_num(), share);
-    const double s = now_seconds(timing::wall) - t0;
-    sink = sink ^ acc;
-    best = std::max(best, static_cast<double>(total) / s / 1e9);
-  }
-  return best;
+  return best_read_gbs(parts, threads, timing::wall);
 }
 
 double measure_fma_gflops(int threads, bool bf16, timing clock) {
