@@ -195,6 +195,19 @@ int64_t padded_cols(int64_t cols) { return (cols + 15) / 16 * 16; }
 
 // ---- streamed tiles: weights read straight from the checkpoint and widened in registers ----
 
+// Decode's software prefetch at byte `at` of a tile's rows (`row_start(c)`: row c's first byte):
+// each row 512 B ahead (the hardware streamers alone fall ~15% short), a line per row every 64
+// bytes. Past its row's end the stream goes on `jump_rows` rows on, in the same row of the next
+// tile: otherwise each tile would start with 8 rows of demand misses.
+template <int C, class RowStart>
+inline void prefetch_decode_rows(RowStart row_start, int64_t at, int64_t row_bytes, int64_t jump_rows) {
+  const int64_t ahead = at + 512;
+  if (ahead % 64 != 0) return;
+  const int64_t jump = ahead >= row_bytes ? jump_rows * row_bytes : 0;
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) _mm_prefetch(row_start(c) + ahead + jump, _MM_HINT_T0);
+}
+
 // One R x 8 tile over columns [0, klen) of x and of the 8 weight rows `rows` (both already offset
 // to the k block; klen a multiple of 16, `tail` masks its last 16 when it reaches cols).
 // `resume`: partials to continue from (null: start at +0); `save`: where to leave them (null: last
@@ -216,16 +229,8 @@ void tile_stream(const float* x, int64_t ldx, const Row* rows, int64_t klen, __m
   const int64_t full = tail ? klen - 16 : klen;
   for (int64_t k = 0; k < full; k += 16) {
     pf.step();
-    if constexpr (!kPack) {  // decode: each row 512 B ahead (the hardware streamers alone fall ~15% short)
-      const int64_t ahead = k * Row::bits / 8 + 512;
-      if (ahead % 64 == 0) {
-        // Past its row's end the stream goes on in the same row of the next tile: otherwise each
-        // tile would start with 8 rows of demand misses.
-        const int64_t jump = ahead >= row_bytes ? jump_rows * row_bytes : 0;
-#pragma GCC unroll 8
-        for (int c = 0; c < C; ++c) _mm_prefetch(rows[c].bytes(0) + ahead + jump, _MM_HINT_T0);
-      }
-    }
+    if constexpr (!kPack)
+      prefetch_decode_rows<C>([rows](int c) { return rows[c].bytes(0); }, k * Row::bits / 8, row_bytes, jump_rows);
     __m512 xv[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(x + r * ldx + k);
@@ -296,12 +301,7 @@ void tile_stream_q_1(const float* x, const quant_row<Codes>* rows, int64_t klen,
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) sv[c] = _mm512_set1_ps(Codes::lane_scale(s[c][gi]));
     for (int64_t k = g0; k < g1; k += 16) {
-      const int64_t ahead = k + 512;  // as tile_stream: each row 512 B ahead, then the next tile's
-      if (ahead % 64 == 0) {
-        const int64_t jump = ahead >= row_bytes ? jump_rows * row_bytes : 0;
-#pragma GCC unroll 8
-        for (int c = 0; c < C; ++c) _mm_prefetch(reinterpret_cast<const char*>(p[c]) + ahead + jump, _MM_HINT_T0);
-      }
+      prefetch_decode_rows<C>([&p](int c) { return reinterpret_cast<const char*>(p[c]); }, k, row_bytes, jump_rows);
       const __m512 xv = _mm512_loadu_ps(x + k);
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
