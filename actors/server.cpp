@@ -265,9 +265,9 @@ void set_prefix_caching(server_context& ctx) {
   // The device computes other roundings (cuBLAS's blocking, W8A8 for FP8 weights): its K/V are
   // shared with replicas on the same device kind only.
   if (c.device != "cpu") s.prefix_identity.arithmetic += (s.prefix_identity.arithmetic.empty() ? "" : "-") + c.device;
-  // bf16 compute rounds the activations (and the AMX tiles sum in their own order): its K/V are
-  // shared with replicas that compute the same bits only.
-  if (const std::string a = serve::compute_arithmetic(c); !a.empty())
+  // bf16 compute rounds the activations, and the AMX tiles sum in their own order (bf16 compute,
+  // and f32 compute of BF16 weights): such K/V are shared with replicas that compute the same bits only.
+  if (const std::string a = serve::compute_arithmetic(c); !a.empty() && (a != "f32-amx" || c.device == "cpu"))
     s.prefix_identity.arithmetic += (s.prefix_identity.arithmetic.empty() ? "" : "-") + a;
   s.prefix_identity.block_size = c.block_size;
   if (!c.redis_url.empty()) {
@@ -403,7 +403,10 @@ std::string server::banner() const {
   else
     b += "  step threads: " + std::to_string(c.threads > 0 ? c.threads : omp_threads_now()) +
          (c.threads > 0 ? "" : " (every core, or OMP_NUM_THREADS)") + "; --threads sets it\n";
-  if (c.device != "cuda" && !serve::compute_arithmetic(c).empty()) {
+  if (c.device != "cuda" && serve::compute_arithmetic(c) == "f32-amx")
+    b += "  compute: float32 activations; BF16 weights on the AMX tiles, each activation split exactly into three "
+         "bf16 parts (TROUPE_ISA=avx512 for the FMA path's machine-independent bits)\n";
+  if (c.device != "cuda" && serve::compute_arithmetic(c).rfind("bf16-", 0) == 0) {
     const std::string_view isa = kernels::matmul_bf16_isa();
     b += std::string("  compute: bf16 activations for BF16 weights (--compute-dtype bf16), on ") +
          (isa == "amx"           ? "the AMX tiles"

@@ -55,7 +55,9 @@ void matmul(const float* x, int64_t n, const weight_ref& w, float* y);
 
 // The arithmetic a matmul of BF16 weights uses; the engine passes it down per call
 // (model_runner_options::compute, `--compute-dtype`). Other weight dtypes ignore it.
-//   f32:  the exact path above (x in float32, weights widened exactly): the default.
+//   f32:  the exact path above (x in float32, weights widened exactly): the default. Where the CPU
+//         has AMX-BF16, BF16 weights take the AMX tiles instead, x split exactly into three bf16
+//         parts (f32_arithmetic() below: fp32 accuracy, other bits; TROUPE_ISA=avx512 keeps FMA).
 //   bf16: each x row is rounded to bf16 (f32_to_bf16: nearest even, once per call) and multiplied with
 //         the bf16 weights as AVX512_BF16 vdpbf16ps does: per 32-bit lane l of a 16-lane dot
 //         product, for each 32-column block b in order,
@@ -106,6 +108,16 @@ const char* matmul_bf16_isa() noexcept;
 // The bits compute_dtype::bf16 gives here: "amx" on the AMX tiles, else "vdpbf16ps" (the AVX512_BF16
 // back-end and the portable one agree). The prefix cache keys bf16-mode K/V by it.
 const char* bf16_arithmetic() noexcept;
+
+// The bits compute_dtype::f32 gives BF16 weights here: "fma" (the exact FMA contract above, the
+// same on every machine: AVX-512, AVX2, portable) or "amx" where the CPU has AMX-BF16 and
+// TROUPE_ISA is auto or amx: each x split exactly into three bf16 parts (hi + mid + lo = x), each
+// part's products with the bf16 weights exact in fp32 and summed by the tile unit, block by block
+// (32 columns: w * hi, w * mid, w * lo into one fp32 accumulator). fp32 accuracy (within the FMA
+// path's float64 bound, tested) at several times its speed where the matmul is compute-bound;
+// its own bits, still batch, chunk and thread invariant. F32 / F16 / quantized weights always take
+// the FMA path. The prefix cache keys f32 K/V by it.
+const char* f32_arithmetic() noexcept;
 
 // The arithmetic of quantized (INT8, FP8) weights (kernels/cpu/matmul_quant.hpp): "dequant", float32
 // on code * scale through the float dot product, on every back-end. Earlier versions ran AVX-512 and

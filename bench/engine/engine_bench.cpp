@@ -210,8 +210,10 @@ int main(int argc, char** argv) {
   const double amx = skip_limits ? 0.0 : bench::measure_amx_bf16_gflops(threads);
   const double weight_gb = static_cast<double>(ck->weights.bytes) / 1e9;
   std::printf("machine: %d threads, read bandwidth %.1f GB/s (2 MB pages; %.1f GB/s with 4 KB pages), FP32 FMA peak "
-              "%.0f GFLOP/s, vdpbf16ps peak %.0f GFLOP/s, AMX bf16 peak %.0f GFLOP/s, matmul ISA %s (bf16 compute: %s)\n",
-              threads, bw, bw_small, fma, dpbf16, amx, kernels::matmul_isa(), kernels::matmul_bf16_isa());
+              "%.0f GFLOP/s, vdpbf16ps peak %.0f GFLOP/s, AMX bf16 peak %.0f GFLOP/s, matmul ISA %s (bf16 compute: %s; f32 "
+              "compute of BF16 weights: %s)\n",
+              threads, bw, bw_small, fma, dpbf16, amx, kernels::matmul_isa(), kernels::matmul_bf16_isa(),
+              std::string(kernels::f32_arithmetic()) == "amx" ? "AMX tiles, x split in three bf16 parts" : "FMA");
   const double read_gb = decode_read_bytes(*ck) / 1e9;
   std::printf("model: %s, %lld layers, hidden %lld, weights %.3f GB, read per decoded token at batch 1 %.3f GB\n",
               model.c_str(), static_cast<long long>(ck->config.num_hidden_layers),
@@ -267,10 +269,17 @@ int main(int argc, char** argv) {
                                                                        static_cast<double>(ck->weights.lm_head.cols);
       if (li == 0) prefill_rate[compute] = prefill_len / best;
       if (compute == computes.front()) tp_rate[{li, 0}] = prefill_len / best;
-      std::printf("[%s] prefill %d tokens: %.1f tokens/s (%.3f s; %.0f GFLOP/s in linear layers, %.0f%% of FMA peak; the "
-                  "linear layers alone at the FMA peak: %.0f tokens/s)\n",
-                  label, prefill_len, prefill_len / best, best, flops / best / 1e9, 100.0 * flops / best / 1e9 / fma,
-                  prefill_len * fma * 1e9 / flops);
+      // The peak the linear layers run against: the AMX tiles' (a third of it in f32, three
+      // products per block) where BF16 weights go there, else the FP32 FMA's.
+      const bool tiles = amx > 0 && ck->weights.lm_head.type == dtype::bf16 &&
+                         (compute == kernels::compute_dtype::bf16 ? std::string(kernels::matmul_bf16_isa()) == "amx"
+                                                                  : std::string(kernels::f32_arithmetic()) == "amx");
+      const double peak = !tiles ? fma : compute == kernels::compute_dtype::bf16 ? amx : amx / 3;
+      const char* peak_name = !tiles ? "FMA peak" : compute == kernels::compute_dtype::bf16 ? "AMX bf16 peak" : "AMX bf16 peak / 3";
+      std::printf("[%s] prefill %d tokens: %.1f tokens/s (%.3f s; %.0f GFLOP/s in linear layers, %.0f%% of the %s; the "
+                  "linear layers alone at that peak: %.0f tokens/s)\n",
+                  label, prefill_len, prefill_len / best, best, flops / best / 1e9, 100.0 * flops / best / 1e9 / peak,
+                  peak_name, prefill_len * peak * 1e9 / flops);
       std::printf("  cpu: %.1f tokens/s (%.3f s of CPU per thread)\n", prefill_len / best_cpu, best_cpu);
     }
 

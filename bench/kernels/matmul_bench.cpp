@@ -180,14 +180,17 @@ int main(int argc, char** argv) {
 #endif
 
   const double bw = troupe::bench::measure_read_bandwidth_gbs(threads, bench_clock);
-  // The peak of the arithmetic the call runs: the AMX tiles, vdpbf16ps or the fp32 FMA.
+  // The peak of the arithmetic the call runs: the AMX tiles (a third of it for f32 compute of BF16
+  // weights: three products per block), vdpbf16ps or the fp32 FMA.
   const bool bf16 = compute == tk::compute_dtype::bf16, amx = bf16 && std::string(tk::matmul_bf16_isa()) == "amx";
-  const double peak = amx ? troupe::bench::measure_amx_bf16_gflops(threads)
-                          : troupe::bench::measure_fma_gflops(threads, bf16, bench_clock);
+  const bool amx_f32 = !bf16 && dtype_name == "bf16" && std::string(tk::f32_arithmetic()) == "amx";
+  const double peak = amx       ? troupe::bench::measure_amx_bf16_gflops(threads)
+                      : amx_f32 ? troupe::bench::measure_amx_bf16_gflops(threads) / 3
+                                : troupe::bench::measure_fma_gflops(threads, bf16, bench_clock);
   std::printf("matmul isa %s (quantized arithmetic %s), %s weights, %s compute, %d threads, %s time; machine: read %.1f GB/s, %s peak "
               "%.1f GFLOP/s\n",
               tk::matmul_isa(), tk::quant_arithmetic(), dtype_name.c_str(), compute_name.c_str(), threads, cpu_time ? "thread CPU" : "wall", bw,
-              amx ? "AMX bf16" : bf16 ? "vdpbf16ps" : "fp32 FMA", peak);
+              amx ? "AMX bf16" : amx_f32 ? "AMX f32 (bf16 peak / 3)" : bf16 ? "vdpbf16ps" : "fp32 FMA", peak);
 
   arena weights(size_t{1} << 30);
   std::vector<float> blas_w;

@@ -22,7 +22,8 @@ namespace {
 struct isa_choice {
   const cpu::matmul_backend* backend = nullptr;
   std::string error;  // set when TROUPE_ISA asks for something this CPU or build cannot do
-  bool amx = false;   // bf16 compute on the AMX tiles (auto where usable, or TROUPE_ISA=amx)
+  bool amx = false;   // bf16 compute, and f32 compute of BF16 weights, on the AMX tiles (auto where
+                      // usable, or TROUPE_ISA=amx)
 };
 
 bool cpu_has_avx512() {
@@ -200,10 +201,10 @@ void matmul_f32(const float* x, int64_t n, std::span<const matmul_out> outs) {
   if (failure) std::rethrow_exception(failure);
 }
 
-// bf16 compute for products of BF16 weights (every one of them: the caller sorts them out).
-void matmul_bf16(const float* x, int64_t n, std::span<const matmul_out> outs) {
+// Products of BF16 weights (every one of them: the caller sorts them out) on a back-end that packs
+// x once per call for the whole team: bf16 compute, or f32 compute on the AMX tiles.
+void matmul_packed_x(const cpu::matmul_bf16_backend& b, const float* x, int64_t n, std::span<const matmul_out> outs) {
   if (!check_outs(x, n, outs)) return;
-  const cpu::matmul_bf16_backend& b = bf16_backend();
   const int64_t cols = outs[0].w.cols, ldx = cpu::bf16_padded_cols(cols), unit = b.unit_rows(n);
   unit_plan plan;
   for (const auto& o : outs)
@@ -268,11 +269,12 @@ const char* matmul_bf16_isa() noexcept { return chosen_isa().backend ? bf16_back
 
 const char* bf16_arithmetic() noexcept { return std::string_view(matmul_bf16_isa()) == "amx" ? "amx" : "vdpbf16ps"; }
 
+const char* f32_arithmetic() noexcept { return chosen_isa().backend && chosen_isa().amx ? "amx" : "fma"; }
+
 const char* quant_arithmetic() noexcept { return "dequant"; }
 
 void matmul(const float* x, int64_t n, const weight_ref& w, float* y) {
-  const matmul_out one{w, y};
-  matmul_f32(x, n, {&one, 1});
+  matmul(x, n, w, y, compute_dtype::f32);
 }
 
 void matmul(const float* x, int64_t n, const weight_ref& w, float* y, compute_dtype compute) {
@@ -280,15 +282,17 @@ void matmul(const float* x, int64_t n, const weight_ref& w, float* y, compute_dt
   matmul(x, n, {&one, 1}, compute);
 }
 
-// bf16 compute applies to BF16 weights only: a mixed call runs its BF16 products in one region and
-// the others in another.
+// bf16 compute, and f32 compute on the AMX tiles, apply to BF16 weights only: a mixed call runs its
+// BF16 products in one region and the others in another.
 void matmul(const float* x, int64_t n, std::span<const matmul_out> outs, compute_dtype compute) {
-  if (compute == compute_dtype::f32 || outs.size() > max_matmul_outs) return matmul_f32(x, n, outs);  // (the latter throws)
+  const bool tiles_f32 = compute == compute_dtype::f32 && chosen_isa().backend && chosen_isa().amx;
+  if ((compute == compute_dtype::f32 && !tiles_f32) || outs.size() > max_matmul_outs)
+    return matmul_f32(x, n, outs);  // (the latter throws)
   matmul_out bf16[max_matmul_outs], other[max_matmul_outs];
   size_t nb = 0, no = 0;
   for (const auto& o : outs) (o.w.type == dtype::bf16 ? bf16[nb++] : other[no++]) = o;
   if (no > 0) matmul_f32(x, n, {other, no});
-  if (nb > 0) matmul_bf16(x, n, {bf16, nb});
+  if (nb > 0) matmul_packed_x(tiles_f32 ? cpu::matmul_f32_backend_amx() : bf16_backend(), x, n, {bf16, nb});
 }
 
 }  // namespace troupe::kernels

@@ -76,6 +76,11 @@ const matmul_bf16_backend& matmul_bf16_backend_avx512();
 // state (amx_usable()). Not the vdpbf16ps bits: the tile unit sums its products its own way, so
 // this back-end is checked against float64 within a bound, and for batch and thread invariance.
 const matmul_bf16_backend& matmul_bf16_backend_amx();
+// The f32 compute mode of BF16 weights on the same tiles (kernels.hpp, "f32 on AMX"): each x split
+// exactly into three bf16 parts (hi + mid + lo = x), the three products of a 32-column block added
+// in that order into one fp32 accumulator. Exact products, the tile unit's sums: fp32 accuracy,
+// its own bits (not the FMA contract of matmul_backend.hpp), batch and thread invariant.
+const matmul_bf16_backend& matmul_f32_backend_amx();
 // True when the CPU has AMX-TILE and AMX-BF16 and Linux let this process use the tile registers
 // (arch_prctl ARCH_REQ_XCOMP_PERM, asked for once on the first call).
 bool amx_usable();

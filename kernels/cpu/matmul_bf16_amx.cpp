@@ -1,6 +1,11 @@
-// bf16-mode matmul back-end (matmul_bf16.hpp) on Intel AMX. TDPBF16PS multiplies a 16 x 32 bf16
-// tile (16 rows, 32 columns) by a 32 x 16 tile stored as column pairs into a 16 x 16 fp32 tile,
-// 8192 multiply-adds in ~16 cycles: ~15x the fp32 FMA rate of the same core.
+// matmul back-ends (matmul_bf16.hpp) on Intel AMX. TDPBF16PS multiplies a 16 x 32 bf16 tile (16
+// rows, 32 columns) by a 32 x 16 tile stored as column pairs into a 16 x 16 fp32 tile, 8192
+// multiply-adds in ~16 cycles: ~15x the fp32 FMA rate of the same core.
+// Two arithmetics share the code, by P, the activation planes: P = 1 is the bf16 compute mode (x
+// rounded to bf16); P = 3 is the f32 mode for BF16 weights (matmul_f32_backend_amx): each x split
+// exactly into three bf16 parts, hi + mid + lo, every part a tile of its own, and each k block adds
+// w * hi, w * mid, w * lo in that order into one fp32 accumulator. A bf16 weight times a bf16 part
+// is exact in fp32, so the only roundings are the tile unit's sums, as in an fp32 dot product.
 // Decode (at most 32 activation rows): the weights are the row tiles, read in place from the
 // checkpoint (row stride = the row's bytes), the activations the column-pair tiles that pack()
 // writes once per call; results (weight rows x activation rows) are transposed into y.
@@ -19,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 
@@ -32,17 +38,31 @@ namespace {  // internal linkage: no AVX-512 / AMX code can leak into other unit
 
 #include "kernels/cpu/transpose16_avx512.hpp"
 
-constexpr int64_t group_rows = 16;  // activation rows per activation tile
+constexpr int64_t group_rows = 16;  // activation rows per activation tile (each plane's)
 constexpr int64_t kblock = 32;      // columns per tile (16 bf16 pairs = 64 bytes a tile row)
 constexpr int64_t tile_elems = 512; // bf16 elements in one packed tile (1 KB)
 
 // Tiles 0-3: the 2 x 2 fp32 accumulators; 4-5: row tiles; 6-7: column-pair tiles. Each 16 x 64 B.
+// A decode call of n < 16 activation rows narrows the column-pair and accumulator tiles to n
+// lanes (4n bytes a row; tiles 4 and 5 stay 64 B): see narrow_lanes.
 struct alignas(64) tile_config {
   uint8_t palette = 1, start_row = 0;
   uint8_t reserved[14] = {};
   uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
   uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
 };
+
+// The configuration for `lanes` activation rows (1-16) on the column-pair side.
+const tile_config& config_for(int64_t lanes) {
+  static const auto configs = [] {
+    std::array<tile_config, 17> c{};
+    for (int l = 1; l <= 16; ++l)
+      for (int t : {0, 1, 2, 3, 5, 6, 7}) c[l].colsb[t] = static_cast<uint16_t>(4 * l);
+    for (auto& k : c) k.colsb[4] = 64;
+    return c;
+  }();
+  return configs[static_cast<size_t>(lanes)];
+}
 
 
 // f32_to_bf16 (runtime/core/dtype.hpp) on 16 lanes: nearest even, quiet NaNs; bf16 in the low half.
@@ -56,6 +76,34 @@ __m512i round_to_bf16(__m512 v) {
   return _mm512_mask_or_epi32(rounded, nan, hi, _mm512_set1_epi32(0x40));
 }
 
+// Part q (0: hi, 1: mid, 2: lo) of the exact three-way split of v, as bf16 bits in the low half of
+// each lane: hi = v truncated to bf16, mid = (v - hi) truncated, lo = v - hi - mid. Each difference
+// is exact in fp32 (the truncated value shares v's sign and leading bits), and what is left after
+// two truncations has at most 8 significant bits, so lo is exact: hi + mid + lo = v for every
+// finite v (a part below 2^-126 reads as zero on the tiles: DAZ, ~2^-100 of the row's values).
+// Infinities and NaNs are all in hi (a NaN quiet, as f32_to_bf16 makes it); their mid and lo are 0.
+__m512i split_part(__m512 v, int q) {
+  const __m512i bits = _mm512_castps_si512(v), exp = _mm512_set1_epi32(0x7f800000);
+  const __m512i top = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  if (q == 0) {
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)), exp);
+    const __m512i hi = _mm512_srli_epi32(bits, 16);
+    return _mm512_mask_or_epi32(hi, nan, hi, _mm512_set1_epi32(0x40));
+  }
+  const __mmask16 finite = _mm512_cmpneq_epi32_mask(_mm512_and_si512(bits, exp), exp);
+  __m512 rest = v;
+  for (int i = 0; i < q; ++i)
+    rest = _mm512_maskz_sub_ps(finite, rest, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(rest), top)));
+  return _mm512_srli_epi32(_mm512_castps_si512(rest), 16);
+}
+
+// Activation plane q of P (above) of 16 fp32 lanes, bf16 in the low half of each lane.
+template <int P>
+__m512i plane_of(__m512 v, int q) {
+  if constexpr (P == 1) return round_to_bf16(v);
+  else return split_part(v, q);
+}
+
 int64_t blocks_of(int64_t cols) { return bf16_padded_cols(cols) / kblock; }
 
 // The first `count` of 16 lanes (all of them from 16 on, none at 0 or below).
@@ -63,8 +111,10 @@ __mmask16 first_lanes(int64_t count) {
   return static_cast<__mmask16>(count >= 16 ? 0xffff : count <= 0 ? 0 : (1u << count) - 1);
 }
 
+// The packed activations: per group of 16 rows, per 32-column block, P tiles (one per plane).
+template <int P>
 size_t xb_elems(int64_t n, int64_t cols) {
-  return static_cast<size_t>((n + group_rows - 1) / group_rows * blocks_of(cols) * tile_elems);
+  return static_cast<size_t>((n + group_rows - 1) / group_rows * blocks_of(cols) * P * tile_elems);
 }
 
 // Prefill (more than 2 groups of 16 activation rows) puts the activations on the tiles' row side
@@ -73,10 +123,19 @@ size_t xb_elems(int64_t n, int64_t cols) {
 // same k order (checked on 512,000 random outputs, and by the batch-invariance tests).
 bool prefill_layout(int64_t n) { return (n + group_rows - 1) / group_rows > 2; }
 
+// Activation lanes of a decode call's column-pair tiles: n below 16 packs only n lanes a tile row
+// (a tile of 64n bytes, its rows 4n bytes apart), so batch 1 reads 64 bytes of x per tile instead of
+// a 1 KB tile of mostly zeros (x of the 0.6B shape's down_proj: 18 KB, in L1, against 288 KB with
+// three planes). The tile unit computes each output element on its own, so the bits are those of
+// the full tile (tested: batch invariance crosses n = 1 and the wider calls).
+int64_t narrow_lanes(int64_t n) { return prefill_layout(n) ? group_rows : std::min(n, group_rows); }
+// Elements of one packed activation tile for n rows.
+int64_t x_tile_elems(int64_t n) { return 32 * narrow_lanes(n); }
+
 // 16 rows of 32 bf16 (src rows `ld` elements apart, zero past `live` rows and `left` columns),
-// rounded from f32 (F32 = true) or copied, as 16 registers of 16 column pairs.
-template <bool F32, typename T>
-void load_rows(const T* src, int64_t ld, int64_t live, int64_t left, __m512i r[16]) {
+// plane q of P made from f32 (F32 = true) or copied, as 16 registers of 16 column pairs.
+template <bool F32, typename T, int P = 1>
+void load_rows(const T* src, int64_t ld, int64_t live, int64_t left, __m512i r[16], int q = 0) {
   const __mmask16 lo = first_lanes(left), hi = first_lanes(left - 16);
   for (int64_t t = 0; t < group_rows; ++t) {
     if (t >= live) {
@@ -85,8 +144,8 @@ void load_rows(const T* src, int64_t ld, int64_t live, int64_t left, __m512i r[1
     }
     const T* row = src + t * ld;
     if constexpr (F32) {
-      const __m256i a = _mm512_cvtepi32_epi16(round_to_bf16(_mm512_maskz_loadu_ps(lo, row)));
-      const __m256i c = _mm512_cvtepi32_epi16(round_to_bf16(_mm512_maskz_loadu_ps(hi, row + 16)));
+      const __m256i a = _mm512_cvtepi32_epi16(plane_of<P>(_mm512_maskz_loadu_ps(lo, row), q));
+      const __m256i c = _mm512_cvtepi32_epi16(plane_of<P>(_mm512_maskz_loadu_ps(hi, row + 16), q));
       r[t] = _mm512_inserti64x4(_mm512_castsi256_si512(a), c, 1);
     } else {
       const __mmask32 m = static_cast<__mmask32>(left >= 32 ? 0xffffffffu : (uint64_t{1} << left) - 1);
@@ -95,20 +154,27 @@ void load_rows(const T* src, int64_t ld, int64_t live, int64_t left, __m512i r[1
   }
 }
 
-// Group g's activation rows (zero past n and past cols), one 1 KB tile per 32 columns: decode as
-// column pairs (tile (g, b) row p lane t = row 16g + t's columns 32b + 2p, 32b + 2p + 1), prefill
-// as rows (tile row t = row 16g + t's 32 columns).
+// Group g's activation rows (zero past n and past cols), P 1 KB tiles per 32 columns (plane q of
+// block b at tile (g * nb + b) * P + q): decode as column pairs (tile row p lane t = row 16g + t's
+// columns 32b + 2p, 32b + 2p + 1), prefill as rows (tile row t = row 16g + t's 32 columns).
+template <int P>
 void pack(const float* x, int64_t n, int64_t cols, uint16_t* xb, int64_t g) {
   const int64_t nb = blocks_of(cols), first = g * group_rows;
   const int64_t live = std::min<int64_t>(group_rows, n - first);
   const bool rows = prefill_layout(n);
-  for (int64_t b = 0; b < nb; ++b) {
-    __m512i r[16];
-    load_rows<true>(x + first * cols + b * kblock, cols, live, std::min<int64_t>(kblock, cols - b * kblock), r);
-    if (!rows) transpose16x16_epi32(r);
-    uint16_t* out = xb + (g * nb + b) * tile_elems;
-    for (int p = 0; p < 16; ++p) _mm512_store_si512(out + p * 32, r[p]);
-  }
+  const int64_t lanes = narrow_lanes(n), span = x_tile_elems(n);
+  for (int64_t b = 0; b < nb; ++b)
+    for (int q = 0; q < P; ++q) {
+      __m512i r[16];
+      load_rows<true, float, P>(x + first * cols + b * kblock, cols, live, std::min<int64_t>(kblock, cols - b * kblock),
+                                r, q);
+      if (!rows) transpose16x16_epi32(r);
+      uint16_t* out = xb + ((g * nb + b) * P + q) * span;
+      if (lanes == group_rows)
+        for (int p = 0; p < 16; ++p) _mm512_store_si512(out + p * 32, r[p]);
+      else
+        for (int p = 0; p < 16; ++p) _mm512_mask_storeu_epi32(out + p * 2 * lanes, first_lanes(lanes), r[p]);
+    }
 }
 
 // Per-thread scratch (matmul.cpp hands it out): the largest of a decode block's 32 weight rows
@@ -141,10 +207,11 @@ struct weight_tiles {
 };
 
 // Decode's 16/32 weight rows (wt) x 16/32 activation rows (xg: one or two groups of column-pair
-// tiles, the second nb tiles further on) over all nb column blocks, into out (4 tiles of
-// weight rows x activation rows, 256 floats apart).
-template <bool kTwoW, bool kTwoX, bool kPrefetch = false>
-void block(const weight_tiles& wt, const uint16_t* xg, int64_t nb, float* out) {
+// tiles, the second nb * P tiles further on) over all nb column blocks, into out (4 tiles of
+// weight rows x activation rows, 256 floats apart). Per block the P planes go in order.
+// span: elements per activation tile, ldb: bytes per tile row (x_tile_elems, narrow_lanes).
+template <bool kTwoW, bool kTwoX, bool kPrefetch = false, int P = 1>
+void block(const weight_tiles& wt, const uint16_t* xg, int64_t nb, float* out, int64_t span, int64_t ldb) {
   static_assert(!kPrefetch || !kTwoW, "decode blocks that prefetch are 16 weight rows");
   _tile_zero(0);
   if constexpr (kTwoX) _tile_zero(1);
@@ -153,7 +220,7 @@ void block(const weight_tiles& wt, const uint16_t* xg, int64_t nb, float* out) {
   const uint16_t* a = wt.a;
   const uint16_t* a1 = a + wt.second;
   const int64_t stride = wt.stride, step = wt.step;
-  const uint16_t* x1 = xg + nb * tile_elems;
+  const uint16_t* x1 = xg + nb * P * span;
   const char* pa = reinterpret_cast<const char*>(a);
   for (int64_t b = 0; b < nb; ++b) {
     if constexpr (kPrefetch) {  // rows in place (row-major): stride is the row's bytes
@@ -164,14 +231,28 @@ void block(const weight_tiles& wt, const uint16_t* xg, int64_t nb, float* out) {
     }
     // Every load first, then the products: the loads of a step overlap (measured 652 -> 705
     // GFLOP/s on one core against load, product, load, product).
+    const uint16_t* xs = xg + b * P * span;
+    const uint16_t* xs1 = x1 + b * P * span;
     _tile_loadd(4, a + b * step, stride);
-    _tile_loadd(6, xg + b * tile_elems, 64);
-    if constexpr (kTwoX) _tile_loadd(7, x1 + b * tile_elems, 64);
+    if constexpr (P == 3 && !kTwoW && !kTwoX) {  // one accumulator: the three planes in tiles 6, 7, 5
+      _tile_loadd(6, xs, ldb);
+      _tile_loadd(7, xs + span, ldb);
+      _tile_loadd(5, xs + 2 * span, ldb);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(0, 4, 7);
+      _tile_dpbf16ps(0, 4, 5);
+      continue;
+    }
     if constexpr (kTwoW) _tile_loadd(5, a1 + b * step, stride);
-    _tile_dpbf16ps(0, 4, 6);
-    if constexpr (kTwoX) _tile_dpbf16ps(1, 4, 7);
-    if constexpr (kTwoW) _tile_dpbf16ps(2, 5, 6);
-    if constexpr (kTwoW && kTwoX) _tile_dpbf16ps(3, 5, 7);
+#pragma GCC unroll 3
+    for (int q = 0; q < P; ++q) {
+      _tile_loadd(6, xs + q * span, ldb);
+      if constexpr (kTwoX) _tile_loadd(7, xs1 + q * span, ldb);
+      _tile_dpbf16ps(0, 4, 6);
+      if constexpr (kTwoX) _tile_dpbf16ps(1, 4, 7);
+      if constexpr (kTwoW) _tile_dpbf16ps(2, 5, 6);
+      if constexpr (kTwoW && kTwoX) _tile_dpbf16ps(3, 5, 7);
+    }
   }
   _tile_stored(0, out, 64);
   if constexpr (kTwoX) _tile_stored(1, out + 256, 64);
@@ -212,10 +293,11 @@ const uint16_t* pair_weights(const uint16_t* wd, int64_t cols, int64_t j, int64_
   return p;
 }
 
-// Prefill's 32 activation rows (groups g, g + 1: tiles xg, xg + nb tiles) x 32 weight rows (wp,
-// wp + nb tiles) over all nb column blocks, into c[0] (rows of g x weights 0-15), c[1] (g x 16-31),
-// c[2] (g + 1 x 0-15), c[3] (g + 1 x 16-31): y's own layout.
-template <bool kTwoX>
+// Prefill's 32 activation rows (groups g, g + 1: tiles xg, xg + nb * P tiles) x 32 weight rows
+// (wp, wp + nb tiles) over all nb column blocks, into c[0] (rows of g x weights 0-15), c[1] (g x
+// 16-31), c[2] (g + 1 x 0-15), c[3] (g + 1 x 16-31): y's own layout. Per block the P planes go in
+// order, as in block().
+template <bool kTwoX, int P = 1>
 void block_rows(const uint16_t* xg, const uint16_t* wp, int64_t nb, float (*c)[256]) {
   _tile_zero(0);
   _tile_zero(1);
@@ -223,18 +305,24 @@ void block_rows(const uint16_t* xg, const uint16_t* wp, int64_t nb, float (*c)[2
     _tile_zero(2);
     _tile_zero(3);
   }
-  const uint16_t* x1 = xg + nb * tile_elems;
+  const uint16_t* x1 = xg + nb * P * tile_elems;
   const uint16_t* w1 = wp + nb * tile_elems;
   for (int64_t b = 0; b < nb; ++b) {
-    _tile_loadd(4, xg + b * tile_elems, 64);
+    const uint16_t* xs = xg + b * P * tile_elems;
+    const uint16_t* xs1 = x1 + b * P * tile_elems;
+    _tile_loadd(4, xs, 64);
     _tile_loadd(6, wp + b * tile_elems, 64);
     _tile_loadd(7, w1 + b * tile_elems, 64);
-    if constexpr (kTwoX) _tile_loadd(5, x1 + b * tile_elems, 64);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    if constexpr (kTwoX) {
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
+#pragma GCC unroll 3
+    for (int q = 0; q < P; ++q) {
+      if (q > 0) _tile_loadd(4, xs + q * tile_elems, 64);
+      if constexpr (kTwoX) _tile_loadd(5, xs1 + q * tile_elems, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      if constexpr (kTwoX) {
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
     }
   }
   _tile_stored(0, c[0], 64);
@@ -251,6 +339,7 @@ void store_rows(const float* c, float* y, int64_t ldy, int64_t live_w, int64_t l
   for (int64_t t = 0; t < live_x; ++t) _mm512_mask_storeu_ps(y + t * ldy, keep, _mm512_load_ps(c + t * 16));
 }
 
+template <int P>
 void run_prefill(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y,
                  uint16_t* scratch) {
   const auto* wd = static_cast<const uint16_t*>(w.data);
@@ -263,9 +352,9 @@ void run_prefill(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0,
     const int64_t live_w0 = std::min<int64_t>(16, live), live_w1 = live - live_w0;
     for (int64_t g = 0; g < groups; g += 2) {
       const bool two_x = g + 1 < groups;
-      const uint16_t* xg = xb + g * nb * tile_elems;
-      if (two_x) block_rows<true>(xg, wp, nb, c);
-      else block_rows<false>(xg, wp, nb, c);
+      const uint16_t* xg = xb + g * nb * P * tile_elems;
+      if (two_x) block_rows<true, P>(xg, wp, nb, c);
+      else block_rows<false, P>(xg, wp, nb, c);
       for (int h = 0; h < (two_x ? 2 : 1); ++h) {
         const int64_t x0 = (g + h) * group_rows, live_x = std::min<int64_t>(group_rows, n - x0);
         store_rows(c[2 * h], y + x0 * ldy + j, ldy, live_w0, live_x);
@@ -275,13 +364,18 @@ void run_prefill(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0,
   }
 }
 
+template <int P>
 void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y, uint16_t* scratch) {
-  configure_amx_tiles();
-  if (prefill_layout(n)) return run_prefill(xb, n, w, j0, j1, y, scratch);
+  if (prefill_layout(n)) {
+    configure_amx_tiles();
+    return run_prefill<P>(xb, n, w, j0, j1, y, scratch);
+  }
+  const int64_t lanes = narrow_lanes(n), span = x_tile_elems(n), ldb = 4 * lanes;
+  _tile_loadconfig(&config_for(lanes));
   const auto* wd = static_cast<const uint16_t*>(w.data);
   const int64_t cols = w.cols, ldy = w.rows, nb = blocks_of(cols);
   const int64_t groups = (n + group_rows - 1) / group_rows;  // 1 or 2
-  alignas(64) float acc[4][256];
+  alignas(64) float acc[4][256] = {};  // narrow tiles leave lanes unwritten: read as zeros
   const int64_t step = groups == 1 ? 16 : 32;
   for (int64_t j = j0; j < j1; j += step) {
     const int64_t live = std::min<int64_t>(step, j1 - j);
@@ -294,10 +388,10 @@ void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t
                                 : weight_tiles{wd + j * cols, cols * 2, kblock, 16 * cols};
     const bool two_x = groups == 2;
     // One group takes 16-row blocks (two_w never), two groups 32-row ones (two_x always).
-    if (two_w) block<true, true>(wt, xb, nb, acc[0]);
-    else if (two_x) block<false, true>(wt, xb, nb, acc[0]);
-    else if (wt.stride == cols * 2) block<false, false, true>(wt, xb, nb, acc[0]);
-    else block<false, false>(wt, xb, nb, acc[0]);
+    if (two_w) block<true, true, false, P>(wt, xb, nb, acc[0], span, ldb);
+    else if (two_x) block<false, true, false, P>(wt, xb, nb, acc[0], span, ldb);
+    else if (wt.stride == cols * 2) block<false, false, true, P>(wt, xb, nb, acc[0], span, ldb);
+    else block<false, false, false, P>(wt, xb, nb, acc[0], span, ldb);
     const int64_t live_x0 = std::min<int64_t>(group_rows, n), live_w0 = std::min<int64_t>(16, live);
     store_tile(acc[0], y + j, ldy, live_w0, live_x0);
     if (two_x) store_tile(acc[1], y + 16 * ldy + j, ldy, live_w0, n - 16);
@@ -312,10 +406,7 @@ void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t
 
 // The tile configuration is per thread state that other code on the thread may change or release
 // (a probe, a library): loaded at every unit, a few dozen cycles against a unit's thousands.
-void configure_amx_tiles() {
-  static const tile_config config;
-  _tile_loadconfig(&config);
-}
+void configure_amx_tiles() { _tile_loadconfig(&config_for(group_rows)); }
 
 }  // namespace troupe::kernels::cpu
 
@@ -326,7 +417,12 @@ namespace troupe::kernels::cpu {
 // Built for the baseline ISA: matmul.cpp may call this on any CPU, then runs it only where
 // amx_usable().
 const matmul_bf16_backend& matmul_bf16_backend_amx() {
-  static const matmul_bf16_backend b{"amx", unit_rows, run, group_rows, xb_elems, pack, scratch_elems};
+  static const matmul_bf16_backend b{"amx", unit_rows, run<1>, group_rows, xb_elems<1>, pack<1>, scratch_elems};
+  return b;
+}
+
+const matmul_bf16_backend& matmul_f32_backend_amx() {
+  static const matmul_bf16_backend b{"amx_bf16x3", unit_rows, run<3>, group_rows, xb_elems<3>, pack<3>, scratch_elems};
   return b;
 }
 

@@ -312,7 +312,7 @@ parallel_config parallel_of(const server_config& c) {
 
 std::string compute_arithmetic(const server_config& c) {
   if (parse_compute_dtype(c.compute_dtype, "model.compute_dtype (--compute-dtype)") == kernels::compute_dtype::f32)
-    return "";
+    return std::string(kernels::f32_arithmetic()) == "amx" ? "f32-amx" : "";
   return std::string("bf16-") + kernels::bf16_arithmetic();
 }
 

@@ -178,9 +178,10 @@ wire::cors_policy cors_policy_of(const server_config& cfg);
 // How the CPU engine splits the model: model.tensor_parallel_size, enable_expert_parallel,
 // threads, pipeline_parallel_size and pipeline_layers (validate has parsed them).
 parallel_config parallel_of(const server_config& cfg);
-// What model.compute_dtype adds to the prefix cache's identity: "" for f32 (the same bits on every
-// CPU), "bf16-vdpbf16ps" or "bf16-amx" for bf16 (AMX tiles sum in their own order), so replicas
-// share K/V only where they compute the same bits (validate has parsed the key).
+// What model.compute_dtype adds to the prefix cache's identity: for f32 "" (the FMA path: the same
+// bits on every CPU) or "f32-amx" (BF16 weights on the AMX tiles: their own sums), for bf16
+// "bf16-vdpbf16ps" or "bf16-amx", so replicas share K/V only where they compute the same bits
+// (validate has parsed the key).
 std::string compute_arithmetic(const server_config& cfg);
 // "a:b::c" -> {"a", "b", "c"} (scheduler.plugin_dirs).
 std::vector<std::string> split_dirs(std::string_view dirs);

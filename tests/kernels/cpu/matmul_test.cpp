@@ -1,6 +1,7 @@
 // kernels::matmul: closeness to the double-precision reference, bitwise batch invariance (a row's
 // result never depends on n, its neighbours or the thread count), bitwise agreement of every
-// back-end this CPU can run, and the errors for bad calls.
+// back-end this CPU can run (the FMA contract; BF16 weights on the AMX tiles have their own bits,
+// matmul_f32_amx_test.cpp), and the errors for bad calls.
 #define BOOST_TEST_MODULE kernels_cpu_matmul
 #include <omp.h>
 
@@ -99,12 +100,15 @@ BOOST_AUTO_TEST_CASE(isa_follows_environment) {
   const std::string got = tk::matmul_isa();
   BOOST_TEST_MESSAGE("matmul ISA: " << got);
   BOOST_TEST_MESSAGE("bf16 compute: " << tk::matmul_bf16_isa());
+  BOOST_TEST_MESSAGE("f32 arithmetic of BF16 weights: " << tk::f32_arithmetic());
   if (want == "avx512" || want == "avx2" || want == "generic") {
     BOOST_TEST(got == want);
     BOOST_TEST(std::string(tk::matmul_bf16_isa()) != "amx");  // AMX only on request or by default
-  } else if (want == "amx" && got != "invalid") {  // the f32 path stays AVX-512; bf16 runs on the tiles
+    BOOST_TEST(std::string(tk::f32_arithmetic()) == "fma");
+  } else if (want == "amx" && got != "invalid") {  // f32 / F16 weights stay AVX-512; BF16 runs on the tiles
     BOOST_TEST(got == "avx512");
     BOOST_TEST(std::string(tk::matmul_bf16_isa()) == "amx");
+    BOOST_TEST(std::string(tk::f32_arithmetic()) == "amx");
   } else if (!want.empty() && want != "auto") {  // an unknown name is refused at the first call
     BOOST_TEST(got == "invalid");
     test_weight w(dtype::f32, 4, 4, 1);
@@ -121,6 +125,7 @@ BOOST_AUTO_TEST_CASE(isa_follows_environment) {
                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     BOOST_TEST(got == (avx512 ? "avx512" : avx2 ? "avx2" : "generic"));
+    BOOST_TEST(std::string(tk::f32_arithmetic()) == (std::string(tk::matmul_bf16_isa()) == "amx" ? "amx" : "fma"));
   }
 }
 
@@ -188,19 +193,24 @@ BOOST_AUTO_TEST_CASE(thread_count_invariant) {
   omp_set_num_threads(saved);
 }
 
-// Every back-end this CPU can run gives the bits matmul() gives (so results do not depend on the
-// machine's instruction set either).
+// Every back-end this CPU can run gives the portable back-end's bits, and so does matmul() wherever it
+// runs the FMA contract (so results do not depend on the machine's instruction set either; BF16
+// weights on the AMX tiles are the exception, f32_arithmetic()).
 BOOST_AUTO_TEST_CASE(backends_agree_bitwise) {
   if (std::string(tk::matmul_isa()) == "invalid") return;
   namespace cpu = tk::cpu;
   const auto backends = cpu::runnable_matmul_backends();
+  const bool tiles = std::string(tk::f32_arithmetic()) == "amx";
   const int64_t shapes[][2] = {{61, 333}, {20, 1024}, {13, 7}, {19, 3072}};
   for (dtype t : all_types)
     for (auto [rows, cols] : shapes) {
       test_weight w(t, rows, cols, 19);
       for (int64_t n : {1, 2, 3, 6, 13, 70}) {
         auto x = random_x(n, cols, 23);
-        auto expect = run(x.data(), n, w.ref);
+        std::vector<float> expect(static_cast<size_t>(n * rows));
+        cpu::matmul_backend_generic().run(x.data(), n, w.ref, 0, rows, expect.data(), nullptr);
+        if (!(tiles && t == dtype::bf16))
+          BOOST_TEST(same_bits(run(x.data(), n, w.ref).data(), expect.data(), n * rows), "matmul() " << name(t, rows, cols) << " n=" << n);
         for (const auto* b : backends) {
           std::vector<float> y(static_cast<size_t>(n * rows));
           std::vector<float> scratch(b->scratch_floats(n, w.ref) + 16);
