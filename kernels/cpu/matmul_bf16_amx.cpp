@@ -212,7 +212,6 @@ struct weight_tiles {
 // span: elements per activation tile, ldb: bytes per tile row (x_tile_elems, narrow_lanes).
 template <bool kTwoW, bool kTwoX, bool kPrefetch = false, int P = 1>
 void block(const weight_tiles& wt, const uint16_t* xg, int64_t nb, float* out, int64_t span, int64_t ldb) {
-  static_assert(!kPrefetch || !kTwoW, "decode blocks that prefetch are 16 weight rows");
   _tile_zero(0);
   if constexpr (kTwoX) _tile_zero(1);
   if constexpr (kTwoW) _tile_zero(2);
@@ -224,10 +223,11 @@ void block(const weight_tiles& wt, const uint16_t* xg, int64_t nb, float* out, i
   const char* pa = reinterpret_cast<const char*>(a);
   for (int64_t b = 0; b < nb; ++b) {
     if constexpr (kPrefetch) {  // rows in place (row-major): stride is the row's bytes
+      constexpr int rows = kTwoW ? 32 : 16;  // kTwoW: the second tile's rows follow the first's
       int64_t ahead = b * 64 + prefetch_ahead;
-      if (ahead >= stride) ahead += 15 * stride;
-#pragma GCC unroll 16
-      for (int r = 0; r < 16; ++r) _mm_prefetch(pa + r * stride + ahead, _MM_HINT_T0);
+      if (ahead >= stride) ahead += (rows - 1) * stride;
+#pragma GCC unroll 32
+      for (int r = 0; r < rows; ++r) _mm_prefetch(pa + r * stride + ahead, _MM_HINT_T0);
     }
     // Every load first, then the products: the loads of a step overlap (measured 652 -> 705
     // GFLOP/s on one core against load, product, load, product).
@@ -388,7 +388,8 @@ void run(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t
                                 : weight_tiles{wd + j * cols, cols * 2, kblock, 16 * cols};
     const bool two_x = groups == 2;
     // One group takes 16-row blocks (two_w never), two groups 32-row ones (two_x always).
-    if (two_w) block<true, true, false, P>(wt, xb, nb, acc[0], span, ldb);
+    if (two_w && wt.stride == cols * 2) block<true, true, true, P>(wt, xb, nb, acc[0], span, ldb);
+    else if (two_w) block<true, true, false, P>(wt, xb, nb, acc[0], span, ldb);
     else if (two_x) block<false, true, false, P>(wt, xb, nb, acc[0], span, ldb);
     else if (wt.stride == cols * 2) block<false, false, true, P>(wt, xb, nb, acc[0], span, ldb);
     else block<false, false, false, P>(wt, xb, nb, acc[0], span, ldb);
