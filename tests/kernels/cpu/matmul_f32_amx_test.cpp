@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "kernels/kernels.hpp"
+#include "tests/kernels/cpu/matmul_test_helpers.hpp"
 
 namespace tk = troupe::kernels;
 using troupe::dtype;
+using tk::test::random_x, tk::test::run, tk::test::same_bits;  // random_x: full 24-bit mantissas
 
 namespace {
 
@@ -38,25 +40,6 @@ struct bf16_weight {
     ref = {bits.data(), dtype::bf16, rows, cols};
   }
 };
-
-// Normal values whose low mantissa bits are all used: a split that kept fewer than 24 bits shows.
-std::vector<float> random_x(int64_t n, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> x(static_cast<size_t>(n * cols));
-  for (auto& v : x) v = dist(rng);
-  return x;
-}
-
-std::vector<float> run(const float* x, int64_t n, const tk::weight_ref& w) {
-  std::vector<float> y(static_cast<size_t>(n * w.rows), -1.f);
-  tk::matmul(x, n, w, y.data(), tk::compute_dtype::f32);
-  return y;
-}
-
-bool same_bits(const float* a, const float* b, int64_t count) {
-  return std::memcmp(a, b, static_cast<size_t>(count) * sizeof(float)) == 0;
-}
 
 }  // namespace
 

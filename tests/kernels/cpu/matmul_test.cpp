@@ -17,9 +17,11 @@
 #include "kernels/cpu/matmul_backend.hpp"
 #include "kernels/kernels.hpp"
 #include "runtime/core/error.hpp"
+#include "tests/kernels/cpu/matmul_test_helpers.hpp"
 
 namespace tk = troupe::kernels;
 using troupe::dtype;
+using tk::test::random_x, tk::test::run, tk::test::same_bits;
 
 namespace {
 
@@ -48,23 +50,6 @@ struct test_weight {
   }
 };
 
-std::vector<float> random_x(int64_t n, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> x(static_cast<size_t>(n * cols));
-  for (auto& v : x) v = dist(rng);
-  return x;
-}
-
-std::vector<float> run(const float* x, int64_t n, const tk::weight_ref& w) {
-  std::vector<float> y(static_cast<size_t>(n * w.rows), -1.f);
-  tk::matmul(x, n, w, y.data());
-  return y;
-}
-
-bool same_bits(const float* a, const float* b, int64_t count) {
-  return std::memcmp(a, b, static_cast<size_t>(count) * sizeof(float)) == 0;
-}
 
 // |y - ref| <= 1e-5 * (largest |ref| of that row), element by element.
 void check_close(const std::vector<float>& y, const std::vector<float>& ref, int64_t n, int64_t rows,
