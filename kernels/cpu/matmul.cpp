@@ -292,7 +292,19 @@ void matmul(const float* x, int64_t n, std::span<const matmul_out> outs, compute
   size_t nb = 0, no = 0;
   for (const auto& o : outs) (o.w.type == dtype::bf16 ? bf16[nb++] : other[no++]) = o;
   if (no > 0) matmul_f32(x, n, {other, no});
-  if (nb > 0) matmul_packed_x(tiles_f32 ? cpu::matmul_f32_backend_amx() : bf16_backend(), x, n, {bf16, nb});
+  if (nb == 0) return;
+  const cpu::matmul_bf16_backend& b = tiles_f32 ? cpu::matmul_f32_backend_amx() : bf16_backend();
+  // Rows in slabs: the packed copy of x (three bf16 planes on the tiles: 1.5x x's own bytes) stays
+  // at most slab_rows rows and the thread's buffer never grows past that for a long prompt. Each
+  // output is its own row's, whichever slab or layout computes it, so the bits do not change.
+  constexpr int64_t slab_rows = 512;
+  if (n <= slab_rows) return matmul_packed_x(b, x, n, {bf16, nb});
+  const int64_t cols = bf16[0].w.cols;
+  for (int64_t i0 = 0; i0 < n; i0 += slab_rows) {
+    matmul_out slab[max_matmul_outs];
+    for (size_t i = 0; i < nb; ++i) slab[i] = {bf16[i].w, bf16[i].y ? bf16[i].y + i0 * bf16[i].w.rows : nullptr};
+    matmul_packed_x(b, x ? x + i0 * cols : nullptr, std::min(slab_rows, n - i0), {slab, nb});
+  }
 }
 
 }  // namespace troupe::kernels
