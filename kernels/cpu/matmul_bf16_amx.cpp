@@ -177,10 +177,16 @@ void pack(const float* x, int64_t n, int64_t cols, uint16_t* xb, int64_t g) {
     }
 }
 
-// Per-thread scratch (matmul.cpp hands it out): the largest of a decode block's 32 weight rows
-// zero-padded to whole tiles (pad_weights) and a prefill block's 2 x nb column-pair tiles
-// (pair_weights), both nb * 1024 elements.
-size_t scratch_elems(int64_t, int64_t cols) { return static_cast<size_t>(blocks_of(cols) * 2 * tile_elems); }
+// Prefill's weight rows per unit (unit_rows): all of them paired into scratch at once.
+constexpr int64_t prefill_unit_rows = 256;
+
+// Per-thread scratch (matmul.cpp hands it out), in bf16 elements: decode's 32 weight rows
+// zero-padded to whole tiles (pad_weights), or prefill's whole unit as column-pair tiles
+// (pair_weights: 8 blocks of 32 rows, 1.5 MB for 3072 columns).
+size_t scratch_elems(int64_t n, int64_t cols) {
+  const int64_t blocks = prefill_layout(n) ? prefill_unit_rows / 32 : 1;
+  return static_cast<size_t>(blocks * blocks_of(cols) * 2 * tile_elems);
+}
 
 // The fp32 tile `acc` (16 weight rows x 16 activation rows) into y: activation row t of the tile
 // goes to y[t][0 .. live_w) (y row stride ldy), for t < live_x.
@@ -263,7 +269,9 @@ void block(const weight_tiles& wt, const uint16_t* xg, int64_t nb, float* out, i
 // Decode (one activation group) streams a unit's rows once, 16 rows a block: 16 concurrent row
 // streams read faster than 32 (lm_head on one core, 12.8 vs 11.7 GB/s). Larger batches use each
 // 32-row block for every activation group (pair), in units small enough to share out.
-int64_t unit_rows(int64_t n) { return n <= group_rows ? 256 : 64; }
+// Prefill: 256-row units, their weights paired once into scratch and swept by each activation
+// group pair in turn (run_prefill).
+int64_t unit_rows(int64_t n) { return n <= group_rows ? 256 : prefill_layout(n) ? prefill_unit_rows : 64; }
 
 // Decode: a block's weight rows [j, j + live) zero-padded to whole tiles where they cannot be read
 // in place (the matrix's last rows, or cols that are not a multiple of 32: a direct load would read
@@ -339,6 +347,13 @@ void store_rows(const float* c, float* y, int64_t ldy, int64_t live_w, int64_t l
   for (int64_t t = 0; t < live_x; ++t) _mm512_mask_storeu_ps(y + t * ldy, keep, _mm512_load_ps(c + t * 16));
 }
 
+// Prefill over a unit of weight rows: its 32-row blocks paired into scratch first, then each
+// activation group pair sweeps them all, so a pair's tiles (3 planes: 6 KB a 32-column block)
+// come from memory once per unit and from L2 for its other blocks. Pairing one block at a time
+// and sweeping every group over it read all of x once per 32 weight rows (3 MB for the 0.6B
+// shape's 512-row prompt with three planes, past L2): 0.6B prefill matmuls n = 512, f32 on the
+// tiles 807-818 -> 476-490 ms (64-row units 601-655, 128 531-547, 512 472-492), bf16 mode 300-310
+// -> 259 ms.
 template <int P>
 void run_prefill(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0, int64_t j1, float* y,
                  uint16_t* scratch) {
@@ -346,13 +361,16 @@ void run_prefill(const uint16_t* xb, int64_t n, const weight_ref& w, int64_t j0,
   const int64_t cols = w.cols, ldy = w.rows, nb = blocks_of(cols);
   const int64_t groups = (n + group_rows - 1) / group_rows;
   alignas(64) float c[4][256];
-  for (int64_t j = j0; j < j1; j += 32) {
-    const int64_t live = std::min<int64_t>(32, j1 - j);
-    const uint16_t* wp = pair_weights(wd, cols, j, live, nb, scratch);
-    const int64_t live_w0 = std::min<int64_t>(16, live), live_w1 = live - live_w0;
-    for (int64_t g = 0; g < groups; g += 2) {
-      const bool two_x = g + 1 < groups;
-      const uint16_t* xg = xb + g * nb * P * tile_elems;
+  const int64_t pair_elems = 2 * nb * tile_elems;
+  for (int64_t j = j0; j < j1; j += 32)
+    pair_weights(wd, cols, j, std::min<int64_t>(32, j1 - j), nb, scratch + (j - j0) / 32 * pair_elems);
+  for (int64_t g = 0; g < groups; g += 2) {
+    const bool two_x = g + 1 < groups;
+    const uint16_t* xg = xb + g * nb * P * tile_elems;
+    for (int64_t j = j0; j < j1; j += 32) {
+      const int64_t live = std::min<int64_t>(32, j1 - j);
+      const uint16_t* wp = scratch + (j - j0) / 32 * pair_elems;
+      const int64_t live_w0 = std::min<int64_t>(16, live), live_w1 = live - live_w0;
       if (two_x) block_rows<true, P>(xg, wp, nb, c);
       else block_rows<false, P>(xg, wp, nb, c);
       for (int h = 0; h < (two_x ? 2 : 1); ++h) {
