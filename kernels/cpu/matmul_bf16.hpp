@@ -1,6 +1,8 @@
 // The bf16 compute mode of kernels::matmul (compute_dtype::bf16, kernels.hpp) for BF16 weights:
 // the arithmetic of AVX512_BF16 vdpbf16ps, defined here in scalar C++, and its back-ends.
-// Every back-end gives these exact bits, so results do not depend on the machine or on n.
+// Every back-end gives these exact bits, so results do not depend on the machine or on n, except
+// the AMX tiles' (their own sums). The interface also carries the f32 mode's AMX back-end
+// (matmul_f32_backend_amx: x split into three bf16 parts), which packs x the same way.
 #pragma once
 
 #include <cmath>
@@ -65,8 +67,8 @@ struct matmul_bf16_backend {
   int64_t pack_rows = 1;
   size_t (*xb_elems)(int64_t n, int64_t cols) = nullptr;
   void (*pack)(const float* x, int64_t n, int64_t cols, uint16_t* xb, int64_t group) = nullptr;
-  // bf16 elements of per-thread scratch run() needs (AMX: a weight block copied into tiles), as
-  // matmul_backend::scratch_floats; null: none.
+  // bf16 elements of per-thread scratch run() needs for n rows (AMX: decode's padded weight block,
+  // or prefill's unit of weights paired into tiles), as matmul_backend::scratch_floats; null: none.
   size_t (*scratch_elems)(int64_t n, int64_t cols) = nullptr;
 };
 
