@@ -59,6 +59,10 @@ const isa_choice& chosen_isa() {
   return choice;
 }
 
+// f32 compute of BF16 weights on the AMX tiles (f32_arithmetic() == "amx"): wherever bf16 compute
+// uses them, on a valid TROUPE_ISA.
+bool f32_on_tiles() { return chosen_isa().backend && chosen_isa().amx; }
+
 // bf16 compute (kernels.hpp): the AMX tiles where usable (unless TROUPE_ISA=avx512 or lower), else
 // vdpbf16ps where the CPU has AVX512_BF16 and TROUPE_ISA allows AVX-512, else the portable
 // emulation (vdpbf16ps's bits, slowly).
@@ -269,7 +273,7 @@ const char* matmul_bf16_isa() noexcept { return chosen_isa().backend ? bf16_back
 
 const char* bf16_arithmetic() noexcept { return std::string_view(matmul_bf16_isa()) == "amx" ? "amx" : "vdpbf16ps"; }
 
-const char* f32_arithmetic() noexcept { return chosen_isa().backend && chosen_isa().amx ? "amx" : "fma"; }
+const char* f32_arithmetic() noexcept { return f32_on_tiles() ? "amx" : "fma"; }
 
 const char* quant_arithmetic() noexcept { return "dequant"; }
 
@@ -285,7 +289,7 @@ void matmul(const float* x, int64_t n, const weight_ref& w, float* y, compute_dt
 // bf16 compute, and f32 compute on the AMX tiles, apply to BF16 weights only: a mixed call runs its
 // BF16 products in one region and the others in another.
 void matmul(const float* x, int64_t n, std::span<const matmul_out> outs, compute_dtype compute) {
-  const bool tiles_f32 = compute == compute_dtype::f32 && chosen_isa().backend && chosen_isa().amx;
+  const bool tiles_f32 = compute == compute_dtype::f32 && f32_on_tiles();
   if ((compute == compute_dtype::f32 && !tiles_f32) || outs.size() > max_matmul_outs)
     return matmul_f32(x, n, outs);  // (the latter throws)
   matmul_out bf16[max_matmul_outs], other[max_matmul_outs];
