@@ -44,7 +44,8 @@ constexpr int64_t tile_elems = 512; // bf16 elements in one packed tile (1 KB)
 
 // Tiles 0-3: the 2 x 2 fp32 accumulators; 4-5: row tiles; 6-7: column-pair tiles. Each 16 x 64 B.
 // A decode call of n < 16 activation rows narrows the column-pair and accumulator tiles to n
-// lanes (4n bytes a row; tiles 4 and 5 stay 64 B): see narrow_lanes.
+// lanes (4n bytes a row), and tile 5, which then holds the f32 mode's third activation plane
+// (block); tile 4, the weights, stays 64 B: see narrow_lanes.
 struct alignas(64) tile_config {
   uint8_t palette = 1, start_row = 0;
   uint8_t reserved[14] = {};
@@ -76,32 +77,24 @@ __m512i round_to_bf16(__m512 v) {
   return _mm512_mask_or_epi32(rounded, nan, hi, _mm512_set1_epi32(0x40));
 }
 
-// Part q (0: hi, 1: mid, 2: lo) of the exact three-way split of v, as bf16 bits in the low half of
-// each lane: hi = v truncated to bf16, mid = (v - hi) truncated, lo = v - hi - mid. Each difference
-// is exact in fp32 (the truncated value shares v's sign and leading bits), and what is left after
-// two truncations has at most 8 significant bits, so lo is exact: hi + mid + lo = v for every
-// finite v (a part below 2^-126 reads as zero on the tiles: DAZ, ~2^-100 of the row's values).
-// Infinities and NaNs are all in hi (a NaN quiet, as f32_to_bf16 makes it); their mid and lo are 0.
-__m512i split_part(__m512 v, int q) {
+// The exact three-way split of 16 lanes v into bf16 parts (16 each, written to part[0..2]): hi = v
+// truncated to bf16, mid = (v - hi) truncated, lo = v - hi - mid. Each difference is exact in fp32
+// (the truncated value shares v's sign and leading bits), and what is left after two truncations
+// has at most 8 significant bits, so lo is exact: hi + mid + lo = v for every finite v (a part
+// below 2^-126 reads as zero on the tiles: DAZ, ~2^-100 of the row's values). Infinities and NaNs
+// are all in hi (a NaN quiet, as f32_to_bf16 makes it); their mid and lo are 0.
+void split3(__m512 v, uint16_t* hi_out, uint16_t* mid_out, uint16_t* lo_out) {
   const __m512i bits = _mm512_castps_si512(v), exp = _mm512_set1_epi32(0x7f800000);
   const __m512i top = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
-  if (q == 0) {
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)), exp);
-    const __m512i hi = _mm512_srli_epi32(bits, 16);
-    return _mm512_mask_or_epi32(hi, nan, hi, _mm512_set1_epi32(0x40));
-  }
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)), exp);
   const __mmask16 finite = _mm512_cmpneq_epi32_mask(_mm512_and_si512(bits, exp), exp);
-  __m512 rest = v;
-  for (int i = 0; i < q; ++i)
-    rest = _mm512_maskz_sub_ps(finite, rest, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(rest), top)));
-  return _mm512_srli_epi32(_mm512_castps_si512(rest), 16);
-}
-
-// Activation plane q of P (above) of 16 fp32 lanes, bf16 in the low half of each lane.
-template <int P>
-__m512i plane_of(__m512 v, int q) {
-  if constexpr (P == 1) return round_to_bf16(v);
-  else return split_part(v, q);
+  const __m512i hi = _mm512_srli_epi32(bits, 16);
+  const __m512 r1 = _mm512_maskz_sub_ps(finite, v, _mm512_castsi512_ps(_mm512_and_si512(bits, top)));
+  const __m512 r2 = _mm512_sub_ps(r1, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(r1), top)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(hi_out),
+                     _mm512_cvtepi32_epi16(_mm512_mask_or_epi32(hi, nan, hi, _mm512_set1_epi32(0x40))));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(mid_out), _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(r1), 16)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lo_out), _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(r2), 16)));
 }
 
 int64_t blocks_of(int64_t cols) { return bf16_padded_cols(cols) / kblock; }
@@ -133,9 +126,9 @@ int64_t narrow_lanes(int64_t n) { return prefill_layout(n) ? group_rows : std::m
 int64_t x_tile_elems(int64_t n) { return 32 * narrow_lanes(n); }
 
 // 16 rows of 32 bf16 (src rows `ld` elements apart, zero past `live` rows and `left` columns),
-// plane q of P made from f32 (F32 = true) or copied, as 16 registers of 16 column pairs.
-template <bool F32, typename T, int P = 1>
-void load_rows(const T* src, int64_t ld, int64_t live, int64_t left, __m512i r[16], int q = 0) {
+// rounded from f32 (F32 = true) or copied, as 16 registers of 16 column pairs.
+template <bool F32, typename T>
+void load_rows(const T* src, int64_t ld, int64_t live, int64_t left, __m512i r[16]) {
   const __mmask16 lo = first_lanes(left), hi = first_lanes(left - 16);
   for (int64_t t = 0; t < group_rows; ++t) {
     if (t >= live) {
@@ -144,8 +137,8 @@ void load_rows(const T* src, int64_t ld, int64_t live, int64_t left, __m512i r[1
     }
     const T* row = src + t * ld;
     if constexpr (F32) {
-      const __m256i a = _mm512_cvtepi32_epi16(plane_of<P>(_mm512_maskz_loadu_ps(lo, row), q));
-      const __m256i c = _mm512_cvtepi32_epi16(plane_of<P>(_mm512_maskz_loadu_ps(hi, row + 16), q));
+      const __m256i a = _mm512_cvtepi32_epi16(round_to_bf16(_mm512_maskz_loadu_ps(lo, row)));
+      const __m256i c = _mm512_cvtepi32_epi16(round_to_bf16(_mm512_maskz_loadu_ps(hi, row + 16)));
       r[t] = _mm512_inserti64x4(_mm512_castsi256_si512(a), c, 1);
     } else {
       const __mmask32 m = static_cast<__mmask32>(left >= 32 ? 0xffffffffu : (uint64_t{1} << left) - 1);
@@ -163,11 +156,21 @@ void pack(const float* x, int64_t n, int64_t cols, uint16_t* xb, int64_t g) {
   const int64_t live = std::min<int64_t>(group_rows, n - first);
   const bool rows = prefill_layout(n);
   const int64_t lanes = narrow_lanes(n), span = x_tile_elems(n);
-  for (int64_t b = 0; b < nb; ++b)
+  for (int64_t b = 0; b < nb; ++b) {
+    const float* src = x + first * cols + b * kblock;
+    const int64_t left = std::min<int64_t>(kblock, cols - b * kblock);
+    // Three planes: the block's rows split once (zero past cols) into 16 x 32 bf16 each, then
+    // each plane copied into its tile as P = 1 rounds into its one.
+    alignas(64) uint16_t parts[3][group_rows * kblock];
+    if constexpr (P == 3)
+      for (int64_t t = 0; t < live; ++t)
+        for (int h = 0; h < 2; ++h)
+          split3(_mm512_maskz_loadu_ps(first_lanes(left - 16 * h), src + t * cols + 16 * h), parts[0] + t * kblock + 16 * h,
+                 parts[1] + t * kblock + 16 * h, parts[2] + t * kblock + 16 * h);
     for (int q = 0; q < P; ++q) {
       __m512i r[16];
-      load_rows<true, float, P>(x + first * cols + b * kblock, cols, live, std::min<int64_t>(kblock, cols - b * kblock),
-                                r, q);
+      if constexpr (P == 3) load_rows<false>(parts[q], kblock, live, kblock, r);
+      else load_rows<true>(src, cols, live, left, r);
       if (!rows) transpose16x16_epi32(r);
       uint16_t* out = xb + ((g * nb + b) * P + q) * span;
       if (lanes == group_rows)
@@ -175,6 +178,7 @@ void pack(const float* x, int64_t n, int64_t cols, uint16_t* xb, int64_t g) {
       else
         for (int p = 0; p < 16; ++p) _mm512_mask_storeu_epi32(out + p * 2 * lanes, first_lanes(lanes), r[p]);
     }
+  }
 }
 
 // Prefill's weight rows per unit (unit_rows): all of them paired into scratch at once.
@@ -286,9 +290,10 @@ weight_tiles pad_weights(const uint16_t* wd, int64_t cols, int64_t j, int64_t li
 
 // Prefill: a 32-row block's weights as column-pair tiles (tile (t, b) row p lane r = weight row
 // j + 16t + r's columns 32b + 2p, 32b + 2p + 1), each 1 KB of its own, zero past live rows and
-// cols. Copied once per block and loaded once per activation group pair; the transpose is what
-// lets the products land as y's rows (activation row x weight row), stored without one.
-const uint16_t* pair_weights(const uint16_t* wd, int64_t cols, int64_t j, int64_t live, int64_t nb, uint16_t* p) {
+// cols, written to p. Copied once per unit (run_prefill) and loaded once per activation group pair;
+// the transpose is what lets the products land as y's rows (activation row x weight row), stored
+// without one.
+void pair_weights(const uint16_t* wd, int64_t cols, int64_t j, int64_t live, int64_t nb, uint16_t* p) {
   for (int64_t t = 0; t < 2; ++t)
     for (int64_t b = 0; b < nb; ++b) {
       __m512i r[16];
@@ -298,7 +303,6 @@ const uint16_t* pair_weights(const uint16_t* wd, int64_t cols, int64_t j, int64_
       uint16_t* out = p + (t * nb + b) * tile_elems;
       for (int q = 0; q < 16; ++q) _mm512_store_si512(out + q * 32, r[q]);
     }
-  return p;
 }
 
 // Prefill's 32 activation rows (groups g, g + 1: tiles xg, xg + nb * P tiles) x 32 weight rows
